@@ -1,0 +1,199 @@
+package loadertest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/generated"
+)
+
+var lib string // path of the built tiny library
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "loadertest-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	lib = filepath.Join(dir, "libtinycuvs.so")
+	cmd := exec.Command("gcc", "-shared", "-fPIC", "-O1", "-I../../generated", "-o", lib, "testdata/tinycuvs.c")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the tiny library: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func load(t *testing.T, path string) {
+	t.Helper()
+	if err := generated.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(generated.Unload)
+}
+
+func TestCallBeforeLoad(t *testing.T) {
+	var major, minor, patch uint16
+	err := generated.CuvsVersionGet(&major, &minor, &patch)
+	if !errors.Is(err, generated.ErrNotLoaded) {
+		t.Fatalf("got %v, want ErrNotLoaded", err)
+	}
+	if !strings.Contains(err.Error(), "cuvsVersionGet") {
+		t.Errorf("error %q does not name the function", err)
+	}
+	if _, err := generated.CuvsGetLogLevel(); !errors.Is(err, generated.ErrNotLoaded) {
+		t.Errorf("CuvsGetLogLevel before Load: %v", err)
+	}
+	if err := generated.CuvsSetLogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_OFF); !errors.Is(err, generated.ErrNotLoaded) {
+		t.Errorf("CuvsSetLogLevel before Load: %v", err)
+	}
+	if generated.Loaded() || generated.Has("cuvsVersionGet") {
+		t.Error("nothing should be loaded")
+	}
+	if got, want := len(generated.Missing()), len(generated.Functions()); got != want {
+		t.Errorf("Missing() before Load lists %d, want all %d", got, want)
+	}
+}
+
+func TestMissingLibrary(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "libnothere.so")
+	err := generated.Load(missing)
+	var le *generated.LibraryError
+	if !errors.As(err, &le) || !errors.Is(err, generated.ErrLibraryNotFound) {
+		t.Fatalf("got %v, want a *LibraryError", err)
+	}
+	if len(le.Tried) != 1 || le.Tried[0] != missing {
+		t.Errorf("Tried = %v", le.Tried)
+	}
+	for _, want := range []string{missing, generated.EnvLibrary, "LD_LIBRARY_PATH"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if generated.Loaded() {
+		t.Error("Loaded after a failed Load")
+	}
+}
+
+func TestDefaultSearchNamesSoname(t *testing.T) {
+	t.Setenv(generated.EnvLibrary, "")
+	t.Setenv("CONDA_PREFIX", t.TempDir())
+	t.Setenv("LD_LIBRARY_PATH", "")
+	err := generated.Load("")
+	if err == nil {
+		generated.Unload()
+		t.Skip("a libcuvs_c is installed on this machine")
+	}
+	var le *generated.LibraryError
+	if !errors.As(err, &le) {
+		t.Fatalf("got %v", err)
+	}
+	if le.Tried[0] != "libcuvs_c.so" || len(le.Tried) != 2*len(generated.DefaultLibraries) {
+		t.Errorf("Tried = %v", le.Tried)
+	}
+}
+
+func TestEnvLibrary(t *testing.T) {
+	t.Setenv(generated.EnvLibrary, lib)
+	load(t, "")
+	if generated.LibraryPath() != lib {
+		t.Errorf("LibraryPath = %q, want %q", generated.LibraryPath(), lib)
+	}
+	if err := generated.Load(""); err != nil {
+		t.Errorf("second Load: %v", err)
+	}
+	if err := generated.Load("/other/libcuvs_c.so"); err == nil {
+		t.Error("loading a second, different library should fail")
+	}
+}
+
+func TestVersionAndLogLevel(t *testing.T) {
+	load(t, lib)
+	var major, minor, patch uint16
+	if err := generated.CuvsVersionGet(&major, &minor, &patch); err != nil {
+		t.Fatal(err)
+	}
+	if major != 26 || minor != 6 || patch != 0 {
+		t.Errorf("version %d.%d.%d, want 26.6.0", major, minor, patch)
+	}
+	if err := generated.CuvsSetLogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_WARN); err != nil {
+		t.Fatal(err)
+	}
+	lvl, err := generated.CuvsGetLogLevel()
+	if err != nil || lvl != generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_WARN {
+		t.Errorf("log level %v, %v", lvl, err)
+	}
+	if lvl.String() != "CUVS_LOG_LEVEL_WARN" {
+		t.Errorf("String() = %q", lvl.String())
+	}
+	msg := []byte("set from Go\x00")
+	if err := generated.CuvsSetLastErrorText(&msg[0]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMissingSymbol(t *testing.T) {
+	load(t, lib)
+	var idx generated.CuvsCagraIndex_t
+	err := generated.CuvsCagraIndexCreate(&idx)
+	var ms *generated.MissingSymbolError
+	if !errors.As(err, &ms) || !errors.Is(err, generated.ErrMissingSymbol) {
+		t.Fatalf("got %v, want *MissingSymbolError", err)
+	}
+	if ms.Symbol != "cuvsCagraIndexCreate" || ms.Library != lib {
+		t.Errorf("got %+v", ms)
+	}
+	if !generated.Has("cuvsRMMAlloc") || generated.Has("cuvsCagraIndexCreate") || generated.Has("noSuchFunction") {
+		t.Error("Has is wrong")
+	}
+	missing := generated.Missing()
+	if len(missing) != len(generated.Functions())-6 {
+		t.Errorf("%d functions missing, want all but the 6 the tiny library has", len(missing))
+	}
+}
+
+func TestErrorTextFromCallingThread(t *testing.T) {
+	load(t, lib)
+	const goroutines, calls = 16, 300
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			var p unsafe.Pointer
+			for i := 0; i < calls; i++ {
+				n := uint64(2*(g*calls+i) + 1) // odd: fails with its own text
+				err := generated.CuvsRMMAlloc(0, &p, n)
+				var ce *generated.Error
+				if !errors.As(err, &ce) {
+					errs <- fmt.Errorf("size %d: got %v, want *generated.Error", n, err)
+					return
+				}
+				if want := fmt.Sprintf("cannot allocate %d bytes", n); ce.Text != want || ce.Func != "cuvsRMMAlloc" || ce.Code != generated.CuvsError_t_CUVS_ERROR {
+					errs <- fmt.Errorf("got %+v, want text %q", ce, want)
+					return
+				}
+				// A success in between clears nothing we rely on.
+				if err := generated.CuvsRMMAlloc(0, &p, n+1); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
