@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -158,20 +159,27 @@ func resolveCuvsInclude(dir string) string {
 	return dir
 }
 
-// versionNear reads cuVS's VERSION file from a source tree holding dir.
+// versionNear reads cuVS's VERSION file from a source tree holding dir,
+// else takes a folder name such as v26.06.00 on the way up.
 func versionNear(dir string) string {
 	d, err := filepath.Abs(dir)
 	if err != nil {
 		return ""
 	}
+	named := ""
 	for i := 0; i < 4; i++ {
 		if b, err := os.ReadFile(filepath.Join(d, "VERSION")); err == nil {
 			return "v" + strings.TrimSpace(string(b))
 		}
+		if named == "" && releaseDir.MatchString(filepath.Base(d)) {
+			named = filepath.Base(d)
+		}
 		d = filepath.Dir(d)
 	}
-	return ""
+	return named
 }
+
+var releaseDir = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
 
 // condaVersion reads libcuvs's version from conda's metadata.
 func condaVersion(prefix string) string {

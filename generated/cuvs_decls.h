@@ -341,7 +341,7 @@ typedef struct cuvsIvfPqParams *cuvsIvfPqParams_t;
 struct cuvsAceParams {
   size_t npartitions;
   size_t ef_construction;
-  char *build_dir;
+  const char *build_dir;
   bool use_disk;
   double max_host_memory_gb;
   double max_gpu_memory_gb;
@@ -529,7 +529,7 @@ enum cuvsHnswHierarchy {
 
 struct cuvsHnswAceParams {
   size_t npartitions;
-  char *build_dir;
+  const char *build_dir;
   bool use_disk;
   double max_host_memory_gb;
   double max_gpu_memory_gb;

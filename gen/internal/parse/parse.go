@@ -56,13 +56,21 @@ func Headers(o Options) (*model.API, error) {
 	if _, err := os.Stat(filepath.Join(o.DLPackInclude, "dlpack", "dlpack.h")); err != nil {
 		return nil, fmt.Errorf("DLPack headers: %s has no dlpack/dlpack.h", o.DLPackInclude)
 	}
-	stub, err := os.MkdirTemp("", "cuvs-go-gen-")
+	// Two folders of our own come first in the search path: one with the
+	// stand-ins (cuda_runtime.h, c_config.h), one with links to exactly the
+	// chosen cuvs/ and dlpack/ folders, so that nothing else in their
+	// include roots (a host /usr/include/dlpack, a cuvs tree next to dlpack)
+	// can shadow or join them.
+	tmp, err := os.MkdirTemp("", "cuvs-go-gen-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(stub)
-	if err := os.MkdirAll(filepath.Join(stub, "cuvs", "core"), 0o755); err != nil {
-		return nil, err
+	defer os.RemoveAll(tmp)
+	stub, links := filepath.Join(tmp, "stub"), filepath.Join(tmp, "inc")
+	for _, d := range []string{filepath.Join(stub, "cuvs", "core"), links} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(stub, StandInHeader), []byte(standIn), 0o644); err != nil {
 		return nil, err
@@ -71,6 +79,15 @@ func Headers(o Options) (*model.API, error) {
 	// switches come from the main source below.
 	if err := os.WriteFile(filepath.Join(stub, "cuvs", "core", "c_config.h"), []byte("#pragma once\n"), 0o644); err != nil {
 		return nil, err
+	}
+	for name, dir := range map[string]string{"cuvs": o.CuvsInclude, "dlpack": o.DLPackInclude} {
+		abs, err := filepath.Abs(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(abs, filepath.Join(links, name)); err != nil {
+			return nil, err
+		}
 	}
 
 	var src strings.Builder
@@ -95,7 +112,7 @@ func Headers(o Options) (*model.API, error) {
 		return nil, fmt.Errorf("cc/v4 config: %w", err)
 	}
 	// Ours first: the host's /usr/include/dlpack must not shadow the chosen one.
-	ours := []string{stub, o.DLPackInclude, o.CuvsInclude}
+	ours := []string{stub, links}
 	cfg.IncludePaths = append(append([]string{""}, ours...), cfg.IncludePaths...)
 	cfg.SysIncludePaths = append(append([]string{}, ours...), cfg.SysIncludePaths...)
 	cfg.Header = true
@@ -111,8 +128,10 @@ func Headers(o Options) (*model.API, error) {
 	}
 	p := &parser{
 		api:   &model.API{Format: model.FormatVersion, CuvsVersion: o.CuvsVersion},
-		roots: []root{{o.CuvsInclude, ""}, {o.DLPackInclude, ""}, {stub, ""}},
+		roots: []root{{links, ""}, {stub, ""}},
 		seen:  map[string]string{},
+
+		constMembers: map[*cc.StructType]map[string]bool{},
 	}
 	p.api.Headers = append(p.api.Headers, headers...)
 	p.api.Headers = append(p.api.Headers, "dlpack/dlpack.h")
@@ -180,8 +199,11 @@ type parser struct {
 	api   *model.API
 	roots []root
 	seen  map[string]string // kind+name -> fingerprint, for dedup
-	order int
-	errs  []error
+	// constMembers: cc/v4 drops `const` from member types (const char*
+	// members read as char*), so it is read from the declarations.
+	constMembers map[*cc.StructType]map[string]bool
+	order        int
+	errs         []error
 }
 
 // header maps a position to the header it belongs to, relative to its
@@ -236,6 +258,9 @@ func (p *parser) declaration(d *cc.Declaration) error {
 			s := ts.StructOrUnionSpecifier
 			if s.StructDeclarationList == nil {
 				continue // a forward reference
+			}
+			if st, ok := s.Type().(*cc.StructType); ok {
+				p.constMembers[st] = constMembers(s)
 			}
 			if s.StructOrUnion.Case == cc.StructOrUnionUnion {
 				p.errorf(s, "unions are not supported")
@@ -322,6 +347,13 @@ func (p *parser) structDef(n cc.Node, st *cc.StructType, hdr, typedef string) {
 		ft := p.typ(n, f.Type(), "")
 		if ft == nil {
 			return
+		}
+		if p.constMembers[st][f.Name()] {
+			base := ft
+			for base.Kind == model.KPointer {
+				base = base.Elem
+			}
+			base.Const = true
 		}
 		s.Fields = append(s.Fields, model.Field{Name: f.Name(), Type: ft, Offset: f.Offset()})
 	}
@@ -525,3 +557,29 @@ func (p *parser) typ(n cc.Node, t cc.Type, self string) *model.Type {
 }
 
 func tagOf(t cc.Token) string { return t.SrcStr() }
+
+// constMembers lists the members of a struct whose specifiers say const.
+func constMembers(s *cc.StructOrUnionSpecifier) map[string]bool {
+	m := map[string]bool{}
+	for l := s.StructDeclarationList; l != nil; l = l.StructDeclarationList {
+		sd := l.StructDeclaration
+		if sd == nil {
+			continue
+		}
+		isConst := false
+		for q := sd.SpecifierQualifierList; q != nil; q = q.SpecifierQualifierList {
+			if q.TypeQualifier != nil && q.TypeQualifier.Case == cc.TypeQualifierConst {
+				isConst = true
+			}
+		}
+		if !isConst {
+			continue
+		}
+		for d := sd.StructDeclaratorList; d != nil; d = d.StructDeclaratorList {
+			if d.StructDeclarator != nil && d.StructDeclarator.Declarator != nil {
+				m[d.StructDeclarator.Declarator.Name()] = true
+			}
+		}
+	}
+	return m
+}
