@@ -211,3 +211,9 @@ func statusError(fn int, code int32, text *C.char) error {
 	}
 	return e
 }
+
+// The releases of the headers these bindings were generated from.
+const (
+	CuvsVersion   = "v26.06.00"
+	DLPackVersion = "0.8"
+)

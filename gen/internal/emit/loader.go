@@ -6,9 +6,16 @@ import (
 )
 
 func (g *gen) loaderGo() ([]byte, error) {
-	src := fmt.Sprintf("// %s\n\n%s", g.banner(), loaderSrc)
+	src := fmt.Sprintf("// %s\n\n%s\n%s", g.banner(), loaderSrc, fmt.Sprintf(versionSrc, g.api.CuvsVersion, g.api.DLPackVersion))
 	return format.Source([]byte(src))
 }
+
+const versionSrc = `// The releases of the headers these bindings were generated from.
+const (
+	CuvsVersion   = %q
+	DLPackVersion = %q
+)
+`
 
 // loaderSrc is the run-time loading and error part of the package; it is
 // the same for every API, only the function table differs.
