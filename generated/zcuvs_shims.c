@@ -1039,11 +1039,11 @@ cuvsgo_status cuvsgo_cuvsResourcesDestroy(uintptr_t a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsStreamSet(uintptr_t a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsStreamSet(uintptr_t a0, uintptr_t a1) {
   cuvsgo_fn_cuvsStreamSet f = __atomic_load_n(&cuvsgo_p_cuvsStreamSet, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f(a0, (cudaStream_t)a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }

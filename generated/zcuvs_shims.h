@@ -28,7 +28,7 @@ int32_t cuvsgo_cuvsGetLogLevel(int32_t* cuvsgo_st);
 int32_t cuvsgo_cuvsSetLogLevel(int32_t a0);
 cuvsgo_status cuvsgo_cuvsResourcesCreate(void* a0);
 cuvsgo_status cuvsgo_cuvsResourcesDestroy(uintptr_t a0);
-cuvsgo_status cuvsgo_cuvsStreamSet(uintptr_t a0, void* a1);
+cuvsgo_status cuvsgo_cuvsStreamSet(uintptr_t a0, uintptr_t a1);
 cuvsgo_status cuvsgo_cuvsStreamGet(uintptr_t a0, void* a1);
 cuvsgo_status cuvsgo_cuvsStreamSync(uintptr_t a0);
 cuvsgo_status cuvsgo_cuvsDeviceIdGet(uintptr_t a0, void* a1);

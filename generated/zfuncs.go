@@ -773,7 +773,7 @@ func CuvsResourcesDestroy(res CuvsResources_t) error {
 
 // CuvsStreamSet calls cuvsStreamSet (cuvs/core/c_api.h).
 func CuvsStreamSet(res CuvsResources_t, stream CudaStream_t) error {
-	r := C.cuvsgo_cuvsStreamSet(C.uintptr_t(res), unsafe.Pointer(stream))
+	r := C.cuvsgo_cuvsStreamSet(C.uintptr_t(res), C.uintptr_t(stream))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}

@@ -145,7 +145,7 @@ type DLManagedTensor struct {
 }
 
 // CudaStream_t is the C type cudaStream_t (cuda_runtime.h).
-type CudaStream_t unsafe.Pointer
+type CudaStream_t uintptr
 
 // CudaDataType_t is the C type cudaDataType_t (cuda_runtime.h).
 type CudaDataType_t int32

@@ -294,6 +294,10 @@ func (g *gen) shimFor(f *model.Function) (*shim, error) {
 		arg := fmt.Sprintf("a%d", i)
 		rt, st, re := g.ix.Resolve(p.Type)
 		switch {
+		case g.handle(p.Type):
+			// An opaque C pointer kept as an integer in Go (cudaStream_t).
+			sp.cType, sp.call = "uintptr_t", fmt.Sprintf("(%s)%s", p.Type.Name, arg)
+			sp.conv = func(c jen.Code) jen.Code { return jen.Qual("C", "uintptr_t").Call(c) }
 		case rt.Kind == model.KPointer:
 			sp.cType, sp.call = "void*", arg
 			sp.conv = func(c jen.Code) jen.Code { return jen.Qual("unsafe", "Pointer").Call(c) }
@@ -526,6 +530,9 @@ func (g *gen) goType(t *model.Type) (jen.Code, error) {
 		}
 		return jen.Id(sc.Go), nil
 	case model.KTypedef:
+		if g.handle(t) {
+			return jen.Id(GoName(t.Name)), nil
+		}
 		if s, ok := g.ix.Structs[t.Name]; ok {
 			return jen.Id(GoName(s.Name())), nil
 		}
@@ -560,6 +567,16 @@ func (g *gen) goType(t *model.Type) (jen.Code, error) {
 		return jen.Op("*").Add(e), nil
 	}
 	return nil, fmt.Errorf("type %s has no Go form", t)
+}
+
+// handle reports whether t names a typedef of a pointer to an opaque type,
+// which Go holds as a uintptr: a C pointer that is never Go memory.
+func (g *gen) handle(t *model.Type) bool {
+	if t.Kind != model.KTypedef {
+		return false
+	}
+	td, ok := g.ix.Typedefs[t.Name]
+	return ok && td.Type.Kind == model.KPointer && g.opaque(td.Type.Elem)
 }
 
 // opaque reports whether a pointer to t is an untyped pointer in Go:
@@ -660,7 +677,7 @@ func (g *gen) typesGo() ([]byte, error) {
 			switch t.Type.Kind {
 			case model.KPointer:
 				if g.opaque(t.Type.Elem) {
-					f.Type().Id(name).Add(gt)
+					f.Type().Id(name).Uintptr()
 				} else {
 					f.Type().Id(name).Op("=").Add(gt)
 				}
