@@ -13,6 +13,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cuvs-go/cuvs/gen/internal/cforgo"
 	"github.com/cuvs-go/cuvs/gen/internal/emit"
 	"github.com/cuvs-go/cuvs/gen/internal/model"
 	"github.com/cuvs-go/cuvs/gen/internal/parse"
@@ -38,7 +40,7 @@ func main() {
 
 type config struct {
 	cuvsInclude, dlpackInclude, cuvsVersion, out, fromAPI string
-	check, quiet, hnsw, multiGPU                          bool
+	check, quiet, hnsw, multiGPU, ctypes                  bool
 }
 
 func (c *config) flags(fs *flag.FlagSet) {
@@ -61,6 +63,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.fromAPI, "from-api", "", "regenerate from this api.json instead of headers")
 	fs.BoolVar(&c.check, "check", false, "write nothing; fail if the output folder differs from what would be generated")
 	fs.BoolVar(&c.quiet, "q", false, "print nothing on success")
+	fs.BoolVar(&c.ctypes, "ctypes", true, "also run c-for-go (cuvs.yml) to generate the cgo-level types package ctypes/ in the output folder")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +90,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c.ctypes {
+		ch, err := c.runCForGo(files[emit.DeclsHeader])
+		if err != nil {
+			return err
+		}
+		changed = append(changed, ch...)
+	}
 	if c.check && len(changed) > 0 {
 		return fmt.Errorf("%s is stale, run make generate; differing: %s", c.out, strings.Join(changed, ", "))
 	}
@@ -96,6 +106,72 @@ func run(args []string, stdout, stderr io.Writer) error {
 			time.Since(start).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// runCForGo generates the c-for-go package ctypes/ beside the other
+// output from the declarations header, or with -check compares it.
+func (c *config) runCForGo(decls []byte) ([]string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	manifest := filepath.Join(root, "cuvs.yml")
+	outDir := filepath.Join(c.out, "ctypes")
+	header := filepath.Join(c.out, emit.DeclsHeader)
+	ctx := context.Background()
+	if !c.check {
+		before := readTree(outDir)
+		if err := cforgo.Run(ctx, manifest, header, outDir); err != nil {
+			return nil, fmt.Errorf("c-for-go: %w", err)
+		}
+		return diffTree(before, readTree(outDir), "ctypes/"), nil
+	}
+	// -check: generate from the header the generator would write, in memory.
+	tmp, err := os.MkdirTemp("", "cuvs-go-check-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	th := filepath.Join(tmp, emit.DeclsHeader)
+	if err := os.WriteFile(th, decls, 0o644); err != nil {
+		return nil, err
+	}
+	files, _, err := cforgo.Generate(ctx, manifest, th)
+	if err != nil {
+		return nil, fmt.Errorf("c-for-go: %w", err)
+	}
+	want := map[string][]byte{}
+	for _, f := range files {
+		want[f.Name] = f.Data
+	}
+	return diffTree(readTree(outDir), want, "ctypes/"), nil
+}
+
+func readTree(dir string) map[string][]byte {
+	m := map[string][]byte{}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && !e.IsDir() {
+			m[e.Name()] = b
+		}
+	}
+	return m
+}
+
+func diffTree(a, b map[string][]byte, prefix string) []string {
+	var d []string
+	for n, x := range a {
+		if y, ok := b[n]; !ok || !bytes.Equal(x, y) {
+			d = append(d, prefix+n)
+		}
+	}
+	for n := range b {
+		if _, ok := a[n]; !ok {
+			d = append(d, prefix+n)
+		}
+	}
+	sort.Strings(d)
+	return d
 }
 
 // load parses headers when they can be found, else reads api.json.

@@ -24,7 +24,7 @@ const fixture = "testdata/fixture/include"
 func genFixture(t *testing.T, extra ...string) string {
 	t.Helper()
 	out := t.TempDir()
-	args := append([]string{"-q", "-out", out, "-cuvs-include", fixture, "-dlpack-include", fixture, "-cuvs-version", "v0.0.0-fixture"}, extra...)
+	args := append([]string{"-q", "-ctypes=false", "-out", out, "-cuvs-include", fixture, "-dlpack-include", fixture, "-cuvs-version", "v0.0.0-fixture"}, extra...)
 	if err := run(args, os.Stdout, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestDeterministicAndRoundTrip(t *testing.T) {
 	api := filepath.Join(dir, "api.json")
 	os.WriteFile(api, a[emit.APIJSON], 0o644)
 	out := filepath.Join(dir, "out")
-	if err := run([]string{"-q", "-out", out, "-from-api", api}, os.Stdout, os.Stderr); err != nil {
+	if err := run([]string{"-q", "-ctypes=false", "-out", out, "-from-api", api}, os.Stdout, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
 	c := readDir(t, out)
@@ -210,7 +210,7 @@ func TestNoHeadersUsesCommittedAPI(t *testing.T) {
 	t.Setenv("CUVS_INCLUDE_DIR", "")
 	t.Setenv("CONDA_PREFIX", "")
 	before := readDir(t, out)
-	if err := run([]string{"-q", "-out", out}, os.Stdout, os.Stderr); err != nil {
+	if err := run([]string{"-q", "-ctypes=false", "-out", out}, os.Stdout, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
 	after := readDir(t, out)
@@ -219,14 +219,14 @@ func TestNoHeadersUsesCommittedAPI(t *testing.T) {
 			t.Errorf("%s changed", n)
 		}
 	}
-	if err := run([]string{"-q", "-out", t.TempDir()}, os.Stdout, os.Stderr); err == nil || !strings.Contains(err.Error(), "CUVS_INCLUDE_DIR") {
+	if err := run([]string{"-q", "-ctypes=false", "-out", t.TempDir()}, os.Stdout, os.Stderr); err == nil || !strings.Contains(err.Error(), "CUVS_INCLUDE_DIR") {
 		t.Errorf("empty output folder, no headers: got %v", err)
 	}
 }
 
 func TestCheck(t *testing.T) {
 	out := genFixture(t)
-	args := []string{"-q", "-check", "-out", out, "-cuvs-include", fixture, "-dlpack-include", fixture, "-cuvs-version", "v0.0.0-fixture"}
+	args := []string{"-q", "-ctypes=false", "-check", "-out", out, "-cuvs-include", fixture, "-dlpack-include", fixture, "-cuvs-version", "v0.0.0-fixture"}
 	if err := run(args, os.Stdout, os.Stderr); err != nil {
 		t.Fatalf("fresh output: %v", err)
 	}
@@ -249,7 +249,7 @@ func TestUnsupportedShapesNamePosition(t *testing.T) {
 		"variadic": "c_api.h:4: cuvsLogf: variadic functions are not supported",
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := run([]string{"-q", "-out", t.TempDir(), "-cuvs-include", filepath.Join("testdata", "bad", name), "-dlpack-include", fixture}, os.Stdout, os.Stderr)
+			err := run([]string{"-q", "-ctypes=false", "-out", t.TempDir(), "-cuvs-include", filepath.Join("testdata", "bad", name), "-dlpack-include", fixture}, os.Stdout, os.Stderr)
 			if err == nil || !strings.Contains(err.Error(), "cuvs/core/"+want) {
 				t.Errorf("got %v, want an error containing %q", err, "cuvs/core/"+want)
 			}
@@ -397,7 +397,7 @@ func TestCommittedMatchesHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	if err := run([]string{"-q", "-out", out, "-cuvs-version", committed.CuvsVersion}, os.Stdout, os.Stderr); err != nil {
+	if err := run([]string{"-q", "-ctypes=false", "-out", out, "-cuvs-version", committed.CuvsVersion}, os.Stdout, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
 	want := readDir(t, "../generated")

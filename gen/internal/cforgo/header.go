@@ -113,13 +113,13 @@ type cTypedef struct {
 
 // header is what the repairs need to know about the declarations header.
 type header struct {
-	name       string // base name, as used in "file:line" references
-	enums      []*cEnum
-	enumOf     map[string]*cEnum // enumerator -> enum
-	records    []*cRecord
-	recordOf   map[string]*cRecord
-	typedefs   []*cTypedef
-	typedefOf  map[string]*cTypedef
+	name      string // base name, as used in "file:line" references
+	enums     []*cEnum
+	enumOf    map[string]*cEnum // enumerator -> enum
+	records   []*cRecord
+	recordOf  map[string]*cRecord
+	typedefs  []*cTypedef
+	typedefOf map[string]*cTypedef
 }
 
 // scanHeader parses the staged header with cc/v4 (the parser c-for-go is
