@@ -1,0 +1,314 @@
+/*
+ * cuvsdouble: an ABI test double of libcuvs_c, written for the cuvs-go tests.
+ *
+ * THIS IS NOT cuVS. There is no GPU anywhere in this library:
+ *   - "device" memory is host memory: cuvsRMMAlloc is posix_memalign, and a
+ *     kDLCUDA / kDLCUDAHost / kDLCUDAManaged tensor is read through its data
+ *     pointer as ordinary host memory;
+ *   - cuvsMatrixCopy is a (strided) memcpy, streams are dummy handles and
+ *     cuvsStreamSync does nothing;
+ *   - brute force and CAGRA both return the exact k nearest neighbours.
+ *
+ * Internal header shared by the dbl_*.c files; nothing here is exported except
+ * the cuVS functions (DBL_API) and the cuvsdouble_* control functions.
+ */
+#ifndef CUVSDOUBLE_DBL_H
+#define CUVSDOUBLE_DBL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+/*
+ * The declarations come from the bindings' own generated header, so the
+ * compiler checks every definition below against the signatures the bindings
+ * were generated from. CUVSDOUBLE_REAL_HEADERS builds against cuVS's and
+ * DLPack's headers instead (a cross-check; needs a cuda_runtime.h stand-in).
+ */
+#ifdef CUVSDOUBLE_REAL_HEADERS
+#include <cuvs/core/c_api.h>
+#include <cuvs/distance/distance.h>
+#include <cuvs/neighbors/common.h>
+#include <cuvs/neighbors/brute_force.h>
+#include <cuvs/neighbors/cagra.h>
+#include <cuvs/neighbors/ivf_pq.h>
+#include <cuvs/neighbors/nn_descent.h>
+#else
+#include "cuvs_decls.h"
+#endif
+
+#define DBL_API __attribute__((visibility("default")))
+#define DBL_HIDDEN __attribute__((visibility("hidden")))
+
+/* cudaDataType_t values used by the IVF-PQ defaults (CUDA's library_types.h). */
+#define DBL_CUDA_R_32F 0
+#define DBL_CUDA_R_16F 2
+
+/* cudaStreamPerThread: the stream a fresh raft::resources reports. */
+#define DBL_STREAM_PER_THREAD ((cudaStream_t)(uintptr_t)0x2)
+
+/* Every cuVS function this library defines. The order is the index used by
+ * call counters and fault injection; 'E' marks functions returning
+ * cuvsError_t (those can be made to fail), 'V' the others. */
+#define DBL_FUNCS(X)                                  \
+  X(cuvsGetLastErrorText, V)                          \
+  X(cuvsSetLastErrorText, V)                          \
+  X(cuvsGetLogLevel, V)                               \
+  X(cuvsSetLogLevel, V)                               \
+  X(cuvsResourcesCreate, E)                           \
+  X(cuvsResourcesDestroy, E)                          \
+  X(cuvsStreamSet, E)                                 \
+  X(cuvsStreamGet, E)                                 \
+  X(cuvsStreamSync, E)                                \
+  X(cuvsDeviceIdGet, E)                               \
+  X(cuvsMultiGpuResourcesCreate, E)                   \
+  X(cuvsMultiGpuResourcesCreateWithDeviceIds, E)      \
+  X(cuvsMultiGpuResourcesDestroy, E)                  \
+  X(cuvsMultiGpuResourcesSetMemoryPool, E)            \
+  X(cuvsRMMAlloc, E)                                  \
+  X(cuvsRMMFree, E)                                   \
+  X(cuvsRMMPoolMemoryResourceEnable, E)               \
+  X(cuvsRMMMemoryResourceReset, E)                    \
+  X(cuvsRMMHostAlloc, E)                              \
+  X(cuvsRMMHostFree, E)                               \
+  X(cuvsVersionGet, E)                                \
+  X(cuvsMatrixCopy, E)                                \
+  X(cuvsMatrixSliceRows, E)                           \
+  X(cuvsBruteForceIndexCreate, E)                     \
+  X(cuvsBruteForceIndexDestroy, E)                    \
+  X(cuvsBruteForceBuild, E)                           \
+  X(cuvsBruteForceSearch, E)                          \
+  X(cuvsBruteForceSerialize, E)                       \
+  X(cuvsBruteForceDeserialize, E)                     \
+  X(cuvsCagraIndexParamsCreate, E)                    \
+  X(cuvsCagraIndexParamsDestroy, E)                   \
+  X(cuvsCagraCompressionParamsCreate, E)              \
+  X(cuvsCagraCompressionParamsDestroy, E)             \
+  X(cuvsAceParamsCreate, E)                           \
+  X(cuvsAceParamsDestroy, E)                          \
+  X(cuvsCagraIndexParamsFromHnswParams, E)            \
+  X(cuvsCagraExtendParamsCreate, E)                   \
+  X(cuvsCagraExtendParamsDestroy, E)                  \
+  X(cuvsCagraSearchParamsCreate, E)                   \
+  X(cuvsCagraSearchParamsDestroy, E)                  \
+  X(cuvsCagraIndexCreate, E)                          \
+  X(cuvsCagraIndexDestroy, E)                         \
+  X(cuvsCagraIndexGetDims, E)                         \
+  X(cuvsCagraIndexGetSize, E)                         \
+  X(cuvsCagraIndexGetGraphDegree, E)                  \
+  X(cuvsCagraIndexGetDataset, E)                      \
+  X(cuvsCagraIndexGetGraph, E)                        \
+  X(cuvsCagraBuild, E)                                \
+  X(cuvsCagraExtend, E)                               \
+  X(cuvsCagraSearch, E)                               \
+  X(cuvsCagraSerialize, E)                            \
+  X(cuvsCagraSerializeToHnswlib, E)                   \
+  X(cuvsCagraDeserialize, E)                          \
+  X(cuvsCagraIndexFromArgs, E)                        \
+  X(cuvsCagraMerge, E)                                \
+  X(cuvsIvfPqIndexParamsCreate, E)                    \
+  X(cuvsIvfPqIndexParamsDestroy, E)                   \
+  X(cuvsIvfPqSearchParamsCreate, E)                   \
+  X(cuvsIvfPqSearchParamsDestroy, E)                  \
+  X(cuvsNNDescentIndexParamsCreate, E)                \
+  X(cuvsNNDescentIndexParamsDestroy, E)
+
+enum {
+#define DBL_X(name, kind) F_##name,
+  DBL_FUNCS(DBL_X)
+#undef DBL_X
+    F_COUNT
+};
+
+/* Object kinds: each has an acquired/released counter pair; most are also
+ * tracked one by one in the registry (live pointers, sizes, borrows). */
+#define DBL_KINDS(X)                                        \
+  X(K_RES, "resources")                                     \
+  X(K_MGRES, "multi_gpu_resources")                         \
+  X(K_CAGRA_INDEX_PARAMS, "cagra_index_params")             \
+  X(K_CAGRA_IVFPQ_PARAMS, "cagra_ivf_pq_params")            \
+  X(K_CAGRA_COMPRESSION_PARAMS, "cagra_compression_params") \
+  X(K_ACE_PARAMS, "ace_params")                             \
+  X(K_ACE_BUILD_DIR, "ace_build_dir")                       \
+  X(K_CAGRA_EXTEND_PARAMS, "cagra_extend_params")           \
+  X(K_CAGRA_SEARCH_PARAMS, "cagra_search_params")           \
+  X(K_IVFPQ_INDEX_PARAMS, "ivf_pq_index_params")            \
+  X(K_IVFPQ_SEARCH_PARAMS, "ivf_pq_search_params")          \
+  X(K_NND_INDEX_PARAMS, "nn_descent_index_params")          \
+  X(K_BF_INDEX, "brute_force_index")                        \
+  X(K_BF_IMPL, "brute_force_index_data")                    \
+  X(K_CAGRA_INDEX, "cagra_index")                           \
+  X(K_CAGRA_IMPL, "cagra_index_data")                       \
+  X(K_RMM, "rmm")                                           \
+  X(K_HOST, "host")                                         \
+  X(K_META, "tensor_metadata")                              \
+  X(K_BUFFER, "buffer")                                     \
+  X(K_RMM_BYTES, "rmm_bytes")                               \
+  X(K_HOST_BYTES, "host_bytes")                             \
+  X(K_BUFFER_BYTES, "buffer_bytes")
+
+enum {
+#define DBL_X(id, name) id,
+  DBL_KINDS(DBL_X)
+#undef DBL_X
+    K_COUNT
+};
+
+/* ---- counters, registry, violations (dbl_core.c) ---- */
+
+DBL_HIDDEN void dbl_count(int kind, int released, int64_t n);
+
+typedef struct {
+  void* p;
+  int kind;
+  size_t size;
+  uint64_t id;      /* unique, never reused */
+  uint64_t mr_gen;  /* memory-resource generation at allocation (RMM only) */
+  int64_t borrows;  /* live indexes referencing this allocation */
+} dbl_entry;
+
+/* Adds p (counted as acquired). Returns its id. */
+DBL_HIDDEN uint64_t dbl_reg_add(void* p, int kind, size_t size);
+/* Copies p's entry to *out; returns its kind or -1 when p is not live. */
+DBL_HIDDEN int dbl_reg_find(const void* p, dbl_entry* out);
+/* Removes p if it is live with that kind (counted as released); returns 0,
+ * or -1 (not live) / -2 (live with another kind, *actual_kind set). */
+DBL_HIDDEN int dbl_reg_remove(void* p, int kind, dbl_entry* out, int* actual_kind);
+/* Finds the live RMM or host allocation containing [p, p+n). */
+DBL_HIDDEN int dbl_reg_containing(const void* p, size_t n, dbl_entry* out);
+/* Changes the borrow count of the allocation with that id, if still live. */
+DBL_HIDDEN void dbl_reg_borrow(uint64_t id, int delta);
+/* Whether the allocation with that id is still live. */
+DBL_HIDDEN int dbl_reg_id_live(uint64_t id);
+
+/* Records a misuse that would be undefined behaviour, a crash or a leak in
+ * the real library. Tests assert there are none. */
+DBL_HIDDEN void dbl_violation(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Counted internal storage. */
+DBL_HIDDEN void* dbl_buf_alloc(size_t bytes);
+DBL_HIDDEN void dbl_buf_free(void* p, size_t bytes);
+/* Tensor metadata handed to callers with a deleter (shape/strides arrays). */
+DBL_HIDDEN int64_t* dbl_meta_alloc(int n);
+DBL_HIDDEN void dbl_meta_deleter(DLManagedTensor* t);
+
+/* ---- errors ---- */
+
+DBL_HIDDEN void dbl_set_error(const char* text);
+DBL_HIDDEN cuvsError_t dbl_ok(void);
+/* "RAFT failure at file=F line=L: <msg>" plus a stack-trace block, as
+ * RAFT_EXPECTS / RAFT_FAIL produce. */
+DBL_HIDDEN cuvsError_t dbl_raft_fail(const char* file, int line, const char* fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+/* "exception occurred! file=F line=L: <msg>" plus stack trace, as raft's THROW. */
+DBL_HIDDEN cuvsError_t dbl_throw_fail(const char* file, int line, const char* fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+/* A plain std::exception text (std::invalid_argument and friends). */
+DBL_HIDDEN cuvsError_t dbl_plain_fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define RAFT_FAIL(...) dbl_raft_fail(__FILE_NAME__, __LINE__, __VA_ARGS__)
+#define RAFT_THROW(...) dbl_throw_fail(__FILE_NAME__, __LINE__, __VA_ARGS__)
+#define EXPECTS(cond, ...)                           \
+  do {                                               \
+    if (!(cond)) { return RAFT_FAIL(__VA_ARGS__); }  \
+  } while (0)
+#define TRY(expr)                                    \
+  do {                                               \
+    cuvsError_t dbl_st_ = (expr);                    \
+    if (dbl_st_ != CUVS_SUCCESS) { return dbl_st_; } \
+  } while (0)
+
+/* Entry of every exported cuVS function: counts the call and applies an armed
+ * fault. Returns 1 when the call must fail now (error text already set). */
+DBL_HIDDEN int dbl_enter(int fn);
+#define DBL_ENTER(name)                                 \
+  do {                                                  \
+    if (dbl_enter(F_##name)) { return CUVS_ERROR; }     \
+  } while (0)
+
+/* ---- resources (dbl_core.c) ---- */
+
+typedef struct dbl_res {
+  uint64_t magic;
+  int multi;
+  int device_id;
+  cudaStream_t stream;
+  atomic_int busy;
+} dbl_res;
+
+/* Validates res and marks it in use by this thread (detects two threads using
+ * one cuvsResources_t at once). Pair with dbl_res_release. */
+DBL_HIDDEN cuvsError_t dbl_res_acquire(cuvsResources_t res, dbl_res** out);
+DBL_HIDDEN void dbl_res_release(dbl_res* r);
+
+DBL_HIDDEN extern atomic_int dbl_strict_device;
+
+/* ---- tensors (dbl_tensor.c) ---- */
+
+enum { WANT_DEVICE = 1, WANT_HOST = 2 };
+enum { LAYOUT_ROW = 0, LAYOUT_COL = 1 };
+
+DBL_HIDDEN int dl_dev_compat(const DLTensor* t);
+DBL_HIDDEN int dl_host_compat(const DLTensor* t);
+DBL_HIDDEN int dl_c_contig(const DLTensor* t);
+DBL_HIDDEN int dl_f_contig(const DLTensor* t);
+DBL_HIDDEN size_t dl_elem_size(DLDataType dt);
+DBL_HIDDEN int64_t dl_numel(const DLTensor* t);
+/* NULL checks and the byte_offset note; what names the argument. */
+DBL_HIDDEN cuvsError_t dl_check_ptr(const DLManagedTensor* mt, const char* what);
+/* The checks cuVS's from_dlpack<mdspan> makes, in its order and words. */
+DBL_HIDDEN cuvsError_t dl_view(const DLManagedTensor* mt, int layout, int code, int bits, int where,
+                               int ndim);
+/* Under strict device mode, kDLCUDA/kDLCUDAManaged data must lie inside a live
+ * cuvsRMMAlloc allocation and kDLCUDAHost data inside a cuvsRMMHostAlloc one. */
+DBL_HIDDEN cuvsError_t dl_strict(const DLTensor* t, const char* what);
+DBL_HIDDEN float dl_half_to_float(uint16_t h);
+DBL_HIDDEN uint16_t dl_float_to_half(float f);
+/* Loads row i (dim elements, element strides rs/cs) as floats. */
+DBL_HIDDEN void dl_load_row(const void* base, DLDataType dt, int64_t rs, int64_t cs, int64_t i,
+                            int64_t dim, float* out);
+DBL_HIDDEN int dl_is_dtype(DLDataType dt, int code, int bits);
+
+/* ---- exact kNN (dbl_knn.c) ---- */
+
+typedef struct {
+  const void* base;
+  DLDataType dtype;
+  int64_t rs, cs; /* element strides */
+  int64_t n, dim;
+} dbl_matrix;
+
+enum { FILTER_NONE = 0, FILTER_BITSET = 1, FILTER_BITMAP = 2 };
+
+typedef struct {
+  int kind;
+  const uint32_t* words;
+} dbl_filter;
+
+/* Validates a cuvsFilter (bitset over n_rows, or bitmap over n_queries x n_rows). */
+DBL_HIDDEN cuvsError_t dbl_filter_view(cuvsFilter f, int64_t n_rows, int64_t n_queries,
+                                       dbl_filter* out);
+
+DBL_HIDDEN int knn_metric_supported(int metric);
+DBL_HIDDEN int knn_larger_is_better(int metric);
+DBL_HIDDEN float knn_worst(int metric);
+/* Exact kNN of q queries against data. Neighbors are written as int64
+ * (nb64) or uint32 (nb32); missing entries get -1 / UINT32_MAX and the
+ * metric's worst distance. exclude_self drops row i for query i (graph build).
+ * The output strides are in elements. Returns 0, or -1 on allocation failure. */
+DBL_HIDDEN int knn_search(const dbl_matrix* data, const dbl_matrix* queries, int metric,
+                          float metric_arg, int64_t k, const dbl_filter* filter, int exclude_self,
+                          int64_t* nb64, uint32_t* nb32, int64_t nb_rs, float* dist,
+                          int64_t dist_rs);
+
+#endif

@@ -1,0 +1,1091 @@
+/*
+ * cuvsdouble CAGRA, on the CPU:
+ *   - build keeps the dataset as cuVS does: a "device" dataset whose rows are
+ *     a multiple of 16 bytes is referenced (borrowed), anything else is copied
+ *     into rows padded to 16 bytes; the graph is the exact kNN graph of
+ *     graph_degree neighbours (self excluded), whatever build_algo says;
+ *   - search is exact kNN over the dataset (not a graph walk), so results are
+ *     checkable; bitset filter; uint32 or int64 neighbors;
+ *   - compression is accepted (L2Expanded only, as in cuVS) but the double
+ *     keeps an exact copy; GetDataset then returns an empty view, as cuVS;
+ *   - extend appends rows (the index then owns a copy) and rebuilds the graph;
+ *     merge concatenates datasets (bitset-filtered) and builds a new graph;
+ *   - serialization uses a format of the double's own.
+ */
+#include "dbl.h"
+
+#include <float.h>
+#include <math.h>
+
+#define CG_MAGIC 0x4341475241494458ULL
+
+DBL_HIDDEN cuvsError_t dbl_check_params(const void* p, int kind);
+DBL_HIDDEN cuvsError_t dbl_check_graph_build_params(cuvsCagraIndexParams_t p);
+
+typedef struct {
+  uint64_t magic;
+  DLDataType dtype;
+  int metric;
+  int64_t n, dim, degree;
+  const void* data; /* rows of `stride` elements */
+  int64_t stride;
+  void* data_owned;
+  size_t data_bytes;
+  int has_dataset; /* 0 after deserializing a file written without it */
+  int compressed;  /* built with compression: GetDataset shows an empty view */
+  const uint32_t* graph;
+  uint32_t* graph_owned;
+  size_t graph_bytes;
+  uint64_t data_borrow, graph_borrow; /* registry ids of borrowed allocations */
+  pthread_rwlock_t lock;
+} cg_impl;
+
+static int cg_dtype_ok(DLDataType dt)
+{
+  return dl_is_dtype(dt, kDLFloat, 32) || dl_is_dtype(dt, kDLFloat, 16) ||
+         dl_is_dtype(dt, kDLInt, 8) || dl_is_dtype(dt, kDLUInt, 8);
+}
+
+static cuvsError_t cg_handle(cuvsCagraIndex_t index)
+{
+  if (dbl_reg_find(index, NULL) != K_CAGRA_INDEX) {
+    dbl_violation("invalid or destroyed cuvsCagraIndex_t %p (the real library would crash)",
+                  (void*)index);
+    return RAFT_FAIL("cuvsdouble: invalid cuvsCagraIndex_t %p", (void*)index);
+  }
+  return CUVS_SUCCESS;
+}
+
+static cuvsError_t cg_impl_of(cuvsCagraIndex_t index, cg_impl** out)
+{
+  TRY(cg_handle(index));
+  cg_impl* impl = (cg_impl*)index->addr;
+  if (dbl_reg_find(impl, NULL) != K_CAGRA_IMPL) {
+    dbl_violation("CAGRA index %p holds no built index (addr %#lx; the real library would "
+                  "dereference it)",
+                  (void*)index, (unsigned long)index->addr);
+    return RAFT_FAIL("cuvsdouble: the CAGRA index was not built");
+  }
+  *out = impl;
+  return CUVS_SUCCESS;
+}
+
+static cg_impl* cg_new(void)
+{
+  cg_impl* impl = calloc(1, sizeof(cg_impl));
+  if (!impl) return NULL;
+  impl->magic = CG_MAGIC;
+  pthread_rwlock_init(&impl->lock, NULL);
+  return impl;
+}
+
+/* Releases what the impl holds (dataset, graph, borrows), not the impl. */
+static void cg_release_storage(cg_impl* impl)
+{
+  dbl_reg_borrow(impl->data_borrow, -1);
+  dbl_reg_borrow(impl->graph_borrow, -1);
+  impl->data_borrow = impl->graph_borrow = 0;
+  dbl_buf_free(impl->data_owned, impl->data_bytes);
+  dbl_buf_free(impl->graph_owned, impl->graph_bytes);
+  impl->data_owned = NULL;
+  impl->graph_owned = NULL;
+  impl->data = NULL;
+  impl->graph = NULL;
+}
+
+static void cg_free(cg_impl* impl)
+{
+  cg_release_storage(impl);
+  pthread_rwlock_destroy(&impl->lock);
+  impl->magic = 0;
+  free(impl);
+}
+
+static void cg_install(cuvsCagraIndex_t index, cg_impl* impl)
+{
+  if (index->addr != 0) {
+    dbl_violation("writing a new index into a cuvsCagraIndex_t that already holds one: the real "
+                  "library leaks the previous one (so does the double)");
+  }
+  dbl_reg_add(impl, K_CAGRA_IMPL, sizeof(cg_impl));
+  index->addr = (uintptr_t)impl;
+}
+
+static int64_t padded_stride(int64_t dim, size_t es)
+{
+  int64_t bytes = ((dim * (int64_t)es + 15) / 16) * 16;
+  return es ? bytes / (int64_t)es : dim;
+}
+
+/* Copies n rows (src row stride src_rs elements) into owned, padded rows. */
+static int cg_take_copy(cg_impl* impl, const void* src, int64_t n, int64_t src_rs)
+{
+  size_t es = dl_elem_size(impl->dtype);
+  int64_t stride = padded_stride(impl->dim, es);
+  size_t bytes = (size_t)(n * stride) * es;
+  char* dst = dbl_buf_alloc(bytes);
+  if (!dst) return -1;
+  memset(dst, 0, bytes);
+  for (int64_t i = 0; i < n; i++) {
+    memcpy(dst + (size_t)(i * stride) * es, (const char*)src + (size_t)(i * src_rs) * es,
+           (size_t)impl->dim * es);
+  }
+  impl->data = dst;
+  impl->data_owned = dst;
+  impl->data_bytes = bytes;
+  impl->stride = stride;
+  impl->n = n;
+  impl->has_dataset = 1;
+  return 0;
+}
+
+/* Keeps the dataset as cuVS does for a device dataset: a reference when each
+ * row is a multiple of 16 bytes, a padded copy otherwise. */
+static int cg_take_dataset(cg_impl* impl, const DLTensor* t, int device, int allow_borrow)
+{
+  size_t es = dl_elem_size(t->dtype);
+  int64_t n = t->shape[0];
+  if (device && allow_borrow && ((size_t)impl->dim * es) % 16 == 0) {
+    impl->data = t->data;
+    impl->stride = impl->dim;
+    impl->n = n;
+    impl->has_dataset = 1;
+    dbl_entry e;
+    size_t bytes = (size_t)(n * impl->dim) * es;
+    if (bytes > 0 && dbl_reg_containing(t->data, bytes, &e)) {
+      impl->data_borrow = e.id;
+      dbl_reg_borrow(e.id, +1);
+    }
+    return 0;
+  }
+  return cg_take_copy(impl, t->data, n, impl->dim);
+}
+
+static int cg_build_graph(cg_impl* impl, int64_t degree)
+{
+  size_t bytes = (size_t)(impl->n * degree) * sizeof(uint32_t);
+  uint32_t* g = dbl_buf_alloc(bytes);
+  if (!g) return -1;
+  dbl_matrix m = {impl->data, impl->dtype, impl->stride, 1, impl->n, impl->dim};
+  if (knn_search(&m, &m, impl->metric, 0, degree, NULL, 1, NULL, g, degree, NULL, 0) != 0) {
+    dbl_buf_free(g, bytes);
+    return -1;
+  }
+  impl->graph = g;
+  impl->graph_owned = g;
+  impl->graph_bytes = bytes;
+  impl->degree = degree;
+  return 0;
+}
+
+static cuvsError_t cg_check_alive(cg_impl* impl)
+{
+  if (impl->data_borrow && !dbl_reg_id_live(impl->data_borrow)) {
+    dbl_violation("CAGRA index used after the memory holding its dataset was freed");
+    return RAFT_FAIL("cuvsdouble: the index's dataset memory was freed");
+  }
+  if (impl->graph_borrow && !dbl_reg_id_live(impl->graph_borrow)) {
+    dbl_violation("CAGRA index used after the memory holding its graph was freed");
+    return RAFT_FAIL("cuvsdouble: the index's graph memory was freed");
+  }
+  return CUVS_SUCCESS;
+}
+
+static cuvsError_t cg_metric_ok(int metric, DLDataType dt)
+{
+  EXPECTS(metric != BitwiseHamming || dl_is_dtype(dt, kDLInt, 8) || dl_is_dtype(dt, kDLUInt, 8),
+          "BitwiseHamming distance is only supported for int8_t and uint8_t data types. Current "
+          "data type is not supported.");
+  if (metric != L2Expanded && metric != InnerProduct && metric != CosineExpanded &&
+      metric != BitwiseHamming) {
+    return RAFT_FAIL("cuvsdouble: CAGRA does not support metric %d (cuVS supports L2Expanded, "
+                     "InnerProduct, CosineExpanded and BitwiseHamming)",
+                     metric);
+  }
+  return CUVS_SUCCESS;
+}
+
+static void clamp_degrees(size_t* intermediate, size_t* graph_degree, int64_t n)
+{
+  if (*intermediate >= (size_t)n) *intermediate = (size_t)(n - 1);
+  if (*intermediate < *graph_degree) *graph_degree = *intermediate;
+}
+
+/* ---- index handle ---- */
+
+DBL_API cuvsError_t cuvsCagraIndexCreate(cuvsCagraIndex_t* index)
+{
+  DBL_ENTER(cuvsCagraIndexCreate);
+  if (!index) {
+    dbl_violation("NULL cuvsCagraIndex_t* (the real library would crash)");
+    return RAFT_FAIL("cuvsdouble: NULL out-parameter");
+  }
+  cuvsCagraIndex* h = calloc(1, sizeof(cuvsCagraIndex));
+  if (!h) return dbl_plain_fail("std::bad_alloc");
+  dbl_reg_add(h, K_CAGRA_INDEX, sizeof *h);
+  *index = h;
+  return dbl_ok();
+}
+
+DBL_API cuvsError_t cuvsCagraIndexDestroy(cuvsCagraIndex_t index)
+{
+  DBL_ENTER(cuvsCagraIndexDestroy);
+  if (dbl_reg_remove(index, K_CAGRA_INDEX, NULL, NULL) != 0) {
+    dbl_violation("destroying an invalid or already destroyed cuvsCagraIndex_t %p", (void*)index);
+    return RAFT_FAIL("cuvsdouble: invalid cuvsCagraIndex_t %p", (void*)index);
+  }
+  cg_impl* impl = (cg_impl*)index->addr;
+  if (impl) {
+    if (dbl_reg_remove(impl, K_CAGRA_IMPL, NULL, NULL) == 0) {
+      if (pthread_rwlock_trywrlock(&impl->lock) != 0) {
+        dbl_violation("CAGRA index destroyed while another thread uses it");
+        pthread_rwlock_wrlock(&impl->lock);
+      }
+      pthread_rwlock_unlock(&impl->lock);
+      cg_free(impl);
+    } else {
+      dbl_violation("cuvsCagraIndexDestroy: addr %p is not a live index", (void*)impl);
+    }
+  }
+  free(index);
+  return dbl_ok();
+}
+
+/* ---- getters ---- */
+
+static cuvsError_t cg_get(cuvsCagraIndex_t index, int64_t* out, int which)
+{
+  cg_impl* impl;
+  TRY(cg_impl_of(index, &impl));
+  if (!out) {
+    dbl_violation("NULL out-parameter (the real library would crash)");
+    return RAFT_FAIL("cuvsdouble: NULL out-parameter");
+  }
+  pthread_rwlock_rdlock(&impl->lock);
+  *out = which == 0 ? impl->dim : which == 1 ? impl->n : impl->degree;
+  pthread_rwlock_unlock(&impl->lock);
+  return dbl_ok();
+}
+
+DBL_API cuvsError_t cuvsCagraIndexGetDims(cuvsCagraIndex_t index, int64_t* dim)
+{
+  DBL_ENTER(cuvsCagraIndexGetDims);
+  return cg_get(index, dim, 0);
+}
+
+DBL_API cuvsError_t cuvsCagraIndexGetSize(cuvsCagraIndex_t index, int64_t* size)
+{
+  DBL_ENTER(cuvsCagraIndexGetSize);
+  return cg_get(index, size, 1);
+}
+
+DBL_API cuvsError_t cuvsCagraIndexGetGraphDegree(cuvsCagraIndex_t index, int64_t* graph_degree)
+{
+  DBL_ENTER(cuvsCagraIndexGetGraphDegree);
+  return cg_get(index, graph_degree, 2);
+}
+
+static cuvsError_t cg_view(cuvsCagraIndex_t index, DLManagedTensor* out, int graph)
+{
+  TRY(cg_handle(index));
+  if (!cg_dtype_ok(index->dtype)) {
+    return RAFT_FAIL("Unsupported index dtype: %d and bits: %d", (int)index->dtype.code,
+                     (int)index->dtype.bits);
+  }
+  cg_impl* impl;
+  TRY(cg_impl_of(index, &impl));
+  if (!out) {
+    dbl_violation("NULL DLManagedTensor* (the real library would crash)");
+    return RAFT_FAIL("cuvsdouble: NULL DLManagedTensor*");
+  }
+  DLTensor* t = &out->dl_tensor;
+  if ((t->shape && dbl_reg_find(t->shape, NULL) == K_META) ||
+      (t->strides && dbl_reg_find(t->strides, NULL) == K_META)) {
+    dbl_violation("a view is written over a tensor whose previous library-made shape/strides "
+                  "were never released (call its deleter first): they leak");
+  }
+  pthread_rwlock_rdlock(&impl->lock);
+  t->device.device_type = kDLCUDA;
+  t->device.device_id = 0;
+  t->ndim = 2;
+  t->shape = dbl_meta_alloc(2);
+  if (graph) {
+    t->dtype = (DLDataType){kDLUInt, 32, 1};
+    t->data = (void*)impl->graph;
+    t->shape[0] = impl->n;
+    t->shape[1] = impl->degree;
+    t->strides = NULL;
+  } else {
+    int visible = impl->has_dataset && !impl->compressed;
+    t->dtype = impl->dtype;
+    t->data = visible ? (void*)impl->data : NULL;
+    t->shape[0] = visible ? impl->n : 0;
+    t->shape[1] = impl->dim;
+    t->strides = dbl_meta_alloc(2);
+    t->strides[0] = visible ? impl->stride : impl->dim;
+    t->strides[1] = 1;
+  }
+  out->deleter = dbl_meta_deleter;
+  pthread_rwlock_unlock(&impl->lock);
+  return dbl_ok();
+}
+
+DBL_API cuvsError_t cuvsCagraIndexGetDataset(cuvsCagraIndex_t index, DLManagedTensor* dataset)
+{
+  DBL_ENTER(cuvsCagraIndexGetDataset);
+  return cg_view(index, dataset, 0);
+}
+
+DBL_API cuvsError_t cuvsCagraIndexGetGraph(cuvsCagraIndex_t index, DLManagedTensor* graph)
+{
+  DBL_ENTER(cuvsCagraIndexGetGraph);
+  return cg_view(index, graph, 1);
+}
+
+/* ---- build ---- */
+
+static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* dataset,
+                            cuvsCagraIndex_t index)
+{
+  TRY(dbl_check_params(params, K_CAGRA_INDEX_PARAMS));
+  TRY(cg_handle(index));
+  TRY(dl_check_ptr(dataset, "dataset"));
+  const DLTensor* t = &dataset->dl_tensor;
+  index->dtype = t->dtype;
+  if (!cg_dtype_ok(t->dtype)) {
+    return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d", (int)t->dtype.code,
+                     (int)t->dtype.bits);
+  }
+  TRY(dbl_check_graph_build_params(params));
+  if (params->compression) {
+    int k = dbl_reg_find(params->compression, NULL);
+    if (k >= 0 && k != K_CAGRA_COMPRESSION_PARAMS) {
+      dbl_violation("compression points to something that is not a cuvsCagraCompressionParams");
+      return RAFT_FAIL("cuvsdouble: compression has the wrong type");
+    }
+  }
+  int device = dl_dev_compat(t);
+  if (!device && !dl_host_compat(t)) {
+    dbl_violation("cuvsCagraBuild with device type %d: the real library returns an index object "
+                  "that was never built",
+                  (int)t->device.device_type);
+    return RAFT_FAIL("cuvsdouble: dataset device type %d is neither device nor host compatible",
+                     (int)t->device.device_type);
+  }
+  TRY(dl_view(dataset, LAYOUT_ROW, t->dtype.code, t->dtype.bits, device ? WANT_DEVICE : WANT_HOST,
+              2));
+  TRY(dl_strict(t, "dataset"));
+  int algo = (int)params->build_algo;
+  if (algo < AUTO_SELECT || algo > ACE) algo = AUTO_SELECT;
+  int64_t n = t->shape[0], dim = t->shape[1];
+  if (algo == ACE) {
+    EXPECTS(t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged,
+            "ACE: Dataset must be on host for ACE build");
+    EXPECTS(n > 0, "ACE: Dataset must not be empty");
+    EXPECTS(dim > 0, "ACE: Dataset dimension must be greater than 0");
+    EXPECTS(params->intermediate_graph_degree > 0,
+            "ACE: Intermediate graph degree must be greater than 0");
+    EXPECTS(params->graph_degree > 0, "ACE: Graph degree must be greater than 0");
+  } else {
+    /* AUTO_SELECT picks NN-Descent when the device has room, as here */
+    int eff = algo == AUTO_SELECT ? NN_DESCENT : algo;
+    int metric = (int)params->metric;
+    EXPECTS(metric != BitwiseHamming || eff == ITERATIVE_CAGRA_SEARCH || eff == NN_DESCENT,
+            "IVF_PQ for CAGRA graph build does not support BitwiseHamming as a metric. Please use "
+            "nn-descent or the iterative CAGRA search build.");
+    EXPECTS(metric != CosineExpanded || eff == IVF_PQ || eff == NN_DESCENT,
+            "CosineExpanded distance is not supported for iterative CAGRA graph build.");
+  }
+  TRY(cg_metric_ok((int)params->metric, t->dtype));
+  if (params->compression) {
+    EXPECTS(params->metric == L2Expanded,
+            "VPQ compression is only supported with L2Expanded distance mertric");
+  }
+  EXPECTS(n > 0, "cuvsdouble: cannot build a CAGRA index from an empty dataset");
+  size_t intermediate = params->intermediate_graph_degree, degree = params->graph_degree;
+  clamp_degrees(&intermediate, &degree, n);
+
+  cg_impl* impl = cg_new();
+  if (!impl) return dbl_plain_fail("std::bad_alloc");
+  impl->dtype = t->dtype;
+  impl->metric = (int)params->metric;
+  impl->dim = dim;
+  impl->compressed = params->compression != NULL;
+  if (cg_take_dataset(impl, t, device, !impl->compressed) != 0 ||
+      cg_build_graph(impl, (int64_t)degree) != 0) {
+    cg_free(impl);
+    return dbl_plain_fail("std::bad_alloc");
+  }
+  cg_install(index, impl);
+  return CUVS_SUCCESS;
+}
+
+DBL_API cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t params,
+                                   DLManagedTensor* dataset, cuvsCagraIndex_t index)
+{
+  DBL_ENTER(cuvsCagraBuild);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = cg_build(params, dataset, index);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+/* ---- search ---- */
+
+static size_t round_up32(size_t x) { return (x + 31) / 32 * 32; }
+
+static cuvsError_t cg_check_search_params(cuvsCagraSearchParams_t p, int64_t k, int filtered)
+{
+  int algo = (int)p->algo;
+  if (algo != SINGLE_CTA && algo != MULTI_CTA && algo != MULTI_KERNEL && algo != AUTO) {
+    return RAFT_THROW("[CAGRA Error] An invalid kernel mode has been given: %d", algo);
+  }
+  if (algo == AUTO) algo = (p->persistent || p->itopk_size <= 512) ? SINGLE_CTA : MULTI_CTA;
+  char err[1024] = "";
+  size_t n = 0;
+  if (p->itopk_size > 1024 && algo == SINGLE_CTA) {
+    n += (size_t)snprintf(err + n, sizeof err - n,
+                          "- `internal_topk` (%zu) must be smaller or equal to 1024",
+                          p->itopk_size);
+  }
+  if (p->thread_block_size != 0 && p->thread_block_size != 64 && p->thread_block_size != 128 &&
+      p->thread_block_size != 256 && p->thread_block_size != 512 && p->thread_block_size != 1024) {
+    n += (size_t)snprintf(err + n, sizeof err - n,
+                          "`thread_block_size` must be 0, 64, 128, 256 or 512. %zu has been given.",
+                          p->thread_block_size);
+  }
+  if (p->hashmap_min_bitlen > 20) {
+    n += (size_t)snprintf(err + n, sizeof err - n,
+                          "`hashmap_min_bitlen` must be equal to or smaller than 20. %zu has been "
+                          "given.",
+                          p->hashmap_min_bitlen);
+  }
+  if ((double)p->hashmap_max_fill_rate < 0.1 || (double)p->hashmap_max_fill_rate >= 0.9) {
+    n += (size_t)snprintf(err + n, sizeof err - n,
+                          "`hashmap_max_fill_rate` must be equal to or greater than 0.1 and "
+                          "smaller than 0.9. %f has been given.",
+                          (double)p->hashmap_max_fill_rate);
+  }
+  if (filtered && p->hashmap_mode == SMALL) {
+    n += (size_t)snprintf(err + n, sizeof err - n, "`SMALL` hash is not available when filtering");
+  }
+  if (algo == MULTI_CTA && p->hashmap_mode == SMALL) {
+    n += (size_t)snprintf(err + n, sizeof err - n,
+                          "`small_hash` is not available when 'search_mode' is \"multi-cta\"");
+  }
+  if (n > 0) return RAFT_THROW("[CAGRA Error] %s", err);
+  size_t itopk = round_up32(p->itopk_size);
+  if (algo == MULTI_CTA) {
+    size_t ncta = (itopk + 31) / 32;
+    if (p->search_width > ncta) ncta = p->search_width;
+    EXPECTS(ncta * 32 >= (size_t)k,
+            "`num_cta_per_query` (%u) * 32 must be equal to or greater than `topk` (%u) when "
+            "'search_mode' is \"multi-cta\". (`num_cta_per_query`=max(`search_width`, "
+            "ceildiv(`itopk_size`, 32)))",
+            (unsigned)ncta, (unsigned)k);
+  } else {
+    EXPECTS((size_t)k <= itopk, "topk = %u must be smaller than itopk_size = %lu", (unsigned)k,
+            (unsigned long)itopk);
+  }
+  return CUVS_SUCCESS;
+}
+
+static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t index,
+                             DLManagedTensor* queries_t, DLManagedTensor* neighbors_t,
+                             DLManagedTensor* distances_t, cuvsFilter filter)
+{
+  TRY(dl_check_ptr(queries_t, "queries"));
+  TRY(dl_check_ptr(neighbors_t, "neighbors"));
+  TRY(dl_check_ptr(distances_t, "distances"));
+  const DLTensor* q = &queries_t->dl_tensor;
+  const DLTensor* nb = &neighbors_t->dl_tensor;
+  const DLTensor* ds = &distances_t->dl_tensor;
+  EXPECTS(dl_dev_compat(q), "queries should have device compatible memory");
+  EXPECTS(dl_dev_compat(nb), "neighbors should have device compatible memory");
+  EXPECTS(dl_dev_compat(ds), "distances should have device compatible memory");
+  EXPECTS(dl_is_dtype(ds->dtype, kDLFloat, 32), "distances should be of type float32");
+  TRY(cg_handle(index));
+  EXPECTS(q->dtype.code == index->dtype.code, "type mismatch between index and queries");
+  if (!cg_dtype_ok(q->dtype)) {
+    return RAFT_FAIL("Unsupported queries DLtensor dtype: %d and bits: %d", (int)q->dtype.code,
+                     (int)q->dtype.bits);
+  }
+  int nb32 = dl_is_dtype(nb->dtype, kDLUInt, 32);
+  EXPECTS(nb32 || dl_is_dtype(nb->dtype, kDLInt, 64),
+          "neighbors should be of type uint32_t or int64_t");
+  TRY(dbl_check_params(params, K_CAGRA_SEARCH_PARAMS));
+  cg_impl* impl;
+  TRY(cg_impl_of(index, &impl));
+  if (q->dtype.bits != impl->dtype.bits) {
+    dbl_violation("queries are %d-bit but the CAGRA index is %d-bit (the real library "
+                  "reinterprets the index: undefined behaviour)",
+                  (int)q->dtype.bits, (int)impl->dtype.bits);
+    return RAFT_FAIL("cuvsdouble: queries and index differ in dtype bits");
+  }
+  TRY(dl_view(queries_t, LAYOUT_ROW, q->dtype.code, q->dtype.bits, WANT_DEVICE, 2));
+  TRY(dl_view(neighbors_t, LAYOUT_ROW, nb->dtype.code, nb->dtype.bits, WANT_DEVICE, 2));
+  TRY(dl_view(distances_t, LAYOUT_ROW, kDLFloat, 32, WANT_DEVICE, 2));
+  if (filter.type != NO_FILTER && filter.type != BITSET) {
+    return RAFT_FAIL("Unsupported filter type: BITMAP");
+  }
+  int64_t nq = q->shape[0], k = nb->shape[1];
+  EXPECTS(nq == nb->shape[0] && nq == ds->shape[0],
+          "Number of rows in output neighbors and distances matrices must equal the number of "
+          "queries.");
+  EXPECTS(nb->shape[1] == ds->shape[1],
+          "Number of columns in output neighbors and distances matrices must equal k");
+  TRY(dl_strict(q, "queries"));
+  TRY(dl_strict(nb, "neighbors"));
+  TRY(dl_strict(ds, "distances"));
+  pthread_rwlock_rdlock(&impl->lock);
+  cuvsError_t st = CUVS_SUCCESS;
+  if (q->shape[1] != impl->dim) {
+    st = RAFT_FAIL("Number of query dimensions should equal number of dimensions in the index.");
+  }
+  if (st == CUVS_SUCCESS && !impl->has_dataset) {
+    st = RAFT_FAIL(
+      "Attempted to search without a dataset. Please call index.update_dataset(...) first.");
+  }
+  if (st == CUVS_SUCCESS) st = cg_check_search_params(params, k, filter.type == BITSET);
+  dbl_filter f;
+  if (st == CUVS_SUCCESS) st = dbl_filter_view(filter, impl->n, nq, &f);
+  if (st == CUVS_SUCCESS) st = cg_check_alive(impl);
+  if (st == CUVS_SUCCESS) {
+    dbl_matrix data = {impl->data, impl->dtype, impl->stride, 1, impl->n, impl->dim};
+    dbl_matrix qm = {q->data, q->dtype, q->shape[1], 1, nq, impl->dim};
+    if (knn_search(&data, &qm, impl->metric, 0, k, &f, 0, nb32 ? NULL : (int64_t*)nb->data,
+                   nb32 ? (uint32_t*)nb->data : NULL, k, (float*)ds->data, k) != 0) {
+      st = dbl_plain_fail("std::bad_alloc");
+    }
+  }
+  pthread_rwlock_unlock(&impl->lock);
+  return st;
+}
+
+DBL_API cuvsError_t cuvsCagraSearch(cuvsResources_t res, cuvsCagraSearchParams_t params,
+                                    cuvsCagraIndex_t index, DLManagedTensor* queries,
+                                    DLManagedTensor* neighbors, DLManagedTensor* distances,
+                                    cuvsFilter filter)
+{
+  DBL_ENTER(cuvsCagraSearch);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = cg_search(params, index, queries, neighbors, distances, filter);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+/* ---- extend ---- */
+
+static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* add,
+                             cuvsCagraIndex_t index)
+{
+  TRY(dbl_check_params(params, K_CAGRA_EXTEND_PARAMS));
+  TRY(dl_check_ptr(add, "additional_dataset"));
+  TRY(cg_handle(index));
+  const DLTensor* t = &add->dl_tensor;
+  if (!cg_dtype_ok(t->dtype)) {
+    return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d", (int)t->dtype.code,
+                     (int)t->dtype.bits);
+  }
+  cg_impl* impl;
+  TRY(cg_impl_of(index, &impl));
+  if (t->dtype.code != impl->dtype.code || t->dtype.bits != impl->dtype.bits) {
+    dbl_violation("cuvsCagraExtend with %d/%d-bit data on a %d/%d-bit index (the real library "
+                  "reinterprets the index: undefined behaviour)",
+                  (int)t->dtype.code, (int)t->dtype.bits, (int)impl->dtype.code,
+                  (int)impl->dtype.bits);
+    return RAFT_FAIL("cuvsdouble: additional_dataset and index differ in dtype");
+  }
+  int device = dl_dev_compat(t);
+  if (!device && !dl_host_compat(t)) {
+    return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d", (int)t->dtype.code,
+                     (int)t->dtype.bits);
+  }
+  TRY(dl_view(add, LAYOUT_ROW, t->dtype.code, t->dtype.bits, device ? WANT_DEVICE : WANT_HOST, 2));
+  TRY(dl_strict(t, "additional_dataset"));
+  if (pthread_rwlock_trywrlock(&impl->lock) != 0) {
+    dbl_violation("cuvsCagraExtend while another thread uses the index");
+    pthread_rwlock_wrlock(&impl->lock);
+  }
+  cuvsError_t st = CUVS_SUCCESS;
+  if (!impl->has_dataset) {
+    st = RAFT_FAIL(
+      "cagra::extend only supports an index to which the dataset is attached. Please check if the "
+      "index was built with index_param.attach_dataset_on_build = true, or if a dataset was "
+      "attached after the build.");
+  } else if (impl->compressed) {
+    st = RAFT_FAIL("cagra::extend only supports an uncompressed dataset index");
+  } else if (t->shape[1] != impl->dim) {
+    st = RAFT_FAIL("cuvsdouble: additional_dataset has %lld columns, the index %lld",
+                   (long long)t->shape[1], (long long)impl->dim);
+  }
+  if (st == CUVS_SUCCESS) st = cg_check_alive(impl);
+  if (st == CUVS_SUCCESS && t->shape[0] > 0) {
+    int64_t n0 = impl->n, m = t->shape[0];
+    size_t es = dl_elem_size(impl->dtype);
+    cg_impl tmp = *impl; /* build the new storage aside, swap on success */
+    tmp.data_owned = NULL;
+    tmp.graph_owned = NULL;
+    tmp.data_borrow = tmp.graph_borrow = 0;
+    tmp.dim = impl->dim;
+    int64_t stride = padded_stride(impl->dim, es);
+    size_t bytes = (size_t)((n0 + m) * stride) * es;
+    char* dst = dbl_buf_alloc(bytes);
+    if (!dst) {
+      st = dbl_plain_fail("std::bad_alloc");
+    } else {
+      memset(dst, 0, bytes);
+      for (int64_t i = 0; i < n0; i++) {
+        memcpy(dst + (size_t)(i * stride) * es,
+               (const char*)impl->data + (size_t)(i * impl->stride) * es, (size_t)impl->dim * es);
+      }
+      for (int64_t i = 0; i < m; i++) {
+        memcpy(dst + (size_t)((n0 + i) * stride) * es,
+               (const char*)t->data + (size_t)(i * impl->dim) * es, (size_t)impl->dim * es);
+      }
+      tmp.data = dst;
+      tmp.data_owned = dst;
+      tmp.data_bytes = bytes;
+      tmp.stride = stride;
+      tmp.n = n0 + m;
+      int64_t degree = impl->degree;
+      if (degree > tmp.n - 1) degree = tmp.n - 1;
+      if (cg_build_graph(&tmp, degree) != 0) {
+        dbl_buf_free(dst, bytes);
+        st = dbl_plain_fail("std::bad_alloc");
+      } else {
+        cg_release_storage(impl);
+        impl->data = tmp.data;
+        impl->data_owned = tmp.data_owned;
+        impl->data_bytes = tmp.data_bytes;
+        impl->stride = tmp.stride;
+        impl->n = tmp.n;
+        impl->graph = tmp.graph;
+        impl->graph_owned = tmp.graph_owned;
+        impl->graph_bytes = tmp.graph_bytes;
+        impl->degree = tmp.degree;
+      }
+    }
+  }
+  pthread_rwlock_unlock(&impl->lock);
+  return st;
+}
+
+DBL_API cuvsError_t cuvsCagraExtend(cuvsResources_t res, cuvsCagraExtendParams_t params,
+                                    DLManagedTensor* additional_dataset, cuvsCagraIndex_t index)
+{
+  DBL_ENTER(cuvsCagraExtend);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = cg_extend(params, additional_dataset, index);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+/* ---- serialization: a format of the double's own ---- */
+
+static const char CG_FILE_MAGIC[8] = {'C', 'V', 'D', 'B', 'L', 'C', 'G', '1'};
+
+typedef struct {
+  char magic[8];
+  uint8_t code, bits;
+  uint16_t lanes;
+  int32_t metric;
+  int64_t n, dim, degree;
+  uint8_t has_dataset, compressed, pad[6];
+} cg_file_header;
+
+static cuvsError_t cg_serialize(const char* filename, cuvsCagraIndex_t index, int include_dataset,
+                                int hnsw)
+{
+  TRY(cg_handle(index));
+  if (!cg_dtype_ok(index->dtype)) {
+    return RAFT_FAIL("Unsupported index dtype: %d and bits: %d", (int)index->dtype.code,
+                     (int)index->dtype.bits);
+  }
+  cg_impl* impl;
+  TRY(cg_impl_of(index, &impl));
+  if (!filename) {
+    dbl_violation("NULL filename (the real library would crash)");
+    return RAFT_FAIL("cuvsdouble: NULL filename");
+  }
+  pthread_rwlock_rdlock(&impl->lock);
+  cuvsError_t st = cg_check_alive(impl);
+  if (st == CUVS_SUCCESS && hnsw && (!impl->has_dataset || impl->compressed)) {
+    st = RAFT_FAIL("cuvsdouble: serializing to hnswlib needs an uncompressed dataset in the index");
+  }
+  FILE* f = st == CUVS_SUCCESS ? fopen(filename, "wb") : NULL;
+  if (st == CUVS_SUCCESS && !f) st = RAFT_FAIL("Cannot open file %s", filename);
+  if (f) {
+    int ok = 1;
+    size_t es = dl_elem_size(impl->dtype);
+    if (!hnsw) {
+      cg_file_header h;
+      memset(&h, 0, sizeof h);
+      memcpy(h.magic, CG_FILE_MAGIC, 8);
+      h.code = impl->dtype.code;
+      h.bits = impl->dtype.bits;
+      h.lanes = 1;
+      h.metric = impl->metric;
+      h.n = impl->n;
+      h.dim = impl->dim;
+      h.degree = impl->degree;
+      h.has_dataset = (uint8_t)(include_dataset && impl->has_dataset);
+      h.compressed = (uint8_t)impl->compressed;
+      ok = fwrite(&h, sizeof h, 1, f) == 1;
+      for (int64_t i = 0; ok && h.has_dataset && i < impl->n; i++) {
+        ok = fwrite((const char*)impl->data + (size_t)(i * impl->stride) * es, es,
+                    (size_t)impl->dim, f) == (size_t)impl->dim;
+      }
+      if (ok && impl->n * impl->degree > 0) {
+        ok = fwrite(impl->graph, sizeof(uint32_t), (size_t)(impl->n * impl->degree), f) ==
+             (size_t)(impl->n * impl->degree);
+      }
+    } else {
+      /* hnswlib's layout with every node on the base layer: header, then per
+       * node [link count, degree ids, vector, label], then per node 0 upper
+       * links. */
+      uint64_t n = (uint64_t)impl->n, deg = (uint64_t)impl->degree;
+      uint64_t links = sizeof(uint32_t) + deg * sizeof(uint32_t);
+      uint64_t per = links + (uint64_t)impl->dim * es + sizeof(uint64_t);
+      uint64_t offset_level0 = 0, max_elements = n, count = n, label_offset = links + impl->dim * es,
+               offset_data = links, maxM = deg / 2, maxM0 = deg, M = deg / 2, ef = 500;
+      int32_t max_level = 1, enterpoint = (int32_t)(n / 2);
+      double mult = M > 1 ? 1.0 / log((double)M) : 1.0;
+      ok = fwrite(&offset_level0, 8, 1, f) == 1 && fwrite(&max_elements, 8, 1, f) == 1 &&
+           fwrite(&count, 8, 1, f) == 1 && fwrite(&per, 8, 1, f) == 1 &&
+           fwrite(&label_offset, 8, 1, f) == 1 && fwrite(&offset_data, 8, 1, f) == 1 &&
+           fwrite(&max_level, 4, 1, f) == 1 && fwrite(&enterpoint, 4, 1, f) == 1 &&
+           fwrite(&maxM, 8, 1, f) == 1 && fwrite(&maxM0, 8, 1, f) == 1 &&
+           fwrite(&M, 8, 1, f) == 1 && fwrite(&mult, 8, 1, f) == 1 && fwrite(&ef, 8, 1, f) == 1;
+      for (uint64_t i = 0; ok && i < n; i++) {
+        uint32_t cnt = (uint32_t)deg;
+        uint64_t label = i;
+        ok = fwrite(&cnt, 4, 1, f) == 1 &&
+             (deg == 0 || fwrite(impl->graph + i * deg, 4, deg, f) == deg) &&
+             fwrite((const char*)impl->data + (size_t)((int64_t)i * impl->stride) * es, es,
+                    (size_t)impl->dim, f) == (size_t)impl->dim &&
+             fwrite(&label, 8, 1, f) == 1;
+      }
+      for (uint64_t i = 0; ok && i < n; i++) {
+        uint32_t zero = 0;
+        ok = fwrite(&zero, 4, 1, f) == 1;
+      }
+    }
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) st = RAFT_FAIL("cuvsdouble: failed writing %s", filename);
+  }
+  pthread_rwlock_unlock(&impl->lock);
+  return st;
+}
+
+DBL_API cuvsError_t cuvsCagraSerialize(cuvsResources_t res, const char* filename,
+                                       cuvsCagraIndex_t index, bool include_dataset)
+{
+  DBL_ENTER(cuvsCagraSerialize);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = cg_serialize(filename, index, include_dataset, 0);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+DBL_API cuvsError_t cuvsCagraSerializeToHnswlib(cuvsResources_t res, const char* filename,
+                                                cuvsCagraIndex_t index)
+{
+  DBL_ENTER(cuvsCagraSerializeToHnswlib);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = cg_serialize(filename, index, 1, 1);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
+{
+  TRY(cg_handle(index));
+  if (!filename) {
+    dbl_violation("NULL filename (the real library would crash)");
+    return RAFT_FAIL("cuvsdouble: NULL filename");
+  }
+  FILE* f = fopen(filename, "rb");
+  if (!f) return RAFT_FAIL("Cannot open file %s", filename);
+  cg_file_header h;
+  if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CG_FILE_MAGIC, 8) != 0) {
+    fclose(f);
+    return RAFT_FAIL("cuvsdouble: %s is not a CAGRA index file written by the test double",
+                     filename);
+  }
+  DLDataType dt = {h.code, h.bits, 1};
+  index->dtype = dt;
+  if (!cg_dtype_ok(dt) || h.n < 0 || h.dim < 0 || h.degree < 0) {
+    fclose(f);
+    return RAFT_FAIL("Unsupported dtype in file %s", filename);
+  }
+  cg_impl* impl = cg_new();
+  if (!impl) {
+    fclose(f);
+    return dbl_plain_fail("std::bad_alloc");
+  }
+  impl->dtype = dt;
+  impl->metric = h.metric;
+  impl->n = h.n;
+  impl->dim = h.dim;
+  impl->degree = h.degree;
+  impl->compressed = h.compressed;
+  size_t es = dl_elem_size(dt);
+  int ok = 1;
+  if (h.has_dataset) {
+    impl->stride = padded_stride(h.dim, es);
+    impl->data_bytes = (size_t)(h.n * impl->stride) * es;
+    impl->data_owned = dbl_buf_alloc(impl->data_bytes);
+    ok = impl->data_owned != NULL;
+    if (ok) {
+      memset(impl->data_owned, 0, impl->data_bytes);
+      impl->data = impl->data_owned;
+      impl->has_dataset = 1;
+    }
+    for (int64_t i = 0; ok && i < h.n; i++) {
+      ok = fread((char*)impl->data_owned + (size_t)(i * impl->stride) * es, es, (size_t)h.dim, f) ==
+           (size_t)h.dim;
+    }
+  } else {
+    impl->stride = h.dim;
+  }
+  if (ok) {
+    impl->graph_bytes = (size_t)(h.n * h.degree) * sizeof(uint32_t);
+    impl->graph_owned = dbl_buf_alloc(impl->graph_bytes);
+    ok = impl->graph_owned != NULL;
+    if (ok && impl->graph_bytes) {
+      ok = fread(impl->graph_owned, impl->graph_bytes, 1, f) == 1;
+    }
+    impl->graph = impl->graph_owned;
+  }
+  fclose(f);
+  if (!ok) {
+    cg_free(impl);
+    return RAFT_FAIL("cuvsdouble: %s is truncated", filename);
+  }
+  cg_install(index, impl);
+  return CUVS_SUCCESS;
+}
+
+DBL_API cuvsError_t cuvsCagraDeserialize(cuvsResources_t res, const char* filename,
+                                         cuvsCagraIndex_t index)
+{
+  DBL_ENTER(cuvsCagraDeserialize);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = cg_deserialize(filename, index);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+/* ---- index from a graph and a dataset ---- */
+
+static cuvsError_t cg_from_args(cuvsDistanceType metric, DLManagedTensor* graph_t,
+                                DLManagedTensor* dataset_t, cuvsCagraIndex_t index)
+{
+  TRY(cg_handle(index));
+  TRY(dl_check_ptr(dataset_t, "dataset"));
+  TRY(dl_check_ptr(graph_t, "graph"));
+  const DLTensor* t = &dataset_t->dl_tensor;
+  const DLTensor* g = &graph_t->dl_tensor;
+  index->dtype = t->dtype;
+  if (!cg_dtype_ok(t->dtype)) {
+    return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d", (int)t->dtype.code,
+                     (int)t->dtype.bits);
+  }
+  int device = dl_dev_compat(t);
+  if (!device && !dl_host_compat(t)) {
+    dbl_violation("cuvsCagraIndexFromArgs with dataset device type %d: the real library stores a "
+                  "null index and reports success",
+                  (int)t->device.device_type);
+    return RAFT_FAIL("cuvsdouble: dataset device type %d is neither device nor host compatible",
+                     (int)t->device.device_type);
+  }
+  int gdevice = dl_dev_compat(g);
+  TRY(dl_view(dataset_t, LAYOUT_ROW, t->dtype.code, t->dtype.bits, device ? WANT_DEVICE : WANT_HOST,
+              2));
+  TRY(dl_view(graph_t, LAYOUT_ROW, kDLUInt, 32, gdevice ? WANT_DEVICE : WANT_HOST, 2));
+  EXPECTS(t->shape[0] == g->shape[0], "Dataset and knn_graph must have equal number of rows");
+  TRY(dl_strict(t, "dataset"));
+  TRY(dl_strict(g, "graph"));
+  TRY(cg_metric_ok((int)metric, t->dtype));
+  int64_t n = t->shape[0], deg = g->shape[1];
+  const uint32_t* gv = g->data;
+  for (int64_t i = 0; i < n * deg; i++) {
+    if (gv[i] >= (uint64_t)n) {
+      dbl_violation("the graph holds id %u at position %lld but the dataset has %lld rows (the "
+                    "real library would read out of bounds when searching)",
+                    gv[i], (long long)i, (long long)n);
+      break;
+    }
+  }
+  cg_impl* impl = cg_new();
+  if (!impl) return dbl_plain_fail("std::bad_alloc");
+  impl->dtype = t->dtype;
+  impl->metric = (int)metric;
+  impl->dim = t->shape[1];
+  impl->degree = deg;
+  if (cg_take_dataset(impl, t, device, 1) != 0) {
+    cg_free(impl);
+    return dbl_plain_fail("std::bad_alloc");
+  }
+  size_t gbytes = (size_t)(n * deg) * sizeof(uint32_t);
+  if (gdevice) { /* a device graph is referenced, as in cuVS */
+    impl->graph = gv;
+    dbl_entry e;
+    if (gbytes > 0 && dbl_reg_containing(gv, gbytes, &e)) {
+      impl->graph_borrow = e.id;
+      dbl_reg_borrow(e.id, +1);
+    }
+  } else {
+    impl->graph_owned = dbl_buf_alloc(gbytes);
+    if (!impl->graph_owned) {
+      cg_free(impl);
+      return dbl_plain_fail("std::bad_alloc");
+    }
+    if (gbytes) memcpy(impl->graph_owned, gv, gbytes);
+    impl->graph_bytes = gbytes;
+    impl->graph = impl->graph_owned;
+  }
+  cg_install(index, impl);
+  return CUVS_SUCCESS;
+}
+
+DBL_API cuvsError_t cuvsCagraIndexFromArgs(cuvsResources_t res, cuvsDistanceType metric,
+                                           DLManagedTensor* graph, DLManagedTensor* dataset,
+                                           cuvsCagraIndex_t index)
+{
+  DBL_ENTER(cuvsCagraIndexFromArgs);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = cg_from_args(metric, graph, dataset, index);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+/* ---- merge ---- */
+
+static cuvsError_t cg_merge(cuvsCagraIndexParams_t params, cuvsCagraIndex_t* indices,
+                            size_t num_indices, cuvsFilter filter, cuvsCagraIndex_t output)
+{
+  EXPECTS(indices != NULL && num_indices > 0, "indices array cannot be null or empty");
+  EXPECTS(params != NULL, "params cannot be null");
+  TRY(dbl_check_params(params, K_CAGRA_INDEX_PARAMS));
+  for (size_t i = 0; i < num_indices; i++) TRY(cg_handle(indices[i]));
+  DLDataType dt = indices[0]->dtype;
+  for (size_t i = 1; i < num_indices; i++) {
+    EXPECTS(indices[i]->dtype.code == dt.code && indices[i]->dtype.bits == dt.bits,
+            "All input indices must have the same data type");
+    EXPECTS(indices[i]->addr != 0, "All input indices must be built (non-empty)");
+  }
+  EXPECTS(output != NULL, "Output index pointer must not be null");
+  TRY(cg_handle(output));
+  output->dtype = dt;
+  if (!cg_dtype_ok(dt)) {
+    return RAFT_FAIL("Unsupported index data type: code=%d, bits=%d", (int)dt.code, (int)dt.bits);
+  }
+  TRY(dbl_check_graph_build_params(params));
+  if (filter.type != NO_FILTER && filter.type != BITSET) {
+    return RAFT_FAIL("Unsupported filter type: BITMAP");
+  }
+  cg_impl** impls = calloc(num_indices, sizeof(cg_impl*));
+  if (!impls) return dbl_plain_fail("std::bad_alloc");
+  cuvsError_t st = CUVS_SUCCESS;
+  size_t locked = 0;
+  int64_t total = 0, dim = -1;
+  for (size_t i = 0; i < num_indices && st == CUVS_SUCCESS; i++) {
+    st = cg_impl_of(indices[i], &impls[i]);
+    if (st != CUVS_SUCCESS) break;
+    if (impls[i]->dtype.code != dt.code || impls[i]->dtype.bits != dt.bits) {
+      st = RAFT_FAIL("All input indices must have the same data type");
+      break;
+    }
+    pthread_rwlock_rdlock(&impls[i]->lock);
+    locked = i + 1;
+    if (!impls[i]->has_dataset) {
+      st = RAFT_FAIL(
+        "cagra::merge only supports an index to which the dataset is attached. Please check if "
+        "the index was built with index_param.attach_dataset_on_build = true, or if a dataset was "
+        "attached after the build.");
+    } else if (impls[i]->compressed) {
+      st = RAFT_FAIL("cagra::merge only supports an uncompressed dataset index");
+    } else if (dim >= 0 && impls[i]->dim != dim) {
+      st = RAFT_FAIL("Dimension of datasets in indices must be equal.");
+    } else {
+      dim = impls[i]->dim;
+      total += impls[i]->n;
+      st = cg_check_alive(impls[i]);
+    }
+  }
+  dbl_filter f = {FILTER_NONE, NULL};
+  if (st == CUVS_SUCCESS) st = dbl_filter_view(filter, total, 1, &f);
+  if (st == CUVS_SUCCESS) st = cg_metric_ok((int)params->metric, dt);
+  cg_impl* out = NULL;
+  if (st == CUVS_SUCCESS) {
+    size_t es = dl_elem_size(dt);
+    int64_t kept = 0;
+    for (int64_t i = 0; i < total; i++) {
+      if (f.kind == FILTER_NONE || ((f.words[i >> 5] >> (i & 31)) & 1u)) kept++;
+    }
+    if (kept == 0) {
+      st = RAFT_FAIL("cuvsdouble: the merged index would be empty");
+    } else {
+      out = cg_new();
+      int64_t stride = padded_stride(dim, es);
+      size_t bytes = (size_t)(kept * stride) * es;
+      char* dst = out ? dbl_buf_alloc(bytes) : NULL;
+      if (!dst) {
+        st = dbl_plain_fail("std::bad_alloc");
+      } else {
+        memset(dst, 0, bytes);
+        int64_t row = 0, gid = 0;
+        for (size_t i = 0; i < num_indices; i++) {
+          for (int64_t r = 0; r < impls[i]->n; r++, gid++) {
+            if (f.kind != FILTER_NONE && !((f.words[gid >> 5] >> (gid & 31)) & 1u)) continue;
+            memcpy(dst + (size_t)(row * stride) * es,
+                   (const char*)impls[i]->data + (size_t)(r * impls[i]->stride) * es,
+                   (size_t)dim * es);
+            row++;
+          }
+        }
+        out->dtype = dt;
+        out->metric = (int)params->metric;
+        out->dim = dim;
+        out->n = kept;
+        out->stride = stride;
+        out->data = dst;
+        out->data_owned = dst;
+        out->data_bytes = bytes;
+        out->has_dataset = 1;
+        size_t intermediate = params->intermediate_graph_degree, degree = params->graph_degree;
+        clamp_degrees(&intermediate, &degree, kept);
+        if (cg_build_graph(out, (int64_t)degree) != 0) st = dbl_plain_fail("std::bad_alloc");
+      }
+    }
+  }
+  for (size_t i = 0; i < locked; i++) pthread_rwlock_unlock(&impls[i]->lock);
+  free(impls);
+  if (st != CUVS_SUCCESS) {
+    if (out) cg_free(out);
+    return st;
+  }
+  cg_install(output, out);
+  return CUVS_SUCCESS;
+}
+
+DBL_API cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t params,
+                                   cuvsCagraIndex_t* indices, size_t num_indices, cuvsFilter filter,
+                                   cuvsCagraIndex_t output_index)
+{
+  DBL_ENTER(cuvsCagraMerge);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = cg_merge(params, indices, num_indices, filter, output_index);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}

@@ -1,0 +1,50 @@
+// Package cuvsdouble is test support only: an ABI test double of libcuvs_c
+// (cuVS v26.06.00), a small C library of this project's own that tests compile
+// with gcc and load in place of the real one.
+//
+// It is never a default and never loaded unless a test asks for it: nothing
+// outside tests imports this package, and the bindings only load it from the
+// path a test hands them.
+//
+// # What the double is
+//
+// The C sources (embedded from csrc/) define the functions of cuVS's core C
+// API, brute force and CAGRA, and the IVF-PQ and NN-Descent parameter structs
+// CAGRA's graph build refers to, with the exact signatures of the bindings'
+// generated declarations header (generated/cuvs_decls.h), so the same Go code
+// that drives libcuvs_c drives the double. Its semantics are honest but run on
+// the CPU:
+//
+//   - there is no GPU: "device" memory is host memory. cuvsRMMAlloc is
+//     posix_memalign (filled with 0xCD), a kDLCUDA, kDLCUDAHost or
+//     kDLCUDAManaged tensor is read through its data pointer as host memory,
+//     cuvsMatrixCopy is a strided memcpy, streams are dummy handles and
+//     cuvsStreamSync does nothing;
+//   - brute force and CAGRA return the exact k nearest neighbours (CAGRA's
+//     graph is the exact kNN graph), so results can be checked against a
+//     kNN computed in Go; ties go to the smaller row id, distances are
+//     accumulated in float32 in dimension order;
+//   - the checks cuVS makes on tensors and parameters come back with cuVS's
+//     words, in RAFT's multi-line format ("RAFT failure at file=... line=...:
+//     <reason>" followed by "Obtained N stack frames" and frames), through the
+//     same thread-local last-error text;
+//   - parameter structs are created with cuVS's default values, and
+//     cuvsCagraIndexParamsDestroy frees graph_build_params by build_algo as
+//     cuVS does.
+//
+// # What it adds for tests
+//
+// A Control, loaded from the same library file, reaches functions that are
+// clearly not part of cuVS (prefix cuvsdouble_): failure injection for any
+// call by name, a settable version, counters of every create/destroy and
+// alloc/free, call counts, and "violations": misuses that would be undefined
+// behaviour, a crash or a leak in the real library (a cuvsResources_t used by
+// two threads at once, memory freed while an index still references it, a
+// bitset shorter than the index, the cuvsCagraIndexParamsDestroy trap, a
+// cuvsRMMHostFree on a thread that never allocated, ...). The double does not
+// crash on those: it records them and, where the call cannot go on, fails it.
+// AssertBalanced fails a test on any unbalanced counter or any violation.
+//
+// Build options leave chosen cuVS functions out of the library (Omit), to test
+// the missing-symbol path.
+package cuvsdouble
