@@ -8,7 +8,7 @@ CUVS_INCLUDE_DIR ?=
 DLPACK_INCLUDE_DIR ?=
 export CUVS_INCLUDE_DIR DLPACK_INCLUDE_DIR
 
-.PHONY: all generate check-generated test test-race test-cgocheck lint fmt bench gpu-interop clean
+.PHONY: all generate check-generated test test-race test-cgocheck lint fmt bench gpu-interop fuzz clean
 
 all: generate test
 
@@ -43,6 +43,15 @@ fmt:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.out
 	$(BENCHSTAT) bench.out
+
+## gpu-interop: build, on this machine, what the GPU machine runs to check DLPack interop with PyTorch and CuPy
+gpu-interop:
+	sh dlpack/gpu/build.sh build/gpu-interop
+
+## fuzz: run the fuzzers for a while (their corpora are kept under testdata/fuzz)
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzFromRawParts -fuzztime 30s ./dlpack
+	$(GO) test -run '^$$' -fuzz FuzzReadScalar -fuzztime 30s ./safe/internal/npy
 
 clean:
 	rm -rf build bench.out

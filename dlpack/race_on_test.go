@@ -1,0 +1,5 @@
+//go:build race
+
+package dlpack_test
+
+const raceEnabled = true
