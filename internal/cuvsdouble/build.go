@@ -404,3 +404,41 @@ func copyFile(src, dst string) error {
 	}
 	return out.Close()
 }
+
+// BuildFile is Build for a TestMain, where there is no testing.TB: it
+// returns the library's path and a cleanup that removes any temporary
+// folder it made.
+func BuildFile(opts ...Option) (path string, cleanup func(), err error) {
+	cfg := config{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var dirs []string
+	cleanup = func() {
+		for _, d := range dirs {
+			os.RemoveAll(d)
+		}
+	}
+	tempDir := func() string {
+		d, err := os.MkdirTemp("", "cuvsdouble-")
+		if err != nil {
+			panic(err)
+		}
+		dirs = append(dirs, d)
+		return d
+	}
+	path, err = build(&cfg, tempDir)
+	if err != nil {
+		cleanup()
+		return "", func() {}, fmt.Errorf("cuvsdouble: %w", err)
+	}
+	if cfg.isolated {
+		dst := filepath.Join(tempDir(), LibraryName)
+		if err := copyFile(path, dst); err != nil {
+			cleanup()
+			return "", func() {}, fmt.Errorf("cuvsdouble: %w", err)
+		}
+		path = dst
+	}
+	return path, cleanup, nil
+}

@@ -1,0 +1,323 @@
+// Package bruteforce is exact k-nearest-neighbour search on the GPU: the
+// index is the dataset itself, and a search compares every query with every
+// row.
+//
+// The index keeps a reference to the dataset, not a copy: the dataset's
+// owner (a safe.DeviceMatrix, say) refuses to be freed or written until the
+// index is closed, with an error that names the index.
+//
+// Inputs and outputs live in device memory (CUDA, pinned host or managed);
+// neighbors are int64, distances float32. A search may be filtered by a
+// bitset (one bit per row) or a bitmap (one bit per query and row).
+package bruteforce
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/npy"
+)
+
+// The tensor rules of brute force, in one place.
+var (
+	datasetRule = safe.Rule{Arg: "dataset", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true, ColMajor: true}
+	queriesRule = safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true}
+	// neighborsRule and distancesRule are the outputs.
+	neighborsRule = safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true}
+	distancesRule = safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true}
+)
+
+// BuildParams configures Build.
+type BuildParams struct {
+	Metric    safe.Metric // default L2Expanded
+	MetricArg float32     // the p of LpUnexpanded; default 2
+}
+
+// DefaultBuildParams returns cuVS's defaults.
+func DefaultBuildParams() BuildParams { return BuildParams{Metric: safe.L2Expanded, MetricArg: 2} }
+
+// Index is a brute-force index. Any number of goroutines may search it at
+// once, each with its own safe.Resources. Close waits for searches in flight.
+type Index struct {
+	h     generated.CuvsBruteForceIndex_t // C memory
+	rows  int64
+	dim   int64
+	dtype dlpack.DataType
+	label string
+
+	state   handle.State
+	mu      sync.Mutex // Close
+	dataset *dlpack.Retention
+	clean   runtime.Cleanup
+}
+
+func destroyIndex(h generated.CuvsBruteForceIndex_t) { _ = generated.CuvsBruteForceIndexDestroy(h) }
+
+func newIndex(op string) (*Index, error) {
+	var h generated.CuvsBruteForceIndex_t
+	if err := generated.CuvsBruteForceIndexCreate(&h); err != nil {
+		return nil, safe.Wrap(op, err)
+	}
+	idx := &Index{h: h}
+	idx.clean = runtime.AddCleanup(idx, destroyIndex, h)
+	return idx, nil
+}
+
+// Build makes an index over dataset (rows × dim, float32 or float16, device
+// memory, row- or column-major). The index borrows dataset until Close.
+func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, error) {
+	const op = "bruteforce.Build"
+	if dataset == nil {
+		return nil, safe.Argf(op, "dataset", "nil")
+	}
+	dv, err := dataset.View()
+	if err != nil {
+		return nil, safe.Argf(op, "dataset", "%v", err)
+	}
+	if err := datasetRule.Check(op, &dv); err != nil {
+		return nil, err
+	}
+	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
+		return nil, safe.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
+	}
+	if !p.Metric.Valid() {
+		return nil, safe.Argf(op, "params.Metric", "%d is not a metric", p.Metric)
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	idx.rows, idx.dim, idx.dtype = dv.Dim(0), dv.Dim(1), dv.DType()
+	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
+	// cuVS keeps a reference to the dataset: hold it until Close.
+	if idx.dataset, err = dv.Retain(idx.label); err != nil {
+		idx.destroy()
+		return nil, safe.Argf(op, "dataset", "%v", err)
+	}
+	if err := idx.build(op, res, &dv, p); err != nil {
+		idx.dataset.End()
+		idx.destroy()
+		return nil, err
+	}
+	return idx, nil
+}
+
+func (idx *Index) build(op string, res *safe.Resources, dv *dlpack.View, p BuildParams) error {
+	c := dlpack.Begin(op)
+	defer c.End()
+	t, err := c.In(dv)
+	if err != nil {
+		return safe.Argf(op, "dataset", "%v", err)
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	return safe.Wrap(op, generated.CuvsBruteForceBuild(h, t, p.Metric.C(), p.MetricArg, idx.h))
+}
+
+func (idx *Index) destroy() {
+	idx.clean.Stop()
+	_ = generated.CuvsBruteForceIndexDestroy(idx.h)
+}
+
+// Rows returns the number of rows indexed.
+func (idx *Index) Rows() int64 { return idx.rows }
+
+// Dim returns the dimension of the vectors.
+func (idx *Index) Dim() int64 { return idx.dim }
+
+// DType returns the element type of the vectors.
+func (idx *Index) DType() dlpack.DataType { return idx.dtype }
+
+// Search finds the k nearest rows of the index for each query, k being the
+// number of columns of neighbors. queries is n × Dim(), neighbors (int64)
+// and distances (float32) n × k, all in device memory. filter, if not nil,
+// is a bitset for Rows() rows or a bitmap for n queries. The results are
+// ready once res's stream is synchronized (res.Sync).
+func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	const op = "bruteforce.Index.Search"
+	if !idx.state.Enter() {
+		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	defer idx.state.Leave()
+	if queries == nil || neighbors == nil || distances == nil {
+		return safe.Argf(op, "queries/neighbors/distances", "nil tensor")
+	}
+	qv, err := queries.View()
+	if err != nil {
+		return safe.Argf(op, "queries", "%v", err)
+	}
+	nm, err := neighbors.ViewMut()
+	if err != nil {
+		return safe.Argf(op, "neighbors", "%v", err)
+	}
+	dm, err := distances.ViewMut()
+	if err != nil {
+		return safe.Argf(op, "distances", "%v", err)
+	}
+	nv, _ := nm.View()
+	dv, _ := dm.View()
+	if err := queriesRule.Check(op, &qv); err != nil {
+		return err
+	}
+	if qv.DType() != idx.dtype {
+		return safe.Argf(op, "queries", "dtype %s, the index holds %s", qv.DType(), idx.dtype)
+	}
+	if err := neighborsRule.Check(op, &nv); err != nil {
+		return err
+	}
+	if err := distancesRule.Check(op, &dv); err != nil {
+		return err
+	}
+	if _, err := safe.SearchShapes(op, &qv, &nv, &dv, idx.dim, idx.rows); err != nil {
+		return err
+	}
+	c := dlpack.Begin(op)
+	defer c.End()
+	q, err := c.In(&qv)
+	if err != nil {
+		return safe.Argf(op, "queries", "%v", err)
+	}
+	n, err := c.Out(&nm)
+	if err != nil {
+		return safe.Argf(op, "neighbors", "%v", err)
+	}
+	d, err := c.Out(&dm)
+	if err != nil {
+		return safe.Argf(op, "distances", "%v", err)
+	}
+	f, err := filter.Bind(op, c, idx.rows, qv.Dim(0), safe.Bitset, safe.Bitmap)
+	if err != nil {
+		return err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	err = generated.CuvsBruteForceSearch(h, idx.h, q, n, d, f)
+	res.Unlock()
+	return safe.Wrap(op, err)
+}
+
+// Serialize writes the index, with its dataset, to a file.
+func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	const op = "bruteforce.Index.Serialize"
+	if !idx.state.Enter() {
+		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	defer idx.state.Leave()
+	p, err := safe.CPath(op, path)
+	if err != nil {
+		return err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	return safe.Wrap(op, generated.CuvsBruteForceSerialize(h, &p[0], idx.h))
+}
+
+// Deserialize reads an index written by Serialize. The index owns its copy
+// of the dataset.
+func Deserialize(res *safe.Resources, path string) (*Index, error) {
+	const op = "bruteforce.Deserialize"
+	hdr, err := readHeader(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	p, err := safe.CPath(op, path)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		idx.destroy()
+		return nil, err
+	}
+	err = generated.CuvsBruteForceDeserialize(h, &p[0], idx.h)
+	res.Unlock()
+	if err != nil {
+		idx.destroy()
+		return nil, safe.Wrap(op, err)
+	}
+	idx.rows, idx.dim, idx.dtype = hdr.rows, hdr.dim, hdr.dtype
+	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
+	return idx, nil
+}
+
+type header struct {
+	rows, dim int64
+	dtype     dlpack.DataType
+}
+
+// readHeader reads the size, dimension and element type at the start of a
+// serialized brute-force index: a 4-byte NumPy dtype ("<f4", "<f2"), then
+// .npy scalars: format version, rows, dim.
+func readHeader(path string) (header, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return header{}, err
+	}
+	defer f.Close()
+	return parseHeader(bufio.NewReader(f))
+}
+
+func parseHeader(r *bufio.Reader) (header, error) {
+	var h header
+	var dt [4]byte
+	if _, err := io.ReadFull(r, dt[:]); err != nil {
+		return h, fmt.Errorf("not a brute-force index: %w", err)
+	}
+	switch string(dt[:3]) {
+	case "<f4":
+		h.dtype = dlpack.Float32
+	case "<f2":
+		h.dtype = dlpack.Float16
+	default:
+		return h, fmt.Errorf("not a brute-force index (element type %q)", dt[:3])
+	}
+	var v [3]int64
+	for i := range v {
+		s, err := npy.ReadScalar(r)
+		if err != nil {
+			return h, fmt.Errorf("not a brute-force index: %w", err)
+		}
+		v[i] = s.Int
+	}
+	h.rows, h.dim = v[1], v[2]
+	if h.rows < 1 || h.dim < 1 {
+		return h, fmt.Errorf("not a brute-force index (%d rows of dimension %d)", h.rows, h.dim)
+	}
+	return h, nil
+}
+
+// Close frees the index, waiting for searches in flight, and releases its
+// borrow on the dataset. Closing twice is harmless.
+func (idx *Index) Close() error {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if !idx.state.Close() {
+		return nil
+	}
+	idx.clean.Stop()
+	err := generated.CuvsBruteForceIndexDestroy(idx.h)
+	if idx.dataset != nil {
+		idx.dataset.End()
+	}
+	return safe.Wrap("bruteforce.Index.Close", err)
+}

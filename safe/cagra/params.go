@@ -1,0 +1,386 @@
+package cagra
+
+import (
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
+)
+
+// GraphBuildAlgo is how Build makes the kNN graph CAGRA prunes.
+type GraphBuildAlgo int32
+
+// Graph build algorithms.
+const (
+	AutoSelect      = GraphBuildAlgo(generated.CuvsCagraGraphBuildAlgo_AUTO_SELECT)
+	IVFPQ           = GraphBuildAlgo(generated.CuvsCagraGraphBuildAlgo_IVF_PQ)
+	NNDescent       = GraphBuildAlgo(generated.CuvsCagraGraphBuildAlgo_NN_DESCENT)
+	IterativeSearch = GraphBuildAlgo(generated.CuvsCagraGraphBuildAlgo_ITERATIVE_CAGRA_SEARCH)
+	ACE             = GraphBuildAlgo(generated.CuvsCagraGraphBuildAlgo_ACE)
+)
+
+func (a GraphBuildAlgo) String() string { return generated.CuvsCagraGraphBuildAlgo(a).String() }
+
+// IndexParams configures Build (and Merge). Start from DefaultIndexParams,
+// which holds cuVS's defaults read from the library.
+type IndexParams struct {
+	Metric                  safe.Metric
+	IntermediateGraphDegree int // degree of the kNN graph before pruning
+	GraphDegree             int // degree of the final graph
+	BuildAlgo               GraphBuildAlgo
+	NNDescentIterations     int // for NNDescent
+	// IVFPQ tunes the IVFPQ graph build; nil lets cuVS choose from the
+	// dataset's shape.
+	IVFPQ *IVFPQGraphParams
+	// ACE configures the ACE graph build (BuildAlgo ACE); nil uses cuVS's
+	// defaults.
+	ACE *ACEParams
+	// Compression, if not nil, compresses the dataset (VQ + PQ) in the index.
+	Compression *CompressionParams
+}
+
+// IVFPQGraphParams tunes the IVF-PQ graph build. A nil Build or Search keeps
+// cuVS's choice for the dataset's shape.
+type IVFPQGraphParams struct {
+	Build          *IVFPQBuildParams
+	Search         *IVFPQSearchParams
+	RefinementRate float32 // > 1 refines the graph with exact distances
+}
+
+// IVFPQBuildParams are IVF-PQ's index parameters (cuvsIvfPqIndexParams).
+type IVFPQBuildParams struct {
+	Metric                       safe.Metric
+	MetricArg                    float32
+	AddDataOnBuild               bool
+	NLists                       uint32
+	KMeansNIters                 uint32
+	KMeansTrainsetFraction       float64
+	PQBits                       uint32
+	PQDim                        uint32
+	CodebookKind                 int32 // 0 per subspace, 1 per cluster
+	ForceRandomRotation          bool
+	ConservativeMemoryAllocation bool
+	MaxTrainPointsPerPQCode      uint32
+	CodesLayout                  int32 // 0 flat, 1 interleaved
+}
+
+// IVFPQSearchParams are IVF-PQ's search parameters (cuvsIvfPqSearchParams).
+// The dtypes are CUDA's cudaDataType_t values (0 is CUDA_R_32F).
+type IVFPQSearchParams struct {
+	NProbes                uint32
+	LUTDtype               int32
+	InternalDistanceDtype  int32
+	CoarseSearchDtype      int32
+	MaxInternalBatchSize   uint32
+	PreferredShmemCarveout float64
+}
+
+// ACEParams configure the ACE graph build, for datasets larger than device
+// memory.
+type ACEParams struct {
+	NPartitions     int
+	EFConstruction  int
+	BuildDir        string
+	UseDisk         bool
+	MaxHostMemoryGB float64
+	MaxGPUMemoryGB  float64
+}
+
+// CompressionParams configure VQ + PQ compression of the dataset.
+type CompressionParams struct {
+	PQBits                   uint32
+	PQDim                    uint32
+	VQNCenters               uint32
+	KMeansNIters             uint32
+	VQKMeansTrainsetFraction float64
+	PQKMeansTrainsetFraction float64
+}
+
+// ExtendParams configure Extend.
+type ExtendParams struct {
+	MaxChunkSize uint32 // rows added per batch; 0 lets cuVS choose
+}
+
+// SearchAlgo is CAGRA's search kernel.
+type SearchAlgo int32
+
+// Search kernels.
+const (
+	SingleCTA   = SearchAlgo(generated.CuvsCagraSearchAlgo_SINGLE_CTA)
+	MultiCTA    = SearchAlgo(generated.CuvsCagraSearchAlgo_MULTI_CTA)
+	MultiKernel = SearchAlgo(generated.CuvsCagraSearchAlgo_MULTI_KERNEL)
+	AutoAlgo    = SearchAlgo(generated.CuvsCagraSearchAlgo_AUTO)
+)
+
+// HashMode is the visited-set hashmap CAGRA's search uses.
+type HashMode int32
+
+// Hash modes.
+const (
+	HashFull  = HashMode(generated.CuvsCagraHashMode_HASH)
+	HashSmall = HashMode(generated.CuvsCagraHashMode_SMALL)
+	HashAuto  = HashMode(generated.CuvsCagraHashMode_AUTO_HASH)
+)
+
+// SearchParams configure Search. Start from DefaultSearchParams.
+//
+// Persistent selects the persistent-kernel search: one long-running kernel
+// serves the searches of every goroutine through a queue, which cuts the
+// per-search launch cost for many small concurrent batches. Its caveats:
+// the kernel occupies PersistentDeviceUsage (a fraction, 0..1) of the GPU's
+// multiprocessors for PersistentLifetime seconds after the last search, the
+// first persistent search pays the kernel's start, every search that shares
+// it must use the same index and parameters, and it helps only for small
+// batches (cuVS's documentation recommends it for batch sizes of a few
+// queries issued from many threads).
+type SearchParams struct {
+	MaxQueries            int // queries per batch; 0 lets cuVS choose
+	ITopKSize             int // size of the internal top-k list: raise for recall
+	MaxIterations         int // 0 lets cuVS choose
+	Algo                  SearchAlgo
+	TeamSize              int // 0 lets cuVS choose
+	SearchWidth           int // graph nodes expanded per iteration
+	MinIterations         int
+	ThreadBlockSize       int // 0 lets cuVS choose
+	HashmapMode           HashMode
+	HashmapMinBitlen      int
+	HashmapMaxFillRate    float32
+	NumRandomSamplings    uint32
+	RandXORMask           uint64
+	Persistent            bool
+	PersistentLifetime    float32 // seconds
+	PersistentDeviceUsage float32 // fraction of the device
+}
+
+// DefaultIndexParams returns cuVS's defaults, read from the loaded library
+// (cuvsCagraIndexParamsCreate). IVFPQ, ACE and Compression are nil: cuVS
+// picks them from the dataset (see DefaultIVFPQBuildParams,
+// DefaultIVFPQSearchParams, DefaultCompressionParams to start from its
+// values).
+func DefaultIndexParams() (IndexParams, error) {
+	const op = "cagra.DefaultIndexParams"
+	var p generated.CuvsCagraIndexParams_t
+	if err := generated.CuvsCagraIndexParamsCreate(&p); err != nil {
+		return IndexParams{}, safe.Wrap(op, err)
+	}
+	out := indexParamsFromC(p)
+	// p is destroyed exactly as created (build_algo untouched), so
+	// cuvsCagraIndexParamsDestroy frees what Create allocated.
+	return out, safe.Wrap(op, generated.CuvsCagraIndexParamsDestroy(p))
+}
+
+func indexParamsFromC(p *generated.CuvsCagraIndexParams) IndexParams {
+	return IndexParams{
+		Metric:                  safe.Metric(p.Metric),
+		IntermediateGraphDegree: int(p.IntermediateGraphDegree),
+		GraphDegree:             int(p.GraphDegree),
+		BuildAlgo:               GraphBuildAlgo(p.BuildAlgo),
+		NNDescentIterations:     int(p.NnDescentNiter),
+	}
+}
+
+// Heuristic chooses how FromHNSWParams maps HNSW's parameters.
+type Heuristic int32
+
+// Heuristics for FromHNSWParams.
+const (
+	SimilarSearchPerformance = Heuristic(generated.CuvsCagraHnswHeuristicType_CUVS_CAGRA_HEURISTIC_SIMILAR_SEARCH_PERFORMANCE)
+	SameGraphFootprint       = Heuristic(generated.CuvsCagraHnswHeuristicType_CUVS_CAGRA_HEURISTIC_SAME_GRAPH_FOOTPRINT)
+)
+
+// FromHNSWParams returns the CAGRA parameters cuVS derives from HNSW's M and
+// ef_construction for a rows × dim dataset (cuvsCagraIndexParamsFromHnswParams).
+func FromHNSWParams(rows, dim int64, m, efConstruction int, h Heuristic, metric safe.Metric) (IndexParams, error) {
+	const op = "cagra.FromHNSWParams"
+	if rows < 1 || dim < 1 || m < 1 || efConstruction < 1 {
+		return IndexParams{}, safe.Argf(op, "rows/dim/m/efConstruction", "all must be positive (got %d, %d, %d, %d)", rows, dim, m, efConstruction)
+	}
+	var p generated.CuvsCagraIndexParams_t
+	if err := generated.CuvsCagraIndexParamsCreate(&p); err != nil {
+		return IndexParams{}, safe.Wrap(op, err)
+	}
+	created := p.GraphBuildParams // the IVF-PQ object Create allocated
+	// From 1e6 rows cuVS writes through the IVF-PQ object's build and search
+	// params, which Create leaves NULL: give it real ones (releaseParams
+	// frees them).
+	ip := (*generated.CuvsIvfPqParams)(created)
+	if err := generated.CuvsIvfPqIndexParamsCreate(&ip.IvfPqBuildParams); err != nil {
+		releaseParams(p, created)
+		return IndexParams{}, safe.Wrap(op, err)
+	}
+	if err := generated.CuvsIvfPqSearchParamsCreate(&ip.IvfPqSearchParams); err != nil {
+		releaseParams(p, created)
+		return IndexParams{}, safe.Wrap(op, err)
+	}
+	err := generated.CuvsCagraIndexParamsFromHnswParams(p, rows, dim, int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), metric.C())
+	out := indexParamsFromC(p)
+	// cuVS v26.06 writes L2Expanded whatever metric it is given.
+	out.Metric = metric
+	if err == nil && out.BuildAlgo == IVFPQ && p.GraphBuildParams == created {
+		out.IVFPQ = ivfpqFromC(ip)
+	}
+	if err == nil && out.BuildAlgo == ACE && p.GraphBuildParams != nil && p.GraphBuildParams != created {
+		a := (*generated.CuvsAceParams)(p.GraphBuildParams)
+		out.ACE = aceFromC(a)
+	}
+	releaseParams(p, created)
+	return out, safe.Wrap(op, err)
+}
+
+// releaseParams destroys params made by cuvsCagraIndexParamsCreate after the
+// library changed them, so that Destroy frees what is there: the object
+// Create allocated is an IVF-PQ one, so build_algo is set back to IVF_PQ
+// whenever graph_build_params still points to it. (A Destroy that reads
+// another build_algo would free it as the wrong type.)
+func releaseParams(p *generated.CuvsCagraIndexParams, created unsafe.Pointer) {
+	if p.GraphBuildParams == created {
+		p.BuildAlgo = generated.CuvsCagraGraphBuildAlgo_IVF_PQ
+		if ip := (*generated.CuvsIvfPqParams)(created); ip != nil {
+			if ip.IvfPqBuildParams != nil {
+				_ = generated.CuvsIvfPqIndexParamsDestroy(ip.IvfPqBuildParams)
+				ip.IvfPqBuildParams = nil
+			}
+			if ip.IvfPqSearchParams != nil {
+				_ = generated.CuvsIvfPqSearchParamsDestroy(ip.IvfPqSearchParams)
+				ip.IvfPqSearchParams = nil
+			}
+		}
+	}
+	_ = generated.CuvsCagraIndexParamsDestroy(p)
+}
+
+func ivfpqFromC(ip *generated.CuvsIvfPqParams) *IVFPQGraphParams {
+	g := &IVFPQGraphParams{RefinementRate: ip.RefinementRate}
+	if b := ip.IvfPqBuildParams; b != nil {
+		g.Build = &IVFPQBuildParams{
+			Metric: safe.Metric(b.Metric), MetricArg: b.MetricArg, AddDataOnBuild: b.AddDataOnBuild,
+			NLists: b.NLists, KMeansNIters: b.KmeansNIters, KMeansTrainsetFraction: b.KmeansTrainsetFraction,
+			PQBits: b.PqBits, PQDim: b.PqDim, CodebookKind: int32(b.CodebookKind),
+			ForceRandomRotation: b.ForceRandomRotation, ConservativeMemoryAllocation: b.ConservativeMemoryAllocation,
+			MaxTrainPointsPerPQCode: b.MaxTrainPointsPerPqCode, CodesLayout: int32(b.CodesLayout),
+		}
+	}
+	if s := ip.IvfPqSearchParams; s != nil {
+		g.Search = &IVFPQSearchParams{
+			NProbes: s.NProbes, LUTDtype: int32(s.LutDtype), InternalDistanceDtype: int32(s.InternalDistanceDtype),
+			CoarseSearchDtype: int32(s.CoarseSearchDtype), MaxInternalBatchSize: s.MaxInternalBatchSize,
+			PreferredShmemCarveout: s.PreferredShmemCarveout,
+		}
+	}
+	return g
+}
+
+// DefaultIVFPQBuildParams returns IVF-PQ's default index parameters, read
+// from the library.
+func DefaultIVFPQBuildParams() (IVFPQBuildParams, error) {
+	const op = "cagra.DefaultIVFPQBuildParams"
+	var p generated.CuvsIvfPqIndexParams_t
+	if err := generated.CuvsIvfPqIndexParamsCreate(&p); err != nil {
+		return IVFPQBuildParams{}, safe.Wrap(op, err)
+	}
+	out := IVFPQBuildParams{
+		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
+		NLists: p.NLists, KMeansNIters: p.KmeansNIters, KMeansTrainsetFraction: p.KmeansTrainsetFraction,
+		PQBits: p.PqBits, PQDim: p.PqDim, CodebookKind: int32(p.CodebookKind),
+		ForceRandomRotation: p.ForceRandomRotation, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
+		MaxTrainPointsPerPQCode: p.MaxTrainPointsPerPqCode, CodesLayout: int32(p.CodesLayout),
+	}
+	return out, safe.Wrap(op, generated.CuvsIvfPqIndexParamsDestroy(p))
+}
+
+// DefaultIVFPQSearchParams returns IVF-PQ's default search parameters, read
+// from the library.
+func DefaultIVFPQSearchParams() (IVFPQSearchParams, error) {
+	const op = "cagra.DefaultIVFPQSearchParams"
+	var p generated.CuvsIvfPqSearchParams_t
+	if err := generated.CuvsIvfPqSearchParamsCreate(&p); err != nil {
+		return IVFPQSearchParams{}, safe.Wrap(op, err)
+	}
+	out := IVFPQSearchParams{
+		NProbes: p.NProbes, LUTDtype: int32(p.LutDtype), InternalDistanceDtype: int32(p.InternalDistanceDtype),
+		CoarseSearchDtype: int32(p.CoarseSearchDtype), MaxInternalBatchSize: p.MaxInternalBatchSize,
+		PreferredShmemCarveout: p.PreferredShmemCarveout,
+	}
+	return out, safe.Wrap(op, generated.CuvsIvfPqSearchParamsDestroy(p))
+}
+
+// DefaultCompressionParams returns cuVS's default VQ/PQ compression
+// parameters, read from the library.
+func DefaultCompressionParams() (CompressionParams, error) {
+	const op = "cagra.DefaultCompressionParams"
+	var p generated.CuvsCagraCompressionParams_t
+	if err := generated.CuvsCagraCompressionParamsCreate(&p); err != nil {
+		return CompressionParams{}, safe.Wrap(op, err)
+	}
+	out := CompressionParams{
+		PQBits: p.PqBits, PQDim: p.PqDim, VQNCenters: p.VqNCenters, KMeansNIters: p.KmeansNIters,
+		VQKMeansTrainsetFraction: p.VqKmeansTrainsetFraction, PQKMeansTrainsetFraction: p.PqKmeansTrainsetFraction,
+	}
+	return out, safe.Wrap(op, generated.CuvsCagraCompressionParamsDestroy(p))
+}
+
+// DefaultExtendParams returns cuVS's default extend parameters.
+func DefaultExtendParams() (ExtendParams, error) {
+	const op = "cagra.DefaultExtendParams"
+	var p generated.CuvsCagraExtendParams_t
+	if err := generated.CuvsCagraExtendParamsCreate(&p); err != nil {
+		return ExtendParams{}, safe.Wrap(op, err)
+	}
+	out := ExtendParams{MaxChunkSize: p.MaxChunkSize}
+	return out, safe.Wrap(op, generated.CuvsCagraExtendParamsDestroy(p))
+}
+
+// DefaultSearchParams returns cuVS's default search parameters, read from
+// the library.
+func DefaultSearchParams() (SearchParams, error) {
+	const op = "cagra.DefaultSearchParams"
+	var p generated.CuvsCagraSearchParams_t
+	if err := generated.CuvsCagraSearchParamsCreate(&p); err != nil {
+		return SearchParams{}, safe.Wrap(op, err)
+	}
+	out := SearchParams{
+		MaxQueries: int(p.MaxQueries), ITopKSize: int(p.ItopkSize), MaxIterations: int(p.MaxIterations),
+		Algo: SearchAlgo(p.Algo), TeamSize: int(p.TeamSize), SearchWidth: int(p.SearchWidth),
+		MinIterations: int(p.MinIterations), ThreadBlockSize: int(p.ThreadBlockSize),
+		HashmapMode: HashMode(p.HashmapMode), HashmapMinBitlen: int(p.HashmapMinBitlen),
+		HashmapMaxFillRate: p.HashmapMaxFillRate, NumRandomSamplings: p.NumRandomSamplings,
+		RandXORMask: p.RandXorMask, Persistent: p.Persistent, PersistentLifetime: p.PersistentLifetime,
+		PersistentDeviceUsage: p.PersistentDeviceUsage,
+	}
+	return out, safe.Wrap(op, generated.CuvsCagraSearchParamsDestroy(p))
+}
+
+// toC fills the C search parameters; they hold no pointers, so a Go value
+// can be handed to C.
+func (s *SearchParams) toC() generated.CuvsCagraSearchParams {
+	return generated.CuvsCagraSearchParams{
+		MaxQueries: uint64(s.MaxQueries), ItopkSize: uint64(s.ITopKSize), MaxIterations: uint64(s.MaxIterations),
+		Algo: generated.CuvsCagraSearchAlgo(s.Algo), TeamSize: uint64(s.TeamSize), SearchWidth: uint64(s.SearchWidth),
+		MinIterations: uint64(s.MinIterations), ThreadBlockSize: uint64(s.ThreadBlockSize),
+		HashmapMode: generated.CuvsCagraHashMode(s.HashmapMode), HashmapMinBitlen: uint64(s.HashmapMinBitlen),
+		HashmapMaxFillRate: s.HashmapMaxFillRate, NumRandomSamplings: s.NumRandomSamplings,
+		RandXorMask: s.RandXORMask, Persistent: s.Persistent, PersistentLifetime: s.PersistentLifetime,
+		PersistentDeviceUsage: s.PersistentDeviceUsage,
+	}
+}
+
+func (s *SearchParams) validate(op string) error {
+	if s.MaxQueries < 0 || s.ITopKSize < 0 || s.MaxIterations < 0 || s.TeamSize < 0 || s.SearchWidth < 0 ||
+		s.MinIterations < 0 || s.ThreadBlockSize < 0 || s.HashmapMinBitlen < 0 {
+		return safe.Argf(op, "params", "negative size in %+v", *s)
+	}
+	switch s.Algo {
+	case SingleCTA, MultiCTA, MultiKernel, AutoAlgo:
+	default:
+		return safe.Argf(op, "params.Algo", "%d is not a search algorithm", s.Algo)
+	}
+	switch s.HashmapMode {
+	case HashFull, HashSmall, HashAuto:
+	default:
+		return safe.Argf(op, "params.HashmapMode", "%d is not a hash mode", s.HashmapMode)
+	}
+	if s.PersistentDeviceUsage < 0 || s.PersistentDeviceUsage > 1 {
+		return safe.Argf(op, "params.PersistentDeviceUsage", "%g is not in [0, 1]", s.PersistentDeviceUsage)
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package safe
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+)
+
+// DeviceMatrix is a row-major matrix in device memory, allocated from cuVS's
+// memory resource (cuvsRMMAlloc; the pool, when Load enabled it). It owns
+// its memory: Close frees it, and refuses while a call or an index borrows
+// it (an index built on it names itself in the error).
+//
+// It implements dlpack.Tensor and dlpack.TensorMut, so it can be passed to
+// any safe-layer function taking tensors.
+type DeviceMatrix[T dlpack.DType] struct {
+	res        *Resources
+	ptr        unsafe.Pointer // device memory: never Go memory
+	rows, cols int64
+	dev        dlpack.Device
+	owner      dlpack.Owner
+	mu         sync.Mutex
+	freed      bool
+	clean      runtime.Cleanup
+}
+
+// DeviceVector is a vector in device memory: a DeviceMatrix of one column
+// whose views have rank 1.
+type DeviceVector[T dlpack.DType] struct{ m *DeviceMatrix[T] }
+
+type deviceAlloc struct {
+	res   *Resources
+	ptr   unsafe.Pointer
+	bytes uint64
+}
+
+func freeDevice(a deviceAlloc) {
+	h, err := a.res.Lock("safe: freeing leaked device memory")
+	if err != nil {
+		return
+	}
+	defer a.res.Unlock()
+	_ = generated.CuvsRMMFree(h, a.ptr, a.bytes)
+}
+
+// NewDeviceMatrix allocates an uninitialized rows×cols matrix on res's
+// device. res must stay open while the matrix lives (it frees it).
+func NewDeviceMatrix[T dlpack.DType](res *Resources, rows, cols int) (*DeviceMatrix[T], error) {
+	return newDeviceMatrix[T]("safe.NewDeviceMatrix", res, rows, cols)
+}
+
+func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) (*DeviceMatrix[T], error) {
+	if rows < 0 {
+		return nil, Argf(op, "rows", "%d is negative", rows)
+	}
+	if cols < 1 {
+		return nil, Argf(op, "cols", "%d, want at least 1", cols)
+	}
+	esz := dlpack.DataTypeOf[T]().ElemSize()
+	if int64(rows) > math.MaxInt64/int64(cols)/esz {
+		return nil, Argf(op, "rows", "%d×%d elements of %d bytes overflow", rows, cols, esz)
+	}
+	bytes := uint64(rows) * uint64(cols) * uint64(esz)
+	id, err := res.DeviceID()
+	if err != nil {
+		return nil, err
+	}
+	m := &DeviceMatrix[T]{res: res, rows: int64(rows), cols: int64(cols), dev: dlpack.Device{Type: dlpack.CUDA, ID: int32(id)}}
+	if bytes > 0 {
+		h, err := res.Lock(op)
+		if err != nil {
+			return nil, err
+		}
+		var p unsafe.Pointer
+		err = generated.CuvsRMMAlloc(h, &p, bytes)
+		res.Unlock()
+		if err != nil {
+			return nil, Wrap(op, err)
+		}
+		m.ptr = p
+		m.clean = runtime.AddCleanup(m, freeDevice, deviceAlloc{res, p, bytes})
+	}
+	m.owner.SetLabel(fmt.Sprintf("DeviceMatrix[%s] %d×%d", dlpack.DataTypeOf[T](), rows, cols))
+	return m, nil
+}
+
+// DeviceMatrixFrom allocates a rows×cols matrix and copies data (row-major,
+// len rows*cols) into it.
+func DeviceMatrixFrom[T dlpack.DType](res *Resources, data []T, rows, cols int) (*DeviceMatrix[T], error) {
+	const op = "safe.DeviceMatrixFrom"
+	if rows < 0 || cols < 1 || len(data) != rows*cols {
+		return nil, Argf(op, "data", "len %d does not hold %d×%d elements", len(data), rows, cols)
+	}
+	m, err := newDeviceMatrix[T](op, res, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.CopyFromHost(res, data); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// Rows returns the number of rows.
+func (m *DeviceMatrix[T]) Rows() int { return int(m.rows) }
+
+// Cols returns the number of columns.
+func (m *DeviceMatrix[T]) Cols() int { return int(m.cols) }
+
+// Device returns the device the memory is on.
+func (m *DeviceMatrix[T]) Device() dlpack.Device { return m.dev }
+
+// Owner returns the borrow state of the matrix's memory.
+func (m *DeviceMatrix[T]) Owner() *dlpack.Owner { return &m.owner }
+
+// View returns a read-only view of the whole matrix.
+func (m *DeviceMatrix[T]) View() (dlpack.View, error) {
+	return m.RowsView(0, int(m.rows))
+}
+
+// ViewMut returns a writable view of the whole matrix.
+func (m *DeviceMatrix[T]) ViewMut() (dlpack.ViewMut, error) {
+	v, err := dlpack.FromRawPartsMut(m.ptr, m.dev, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return dlpack.ViewMut{}, err
+	}
+	return v.WithOwner(&m.owner), nil
+}
+
+// RowsView returns a read-only view of rows [start, end), sharing the
+// matrix's memory and borrow state (no copy).
+func (m *DeviceMatrix[T]) RowsView(start, end int) (dlpack.View, error) {
+	if start < 0 || end < start || int64(end) > m.rows {
+		return dlpack.View{}, Argf("safe.DeviceMatrix.RowsView", "rows", "[%d, %d) is not within [0, %d)", start, end, m.rows)
+	}
+	p := m.ptr
+	if p != nil {
+		p = unsafe.Add(p, int64(start)*m.cols*dlpack.DataTypeOf[T]().ElemSize())
+	}
+	v, err := dlpack.FromRawParts(p, m.dev, []int64{int64(end - start), m.cols}, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return dlpack.View{}, err
+	}
+	return v.WithOwner(&m.owner), nil
+}
+
+// CopyFromHost copies src (row-major, Rows()*Cols() elements) into the
+// matrix and waits for the copy to finish.
+func (m *DeviceMatrix[T]) CopyFromHost(res *Resources, src []T) error {
+	const op = "safe.DeviceMatrix.CopyFromHost"
+	if int64(len(src)) != m.rows*m.cols {
+		return Argf(op, "src", "len %d, the matrix holds %d×%d", len(src), m.rows, m.cols)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	hv, err := dlpack.FromRawParts(unsafe.Pointer(unsafe.SliceData(src)), dlpack.HostDevice, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return Wrap(op, err)
+	}
+	dv, err := m.ViewMut()
+	if err != nil {
+		return Wrap(op, err)
+	}
+	return copyViews(op, res, &hv, &dv)
+}
+
+// CopyToHost copies the matrix into dst (row-major, Rows()*Cols()
+// elements) and waits for the copy to finish.
+func (m *DeviceMatrix[T]) CopyToHost(res *Resources, dst []T) error {
+	const op = "safe.DeviceMatrix.CopyToHost"
+	if int64(len(dst)) != m.rows*m.cols {
+		return Argf(op, "dst", "len %d, the matrix holds %d×%d", len(dst), m.rows, m.cols)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	hv, err := dlpack.FromRawPartsMut(unsafe.Pointer(unsafe.SliceData(dst)), dlpack.HostDevice, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return Wrap(op, err)
+	}
+	dv, err := m.View()
+	if err != nil {
+		return Wrap(op, err)
+	}
+	return copyViews(op, res, &dv, &hv)
+}
+
+// ToHost copies the matrix into a new slice.
+func (m *DeviceMatrix[T]) ToHost(res *Resources) ([]T, error) {
+	out := make([]T, m.rows*m.cols)
+	return out, m.CopyToHost(res, out)
+}
+
+// CopyFrom copies any tensor of the same shape and element type (host or
+// device, row-major or strided) into the matrix.
+func (m *DeviceMatrix[T]) CopyFrom(res *Resources, src dlpack.Tensor) error {
+	const op = "safe.DeviceMatrix.CopyFrom"
+	sv, err := src.View()
+	if err != nil {
+		return Argf(op, "src", "%v", err)
+	}
+	dv, err := m.ViewMut()
+	if err != nil {
+		return Wrap(op, err)
+	}
+	return Copy(res, &sv, &dv)
+}
+
+// Copy copies src into dst (cuvsMatrixCopy): same shape and element type,
+// any of host and device memory, any strides. It waits for the copy.
+func Copy(res *Resources, src *dlpack.View, dst *dlpack.ViewMut) error {
+	const op = "safe.Copy"
+	if src.DType() != dst.DType() {
+		return Argf(op, "dst", "dtype %s, src is %s", dst.DType(), src.DType())
+	}
+	if src.NDim() != dst.NDim() || src.NDim() > 2 {
+		return Argf(op, "dst", "rank %d and %d: both must be the same, 1 or 2", src.NDim(), dst.NDim())
+	}
+	for i := 0; i < src.NDim(); i++ {
+		if src.Dim(i) != dst.Dim(i) {
+			return Argf(op, "dst", "shape %v, src is %v", dst.Shape(), src.Shape())
+		}
+	}
+	// cuvsMatrixCopy honours row strides only: columns must be contiguous.
+	if n := src.NDim(); src.Dim(n-1) > 1 && src.Stride(n-1) != 1 {
+		return Argf(op, "src", "strides %v: the last dimension must be contiguous", src.Strides())
+	}
+	if n := dst.NDim(); dst.Dim(n-1) > 1 && dst.Stride(n-1) != 1 {
+		return Argf(op, "dst", "strides %v: the last dimension must be contiguous", dst.Strides())
+	}
+	return copyViews(op, res, src, dst)
+}
+
+func copyViews(op string, res *Resources, src *dlpack.View, dst *dlpack.ViewMut) error {
+	c := dlpack.Begin(op)
+	defer c.End()
+	s, err := c.In(src)
+	if err != nil {
+		return Wrap(op, err)
+	}
+	d, err := c.Out(dst)
+	if err != nil {
+		return Wrap(op, err)
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	if err := generated.CuvsMatrixCopy(h, s, d); err != nil {
+		return Wrap(op, err)
+	}
+	// Go memory is pinned only until the call ends: wait for the copy.
+	return Wrap(op, generated.CuvsStreamSync(h))
+}
+
+// Close frees the device memory. It refuses, with an error naming the
+// borrower, while the matrix is borrowed by a call or retained by an index.
+// Closing twice is harmless.
+func (m *DeviceMatrix[T]) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.freed {
+		return nil
+	}
+	if err := m.owner.Close(); err != nil {
+		return err
+	}
+	m.freed = true
+	if m.ptr == nil {
+		return nil
+	}
+	m.clean.Stop()
+	bytes := uint64(m.rows) * uint64(m.cols) * uint64(dlpack.DataTypeOf[T]().ElemSize())
+	h, err := m.res.Lock("safe.DeviceMatrix.Close")
+	if err != nil {
+		return err
+	}
+	defer m.res.Unlock()
+	return Wrap("safe.DeviceMatrix.Close", generated.CuvsRMMFree(h, m.ptr, bytes))
+}
+
+// NewDeviceVector allocates an uninitialized vector of n elements.
+func NewDeviceVector[T dlpack.DType](res *Resources, n int) (*DeviceVector[T], error) {
+	m, err := newDeviceMatrix[T]("safe.NewDeviceVector", res, n, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &DeviceVector[T]{m}, nil
+}
+
+// DeviceVectorFrom allocates a vector and copies data into it.
+func DeviceVectorFrom[T dlpack.DType](res *Resources, data []T) (*DeviceVector[T], error) {
+	m, err := DeviceMatrixFrom(res, data, len(data), 1)
+	if err != nil {
+		return nil, err
+	}
+	return &DeviceVector[T]{m}, nil
+}
+
+// Len returns the number of elements.
+func (v *DeviceVector[T]) Len() int { return v.m.Rows() }
+
+// Owner returns the borrow state of the vector's memory.
+func (v *DeviceVector[T]) Owner() *dlpack.Owner { return v.m.Owner() }
+
+// View returns a rank-1 read-only view.
+func (v *DeviceVector[T]) View() (dlpack.View, error) {
+	x, err := dlpack.FromRawParts(v.m.ptr, v.m.dev, []int64{v.m.rows}, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return dlpack.View{}, err
+	}
+	return x.WithOwner(&v.m.owner), nil
+}
+
+// ViewMut returns a rank-1 writable view.
+func (v *DeviceVector[T]) ViewMut() (dlpack.ViewMut, error) {
+	x, err := dlpack.FromRawPartsMut(v.m.ptr, v.m.dev, []int64{v.m.rows}, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return dlpack.ViewMut{}, err
+	}
+	return x.WithOwner(&v.m.owner), nil
+}
+
+// CopyFromHost copies src (Len() elements) into the vector.
+func (v *DeviceVector[T]) CopyFromHost(res *Resources, src []T) error { return v.m.CopyFromHost(res, src) }
+
+// CopyToHost copies the vector into dst (Len() elements).
+func (v *DeviceVector[T]) CopyToHost(res *Resources, dst []T) error { return v.m.CopyToHost(res, dst) }
+
+// Close frees the memory (see DeviceMatrix.Close).
+func (v *DeviceVector[T]) Close() error { return v.m.Close() }

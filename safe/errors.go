@@ -1,0 +1,110 @@
+package safe
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/cuvs-go/cuvs/generated"
+)
+
+// Sentinel errors, for errors.Is.
+var (
+	// ErrNotLoaded: Load has not succeeded yet.
+	ErrNotLoaded = generated.ErrNotLoaded
+	// ErrLibraryNotFound: Load found no libcuvs_c.
+	ErrLibraryNotFound = generated.ErrLibraryNotFound
+	// ErrMissingSymbol: the loaded library lacks a function (older release,
+	// or a build without the algorithm).
+	ErrMissingSymbol = generated.ErrMissingSymbol
+	// ErrVersion: the loaded library's version is not the one the bindings
+	// were generated from.
+	ErrVersion = errors.New("incompatible cuVS version")
+	// ErrCuvs: a cuVS function reported a failure; the *Error says which
+	// and why.
+	ErrCuvs = errors.New("cuVS call failed")
+	// ErrClosed: the handle was closed.
+	ErrClosed = errors.New("use of a closed handle")
+	// ErrInvalidArgument: an argument failed validation before any C call.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrBusy: the handle is in use (e.g. an index closed or rebuilt while
+	// searches are in flight).
+	ErrBusy = errors.New("handle busy")
+)
+
+// Error is a failed cuVS call.
+type Error struct {
+	Op     string // the Go operation, e.g. "cagra.Index.Search"
+	Func   string // the C function that failed
+	Reason string // cuVS's reason: the first line of Text without its source location
+	Text   string // cuVS's full error text, often with a stack trace: for debugging
+}
+
+func (e *Error) Error() string {
+	if e.Reason == "" {
+		return e.Op + ": " + e.Func + " failed"
+	}
+	return e.Op + ": " + e.Reason
+}
+
+// Is makes errors.Is(err, ErrCuvs) true.
+func (e *Error) Is(target error) bool { return target == ErrCuvs }
+
+// ArgError is an argument refused before any C call.
+type ArgError struct {
+	Op     string // the Go operation
+	Arg    string // the argument, e.g. "queries"
+	Reason string
+}
+
+func (e *ArgError) Error() string { return e.Op + ": " + e.Arg + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalidArgument) true.
+func (e *ArgError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// Argf returns an *ArgError.
+func Argf(op, arg, format string, args ...any) error {
+	return &ArgError{Op: op, Arg: arg, Reason: fmt.Sprintf(format, args...)}
+}
+
+// location matches the "RAFT failure at file=... line=...: " style prefixes
+// of cuVS's error texts.
+var location = regexp.MustCompile(`^.*?(?:failure|error encountered) at:? ?file=\S+ line=\d+:\s*`)
+
+// Reason extracts the human part of a cuVS error text: its first line,
+// without the source location.
+func Reason(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(location.ReplaceAllString(line, ""))
+}
+
+// Wrap turns an error from package generated into the safe layer's: a
+// *generated.Error becomes an *Error for op; other errors are wrapped with
+// op. nil stays nil.
+func Wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ge *generated.Error
+	if errors.As(err, &ge) {
+		return &Error{Op: op, Func: ge.Func, Reason: Reason(ge.Text), Text: ge.Text}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func closedError(op string) error { return fmt.Errorf("%s: %w", op, ErrClosed) }
+
+// CPath returns path as a NUL-terminated byte slice for a C call, refusing
+// paths that C cannot represent.
+func CPath(op, path string) ([]byte, error) {
+	if path == "" {
+		return nil, Argf(op, "path", "empty")
+	}
+	for i := 0; i < len(path); i++ {
+		if path[i] == 0 {
+			return nil, Argf(op, "path", "contains a NUL byte")
+		}
+	}
+	return append([]byte(path), 0), nil
+}

@@ -1,0 +1,154 @@
+package safe
+
+import (
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+)
+
+// FilterKind says how a Filter selects rows.
+type FilterKind int
+
+// Filter kinds.
+const (
+	// Bitset: one bit per index row, the same for every query.
+	Bitset FilterKind = iota + 1
+	// Bitmap: one bit per (query, index row) pair.
+	Bitmap
+)
+
+func (k FilterKind) String() string {
+	if k == Bitmap {
+		return "bitmap"
+	}
+	return "bitset"
+}
+
+// Filter restricts a search to some rows of an index. It lives in device
+// memory, is uploaded once, and can be reused by any number of searches
+// (also concurrently) until Close.
+//
+// A bitset holds ceil(rows/32) 32-bit words for the index's row count,
+// whatever the largest allowed id: bit i of word i/32 set means row i may be
+// returned. A bitmap holds one such bitset per query, back to back.
+type Filter struct {
+	kind    FilterKind
+	rows    int64 // index rows the filter is for
+	queries int64 // for a bitmap
+	words   *DeviceVector[uint32]
+}
+
+// Words returns the number of 32-bit words a bitset for rows rows holds.
+func Words(rows int64) int64 { return (rows + 31) / 32 }
+
+// NewBitsetFilter uploads a bitset for an index of rows rows; words must
+// hold exactly Words(rows) words, and bits past rows must be zero.
+func NewBitsetFilter(res *Resources, rows int64, words []uint32) (*Filter, error) {
+	const op = "safe.NewBitsetFilter"
+	if err := checkWords(op, rows, 1, words); err != nil {
+		return nil, err
+	}
+	return uploadFilter(op, res, Bitset, rows, 0, words)
+}
+
+// NewBitsetFilterAllowing builds and uploads a bitset for an index of rows
+// rows that lets exactly the ids in allowed through.
+func NewBitsetFilterAllowing(res *Resources, rows int64, allowed []int64) (*Filter, error) {
+	const op = "safe.NewBitsetFilterAllowing"
+	if rows < 1 {
+		return nil, Argf(op, "rows", "%d, want at least 1", rows)
+	}
+	words := make([]uint32, Words(rows))
+	for _, id := range allowed {
+		if id < 0 || id >= rows {
+			return nil, Argf(op, "allowed", "id %d is not a row of an index of %d rows", id, rows)
+		}
+		words[id/32] |= 1 << (id % 32)
+	}
+	return uploadFilter(op, res, Bitset, rows, 0, words)
+}
+
+// NewBitmapFilter uploads a bitmap for queries queries over an index of rows
+// rows: queries bitsets of Words(rows) words each, back to back (brute force
+// only).
+func NewBitmapFilter(res *Resources, queries, rows int64, words []uint32) (*Filter, error) {
+	const op = "safe.NewBitmapFilter"
+	if queries < 1 {
+		return nil, Argf(op, "queries", "%d, want at least 1", queries)
+	}
+	if err := checkWords(op, rows, queries, words); err != nil {
+		return nil, err
+	}
+	return uploadFilter(op, res, Bitmap, rows, queries, words)
+}
+
+func checkWords(op string, rows, sets int64, words []uint32) error {
+	if rows < 1 {
+		return Argf(op, "rows", "%d, want at least 1", rows)
+	}
+	if want := sets * Words(rows); int64(len(words)) != want {
+		return Argf(op, "words", "%d words, want %d for %d rows", len(words), want, rows)
+	}
+	if tail := rows % 32; tail != 0 {
+		for s := int64(0); s < sets; s++ {
+			if w := words[(s+1)*Words(rows)-1]; w>>tail != 0 {
+				return Argf(op, "words", "bits set past row %d", rows-1)
+			}
+		}
+	}
+	return nil
+}
+
+func uploadFilter(op string, res *Resources, kind FilterKind, rows, queries int64, words []uint32) (*Filter, error) {
+	v, err := DeviceVectorFrom(res, words)
+	if err != nil {
+		return nil, err
+	}
+	v.Owner().SetLabel(kind.String() + " filter")
+	return &Filter{kind: kind, rows: rows, queries: queries, words: v}, nil
+}
+
+// Kind returns the filter's kind.
+func (f *Filter) Kind() FilterKind { return f.kind }
+
+// Rows returns the index row count the filter is for.
+func (f *Filter) Rows() int64 { return f.rows }
+
+// Close frees the filter's device memory; it refuses while a search uses it.
+func (f *Filter) Close() error { return f.words.Close() }
+
+// Bind checks f against an index of rows rows searched with nQueries
+// queries, binds its memory to call c and returns the C filter. A nil f is
+// no filter. kinds lists the kinds the algorithm supports.
+func (f *Filter) Bind(op string, c dlpack.Call, rows, nQueries int64, kinds ...FilterKind) (generated.CuvsFilter, error) {
+	if f == nil {
+		return generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER}, nil
+	}
+	ok := false
+	for _, k := range kinds {
+		ok = ok || k == f.kind
+	}
+	if !ok {
+		return generated.CuvsFilter{}, Argf(op, "filter", "a %s filter is not supported here", f.kind)
+	}
+	if f.rows != rows {
+		return generated.CuvsFilter{}, Argf(op, "filter", "made for %d rows, the index has %d", f.rows, rows)
+	}
+	if f.kind == Bitmap && f.queries != nQueries {
+		return generated.CuvsFilter{}, Argf(op, "filter", "bitmap for %d queries, got %d", f.queries, nQueries)
+	}
+	v, err := f.words.View()
+	if err != nil {
+		return generated.CuvsFilter{}, Argf(op, "filter", "%v", err)
+	}
+	t, err := c.In(&v)
+	if err != nil {
+		return generated.CuvsFilter{}, Argf(op, "filter", "%v", err)
+	}
+	typ := generated.CuvsFilterType_BITSET
+	if f.kind == Bitmap {
+		typ = generated.CuvsFilterType_BITMAP
+	}
+	return generated.CuvsFilter{Addr: uintptr(unsafe.Pointer(t)), Type: typ}, nil
+}

@@ -1,0 +1,112 @@
+package safe
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+)
+
+// PinnedMatrix is a row-major matrix in page-locked host memory
+// (cuvsRMMHostAlloc, on the one thread that allocates and frees pinned
+// memory, as cuVS requires): readable and writable from Go through Data, and fast to
+// copy to and from the device. Its views have device type CUDAHost, which
+// cuVS accepts as both host and device memory.
+type PinnedMatrix[T dlpack.DType] struct {
+	ptr        unsafe.Pointer // C memory
+	rows, cols int64
+	owner      dlpack.Owner
+	mu         sync.Mutex
+	freed      bool
+	clean      runtime.Cleanup
+}
+
+type hostAlloc struct {
+	ptr   unsafe.Pointer
+	bytes uint64
+}
+
+func freeHost(a hostAlloc) { _ = hostFreeBytes(a.ptr, a.bytes) }
+
+// NewPinnedMatrix allocates a rows×cols matrix of pinned host memory.
+func NewPinnedMatrix[T dlpack.DType](rows, cols int) (*PinnedMatrix[T], error) {
+	const op = "safe.NewPinnedMatrix"
+	if rows < 0 {
+		return nil, Argf(op, "rows", "%d is negative", rows)
+	}
+	if cols < 1 {
+		return nil, Argf(op, "cols", "%d, want at least 1", cols)
+	}
+	esz := dlpack.DataTypeOf[T]().ElemSize()
+	if int64(rows) > math.MaxInt64/int64(cols)/esz {
+		return nil, Argf(op, "rows", "%d×%d elements of %d bytes overflow", rows, cols, esz)
+	}
+	m := &PinnedMatrix[T]{rows: int64(rows), cols: int64(cols)}
+	if bytes := uint64(rows) * uint64(cols) * uint64(esz); bytes > 0 {
+		p, err := hostAllocBytes(bytes)
+		if err != nil {
+			return nil, Wrap(op, err)
+		}
+		m.ptr = p
+		m.clean = runtime.AddCleanup(m, freeHost, hostAlloc{p, bytes})
+	}
+	m.owner.SetLabel("PinnedMatrix")
+	return m, nil
+}
+
+// Data returns the elements, row-major. The slice aliases the pinned memory:
+// do not use it after Close, nor write it while a call borrows the matrix.
+func (m *PinnedMatrix[T]) Data() []T {
+	if m.ptr == nil {
+		return nil
+	}
+	return unsafe.Slice((*T)(m.ptr), m.rows*m.cols)
+}
+
+// Rows returns the number of rows.
+func (m *PinnedMatrix[T]) Rows() int { return int(m.rows) }
+
+// Cols returns the number of columns.
+func (m *PinnedMatrix[T]) Cols() int { return int(m.cols) }
+
+// Owner returns the borrow state of the memory.
+func (m *PinnedMatrix[T]) Owner() *dlpack.Owner { return &m.owner }
+
+// View returns a read-only view of the matrix.
+func (m *PinnedMatrix[T]) View() (dlpack.View, error) {
+	v, err := dlpack.FromRawParts(m.ptr, dlpack.Device{Type: dlpack.CUDAHost}, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return dlpack.View{}, err
+	}
+	return v.WithOwner(&m.owner), nil
+}
+
+// ViewMut returns a writable view of the matrix.
+func (m *PinnedMatrix[T]) ViewMut() (dlpack.ViewMut, error) {
+	v, err := dlpack.FromRawPartsMut(m.ptr, dlpack.Device{Type: dlpack.CUDAHost}, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return dlpack.ViewMut{}, err
+	}
+	return v.WithOwner(&m.owner), nil
+}
+
+// Close frees the memory; it refuses while the matrix is borrowed.
+func (m *PinnedMatrix[T]) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.freed {
+		return nil
+	}
+	if err := m.owner.Close(); err != nil {
+		return err
+	}
+	m.freed = true
+	if m.ptr == nil {
+		return nil
+	}
+	m.clean.Stop()
+	bytes := uint64(m.rows) * uint64(m.cols) * uint64(dlpack.DataTypeOf[T]().ElemSize())
+	return Wrap("safe.PinnedMatrix.Close", hostFreeBytes(m.ptr, bytes))
+}
