@@ -330,7 +330,9 @@ func (v *DeviceVector[T]) ViewMut() (dlpack.ViewMut, error) {
 }
 
 // CopyFromHost copies src (Len() elements) into the vector.
-func (v *DeviceVector[T]) CopyFromHost(res *Resources, src []T) error { return v.m.CopyFromHost(res, src) }
+func (v *DeviceVector[T]) CopyFromHost(res *Resources, src []T) error {
+	return v.m.CopyFromHost(res, src)
+}
 
 // CopyToHost copies the vector into dst (Len() elements).
 func (v *DeviceVector[T]) CopyToHost(res *Resources, dst []T) error { return v.m.CopyToHost(res, dst) }

@@ -30,7 +30,7 @@ func TestLoadIsIdempotentAndEnablesThePool(t *testing.T) {
 func TestReason(t *testing.T) {
 	for text, want := range map[string]string{
 		"RAFT failure at file=/src/cagra.cu line=42: queries should have device compatible memory\nObtained 3 stack frames\n#0 in x": "queries should have device compatible memory",
-		"CUDA error encountered at: file=/a/b.cu line=7: call='cudaMalloc', Reason=out of memory":                                   "call='cudaMalloc', Reason=out of memory",
+		"CUDA error encountered at: file=/a/b.cu line=7: call='cudaMalloc', Reason=out of memory":                                    "call='cudaMalloc', Reason=out of memory",
 		"std::bad_alloc": "std::bad_alloc",
 		"":               "",
 	} {
