@@ -1,6 +1,7 @@
 package safe
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -31,7 +32,8 @@ func (k FilterKind) String() string {
 //
 // A bitset holds ceil(rows/32) 32-bit words for the index's row count,
 // whatever the largest allowed id: bit i of word i/32 set means row i may be
-// returned. A bitmap holds one such bitset per query, back to back.
+// returned. A bitmap is one flat bitset of queries×rows bits: bit q*rows+i
+// set means query q may return row i.
 type Filter struct {
 	kind    FilterKind
 	rows    int64 // index rows the filter is for
@@ -70,14 +72,20 @@ func NewBitsetFilterAllowing(res *Resources, rows int64, allowed []int64) (*Filt
 }
 
 // NewBitmapFilter uploads a bitmap for queries queries over an index of rows
-// rows: queries bitsets of Words(rows) words each, back to back (brute force
-// only).
+// rows: Words(queries*rows) words, bit q*rows+i for query q and row i
+// (brute force only).
 func NewBitmapFilter(res *Resources, queries, rows int64, words []uint32) (*Filter, error) {
 	const op = "safe.NewBitmapFilter"
 	if queries < 1 {
 		return nil, Argf(op, "queries", "%d, want at least 1", queries)
 	}
-	if err := checkWords(op, rows, queries, words); err != nil {
+	if rows < 1 {
+		return nil, Argf(op, "rows", "%d, want at least 1", rows)
+	}
+	if rows > math.MaxInt64/queries {
+		return nil, Argf(op, "queries", "%d×%d bits overflow", queries, rows)
+	}
+	if err := checkWords(op, queries*rows, 1, words); err != nil {
 		return nil, err
 	}
 	return uploadFilter(op, res, Bitmap, rows, queries, words)

@@ -289,7 +289,7 @@ func TestFilters(t *testing.T) {
 		"id out of range": func() error { _, err := safe.NewBitsetFilterAllowing(res, 70, []int64{70}); return err }(),
 		"short bitset":    func() error { _, err := safe.NewBitsetFilter(res, 70, []uint32{0, 0}); return err }(),
 		"bits past rows":  func() error { _, err := safe.NewBitsetFilter(res, 70, []uint32{0, 0, 1 << 6}); return err }(),
-		"bitmap size":     func() error { _, err := safe.NewBitmapFilter(res, 2, 70, []uint32{0, 0, 0}); return err }(),
+		"bitmap size":     func() error { _, err := safe.NewBitmapFilter(res, 2, 70, []uint32{0, 0, 0, 0}); return err }(),
 		"no rows":         func() error { _, err := safe.NewBitsetFilter(res, 0, nil); return err }(),
 	} {
 		if !errors.Is(err, safe.ErrInvalidArgument) {
