@@ -101,14 +101,6 @@ func Load(opts ...Option) error {
 	return nil
 }
 
-// unloadForTests undoes Load; tests only.
-func unloadForTests() {
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	loadedOK = false
-	generated.Unload()
-}
-
 // Version is a cuVS release number.
 type Version struct{ Major, Minor, Patch int }
 

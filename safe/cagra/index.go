@@ -335,7 +335,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "cagra.Index.Search"
 	if !idx.state.Enter() {
-		return closedErr
+		return errClosed
 	}
 	defer idx.state.Leave()
 	if params == nil || queries == nil || neighbors == nil || distances == nil {
@@ -404,7 +404,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	return nil
 }
 
-var closedErr = fmt.Errorf("cagra.Index: %w", safe.ErrClosed)
+var errClosed = fmt.Errorf("cagra.Index: %w", safe.ErrClosed)
 
 // Serialize writes the index to a file, with its dataset when
 // includeDataset is true (cuvsCagraSerialize).

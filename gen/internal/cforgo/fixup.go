@@ -267,7 +267,7 @@ func repair(raw map[string][]byte, h *header) ([]File, error) {
 		}
 		for _, n := range topLevel(f) {
 			if prev, dup := names[n]; dup {
-				return nil, fmt.Errorf("Go name %s declared in both %s and %s", n, prev, g.name)
+				return nil, fmt.Errorf("the Go name %s is declared in both %s and %s", n, prev, g.name)
 			}
 			names[n] = g.name
 		}

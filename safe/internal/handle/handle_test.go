@@ -9,7 +9,8 @@ import (
 
 func TestSharedExclusiveClose(t *testing.T) {
 	var s State
-	if !s.Enter() || !s.Enter() || s.InFlight() != 2 {
+	first, second := s.Enter(), s.Enter()
+	if !first || !second || s.InFlight() != 2 {
 		t.Fatal("two shared uses should enter")
 	}
 	if ok, closed := s.TryExclusive(); ok || closed {
