@@ -55,15 +55,37 @@ const callInline = 8
 type callState struct {
 	gen    atomic.Uint64 // changes at End: views and Call values stamped with an older one are expired
 	name   string
-	views  []View
-	muts   []bool
+	bound  []boundView
 	owners []heldOwner
 	mem    *arena
 	pinner runtime.Pinner
 
-	inlineViews  [callInline]View
-	inlineMuts   [callInline]bool
+	inlineBound  [callInline]boundView
 	inlineOwners [callInline]heldOwner
+}
+
+// boundView is what a call keeps of a view bound to it: the bytes it
+// touches, for the alias check. It holds no pointer (clearing it at End
+// costs nothing); the C tensor in the view's slot describes the rest.
+type boundView struct {
+	start, end uintptr // [start, end) absolute; start == end: touches nothing
+	dev        Device
+	addr       bool // data is an address on dev (not a handle)
+	mut        bool
+}
+
+// overlaps reports whether b and the bytes [start, end) on dev may touch
+// the same memory: both touch some bytes, their address ranges intersect,
+// and they are on the same device or both have addresses (CUDA's unified
+// addressing makes host and device addresses comparable).
+func (b *boundView) overlaps(start, end uintptr, dev Device, addr bool) bool {
+	if start == end || b.start == b.end {
+		return false
+	}
+	if !(addr && b.addr) && dev != b.dev {
+		return false
+	}
+	return start < b.end && b.start < end
 }
 
 type heldOwner struct {
@@ -75,8 +97,7 @@ var callPool = sync.Pool{New: func() any { return newCallState() }}
 
 func newCallState() *callState {
 	s := &callState{mem: &arena{}}
-	s.views = s.inlineViews[:0]
-	s.muts = s.inlineMuts[:0]
+	s.bound = s.inlineBound[:0]
 	s.owners = s.inlineOwners[:0]
 	s.mem.slot(0) // the first chunk, allocated up front
 	runtime.AddCleanup(s, (*arena).free, s.mem)
@@ -114,10 +135,17 @@ func (c Call) bind(v *View, mut bool, op string) (*generated.DLManagedTensor, er
 	if err := v.check(op); err != nil {
 		return nil, err
 	}
-	for i := range s.views {
-		if (mut || s.muts[i]) && v.overlaps(&s.views[i]) {
-			return nil, newError(ErrAliased, op, fmt.Sprintf("tensor %d", len(s.views)), v.String(),
-				fmt.Sprintf("overlaps tensor %d (%s) of call %q", i, s.views[i].String(), s.name))
+	// the bytes v touches, kept as scalars (building a boundView first and
+	// copying it costs a store-forwarding stall)
+	var start, end uintptr
+	if v.hi != v.lo && v.data != nil {
+		start, end = uintptr(v.data)+uintptr(v.lo), uintptr(v.data)+uintptr(v.hi)
+	}
+	addr := v.device.Type.hasAddress()
+	for i := range s.bound {
+		if b := &s.bound[i]; (mut || b.mut) && b.overlaps(start, end, v.device, addr) {
+			return nil, newError(ErrAliased, op, fmt.Sprintf("tensor %d", len(s.bound)), v.String(),
+				fmt.Sprintf("overlaps tensor %d (%s) of call %q", i, s.describe(i), s.name))
 		}
 	}
 	if v.owner != nil {
@@ -128,12 +156,21 @@ func (c Call) bind(v *View, mut bool, op string) (*generated.DLManagedTensor, er
 	if v.device.Type == CPU && v.data != nil {
 		s.pinner.Pin(v.data) // a no-op for memory that is not Go's
 	}
-	t := s.mem.slot(len(s.views))
+	t := s.mem.slot(len(s.bound))
 	t.fill(v, true)
 	v.call, v.callGen = s, c.gen
-	s.views = append(s.views, *v)
-	s.muts = append(s.muts, mut)
+	s.bound = append(s.bound, boundView{start: start, end: end, dev: v.device, addr: addr, mut: mut})
 	return &t.mt, nil
+}
+
+// describe describes tensor i of the call, for messages: the view as its C
+// tensor has it.
+func (s *callState) describe(i int) string {
+	v, err := FromDLTensor(&s.mem.slot(i).mt.DlTensor)
+	if err != nil {
+		return "?"
+	}
+	return v.String()
 }
 
 // borrow takes o for the call, once per owner: a second view of the same
@@ -170,12 +207,11 @@ func (c Call) End() {
 		h.o.releaseCall(h.excl)
 	}
 	s.pinner.Unpin()
-	for i := range s.views {
+	for i := range s.bound {
 		s.mem.slot(i).mt.DlTensor.Data = nil // no stale Go pointers in C memory
 	}
-	clear(s.views)
 	clear(s.owners)
-	s.views, s.muts, s.owners = s.views[:0], s.muts[:0], s.owners[:0]
+	s.bound, s.owners = s.bound[:0], s.owners[:0]
 	s.name = ""
 	callPool.Put(s)
 }
@@ -185,7 +221,7 @@ func (c Call) Len() int {
 	if !c.live() {
 		return 0
 	}
-	return len(c.s.views)
+	return len(c.s.bound)
 }
 
 // slot is one materialized tensor in C memory, with its shape and strides
@@ -234,6 +270,14 @@ const chunkSlots = callInline
 type arena struct{ chunks []*[chunkSlots]slot }
 
 func (a *arena) slot(i int) *slot {
+	if k := i / chunkSlots; k < len(a.chunks) {
+		return &a.chunks[k][i%chunkSlots]
+	}
+	return a.grow(i)
+}
+
+// grow adds chunks until slot i exists, and returns it.
+func (a *arena) grow(i int) *slot {
 	k := i / chunkSlots
 	for len(a.chunks) <= k {
 		a.chunks = append(a.chunks, (*[chunkSlots]slot)(cAlloc(unsafe.Sizeof([chunkSlots]slot{}))))

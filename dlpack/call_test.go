@@ -150,7 +150,7 @@ func TestCallAliasing(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := c.Out(&out)
-		checkErr(t, err, dlpack.ErrAliased, "tensor 1", "overlaps tensor 0")
+		checkErr(t, err, dlpack.ErrAliased, "tensor 1", "overlaps tensor 0 (float32 cpu:0 [50] row-major|col-major)")
 	})
 	t.Run("in overlaps out", func(t *testing.T) {
 		c := dlpack.Begin("alias")

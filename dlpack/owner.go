@@ -141,22 +141,22 @@ func (o *Owner) exclusiveLocked() bool {
 // acquireCall takes a borrow for the call named name.
 func (o *Owner) acquireCall(name string, excl bool) error {
 	o.mu.Lock()
-	defer o.mu.Unlock()
+	var err error
 	switch {
 	case o.closed.Load():
-		return o.expiredLocked("borrow")
+		err = o.expiredLocked("borrow")
 	case excl && o.busyLocked():
-		return o.refusedLocked("borrow mutably")
+		err = o.refusedLocked("borrow mutably")
 	case !excl && o.exclusiveLocked():
-		return o.refusedLocked("borrow")
-	}
-	if excl {
+		err = o.refusedLocked("borrow")
+	case excl:
 		o.writing, o.writer = true, name
-	} else {
+	default:
 		o.readers++
 		o.reader = name
 	}
-	return nil
+	o.mu.Unlock()
+	return err
 }
 
 // upgradeCall turns the shared borrow of the call named name into an

@@ -67,6 +67,11 @@ func (t DeviceType) info() deviceInfo {
 	return devices[t]
 }
 
+// hasAddress reports whether data on t is an address (not a handle).
+func (t DeviceType) hasAddress() bool {
+	return t >= 0 && int(t) < len(devices) && devices[t].address
+}
+
 // Known reports whether t is a DLPack device type this package knows.
 func (t DeviceType) Known() bool { return t.info().name != "" }
 

@@ -63,6 +63,10 @@ func (l Layout) String() string {
 //
 // After either, Err, Data and every binding report ErrExpired.
 //
+// A View holds its shape and strides inline (nothing to allocate), which
+// makes it a large value: its accessors take a pointer, so that reading a
+// field does not copy the whole View.
+//
 // The zero View is not a valid tensor; make one with FromRawParts,
 // FromDLTensor, an adapter (HostVector, HostMatrix) or an Imported tensor.
 type View struct {
@@ -412,11 +416,11 @@ func (v *View) check(op string) error {
 // Err reports whether the view can still be used: nil, or an error wrapping
 // ErrExpired (its call ended or its owner was closed) or ErrInvalidMetadata
 // (the zero View).
-func (v View) Err() error { return v.check("View") }
+func (v *View) Err() error { return v.check("View") }
 
 // Data returns the data pointer, with any byte offset folded in, or an error
 // when the view has expired.
-func (v View) Data() (unsafe.Pointer, error) {
+func (v *View) Data() (unsafe.Pointer, error) {
 	if err := v.check("View.Data"); err != nil {
 		return nil, err
 	}
@@ -424,34 +428,34 @@ func (v View) Data() (unsafe.Pointer, error) {
 }
 
 // Device returns where the memory lives.
-func (v View) Device() Device { return v.device }
+func (v *View) Device() Device { return v.device }
 
 // DType returns the element type.
-func (v View) DType() DataType { return v.dtype }
+func (v *View) DType() DataType { return v.dtype }
 
 // NDim returns the rank.
-func (v View) NDim() int { return int(v.ndim) }
+func (v *View) NDim() int { return int(v.ndim) }
 
 // Dim returns the extent of dimension i; it panics when i is out of range.
-func (v View) Dim(i int) int64 { return v.shape[:v.ndim][i] }
+func (v *View) Dim(i int) int64 { return v.shape[:v.ndim][i] }
 
 // Stride returns the stride of dimension i, in elements; it panics when i is
 // out of range. Strides are always explicit: a view made without strides has
 // the row-major ones.
-func (v View) Stride(i int) int64 { return v.strides[:v.ndim][i] }
+func (v *View) Stride(i int) int64 { return v.strides[:v.ndim][i] }
 
 // Shape returns a copy of the extents.
-func (v View) Shape() []int64 { return append([]int64(nil), v.shape[:v.ndim]...) }
+func (v *View) Shape() []int64 { return append([]int64(nil), v.shape[:v.ndim]...) }
 
 // Strides returns a copy of the strides, in elements.
-func (v View) Strides() []int64 { return append([]int64(nil), v.strides[:v.ndim]...) }
+func (v *View) Strides() []int64 { return append([]int64(nil), v.strides[:v.ndim]...) }
 
 // Layout says whether the view is row-major, column-major (or both)
 // contiguous, or strided.
-func (v View) Layout() Layout { return v.layout }
+func (v *View) Layout() Layout { return v.layout }
 
 // Len returns the number of elements.
-func (v View) Len() int64 {
+func (v *View) Len() int64 {
 	n := int64(1)
 	for _, e := range v.shape[:v.ndim] {
 		n *= e
@@ -461,10 +465,10 @@ func (v View) Len() int64 {
 
 // Bytes returns the size of the elements in bytes, Len()*DType().ElemSize().
 // For a strided view the memory it spans can be larger.
-func (v View) Bytes() int64 { return v.Len() * v.dtype.ElemSize() }
+func (v *View) Bytes() int64 { return v.Len() * v.dtype.ElemSize() }
 
 // Owner returns the owner the view is tied to, or nil.
-func (v View) Owner() *Owner { return v.owner }
+func (v *View) Owner() *Owner { return v.owner }
 
 // WithOwner returns v tied to o: binding it to a call borrows o, and the view
 // expires when o is closed. It replaces any owner v had; nil unties it. A
@@ -493,20 +497,6 @@ func (v View) String() string {
 	return b.String()
 }
 
-// overlaps reports whether v and w may touch the same memory.
-func (v *View) overlaps(w *View) bool {
-	if v.hi == v.lo || w.hi == w.lo || v.data == nil || w.data == nil {
-		return false
-	}
-	a, b := v.device.Type.info(), w.device.Type.info()
-	if !(a.address && b.address) && v.device != w.device {
-		return false
-	}
-	v0, v1 := uintptr(v.data)+uintptr(v.lo), uintptr(v.data)+uintptr(v.hi)
-	w0, w1 := uintptr(w.data)+uintptr(w.lo), uintptr(w.data)+uintptr(w.hi)
-	return v0 < w1 && w0 < v1
-}
-
 // View returns the read-only view of the same memory, so that a ViewMut is
 // also a Tensor.
 func (m ViewMut) View() (View, error) { return m.v, m.v.Err() }
@@ -515,10 +505,10 @@ func (m ViewMut) View() (View, error) { return m.v, m.v.Err() }
 func (m ViewMut) ViewMut() (ViewMut, error) { return m, m.v.Err() }
 
 // Err is View.Err.
-func (m ViewMut) Err() error { return m.v.check("ViewMut") }
+func (m *ViewMut) Err() error { return m.v.check("ViewMut") }
 
 // Data is View.Data.
-func (m ViewMut) Data() (unsafe.Pointer, error) {
+func (m *ViewMut) Data() (unsafe.Pointer, error) {
 	if err := m.v.check("ViewMut.Data"); err != nil {
 		return nil, err
 	}
@@ -526,37 +516,37 @@ func (m ViewMut) Data() (unsafe.Pointer, error) {
 }
 
 // Device is View.Device.
-func (m ViewMut) Device() Device { return m.v.device }
+func (m *ViewMut) Device() Device { return m.v.device }
 
 // DType is View.DType.
-func (m ViewMut) DType() DataType { return m.v.dtype }
+func (m *ViewMut) DType() DataType { return m.v.dtype }
 
 // NDim is View.NDim.
-func (m ViewMut) NDim() int { return int(m.v.ndim) }
+func (m *ViewMut) NDim() int { return int(m.v.ndim) }
 
 // Dim is View.Dim.
-func (m ViewMut) Dim(i int) int64 { return m.v.Dim(i) }
+func (m *ViewMut) Dim(i int) int64 { return m.v.Dim(i) }
 
 // Stride is View.Stride.
-func (m ViewMut) Stride(i int) int64 { return m.v.Stride(i) }
+func (m *ViewMut) Stride(i int) int64 { return m.v.Stride(i) }
 
 // Shape is View.Shape.
-func (m ViewMut) Shape() []int64 { return m.v.Shape() }
+func (m *ViewMut) Shape() []int64 { return m.v.Shape() }
 
 // Strides is View.Strides.
-func (m ViewMut) Strides() []int64 { return m.v.Strides() }
+func (m *ViewMut) Strides() []int64 { return m.v.Strides() }
 
 // Layout is View.Layout.
-func (m ViewMut) Layout() Layout { return m.v.layout }
+func (m *ViewMut) Layout() Layout { return m.v.layout }
 
 // Len is View.Len.
-func (m ViewMut) Len() int64 { return m.v.Len() }
+func (m *ViewMut) Len() int64 { return m.v.Len() }
 
 // Bytes is View.Bytes.
-func (m ViewMut) Bytes() int64 { return m.v.Bytes() }
+func (m *ViewMut) Bytes() int64 { return m.v.Bytes() }
 
 // Owner is View.Owner.
-func (m ViewMut) Owner() *Owner { return m.v.owner }
+func (m *ViewMut) Owner() *Owner { return m.v.owner }
 
 // WithOwner is View.WithOwner.
 func (m ViewMut) WithOwner(o *Owner) ViewMut {

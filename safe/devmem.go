@@ -27,11 +27,20 @@ type DeviceMatrix[T dlpack.DType] struct {
 	mu         sync.Mutex
 	freed      bool
 	clean      runtime.Cleanup
+
+	// The views of the whole matrix, made and checked once: View and
+	// ViewMut, on every search's path, hand out copies.
+	view    dlpack.View
+	viewMut dlpack.ViewMut
 }
 
 // DeviceVector is a vector in device memory: a DeviceMatrix of one column
 // whose views have rank 1.
-type DeviceVector[T dlpack.DType] struct{ m *DeviceMatrix[T] }
+type DeviceVector[T dlpack.DType] struct {
+	m       *DeviceMatrix[T]
+	view    dlpack.View // rank 1, made once
+	viewMut dlpack.ViewMut
+}
 
 type deviceAlloc struct {
 	res   *Resources
@@ -86,7 +95,26 @@ func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) 
 		m.clean = runtime.AddCleanup(m, freeDevice, deviceAlloc{res, p, bytes})
 	}
 	m.owner.SetLabel(fmt.Sprintf("DeviceMatrix[%s] %d×%d", dlpack.DataTypeOf[T](), rows, cols))
+	if m.view, m.viewMut, err = m.wholeViews(2); err != nil {
+		m.Close()
+		return nil, Wrap(op, err)
+	}
 	return m, nil
+}
+
+// wholeViews makes the views of the whole matrix (rank 1 for a vector), tied
+// to its owner.
+func (m *DeviceMatrix[T]) wholeViews(rank int) (dlpack.View, dlpack.ViewMut, error) {
+	shape := []int64{m.rows, m.cols}[:rank]
+	v, err := dlpack.FromRawParts(m.ptr, m.dev, shape, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return dlpack.View{}, dlpack.ViewMut{}, err
+	}
+	vm, err := dlpack.FromRawPartsMut(m.ptr, m.dev, shape, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		return dlpack.View{}, dlpack.ViewMut{}, err
+	}
+	return v.WithOwner(&m.owner), vm.WithOwner(&m.owner), nil
 }
 
 // DeviceMatrixFrom allocates a rows×cols matrix and copies data (row-major,
@@ -120,18 +148,10 @@ func (m *DeviceMatrix[T]) Device() dlpack.Device { return m.dev }
 func (m *DeviceMatrix[T]) Owner() *dlpack.Owner { return &m.owner }
 
 // View returns a read-only view of the whole matrix.
-func (m *DeviceMatrix[T]) View() (dlpack.View, error) {
-	return m.RowsView(0, int(m.rows))
-}
+func (m *DeviceMatrix[T]) View() (dlpack.View, error) { return m.view, nil }
 
 // ViewMut returns a writable view of the whole matrix.
-func (m *DeviceMatrix[T]) ViewMut() (dlpack.ViewMut, error) {
-	v, err := dlpack.FromRawPartsMut(m.ptr, m.dev, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
-	if err != nil {
-		return dlpack.ViewMut{}, err
-	}
-	return v.WithOwner(&m.owner), nil
-}
+func (m *DeviceMatrix[T]) ViewMut() (dlpack.ViewMut, error) { return m.viewMut, nil }
 
 // RowsView returns a read-only view of rows [start, end), sharing the
 // matrix's memory and borrow state (no copy).
@@ -293,7 +313,16 @@ func NewDeviceVector[T dlpack.DType](res *Resources, n int) (*DeviceVector[T], e
 	if err != nil {
 		return nil, err
 	}
-	return &DeviceVector[T]{m}, nil
+	return newDeviceVector(m)
+}
+
+func newDeviceVector[T dlpack.DType](m *DeviceMatrix[T]) (*DeviceVector[T], error) {
+	view, viewMut, err := m.wholeViews(1)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	return &DeviceVector[T]{m: m, view: view, viewMut: viewMut}, nil
 }
 
 // DeviceVectorFrom allocates a vector and copies data into it.
@@ -302,7 +331,7 @@ func DeviceVectorFrom[T dlpack.DType](res *Resources, data []T) (*DeviceVector[T
 	if err != nil {
 		return nil, err
 	}
-	return &DeviceVector[T]{m}, nil
+	return newDeviceVector(m)
 }
 
 // Len returns the number of elements.
@@ -312,22 +341,10 @@ func (v *DeviceVector[T]) Len() int { return v.m.Rows() }
 func (v *DeviceVector[T]) Owner() *dlpack.Owner { return v.m.Owner() }
 
 // View returns a rank-1 read-only view.
-func (v *DeviceVector[T]) View() (dlpack.View, error) {
-	x, err := dlpack.FromRawParts(v.m.ptr, v.m.dev, []int64{v.m.rows}, nil, dlpack.DataTypeOf[T]())
-	if err != nil {
-		return dlpack.View{}, err
-	}
-	return x.WithOwner(&v.m.owner), nil
-}
+func (v *DeviceVector[T]) View() (dlpack.View, error) { return v.view, nil }
 
 // ViewMut returns a rank-1 writable view.
-func (v *DeviceVector[T]) ViewMut() (dlpack.ViewMut, error) {
-	x, err := dlpack.FromRawPartsMut(v.m.ptr, v.m.dev, []int64{v.m.rows}, nil, dlpack.DataTypeOf[T]())
-	if err != nil {
-		return dlpack.ViewMut{}, err
-	}
-	return x.WithOwner(&v.m.owner), nil
-}
+func (v *DeviceVector[T]) ViewMut() (dlpack.ViewMut, error) { return v.viewMut, nil }
 
 // CopyFromHost copies src (Len() elements) into the vector.
 func (v *DeviceVector[T]) CopyFromHost(res *Resources, src []T) error {

@@ -21,6 +21,8 @@ type PinnedMatrix[T dlpack.DType] struct {
 	mu         sync.Mutex
 	freed      bool
 	clean      runtime.Cleanup
+	view       dlpack.View // made once: View and ViewMut hand out copies
+	viewMut    dlpack.ViewMut
 }
 
 type hostAlloc struct {
@@ -53,6 +55,18 @@ func NewPinnedMatrix[T dlpack.DType](rows, cols int) (*PinnedMatrix[T], error) {
 		m.clean = runtime.AddCleanup(m, freeHost, hostAlloc{p, bytes})
 	}
 	m.owner.SetLabel("PinnedMatrix")
+	dev, shape := dlpack.Device{Type: dlpack.CUDAHost}, []int64{m.rows, m.cols}
+	v, err := dlpack.FromRawParts(m.ptr, dev, shape, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		m.Close()
+		return nil, Wrap(op, err)
+	}
+	vm, err := dlpack.FromRawPartsMut(m.ptr, dev, shape, nil, dlpack.DataTypeOf[T]())
+	if err != nil {
+		m.Close()
+		return nil, Wrap(op, err)
+	}
+	m.view, m.viewMut = v.WithOwner(&m.owner), vm.WithOwner(&m.owner)
 	return m, nil
 }
 
@@ -75,22 +89,10 @@ func (m *PinnedMatrix[T]) Cols() int { return int(m.cols) }
 func (m *PinnedMatrix[T]) Owner() *dlpack.Owner { return &m.owner }
 
 // View returns a read-only view of the matrix.
-func (m *PinnedMatrix[T]) View() (dlpack.View, error) {
-	v, err := dlpack.FromRawParts(m.ptr, dlpack.Device{Type: dlpack.CUDAHost}, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
-	if err != nil {
-		return dlpack.View{}, err
-	}
-	return v.WithOwner(&m.owner), nil
-}
+func (m *PinnedMatrix[T]) View() (dlpack.View, error) { return m.view, nil }
 
 // ViewMut returns a writable view of the matrix.
-func (m *PinnedMatrix[T]) ViewMut() (dlpack.ViewMut, error) {
-	v, err := dlpack.FromRawPartsMut(m.ptr, dlpack.Device{Type: dlpack.CUDAHost}, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
-	if err != nil {
-		return dlpack.ViewMut{}, err
-	}
-	return v.WithOwner(&m.owner), nil
-}
+func (m *PinnedMatrix[T]) ViewMut() (dlpack.ViewMut, error) { return m.viewMut, nil }
 
 // Close frees the memory; it refuses while the matrix is borrowed.
 func (m *PinnedMatrix[T]) Close() error {

@@ -15,6 +15,7 @@ const (
 	AnyMemory = DeviceMemory | HostMemory
 )
 
+// String returns "device", "host" or "host or device".
 func (m Memory) String() string {
 	switch m {
 	case DeviceMemory:
@@ -52,30 +53,40 @@ type Rule struct {
 // Check validates v against r for operation op, returning an *ArgError that
 // names the argument and what is wrong.
 func (r *Rule) Check(op string, v *dlpack.View) error {
-	if err := v.Err(); err != nil {
+	return r.check(op, v.Err(), v.Device(), v.DType(), v.NDim(), v.Layout())
+}
+
+// CheckMut is Check for a writable view (an output), without making a
+// read-only copy of it first.
+func (r *Rule) CheckMut(op string, m *dlpack.ViewMut) error {
+	return r.check(op, m.Err(), m.Device(), m.DType(), m.NDim(), m.Layout())
+}
+
+func (r *Rule) check(op string, err error, dev dlpack.Device, dt dlpack.DataType, ndim int, layout dlpack.Layout) error {
+	if err != nil {
 		return Argf(op, r.Arg, "%v", err)
 	}
-	if !r.Memory.accepts(v.Device().Type) {
-		return Argf(op, r.Arg, "%s memory is needed, got %s", r.Memory, v.Device())
+	if !r.Memory.accepts(dev.Type) {
+		return Argf(op, r.Arg, "%s memory is needed, got %s", r.Memory, dev)
 	}
 	ok := false
-	for _, dt := range r.DTypes {
-		if v.DType() == dt {
+	for _, t := range r.DTypes {
+		if dt == t {
 			ok = true
 			break
 		}
 	}
 	if !ok {
-		return Argf(op, r.Arg, "dtype %s is not one of %v", v.DType(), r.DTypes)
+		return Argf(op, r.Arg, "dtype %s is not one of %v", dt, r.DTypes)
 	}
-	if r.Rank != 0 && v.NDim() != r.Rank {
-		return Argf(op, r.Arg, "rank %d, want %d", v.NDim(), r.Rank)
+	if r.Rank != 0 && ndim != r.Rank {
+		return Argf(op, r.Arg, "rank %d, want %d", ndim, r.Rank)
 	}
-	if r.RowMajor && !v.Layout().IsRowMajor() && !(r.ColMajor && v.Layout().IsColMajor()) {
+	if r.RowMajor && !layout.IsRowMajor() && !(r.ColMajor && layout.IsColMajor()) {
 		if r.ColMajor {
-			return Argf(op, r.Arg, "layout %s, want row-major or column-major contiguous", v.Layout())
+			return Argf(op, r.Arg, "layout %s, want row-major or column-major contiguous", layout)
 		}
-		return Argf(op, r.Arg, "layout %s, want row-major contiguous", v.Layout())
+		return Argf(op, r.Arg, "layout %s, want row-major contiguous", layout)
 	}
 	return nil
 }
@@ -83,19 +94,28 @@ func (r *Rule) Check(op string, v *dlpack.View) error {
 // SearchShapes checks the shapes of a k-nearest-neighbour search: queries
 // [n, dim], neighbors and distances [n, k] with 0 < k <= rows.
 func SearchShapes(op string, queries, neighbors, distances *dlpack.View, dim, rows int64) (k int64, err error) {
-	n := queries.Dim(0)
-	if queries.Dim(1) != dim {
-		return 0, Argf(op, "queries", "%d columns, the index has dimension %d", queries.Dim(1), dim)
+	return searchShapes(op, queries.Dim(0), queries.Dim(1), neighbors.Dim(0), neighbors.Dim(1), distances.Dim(0), distances.Dim(1), dim, rows)
+}
+
+// SearchShapesMut is SearchShapes with the outputs as the writable views
+// they are bound as.
+func SearchShapesMut(op string, queries *dlpack.View, neighbors, distances *dlpack.ViewMut, dim, rows int64) (k int64, err error) {
+	return searchShapes(op, queries.Dim(0), queries.Dim(1), neighbors.Dim(0), neighbors.Dim(1), distances.Dim(0), distances.Dim(1), dim, rows)
+}
+
+func searchShapes(op string, n, qCols, nRows, nCols, dRows, dCols, dim, rows int64) (k int64, err error) {
+	if qCols != dim {
+		return 0, Argf(op, "queries", "%d columns, the index has dimension %d", qCols, dim)
 	}
-	if neighbors.Dim(0) != n {
-		return 0, Argf(op, "neighbors", "%d rows for %d queries", neighbors.Dim(0), n)
+	if nRows != n {
+		return 0, Argf(op, "neighbors", "%d rows for %d queries", nRows, n)
 	}
-	if distances.Dim(0) != n {
-		return 0, Argf(op, "distances", "%d rows for %d queries", distances.Dim(0), n)
+	if dRows != n {
+		return 0, Argf(op, "distances", "%d rows for %d queries", dRows, n)
 	}
-	k = neighbors.Dim(1)
-	if distances.Dim(1) != k {
-		return 0, Argf(op, "distances", "%d columns, neighbors has %d (k)", distances.Dim(1), k)
+	k = nCols
+	if dCols != k {
+		return 0, Argf(op, "distances", "%d columns, neighbors has %d (k)", dCols, k)
 	}
 	if k < 1 {
 		return 0, Argf(op, "neighbors", "k = %d, want at least 1", k)

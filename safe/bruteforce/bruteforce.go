@@ -150,6 +150,14 @@ func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, 
 		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
 	defer idx.state.Leave()
+	c := dlpack.Begin(op)
+	defer c.End()
+	// The work is in search, whose many returns would make these defers
+	// heap-style ones, slower than the open-coded kind.
+	return idx.search(op, c, res, queries, neighbors, distances, filter)
+}
+
+func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if queries == nil || neighbors == nil || distances == nil {
 		return safe.Argf(op, "queries/neighbors/distances", "nil tensor")
 	}
@@ -165,25 +173,21 @@ func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, 
 	if err != nil {
 		return safe.Argf(op, "distances", "%v", err)
 	}
-	nv, _ := nm.View()
-	dv, _ := dm.View()
 	if err := queriesRule.Check(op, &qv); err != nil {
 		return err
 	}
 	if qv.DType() != idx.dtype {
 		return safe.Argf(op, "queries", "dtype %s, the index holds %s", qv.DType(), idx.dtype)
 	}
-	if err := neighborsRule.Check(op, &nv); err != nil {
+	if err := neighborsRule.CheckMut(op, &nm); err != nil {
 		return err
 	}
-	if err := distancesRule.Check(op, &dv); err != nil {
+	if err := distancesRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if _, err := safe.SearchShapes(op, &qv, &nv, &dv, idx.dim, idx.rows); err != nil {
+	if _, err := safe.SearchShapesMut(op, &qv, &nm, &dm, idx.dim, idx.rows); err != nil {
 		return err
 	}
-	c := dlpack.Begin(op)
-	defer c.End()
 	q, err := c.In(&qv)
 	if err != nil {
 		return safe.Argf(op, "queries", "%v", err)
