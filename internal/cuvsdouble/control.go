@@ -25,6 +25,8 @@ typedef struct {
 	void (*set_device_id)(int);
 	void (*set_strict_device)(int);
 	void (*set_call_delay_us)(int);
+	void (*set_instant)(int);
+	int (*instant)(void);
 	int (*pool_state)(int*, int*, int*);
 	void (*reset)(void);
 } dbl_api;
@@ -59,6 +61,8 @@ static const char* dbl_load(void* h, dbl_api* a) {
 	DBL_LOAD(set_device_id, "cuvsdouble_set_device_id")
 	DBL_LOAD(set_strict_device, "cuvsdouble_set_strict_device")
 	DBL_LOAD(set_call_delay_us, "cuvsdouble_set_call_delay_us")
+	DBL_LOAD(set_instant, "cuvsdouble_set_instant")
+	DBL_LOAD(instant, "cuvsdouble_instant")
 	DBL_LOAD(pool_state, "cuvsdouble_pool_state")
 	DBL_LOAD(reset, "cuvsdouble_reset")
 #undef DBL_LOAD
@@ -88,6 +92,8 @@ static void dbl_clear_violations(dbl_api* a) { a->clear_violations(); }
 static void dbl_set_device_id(dbl_api* a, int id) { a->set_device_id(id); }
 static void dbl_set_strict_device(dbl_api* a, int on) { a->set_strict_device(on); }
 static void dbl_set_call_delay_us(dbl_api* a, int us) { a->set_call_delay_us(us); }
+static void dbl_set_instant(dbl_api* a, int on) { a->set_instant(on); }
+static int dbl_instant(dbl_api* a) { return a->instant(); }
 static int dbl_pool_state(dbl_api* a, int* initial, int* max, int* managed) {
 	return a->pool_state(initial, max, managed);
 }
@@ -428,6 +434,25 @@ func (c *Control) SetCallDelay(d time.Duration) {
 	C.dbl_set_call_delay_us(c.apiOrPanic(), C.int(d/time.Microsecond))
 }
 
+// SetInstant turns instant mode on or off, for benchmarks of the bindings'
+// own cost. When on, cuvsCagraSearch and cuvsBruteForceSearch return
+// CUVS_SUCCESS at once: they validate, read, count and write nothing (no
+// call count, no fault, no output, the last-error text left as it was).
+// cuvsCagraBuild then reads only the dataset's shape and dtype and installs
+// a hollow index: its getters (size, dims, graph degree) and Destroy work,
+// anything that needs its data fails; the dataset's data is never read, so
+// building costs the same whatever its size.
+func (c *Control) SetInstant(on bool) {
+	v := 0
+	if on {
+		v = 1
+	}
+	C.dbl_set_instant(c.apiOrPanic(), C.int(v))
+}
+
+// Instant reports whether instant mode is on.
+func (c *Control) Instant() bool { return C.dbl_instant(c.apiOrPanic()) != 0 }
+
 // PoolState is the memory resource last set by
 // cuvsRMMPoolMemoryResourceEnable or cuvsRMMMemoryResourceReset.
 type PoolState struct {
@@ -444,8 +469,8 @@ func (c *Control) Pool() PoolState {
 }
 
 // Reset clears counters, call counts, faults and violations and restores the
-// defaults (version 26.6.0, log level INFO, device 0, strict mode and call
-// delay off, no pool). Objects still alive stay valid, but their counters
+// defaults (version 26.6.0, log level INFO, device 0, strict mode, instant
+// mode and call delay off, no pool). Objects still alive stay valid, but their counters
 // restart from zero: reset only when nothing is alive.
 func (c *Control) Reset() { C.dbl_reset(c.apiOrPanic()) }
 

@@ -45,6 +45,10 @@
 // crash on those: it records them and, where the call cannot go on, fails it.
 // AssertBalanced fails a test on any unbalanced counter or any violation.
 //
+// For benchmarks of the bindings' own cost, instant mode (SetInstant) makes
+// the search functions return success at once and CAGRA's build install a
+// hollow index without reading the dataset.
+//
 // Build options leave chosen cuVS functions out of the library (Omit), to test
 // the missing-symbol path.
 package cuvsdouble

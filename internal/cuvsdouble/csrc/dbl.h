@@ -253,6 +253,15 @@ DBL_HIDDEN void dbl_res_release(dbl_res* r);
 
 DBL_HIDDEN extern atomic_int dbl_strict_device;
 
+/* Instant mode (cuvsdouble_set_instant), for benchmarks of the bindings: the
+ * search functions return CUVS_SUCCESS at once, validating, reading, counting
+ * and writing nothing (the last-error text is left as it was), and
+ * cuvsCagraBuild installs a hollow index (shape, dtype and degree only, no
+ * dataset or graph: getters and Destroy work, anything else on it fails)
+ * without reading the dataset's data. */
+DBL_HIDDEN extern atomic_int dbl_instant;
+#define DBL_INSTANT() atomic_load_explicit(&dbl_instant, memory_order_relaxed)
+
 /* ---- tensors (dbl_tensor.c) ---- */
 
 enum { WANT_DEVICE = 1, WANT_HOST = 2 };

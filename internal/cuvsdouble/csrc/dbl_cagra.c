@@ -33,6 +33,7 @@ typedef struct {
   size_t data_bytes;
   int has_dataset; /* 0 after deserializing a file written without it */
   int compressed;  /* built with compression: GetDataset shows an empty view */
+  int hollow;      /* built in instant mode: shape only, no dataset or graph */
   const uint32_t* graph;
   uint32_t* graph_owned;
   size_t graph_bytes;
@@ -67,6 +68,17 @@ static cuvsError_t cg_impl_of(cuvsCagraIndex_t index, cg_impl** out)
     return RAFT_FAIL("cuvsdouble: the CAGRA index was not built");
   }
   *out = impl;
+  return CUVS_SUCCESS;
+}
+
+/* cg_impl_of for the operations that need the index's data: a hollow index
+ * (built in instant mode) has none. */
+static cuvsError_t cg_impl_data(cuvsCagraIndex_t index, cg_impl** out)
+{
+  TRY(cg_impl_of(index, out));
+  if ((*out)->hollow) {
+    return RAFT_FAIL("cuvsdouble: the CAGRA index was built in instant mode and holds no data");
+  }
   return CUVS_SUCCESS;
 }
 
@@ -293,7 +305,7 @@ static cuvsError_t cg_view(cuvsCagraIndex_t index, DLManagedTensor* out, int gra
                      (int)index->dtype.bits);
   }
   cg_impl* impl;
-  TRY(cg_impl_of(index, &impl));
+  TRY(cg_impl_data(index, &impl));
   if (!out) {
     dbl_violation("NULL DLManagedTensor* (the real library would crash)");
     return RAFT_FAIL("cuvsdouble: NULL DLManagedTensor*");
@@ -420,10 +432,41 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
   return CUVS_SUCCESS;
 }
 
+/* Instant mode: a hollow index with the dataset's shape and dtype and the
+ * (clamped) graph degree, made without reading the data. */
+static cuvsError_t cg_build_instant(cuvsCagraIndexParams_t params, DLManagedTensor* dataset,
+                                    cuvsCagraIndex_t index)
+{
+  TRY(dbl_check_params(params, K_CAGRA_INDEX_PARAMS));
+  TRY(cg_handle(index));
+  TRY(dl_check_ptr(dataset, "dataset"));
+  const DLTensor* t = &dataset->dl_tensor;
+  EXPECTS(t->ndim == 2 && t->shape != NULL, "cuvsdouble: the dataset must be a matrix");
+  int64_t n = t->shape[0];
+  EXPECTS(n > 0, "cuvsdouble: cannot build a CAGRA index from an empty dataset");
+  size_t intermediate = params->intermediate_graph_degree, degree = params->graph_degree;
+  clamp_degrees(&intermediate, &degree, n);
+  cg_impl* impl = cg_new();
+  if (!impl) return dbl_plain_fail("std::bad_alloc");
+  index->dtype = t->dtype;
+  impl->dtype = t->dtype;
+  impl->metric = (int)params->metric;
+  impl->n = n;
+  impl->dim = t->shape[1];
+  impl->degree = (int64_t)degree;
+  impl->hollow = 1;
+  cg_install(index, impl);
+  return CUVS_SUCCESS;
+}
+
 DBL_API cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t params,
                                    DLManagedTensor* dataset, cuvsCagraIndex_t index)
 {
   DBL_ENTER(cuvsCagraBuild);
+  if (DBL_INSTANT()) {
+    cuvsError_t st = cg_build_instant(params, dataset, index);
+    return st == CUVS_SUCCESS ? dbl_ok() : st;
+  }
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
   cuvsError_t st = cg_build(params, dataset, index);
@@ -516,7 +559,7 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
           "neighbors should be of type uint32_t or int64_t");
   TRY(dbl_check_params(params, K_CAGRA_SEARCH_PARAMS));
   cg_impl* impl;
-  TRY(cg_impl_of(index, &impl));
+  TRY(cg_impl_data(index, &impl));
   if (q->dtype.bits != impl->dtype.bits) {
     dbl_violation("queries are %d-bit but the CAGRA index is %d-bit (the real library "
                   "reinterprets the index: undefined behaviour)",
@@ -568,6 +611,7 @@ DBL_API cuvsError_t cuvsCagraSearch(cuvsResources_t res, cuvsCagraSearchParams_t
                                     DLManagedTensor* neighbors, DLManagedTensor* distances,
                                     cuvsFilter filter)
 {
+  if (DBL_INSTANT()) return CUVS_SUCCESS;
   DBL_ENTER(cuvsCagraSearch);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
@@ -590,7 +634,7 @@ static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* ad
                      (int)t->dtype.bits);
   }
   cg_impl* impl;
-  TRY(cg_impl_of(index, &impl));
+  TRY(cg_impl_data(index, &impl));
   if (t->dtype.code != impl->dtype.code || t->dtype.bits != impl->dtype.bits) {
     dbl_violation("cuvsCagraExtend with %d/%d-bit data on a %d/%d-bit index (the real library "
                   "reinterprets the index: undefined behaviour)",
@@ -706,7 +750,7 @@ static cuvsError_t cg_serialize(const char* filename, cuvsCagraIndex_t index, in
                      (int)index->dtype.bits);
   }
   cg_impl* impl;
-  TRY(cg_impl_of(index, &impl));
+  TRY(cg_impl_data(index, &impl));
   if (!filename) {
     dbl_violation("NULL filename (the real library would crash)");
     return RAFT_FAIL("cuvsdouble: NULL filename");
@@ -999,7 +1043,7 @@ static cuvsError_t cg_merge(cuvsCagraIndexParams_t params, cuvsCagraIndex_t* ind
   size_t locked = 0;
   int64_t total = 0, dim = -1;
   for (size_t i = 0; i < num_indices && st == CUVS_SUCCESS; i++) {
-    st = cg_impl_of(indices[i], &impls[i]);
+    st = cg_impl_data(indices[i], &impls[i]);
     if (st != CUVS_SUCCESS) break;
     if (impls[i]->dtype.code != dt.code || impls[i]->dtype.bits != dt.bits) {
       st = RAFT_FAIL("All input indices must have the same data type");

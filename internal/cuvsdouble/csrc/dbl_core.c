@@ -45,6 +45,7 @@ static atomic_int g_log_level = 2; /* CUVS_LOG_LEVEL_INFO: spdlog's default */
 static atomic_int g_device_id = 0;
 static atomic_int g_call_delay_us = 0;
 atomic_int dbl_strict_device = 0;
+atomic_int dbl_instant = 0;
 
 /* memory resource state (cuvsRMMPoolMemoryResourceEnable / Reset) */
 static atomic_ullong g_mr_gen = 1;
@@ -1070,6 +1071,10 @@ DBL_API void cuvsdouble_set_device_id(int id) { atomic_store(&g_device_id, id); 
 
 DBL_API void cuvsdouble_set_strict_device(int on) { atomic_store(&dbl_strict_device, on ? 1 : 0); }
 
+DBL_API void cuvsdouble_set_instant(int on) { atomic_store(&dbl_instant, on ? 1 : 0); }
+
+DBL_API int cuvsdouble_instant(void) { return atomic_load(&dbl_instant); }
+
 DBL_API void cuvsdouble_set_call_delay_us(int us) { atomic_store(&g_call_delay_us, us < 0 ? 0 : us); }
 
 DBL_API int cuvsdouble_pool_state(int* initial, int* max, int* managed)
@@ -1081,8 +1086,8 @@ DBL_API int cuvsdouble_pool_state(int* initial, int* max, int* managed)
 }
 
 /* Back to the state after loading: counters, calls, faults and violations
- * cleared, version 26.6.0, log level INFO, device 0, strict mode and call
- * delay off, no pool. Objects still alive stay valid (and tracked), but their
+ * cleared, version 26.6.0, log level INFO, device 0, strict mode, instant
+ * mode and call delay off, no pool. Objects still alive stay valid (and tracked), but their
  * counters restart from zero: reset when nothing is alive. */
 DBL_API void cuvsdouble_reset(void)
 {
@@ -1098,6 +1103,7 @@ DBL_API void cuvsdouble_reset(void)
   atomic_store(&g_log_level, 2);
   atomic_store(&g_device_id, 0);
   atomic_store(&dbl_strict_device, 0);
+  atomic_store(&dbl_instant, 0);
   atomic_store(&g_call_delay_us, 0);
   atomic_store(&g_pool_enabled, 0);
   atomic_store(&g_pool_initial, 0);
