@@ -41,6 +41,7 @@ type Error struct {
 	Text   string // cuVS's full error text, often with a stack trace: for debugging
 }
 
+// Error returns "Op: Reason", or "Op: Func failed" when cuVS gave no reason.
 func (e *Error) Error() string {
 	if e.Reason == "" {
 		return e.Op + ": " + e.Func + " failed"
@@ -58,6 +59,7 @@ type ArgError struct {
 	Reason string
 }
 
+// Error returns "Op: Arg: Reason".
 func (e *ArgError) Error() string { return e.Op + ": " + e.Arg + ": " + e.Reason }
 
 // Is makes errors.Is(err, ErrInvalidArgument) true.

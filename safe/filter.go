@@ -19,6 +19,7 @@ const (
 	Bitmap
 )
 
+// String returns "bitset" or "bitmap".
 func (k FilterKind) String() string {
 	if k == Bitmap {
 		return "bitmap"

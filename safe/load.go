@@ -104,6 +104,7 @@ func Load(opts ...Option) error {
 // Version is a cuVS release number.
 type Version struct{ Major, Minor, Patch int }
 
+// String formats the version as cuVS does, e.g. "26.06.00".
 func (v Version) String() string { return fmt.Sprintf("%d.%02d.%02d", v.Major, v.Minor, v.Patch) }
 
 // LibraryVersion asks the loaded library its version (cuvsVersionGet).

@@ -30,6 +30,7 @@ const (
 	BitwiseHamming      = Metric(generated.CuvsDistanceType_BitwiseHamming)
 )
 
+// String returns cuVS's name of the metric, e.g. "L2Expanded".
 func (m Metric) String() string { return generated.CuvsDistanceType(m).String() }
 
 // C returns the metric as the C enum.

@@ -13,16 +13,22 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 )
 
-// cIndexParams is IndexParams materialized for one C call. The top-level
-// struct is a Go value (it holds only C pointers); what it points to is C
-// memory this package allocated and frees in release. cuVS's
-// cuvsCagraIndexParamsCreate/Destroy pair is never used here, so its Destroy,
-// which frees graph_build_params by the current build_algo, cannot be handed
-// an object of another type.
+// cIndexParams is IndexParams materialized for one C call.
+//
+// The top-level struct comes from cuvsCagraIndexParamsCreate, like every
+// params object this package hands to cuVS (the library may check that its
+// params are its own). Create also allocates an IVF-PQ object
+// (cuvsIvfPqParams) into graph_build_params, and cuvsCagraIndexParamsDestroy
+// frees graph_build_params according to the build_algo it finds then: a
+// cuvsIvfPqParams freed as ACE params, or an ACE object of ours freed by the
+// library, is undefined behaviour, and a switch to NN_DESCENT leaks it. So
+// release always hands Destroy back exactly what Create made, with
+// build_algo IVF_PQ, whatever build used meanwhile: that trap cannot be
+// reached from Go.
 type cIndexParams struct {
-	p           generated.CuvsCagraIndexParams
-	ivfpq       *generated.CuvsIvfPqParams // C memory
-	ace         *generated.CuvsAceParams   // C memory
+	p           generated.CuvsCagraIndexParams_t // C memory, from cuvsCagraIndexParamsCreate
+	created     unsafe.Pointer                   // the cuvsIvfPqParams Create put in graph_build_params
+	ace         *generated.CuvsAceParams         // C memory of ours, freed by release
 	compression generated.CuvsCagraCompressionParams_t
 }
 
@@ -49,13 +55,23 @@ func (p *IndexParams) validate(op string) error {
 	if p.NNDescentIterations < 0 {
 		return safe.Argf(op, "params.NNDescentIterations", "%d is negative", p.NNDescentIterations)
 	}
+	if g := p.IVFPQ; g != nil && g.Build != nil {
+		switch b := g.Build; {
+		case !b.Metric.Valid():
+			return safe.Argf(op, "params.IVFPQ.Build.Metric", "%d is not a metric", b.Metric)
+		case b.CodebookKind != 0 && b.CodebookKind != 1:
+			return safe.Argf(op, "params.IVFPQ.Build.CodebookKind", "%d is neither 0 (per subspace) nor 1 (per cluster)", b.CodebookKind)
+		case b.CodesLayout != 0 && b.CodesLayout != 1:
+			return safe.Argf(op, "params.IVFPQ.Build.CodesLayout", "%d is neither 0 (flat) nor 1 (interleaved)", b.CodesLayout)
+		}
+	}
 	if p.ACE != nil {
 		for i := 0; i < len(p.ACE.BuildDir); i++ {
 			if p.ACE.BuildDir[i] == 0 {
 				return safe.Argf(op, "params.ACE.BuildDir", "contains a NUL byte")
 			}
 		}
-		if p.ACE.NPartitions < 0 || p.ACE.EFConstruction < 0 {
+		if p.ACE.NPartitions < 0 || p.ACE.EFConstruction < 0 || p.ACE.MaxHostMemoryGB < 0 || p.ACE.MaxGPUMemoryGB < 0 {
 			return safe.Argf(op, "params.ACE", "negative size in %+v", *p.ACE)
 		}
 	}
@@ -65,76 +81,76 @@ func (p *IndexParams) validate(op string) error {
 // toC materializes p; release must follow, whatever happens.
 func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 	c := &cIndexParams{}
-	c.p = generated.CuvsCagraIndexParams{
-		Metric:                  p.Metric.C(),
-		IntermediateGraphDegree: uint64(p.IntermediateGraphDegree),
-		GraphDegree:             uint64(p.GraphDegree),
-		BuildAlgo:               generated.CuvsCagraGraphBuildAlgo(p.BuildAlgo),
-		NnDescentNiter:          uint64(p.NNDescentIterations),
+	if err := generated.CuvsCagraIndexParamsCreate(&c.p); err != nil {
+		c.p = nil
+		return c, safe.Wrap(op, err)
 	}
+	c.created = c.p.GraphBuildParams
+	d := c.p
+	d.Metric = p.Metric.C()
+	d.IntermediateGraphDegree = uint64(p.IntermediateGraphDegree)
+	d.GraphDegree = uint64(p.GraphDegree)
+	d.BuildAlgo = generated.CuvsCagraGraphBuildAlgo(p.BuildAlgo)
+	d.NnDescentNiter = uint64(p.NNDescentIterations)
 	switch {
-	case p.BuildAlgo == IVFPQ || (p.BuildAlgo == AutoSelect && p.IVFPQ != nil):
-		c.ivfpq = cAlloc[generated.CuvsIvfPqParams]()
-		c.ivfpq.RefinementRate = 1
-		if g := p.IVFPQ; g != nil {
-			c.ivfpq.RefinementRate = g.RefinementRate
-			if g.Build != nil {
-				if err := generated.CuvsIvfPqIndexParamsCreate(&c.ivfpq.IvfPqBuildParams); err != nil {
-					return c, safe.Wrap(op, err)
-				}
-				b, d := g.Build, c.ivfpq.IvfPqBuildParams
-				d.Metric, d.MetricArg, d.AddDataOnBuild = b.Metric.C(), b.MetricArg, b.AddDataOnBuild
-				d.NLists, d.KmeansNIters, d.KmeansTrainsetFraction = b.NLists, b.KMeansNIters, b.KMeansTrainsetFraction
-				d.PqBits, d.PqDim, d.CodebookKind = b.PQBits, b.PQDim, generated.CuvsIvfPqCodebookGen(b.CodebookKind)
-				d.ForceRandomRotation, d.ConservativeMemoryAllocation = b.ForceRandomRotation, b.ConservativeMemoryAllocation
-				d.MaxTrainPointsPerPqCode, d.CodesLayout = b.MaxTrainPointsPerPQCode, generated.CuvsIvfPqListLayout(b.CodesLayout)
-			}
-			if g.Search != nil {
-				if err := generated.CuvsIvfPqSearchParamsCreate(&c.ivfpq.IvfPqSearchParams); err != nil {
-					return c, safe.Wrap(op, err)
-				}
-				s, d := g.Search, c.ivfpq.IvfPqSearchParams
-				d.NProbes, d.MaxInternalBatchSize, d.PreferredShmemCarveout = s.NProbes, s.MaxInternalBatchSize, s.PreferredShmemCarveout
-				d.LutDtype = generated.CudaDataType_t(s.LUTDtype)
-				d.InternalDistanceDtype = generated.CudaDataType_t(s.InternalDistanceDtype)
-				d.CoarseSearchDtype = generated.CudaDataType_t(s.CoarseSearchDtype)
-			}
-		}
-		c.p.GraphBuildParams = unsafe.Pointer(c.ivfpq)
 	case p.BuildAlgo == ACE:
-		a := p.ACE
-		if a == nil {
-			a = &ACEParams{}
+		// NULL graph_build_params: cuVS uses its own ACE defaults.
+		d.GraphBuildParams = nil
+		if a := p.ACE; a != nil {
+			c.ace = cAlloc[generated.CuvsAceParams]()
+			c.ace.Npartitions, c.ace.EfConstruction = uint64(a.NPartitions), uint64(a.EFConstruction)
+			c.ace.UseDisk, c.ace.MaxHostMemoryGb, c.ace.MaxGpuMemoryGb = a.UseDisk, a.MaxHostMemoryGB, a.MaxGPUMemoryGB
+			c.ace.BuildDir = (*byte)(unsafe.Pointer(C.CString(a.BuildDir))) // malloc'd, as cuVS expects
+			d.GraphBuildParams = unsafe.Pointer(c.ace)
 		}
-		c.ace = cAlloc[generated.CuvsAceParams]()
-		c.ace.Npartitions, c.ace.EfConstruction = uint64(a.NPartitions), uint64(a.EFConstruction)
-		c.ace.UseDisk, c.ace.MaxHostMemoryGb, c.ace.MaxGpuMemoryGb = a.UseDisk, a.MaxHostMemoryGB, a.MaxGPUMemoryGB
-		cs := C.CString(a.BuildDir) // malloc'd, as cuVS expects
-		c.ace.BuildDir = (*byte)(unsafe.Pointer(cs))
-		c.p.GraphBuildParams = unsafe.Pointer(c.ace)
+	case p.IVFPQ != nil && c.created != nil:
+		// Fill the IVF-PQ object Create made ({NULL, NULL, 1}); cuVS reads
+		// it for IVF_PQ.
+		ip := (*generated.CuvsIvfPqParams)(c.created)
+		g := p.IVFPQ
+		ip.RefinementRate = g.RefinementRate
+		if g.Build != nil {
+			if err := generated.CuvsIvfPqIndexParamsCreate(&ip.IvfPqBuildParams); err != nil {
+				ip.IvfPqBuildParams = nil
+				return c, safe.Wrap(op, err)
+			}
+			b, bp := g.Build, ip.IvfPqBuildParams
+			bp.Metric, bp.MetricArg, bp.AddDataOnBuild = b.Metric.C(), b.MetricArg, b.AddDataOnBuild
+			bp.NLists, bp.KmeansNIters, bp.KmeansTrainsetFraction = b.NLists, b.KMeansNIters, b.KMeansTrainsetFraction
+			bp.PqBits, bp.PqDim, bp.CodebookKind = b.PQBits, b.PQDim, generated.CuvsIvfPqCodebookGen(b.CodebookKind)
+			bp.ForceRandomRotation, bp.ConservativeMemoryAllocation = b.ForceRandomRotation, b.ConservativeMemoryAllocation
+			bp.MaxTrainPointsPerPqCode, bp.CodesLayout = b.MaxTrainPointsPerPQCode, generated.CuvsIvfPqListLayout(b.CodesLayout)
+		}
+		if g.Search != nil {
+			if err := generated.CuvsIvfPqSearchParamsCreate(&ip.IvfPqSearchParams); err != nil {
+				ip.IvfPqSearchParams = nil
+				return c, safe.Wrap(op, err)
+			}
+			s, sp := g.Search, ip.IvfPqSearchParams
+			sp.NProbes, sp.MaxInternalBatchSize, sp.PreferredShmemCarveout = s.NProbes, s.MaxInternalBatchSize, s.PreferredShmemCarveout
+			sp.LutDtype = generated.CudaDataType_t(s.LUTDtype)
+			sp.InternalDistanceDtype = generated.CudaDataType_t(s.InternalDistanceDtype)
+			sp.CoarseSearchDtype = generated.CudaDataType_t(s.CoarseSearchDtype)
+		}
 	}
 	if cp := p.Compression; cp != nil {
 		if err := generated.CuvsCagraCompressionParamsCreate(&c.compression); err != nil {
+			c.compression = nil
 			return c, safe.Wrap(op, err)
 		}
-		d := c.compression
-		d.PqBits, d.PqDim, d.VqNCenters, d.KmeansNIters = cp.PQBits, cp.PQDim, cp.VQNCenters, cp.KMeansNIters
-		d.VqKmeansTrainsetFraction, d.PqKmeansTrainsetFraction = cp.VQKMeansTrainsetFraction, cp.PQKMeansTrainsetFraction
-		c.p.Compression = c.compression
+		cc := c.compression
+		cc.PqBits, cc.PqDim, cc.VqNCenters, cc.KmeansNIters = cp.PQBits, cp.PQDim, cp.VQNCenters, cp.KMeansNIters
+		cc.VqKmeansTrainsetFraction, cc.PqKmeansTrainsetFraction = cp.VQKMeansTrainsetFraction, cp.PQKMeansTrainsetFraction
+		d.Compression = cc
 	}
 	return c, nil
 }
 
 // release frees what toC allocated.
 func (c *cIndexParams) release() {
-	if c.ivfpq != nil {
-		if c.ivfpq.IvfPqBuildParams != nil {
-			_ = generated.CuvsIvfPqIndexParamsDestroy(c.ivfpq.IvfPqBuildParams)
-		}
-		if c.ivfpq.IvfPqSearchParams != nil {
-			_ = generated.CuvsIvfPqSearchParamsDestroy(c.ivfpq.IvfPqSearchParams)
-		}
-		C.free(unsafe.Pointer(c.ivfpq))
+	if c.p != nil {
+		c.p.Compression = nil // ours: destroyed below
+		destroyIndexParams(c.p, c.created)
 	}
 	if c.ace != nil {
 		C.free(unsafe.Pointer(c.ace.BuildDir))
@@ -144,6 +160,29 @@ func (c *cIndexParams) release() {
 		_ = generated.CuvsCagraCompressionParamsDestroy(c.compression)
 	}
 	*c = cIndexParams{}
+}
+
+// destroyIndexParams destroys params made by cuvsCagraIndexParamsCreate,
+// which put created (a cuvsIvfPqParams) in graph_build_params. Whatever
+// graph_build_params and build_algo hold now, Destroy gets back created as
+// IVF_PQ, so it frees exactly what Create allocated (it does not free the
+// IVF-PQ build and search params created may point to: they are destroyed
+// here first). A graph_build_params that is not created belongs to the
+// caller, who frees it.
+func destroyIndexParams(p generated.CuvsCagraIndexParams_t, created unsafe.Pointer) {
+	if ip := (*generated.CuvsIvfPqParams)(created); ip != nil {
+		if ip.IvfPqBuildParams != nil {
+			_ = generated.CuvsIvfPqIndexParamsDestroy(ip.IvfPqBuildParams)
+			ip.IvfPqBuildParams = nil
+		}
+		if ip.IvfPqSearchParams != nil {
+			_ = generated.CuvsIvfPqSearchParamsDestroy(ip.IvfPqSearchParams)
+			ip.IvfPqSearchParams = nil
+		}
+	}
+	p.GraphBuildParams = created
+	p.BuildAlgo = generated.CuvsCagraGraphBuildAlgo_IVF_PQ
+	_ = generated.CuvsCagraIndexParamsDestroy(p)
 }
 
 func aceFromC(a *generated.CuvsAceParams) *ACEParams {

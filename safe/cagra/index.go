@@ -1,24 +1,10 @@
-// Package cagra is CAGRA: graph-based approximate nearest-neighbour search
-// on the GPU, the fastest cuVS index for small batches.
-//
-// Build from host or device data; search with queries, neighbors (uint32
-// or int64) and distances (float32) in device memory, optionally filtered
-// by a bitset. Any number of goroutines may search one index at once, each
-// with its own safe.Resources; Extend and Close wait for no one: Extend
-// refuses while searches are in flight, Close waits for them.
-//
-// When the dataset is device memory with 16-byte aligned rows, cuVS keeps a
-// reference to it instead of a copy: the index then borrows the dataset
-// until Close, and its owner refuses to be freed or written meanwhile.
-// IndexFromArgs always borrows the graph, and the dataset under the same
-// rule. Views of the index's own dataset and graph (Dataset, Graph) expire
-// when the index is closed.
 package cagra
 
 import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -46,19 +32,22 @@ type importedView struct {
 	mt *generated.DLManagedTensor
 }
 
-// Index is a CAGRA index.
+// Index is a CAGRA index. Any number of goroutines may search it at once,
+// each with its own safe.Resources; Extend needs it alone, and Close waits
+// for the searches in flight.
 type Index struct {
 	h      generated.CuvsCagraIndex_t // C memory
-	rows   int64
+	rows   atomic.Int64               // changed by Extend
+	degree atomic.Int64
 	dim    int64
-	degree int64
 	dtype  dlpack.DataType
 
-	state    handle.State
-	mu       sync.Mutex // Close, Extend, the views list
-	borrows  []*dlpack.Retention
-	imported []importedView
-	clean    runtime.Cleanup
+	state     handle.State
+	mu        sync.Mutex // Close, Extend, Dataset, Graph, the views list
+	borrows   []*dlpack.Retention
+	imported  []importedView
+	destroyed bool
+	clean     runtime.Cleanup
 }
 
 func destroyIndex(h generated.CuvsCagraIndex_t) { _ = generated.CuvsCagraIndexDestroy(h) }
@@ -75,17 +64,23 @@ func newIndex(op string) (*Index, error) {
 
 func (idx *Index) label() string { return fmt.Sprintf("cagra.Index(%p)", idx) }
 
-// refresh reads the index's shape from the library.
+// refresh reads the index's shape from the library. The out-parameters are
+// locals: a pointer into the Index, which holds Go pointers, may not be
+// passed to C.
 func (idx *Index) refresh(op string) error {
-	if err := generated.CuvsCagraIndexGetSize(idx.h, &idx.rows); err != nil {
+	var rows, dim, degree int64
+	if err := generated.CuvsCagraIndexGetSize(idx.h, &rows); err != nil {
 		return safe.Wrap(op, err)
 	}
-	if err := generated.CuvsCagraIndexGetDims(idx.h, &idx.dim); err != nil {
+	if err := generated.CuvsCagraIndexGetDims(idx.h, &dim); err != nil {
 		return safe.Wrap(op, err)
 	}
-	if err := generated.CuvsCagraIndexGetGraphDegree(idx.h, &idx.degree); err != nil {
+	if err := generated.CuvsCagraIndexGetGraphDegree(idx.h, &degree); err != nil {
 		return safe.Wrap(op, err)
 	}
+	idx.rows.Store(rows)
+	idx.dim = dim
+	idx.degree.Store(degree)
 	d := idx.h.Dtype
 	idx.dtype = dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: d.Lanes}
 	return nil
@@ -101,27 +96,48 @@ func (idx *Index) fail() {
 }
 
 // keepsReference reports whether cuVS keeps a pointer to v's memory rather
-// than a copy: device-accessible memory with 16-byte aligned rows.
+// than a copy: device-accessible memory whose rows are a multiple of 16
+// bytes (cuVS's make_strided_dataset compares the row stride with the
+// 16-byte aligned one; it does not look at the pointer's alignment).
 func keepsReference(v *dlpack.View) bool {
 	switch v.Device().Type {
 	case dlpack.CUDA, dlpack.CUDAHost, dlpack.CUDAManaged:
 	default:
 		return false
 	}
-	p, err := v.Data()
-	if err != nil {
-		return true
+	return (v.Dim(1)*v.DType().ElemSize())%16 == 0
+}
+
+// enter starts a shared use of the index (a search, a serialization),
+// refusing with safe.ErrClosed or, while Extend runs, safe.ErrBusy.
+func (idx *Index) enter(op string) error {
+	if idx.state.Enter() {
+		return nil
 	}
-	rowBytes := v.Dim(1) * v.DType().ElemSize()
-	return uintptr(p)%16 == 0 && rowBytes%16 == 0
+	if idx.state.Closed() {
+		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
 }
 
 // hostMemory reports whether a view may be Go memory, which is pinned only
 // while its call lasts: the stream is synchronized before the call ends.
 func hostMemory(v *dlpack.View) bool { return v.Device().Type == dlpack.CPU }
 
-// Build makes a CAGRA index from dataset (rows × dim; float32, float16, int8
-// or uint8; host or device memory, row-major).
+// Build makes a CAGRA index from dataset (rows × dim, at least two rows;
+// float32, float16, int8 or uint8; host or device memory, row-major).
+//
+// cuVS copies a host dataset, and keeps a reference to a device dataset
+// whose rows are a multiple of 16 bytes (unless p.Compression is set): the
+// index then borrows it until Close, and its owner (a safe.DeviceMatrix,
+// say) refuses to be freed or written meanwhile. The ACE graph build needs
+// the dataset in host memory (CPU or pinned).
+//
+// C calls: cuvsCagraIndexParamsCreate/Destroy (and, as p asks,
+// cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqSearchParamsCreate/Destroy,
+// cuvsCagraCompressionParamsCreate/Destroy), cuvsCagraIndexCreate,
+// cuvsCagraBuild, cuvsStreamSync for a dataset in Go memory, and
+// cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
 	const op = "cagra.Build"
 	if dataset == nil {
@@ -143,6 +159,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 	if int64(p.GraphDegree) >= dv.Dim(0) {
 		return nil, safe.Argf(op, "params.GraphDegree", "%d, the dataset has only %d rows", p.GraphDegree, dv.Dim(0))
 	}
+	if t := dv.Device().Type; p.BuildAlgo == ACE && t != dlpack.CPU && t != dlpack.CUDAHost {
+		return nil, safe.Argf(op, "dataset", "the ACE graph build needs host memory, got %s", dv.Device())
+	}
 	cp, err := p.toC(op)
 	defer cp.release()
 	if err != nil {
@@ -152,7 +171,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 	if err != nil {
 		return nil, err
 	}
-	if keepsReference(&dv) {
+	if p.Compression == nil && keepsReference(&dv) {
 		r, err := dv.Retain(idx.label())
 		if err != nil {
 			idx.fail()
@@ -161,7 +180,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 		idx.borrows = append(idx.borrows, r)
 	}
 	if err := callWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsCagraBuild(h, &cp.p, t[0], idx.h)
+		return generated.CuvsCagraBuild(h, cp.p, t[0], idx.h)
 	}); err != nil {
 		idx.fail()
 		return nil, err
@@ -206,10 +225,14 @@ func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generate
 	return nil
 }
 
-// IndexFromArgs makes an index from a graph (rows × degree, uint32) and its
-// dataset (rows × dim), with no build (cuvsCagraIndexFromArgs). The index
-// borrows the graph until Close, and the dataset when cuVS keeps a
-// reference to it (device memory, 16-byte aligned rows).
+// IndexFromArgs makes an index from a graph (rows × degree, uint32, every
+// id below rows) and its dataset (rows × dim), with no build
+// (cuvsCagraIndexFromArgs). The index borrows a device graph until Close
+// (a host graph is copied), and the dataset when cuVS keeps a reference to
+// it (device memory with rows a multiple of 16 bytes).
+//
+// C calls: cuvsCagraIndexCreate, cuvsCagraIndexFromArgs, cuvsStreamSync for
+// tensors in Go memory, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpack.Tensor) (*Index, error) {
 	const op = "cagra.IndexFromArgs"
 	if graph == nil || dataset == nil {
@@ -269,20 +292,27 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 	return idx, nil
 }
 
-// Rows returns the number of rows indexed (cuvsCagraIndexGetSize).
-func (idx *Index) Rows() int64 { return idx.rows }
+// Rows returns the number of rows indexed (cuvsCagraIndexGetSize, read
+// when the index was made and kept up to date by Extend).
+func (idx *Index) Rows() int64 { return idx.rows.Load() }
 
 // Dim returns the vectors' dimension (cuvsCagraIndexGetDims).
 func (idx *Index) Dim() int64 { return idx.dim }
 
 // GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree).
-func (idx *Index) GraphDegree() int64 { return idx.degree }
+func (idx *Index) GraphDegree() int64 { return idx.degree.Load() }
 
 // DType returns the element type of the vectors.
 func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 
-// Extend adds rows to the index (cuvsCagraExtend). It needs the index
-// alone: it refuses (safe.ErrBusy) while searches are in flight.
+// Extend adds rows to the index (cuvsCagraExtend): additional holds them,
+// of the index's element type and dimension, in host or device memory
+// (copied). It needs the index alone: it refuses (safe.ErrBusy) while
+// searches are in flight, and searches meanwhile are refused the same way.
+// The views from Dataset and Graph expire (it refuses while one is in use).
+//
+// C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend, and
+// cuvsStreamSync for rows in Go memory.
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p ExtendParams) error {
 	const op = "cagra.Index.Extend"
 	if additional == nil {
@@ -314,13 +344,26 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 	if err := idx.expireViews(op); err != nil {
 		return err
 	}
-	cp := generated.CuvsCagraExtendParams{MaxChunkSize: p.MaxChunkSize}
-	if err := callWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsCagraExtend(h, &cp, t[0], idx.h)
-	}); err != nil {
-		return err
+	var cp generated.CuvsCagraExtendParams_t
+	if err := generated.CuvsCagraExtendParamsCreate(&cp); err != nil {
+		return safe.Wrap(op, err)
 	}
-	return idx.refresh(op)
+	defer generated.CuvsCagraExtendParamsDestroy(cp)
+	cp.MaxChunkSize = p.MaxChunkSize
+	added := av.Dim(0)
+	extended := false
+	err = callWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		err := generated.CuvsCagraExtend(h, cp, t[0], idx.h)
+		extended = err == nil
+		return err
+	})
+	if extended {
+		// cuVS appended exactly the new rows and kept the graph degree; the
+		// count must follow even if the stream sync after it failed, or
+		// filters would be sized for the old count.
+		idx.rows.Add(added)
+	}
+	return err
 }
 
 // Search finds the k nearest rows for each query, k being the number of
@@ -332,10 +375,13 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 // Search allocates nothing on the Go heap when its tensors are pointers
 // (e.g. *safe.DeviceMatrix), and holds no lock across the C call: any
 // number of goroutines may search one index, each with its own Resources.
+//
+// C calls: cuvsCagraSearchParamsCreate, cuvsCagraSearch,
+// cuvsCagraSearchParamsDestroy.
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "cagra.Index.Search"
-	if !idx.state.Enter() {
-		return errClosed
+	if err := idx.enter(op); err != nil {
+		return err
 	}
 	defer idx.state.Leave()
 	if params == nil || queries == nil || neighbors == nil || distances == nil {
@@ -370,7 +416,8 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	if err := distancesRule.Check(op, &dv); err != nil {
 		return err
 	}
-	if _, err := safe.SearchShapes(op, &qv, &nv, &dv, idx.dim, idx.rows); err != nil {
+	rows := idx.rows.Load()
+	if _, err := safe.SearchShapes(op, &qv, &nv, &dv, idx.dim, rows); err != nil {
 		return err
 	}
 	c := dlpack.Begin(op)
@@ -387,24 +434,23 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	if err != nil {
 		return safe.Argf(op, "distances", "%v", err)
 	}
-	f, err := filter.Bind(op, c, idx.rows, qv.Dim(0), safe.Bitset)
+	f, err := filter.Bind(op, c, rows, qv.Dim(0), safe.Bitset)
 	if err != nil {
 		return err
 	}
-	cp := params.toC()
 	h, err := res.Lock(op)
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsCagraSearch(h, &cp, idx.h, q, n, d, f)
-	res.Unlock()
+	defer res.Unlock()
+	cp, err := params.toC(op)
 	if err != nil {
-		return safe.Wrap(op, err)
+		return err
 	}
-	return nil
+	err = generated.CuvsCagraSearch(h, cp, idx.h, q, n, d, f)
+	_ = generated.CuvsCagraSearchParamsDestroy(cp)
+	return safe.Wrap(op, err)
 }
-
-var errClosed = fmt.Errorf("cagra.Index: %w", safe.ErrClosed)
 
 // Serialize writes the index to a file, with its dataset when
 // includeDataset is true (cuvsCagraSerialize).
@@ -425,8 +471,8 @@ func (idx *Index) SerializeToHnswlib(res *safe.Resources, path string) error {
 }
 
 func (idx *Index) write(op string, res *safe.Resources, path string, f func(generated.CuvsResources_t, *byte) error) error {
-	if !idx.state.Enter() {
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	if err := idx.enter(op); err != nil {
+		return err
 	}
 	defer idx.state.Leave()
 	p, err := safe.CPath(op, path)
@@ -441,7 +487,10 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 	return safe.Wrap(op, f(h, &p[0]))
 }
 
-// Deserialize reads an index written by Serialize (cuvsCagraDeserialize).
+// Deserialize reads an index written by Serialize. The index owns its data.
+//
+// C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize, and
+// cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "cagra.Deserialize"
 	p, err := safe.CPath(op, path)
@@ -470,9 +519,14 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	return idx, nil
 }
 
-// Merge makes one index of several (cuvsCagraMerge), with p's parameters
-// for the merged graph; filter, if not nil, is a bitset over the
-// concatenated rows that keeps only the rows it lets through.
+// Merge makes one index of several, with p's parameters for the merged
+// graph. Its rows are the indexes' rows, concatenated in
+// order; filter, if not nil, is a bitset over those concatenated rows, and
+// only the rows it lets through are kept (numbered in the same order). The
+// indexes must hold the same element type and dimension, and stay usable.
+//
+// C calls: those of Build's parameters, cuvsCagraIndexCreate,
+// cuvsCagraMerge, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Filter) (*Index, error) {
 	const op = "cagra.Merge"
 	if len(indexes) < 2 {
@@ -487,15 +541,24 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 		if x == nil {
 			return nil, safe.Argf(op, "indexes", "entry %d is nil", i)
 		}
-		if !x.state.Enter() {
-			return nil, safe.Argf(op, "indexes", "entry %d is closed", i)
+		if err := x.enter(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
+			return nil, err
 		}
 		defer x.state.Leave()
 		if x.dtype != indexes[0].dtype || x.dim != indexes[0].dim {
 			return nil, safe.Argf(op, "indexes", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.dim, indexes[0].dtype, indexes[0].dim)
 		}
 		hs[i] = x.h
-		total += x.rows
+		total += x.rows.Load()
+	}
+	if int64(p.GraphDegree) >= total {
+		return nil, safe.Argf(op, "params.GraphDegree", "%d, the indexes have only %d rows", p.GraphDegree, total)
+	}
+	c := dlpack.Begin(op)
+	defer c.End()
+	f, err := filter.Bind(op, c, total, 0, safe.Bitset)
+	if err != nil {
+		return nil, err
 	}
 	cp, err := p.toC(op)
 	defer cp.release()
@@ -506,19 +569,12 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 	if err != nil {
 		return nil, err
 	}
-	c := dlpack.Begin(op)
-	defer c.End()
-	f, err := filter.Bind(op, c, total, 0, safe.Bitset)
-	if err != nil {
-		out.fail()
-		return nil, err
-	}
 	h, err := res.Lock(op)
 	if err != nil {
 		out.fail()
 		return nil, err
 	}
-	err = generated.CuvsCagraMerge(h, &cp.p, &hs[0], uint64(len(hs)), f, out.h)
+	err = generated.CuvsCagraMerge(h, cp.p, &hs[0], uint64(len(hs)), f, out.h)
 	res.Unlock()
 	runtime.KeepAlive(hs)
 	if err != nil {
@@ -532,25 +588,30 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 	return out, nil
 }
 
-// Dataset returns a read-only view of the index's dataset, in device memory
-// (cuvsCagraIndexGetDataset). The view expires when the index is closed or
-// extended.
+// Dataset returns a read-only view of the index's dataset, rows × dim in
+// device memory (cuvsCagraIndexGetDataset). Its rows may be padded to 16
+// bytes (the view is then strided), and it is empty (no rows) for a
+// compressed index. The view expires when the index is closed or extended;
+// while it is bound to a call or retained (by an index made with
+// IndexFromArgs, say), the index refuses Close and Extend.
 func (idx *Index) Dataset() (dlpack.View, error) {
 	return idx.internalView("cagra.Index.Dataset", generated.CuvsCagraIndexGetDataset)
 }
 
 // Graph returns a read-only view of the index's graph, rows × degree uint32
-// in device memory (cuvsCagraIndexGetGraph). The view expires when the index
-// is closed or extended.
+// in device memory (cuvsCagraIndexGetGraph). It expires as Dataset's does.
 func (idx *Index) Graph() (dlpack.View, error) {
 	return idx.internalView("cagra.Index.Graph", generated.CuvsCagraIndexGetGraph)
 }
 
 func (idx *Index) internalView(op string, get func(generated.CuvsCagraIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
-	if !idx.state.Enter() {
+	// idx.mu, not a shared use: Close and Extend, which expire the views,
+	// hold it, so a view is never added behind their back.
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.state.Closed() {
 		return dlpack.View{}, fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
-	defer idx.state.Leave()
 	mt := cDLManaged()
 	if err := get(idx.h, mt); err != nil {
 		cFree(unsafe.Pointer(mt))
@@ -568,9 +629,7 @@ func (idx *Index) internalView(op string, get func(generated.CuvsCagraIndex_t, *
 		cFree(unsafe.Pointer(mt))
 		return dlpack.View{}, fmt.Errorf("%s: %w", op, err)
 	}
-	idx.mu.Lock()
 	idx.imported = append(idx.imported, importedView{im, mt})
-	idx.mu.Unlock()
 	return v, nil
 }
 
@@ -591,23 +650,31 @@ func (idx *Index) expireViews(op string) error {
 }
 
 // Close frees the index, waiting for searches in flight, expires its
-// dataset and graph views and ends its borrows. Closing twice is harmless.
+// dataset and graph views and ends its borrows. It refuses while a view of
+// the index is in use (bound to a call, or retained by another index).
+// Closing twice is harmless; if freeing the index fails, the index keeps its
+// borrows and a later Close tries again. C call: cuvsCagraIndexDestroy.
 func (idx *Index) Close() error {
 	const op = "cagra.Index.Close"
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	if idx.state.Closed() {
+	if idx.destroyed {
 		return nil
 	}
-	if err := idx.expireViews(op); err != nil {
-		return err
+	if !idx.state.Closed() {
+		if err := idx.expireViews(op); err != nil {
+			return err
+		}
+		idx.state.Close()
+		idx.clean.Stop()
 	}
-	idx.state.Close()
-	idx.clean.Stop()
-	err := generated.CuvsCagraIndexDestroy(idx.h)
+	if err := generated.CuvsCagraIndexDestroy(idx.h); err != nil {
+		return safe.Wrap(op, err)
+	}
+	idx.destroyed = true
 	for _, r := range idx.borrows {
 		r.End()
 	}
 	idx.borrows = nil
-	return safe.Wrap(op, err)
+	return nil
 }

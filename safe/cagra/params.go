@@ -1,8 +1,6 @@
 package cagra
 
 import (
-	"unsafe"
-
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 )
@@ -19,35 +17,52 @@ const (
 	ACE             = GraphBuildAlgo(generated.CuvsCagraGraphBuildAlgo_ACE)
 )
 
+// String returns cuVS's name of the algorithm, e.g. "NN_DESCENT".
 func (a GraphBuildAlgo) String() string { return generated.CuvsCagraGraphBuildAlgo(a).String() }
 
 // IndexParams configures Build (and Merge). Start from DefaultIndexParams,
-// which holds cuVS's defaults read from the library.
+// which holds cuVS's defaults read from the library, and change what you
+// need; Build checks the values before any C call.
 type IndexParams struct {
-	Metric                  safe.Metric
-	IntermediateGraphDegree int // degree of the kNN graph before pruning
-	GraphDegree             int // degree of the final graph
-	BuildAlgo               GraphBuildAlgo
-	NNDescentIterations     int // for NNDescent
+	// Metric is the distance: CAGRA supports L2Expanded, InnerProduct,
+	// CosineExpanded and (int8/uint8 data) BitwiseHamming.
+	Metric safe.Metric
+	// IntermediateGraphDegree is the degree of the kNN graph before
+	// pruning, at least GraphDegree.
+	IntermediateGraphDegree int
+	// GraphDegree is the degree of the final graph, below the number of
+	// rows.
+	GraphDegree int
+	// BuildAlgo is how the kNN graph is made.
+	BuildAlgo GraphBuildAlgo
+	// NNDescentIterations bounds the NNDescent graph build.
+	NNDescentIterations int
 	// IVFPQ tunes the IVFPQ graph build; nil lets cuVS choose from the
 	// dataset's shape.
 	IVFPQ *IVFPQGraphParams
 	// ACE configures the ACE graph build (BuildAlgo ACE); nil uses cuVS's
-	// defaults.
+	// defaults. A non-nil value replaces all of them: start from
+	// DefaultACEParams.
 	ACE *ACEParams
-	// Compression, if not nil, compresses the dataset (VQ + PQ) in the index.
+	// Compression, if not nil, compresses the dataset (VQ + PQ) in the
+	// index (L2Expanded only); start from DefaultCompressionParams.
 	Compression *CompressionParams
 }
 
 // IVFPQGraphParams tunes the IVF-PQ graph build. A nil Build or Search keeps
-// cuVS's choice for the dataset's shape.
+// cuVS's choice for the dataset's shape; start non-nil ones from
+// DefaultIVFPQBuildParams and DefaultIVFPQSearchParams.
 type IVFPQGraphParams struct {
-	Build          *IVFPQBuildParams
-	Search         *IVFPQSearchParams
-	RefinementRate float32 // > 1 refines the graph with exact distances
+	Build          *IVFPQBuildParams  // IVF-PQ index parameters
+	Search         *IVFPQSearchParams // IVF-PQ search parameters
+	RefinementRate float32            // > 1 refines the graph with exact distances
 }
 
 // IVFPQBuildParams are IVF-PQ's index parameters (cuvsIvfPqIndexParams).
+// For CAGRA's graph build, cuVS v26.06 reads AddDataOnBuild, NLists,
+// KMeansNIters, KMeansTrainsetFraction, PQBits, PQDim, CodebookKind,
+// ForceRandomRotation, ConservativeMemoryAllocation and
+// MaxTrainPointsPerPQCode; the metric is IndexParams.Metric.
 type IVFPQBuildParams struct {
 	Metric                       safe.Metric
 	MetricArg                    float32
@@ -65,7 +80,9 @@ type IVFPQBuildParams struct {
 }
 
 // IVFPQSearchParams are IVF-PQ's search parameters (cuvsIvfPqSearchParams).
-// The dtypes are CUDA's cudaDataType_t values (0 is CUDA_R_32F).
+// The dtypes are CUDA's cudaDataType_t values (0 is CUDA_R_32F, 2
+// CUDA_R_16F). For CAGRA's graph build, cuVS v26.06 reads NProbes, LUTDtype,
+// InternalDistanceDtype and PreferredShmemCarveout.
 type IVFPQSearchParams struct {
 	NProbes                uint32
 	LUTDtype               int32
@@ -75,25 +92,26 @@ type IVFPQSearchParams struct {
 	PreferredShmemCarveout float64
 }
 
-// ACEParams configure the ACE graph build, for datasets larger than device
-// memory.
+// ACEParams configure the ACE graph build (partitioned, for datasets larger
+// than device memory; the dataset must be in host memory).
 type ACEParams struct {
-	NPartitions     int
-	EFConstruction  int
-	BuildDir        string
-	UseDisk         bool
-	MaxHostMemoryGB float64
-	MaxGPUMemoryGB  float64
+	NPartitions     int     // partitions; 0 lets cuVS choose
+	EFConstruction  int     // search width while building
+	BuildDir        string  // where ACE writes its files when UseDisk
+	UseDisk         bool    // keep partitions on disk rather than in memory
+	MaxHostMemoryGB float64 // host memory ACE may use; 0 lets cuVS choose
+	MaxGPUMemoryGB  float64 // device memory ACE may use; 0 lets cuVS choose
 }
 
-// CompressionParams configure VQ + PQ compression of the dataset.
+// CompressionParams configure VQ + PQ compression of the dataset
+// (cuvsCagraCompressionParams); zero sizes and fractions let cuVS choose.
 type CompressionParams struct {
-	PQBits                   uint32
-	PQDim                    uint32
-	VQNCenters               uint32
-	KMeansNIters             uint32
-	VQKMeansTrainsetFraction float64
-	PQKMeansTrainsetFraction float64
+	PQBits                   uint32  // bits per PQ code
+	PQDim                    uint32  // PQ dimension
+	VQNCenters               uint32  // VQ centers
+	KMeansNIters             uint32  // k-means iterations
+	VQKMeansTrainsetFraction float64 // fraction of the data that trains VQ
+	PQKMeansTrainsetFraction float64 // fraction of the data that trains PQ
 }
 
 // ExtendParams configure Extend.
@@ -134,29 +152,30 @@ const (
 // batches (cuVS's documentation recommends it for batch sizes of a few
 // queries issued from many threads).
 type SearchParams struct {
-	MaxQueries            int // queries per batch; 0 lets cuVS choose
-	ITopKSize             int // size of the internal top-k list: raise for recall
-	MaxIterations         int // 0 lets cuVS choose
-	Algo                  SearchAlgo
-	TeamSize              int // 0 lets cuVS choose
-	SearchWidth           int // graph nodes expanded per iteration
-	MinIterations         int
-	ThreadBlockSize       int // 0 lets cuVS choose
-	HashmapMode           HashMode
-	HashmapMinBitlen      int
-	HashmapMaxFillRate    float32
-	NumRandomSamplings    uint32
-	RandXORMask           uint64
-	Persistent            bool
-	PersistentLifetime    float32 // seconds
-	PersistentDeviceUsage float32 // fraction of the device
+	MaxQueries            int        // queries per batch; 0 lets cuVS choose
+	ITopKSize             int        // size of the internal top-k list (at least k): raise for recall
+	MaxIterations         int        // 0 lets cuVS choose
+	Algo                  SearchAlgo // search kernel
+	TeamSize              int        // threads per distance computation; 0 lets cuVS choose
+	SearchWidth           int        // graph nodes expanded per iteration
+	MinIterations         int        // iterations before the search may stop
+	ThreadBlockSize       int        // 0 lets cuVS choose, else 64 to 1024, a power of two
+	HashmapMode           HashMode   // visited-set hashmap
+	HashmapMinBitlen      int        // hashmap size: at least 2^HashmapMinBitlen (≤ 20); 0 lets cuVS choose
+	HashmapMaxFillRate    float32    // in [0.1, 0.9)
+	NumRandomSamplings    uint32     // random starting nodes sampled per query
+	RandXORMask           uint64     // seed of that sampling
+	Persistent            bool       // use the persistent kernel (see above)
+	PersistentLifetime    float32    // seconds the persistent kernel outlives the last search
+	PersistentDeviceUsage float32    // fraction of the device the persistent kernel uses, in [0, 1]
 }
 
 // DefaultIndexParams returns cuVS's defaults, read from the loaded library
-// (cuvsCagraIndexParamsCreate). IVFPQ, ACE and Compression are nil: cuVS
-// picks them from the dataset (see DefaultIVFPQBuildParams,
-// DefaultIVFPQSearchParams, DefaultCompressionParams to start from its
-// values).
+// (cuvsCagraIndexParamsCreate): L2Expanded, intermediate graph degree 128,
+// graph degree 64, the IVFPQ graph build, 20 NN-Descent iterations in
+// cuVS v26.06. IVFPQ, ACE and Compression are nil: cuVS picks them from the
+// dataset (start from DefaultIVFPQBuildParams, DefaultIVFPQSearchParams,
+// DefaultACEParams or DefaultCompressionParams to set them).
 func DefaultIndexParams() (IndexParams, error) {
 	const op = "cagra.DefaultIndexParams"
 	var p generated.CuvsCagraIndexParams_t
@@ -195,58 +214,53 @@ func FromHNSWParams(rows, dim int64, m, efConstruction int, h Heuristic, metric 
 	if rows < 1 || dim < 1 || m < 1 || efConstruction < 1 {
 		return IndexParams{}, safe.Argf(op, "rows/dim/m/efConstruction", "all must be positive (got %d, %d, %d, %d)", rows, dim, m, efConstruction)
 	}
+	if h != SimilarSearchPerformance && h != SameGraphFootprint {
+		return IndexParams{}, safe.Argf(op, "h", "%d is not a heuristic", h)
+	}
+	if !metric.Valid() {
+		return IndexParams{}, safe.Argf(op, "metric", "%d is not a metric", metric)
+	}
 	var p generated.CuvsCagraIndexParams_t
 	if err := generated.CuvsCagraIndexParamsCreate(&p); err != nil {
 		return IndexParams{}, safe.Wrap(op, err)
 	}
 	created := p.GraphBuildParams // the IVF-PQ object Create allocated
 	// From 1e6 rows cuVS writes through the IVF-PQ object's build and search
-	// params, which Create leaves NULL: give it real ones (releaseParams
-	// frees them).
+	// params, which Create leaves NULL: give it real ones
+	// (destroyIndexParams frees them).
 	ip := (*generated.CuvsIvfPqParams)(created)
 	if err := generated.CuvsIvfPqIndexParamsCreate(&ip.IvfPqBuildParams); err != nil {
-		releaseParams(p, created)
+		ip.IvfPqBuildParams = nil
+		destroyIndexParams(p, created)
 		return IndexParams{}, safe.Wrap(op, err)
 	}
 	if err := generated.CuvsIvfPqSearchParamsCreate(&ip.IvfPqSearchParams); err != nil {
-		releaseParams(p, created)
+		ip.IvfPqSearchParams = nil
+		destroyIndexParams(p, created)
 		return IndexParams{}, safe.Wrap(op, err)
 	}
 	err := generated.CuvsCagraIndexParamsFromHnswParams(p, rows, dim, int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), metric.C())
 	out := indexParamsFromC(p)
-	// cuVS v26.06 writes L2Expanded whatever metric it is given.
+	// cuVS v26.06 writes its C++ default metric (L2Expanded) whatever
+	// metric it is given.
 	out.Metric = metric
 	if err == nil && out.BuildAlgo == IVFPQ && p.GraphBuildParams == created {
 		out.IVFPQ = ivfpqFromC(ip)
 	}
-	if err == nil && out.BuildAlgo == ACE && p.GraphBuildParams != nil && p.GraphBuildParams != created {
-		a := (*generated.CuvsAceParams)(p.GraphBuildParams)
-		out.ACE = aceFromC(a)
-	}
-	releaseParams(p, created)
-	return out, safe.Wrap(op, err)
-}
-
-// releaseParams destroys params made by cuvsCagraIndexParamsCreate after the
-// library changed them, so that Destroy frees what is there: the object
-// Create allocated is an IVF-PQ one, so build_algo is set back to IVF_PQ
-// whenever graph_build_params still points to it. (A Destroy that reads
-// another build_algo would free it as the wrong type.)
-func releaseParams(p *generated.CuvsCagraIndexParams, created unsafe.Pointer) {
-	if p.GraphBuildParams == created {
-		p.BuildAlgo = generated.CuvsCagraGraphBuildAlgo_IVF_PQ
-		if ip := (*generated.CuvsIvfPqParams)(created); ip != nil {
-			if ip.IvfPqBuildParams != nil {
-				_ = generated.CuvsIvfPqIndexParamsDestroy(ip.IvfPqBuildParams)
-				ip.IvfPqBuildParams = nil
-			}
-			if ip.IvfPqSearchParams != nil {
-				_ = generated.CuvsIvfPqSearchParamsDestroy(ip.IvfPqSearchParams)
-				ip.IvfPqSearchParams = nil
-			}
+	if g := p.GraphBuildParams; g != nil && g != created && p.BuildAlgo == generated.CuvsCagraGraphBuildAlgo_ACE {
+		// cuVS replaced graph_build_params by ACE params of its own (new,
+		// build_dir strdup'd), which cuvsAceParamsDestroy frees.
+		a := (*generated.CuvsAceParams)(g)
+		if err == nil {
+			out.ACE = aceFromC(a)
 		}
+		_ = generated.CuvsAceParamsDestroy(a)
 	}
-	_ = generated.CuvsCagraIndexParamsDestroy(p)
+	destroyIndexParams(p, created)
+	if err != nil {
+		return IndexParams{}, safe.Wrap(op, err)
+	}
+	return out, nil
 }
 
 func ivfpqFromC(ip *generated.CuvsIvfPqParams) *IVFPQGraphParams {
@@ -319,6 +333,18 @@ func DefaultCompressionParams() (CompressionParams, error) {
 	return out, safe.Wrap(op, generated.CuvsCagraCompressionParamsDestroy(p))
 }
 
+// DefaultACEParams returns cuVS's default ACE graph-build parameters,
+// read from the library (cuvsAceParamsCreate).
+func DefaultACEParams() (ACEParams, error) {
+	const op = "cagra.DefaultACEParams"
+	var p generated.CuvsAceParams_t
+	if err := generated.CuvsAceParamsCreate(&p); err != nil {
+		return ACEParams{}, safe.Wrap(op, err)
+	}
+	out := *aceFromC(p)
+	return out, safe.Wrap(op, generated.CuvsAceParamsDestroy(p))
+}
+
 // DefaultExtendParams returns cuVS's default extend parameters.
 func DefaultExtendParams() (ExtendParams, error) {
 	const op = "cagra.DefaultExtendParams"
@@ -350,10 +376,14 @@ func DefaultSearchParams() (SearchParams, error) {
 	return out, safe.Wrap(op, generated.CuvsCagraSearchParamsDestroy(p))
 }
 
-// toC fills the C search parameters; they hold no pointers, so a Go value
-// can be handed to C.
-func (s *SearchParams) toC() generated.CuvsCagraSearchParams {
-	return generated.CuvsCagraSearchParams{
+// toC makes C search parameters (cuvsCagraSearchParamsCreate) holding s;
+// the caller destroys them (cuvsCagraSearchParamsDestroy).
+func (s *SearchParams) toC(op string) (generated.CuvsCagraSearchParams_t, error) {
+	var p generated.CuvsCagraSearchParams_t
+	if err := generated.CuvsCagraSearchParamsCreate(&p); err != nil {
+		return nil, safe.Wrap(op, err)
+	}
+	*p = generated.CuvsCagraSearchParams{
 		MaxQueries: uint64(s.MaxQueries), ItopkSize: uint64(s.ITopKSize), MaxIterations: uint64(s.MaxIterations),
 		Algo: generated.CuvsCagraSearchAlgo(s.Algo), TeamSize: uint64(s.TeamSize), SearchWidth: uint64(s.SearchWidth),
 		MinIterations: uint64(s.MinIterations), ThreadBlockSize: uint64(s.ThreadBlockSize),
@@ -362,6 +392,7 @@ func (s *SearchParams) toC() generated.CuvsCagraSearchParams {
 		RandXorMask: s.RandXORMask, Persistent: s.Persistent, PersistentLifetime: s.PersistentLifetime,
 		PersistentDeviceUsage: s.PersistentDeviceUsage,
 	}
+	return p, nil
 }
 
 func (s *SearchParams) validate(op string) error {

@@ -1,0 +1,49 @@
+// Package cagra is CAGRA: graph-based approximate nearest-neighbour search
+// on the GPU, the fastest cuVS index for small batches.
+//
+// # Building
+//
+// Build makes an index from a dataset (float32, float16, int8 or uint8,
+// row-major, in host or device memory) with IndexParams: start from
+// DefaultIndexParams, which reads cuVS's defaults from the library, and
+// choose the graph build (IVF-PQ, NN-Descent, iterative search, ACE for
+// datasets larger than device memory) and optional VQ/PQ compression.
+// FromHNSWParams derives the parameters from HNSW's M and ef_construction.
+// IndexFromArgs makes an index from a graph you already have, Merge one
+// index from several, Deserialize one from a file written by Serialize.
+//
+// # Searching
+//
+// Search takes queries, neighbors (uint32 or int64) and distances (float32)
+// in device memory, k being the number of columns of neighbors, and
+// optionally a bitset filter (safe.NewBitsetFilterAllowing) for the index's
+// row count. Results are ready once the Resources' stream is synchronized.
+// Any number of goroutines may search one index at once, each with its own
+// safe.Resources and output buffers: Search takes no lock across the C call
+// and allocates nothing on the Go heap. Extend needs the index alone: it is
+// refused with safe.ErrBusy while searches are in flight (and searches
+// while it runs). Close waits for the searches in flight; later calls fail
+// with safe.ErrClosed.
+//
+// # Lifetimes
+//
+// cuVS copies a host dataset, but keeps a reference to a device dataset
+// whose rows are a multiple of 16 bytes (float32 rows of 4, 8, 12, ...
+// values), unless it compresses it: the index then borrows the dataset
+// until Close, and its owner (a safe.DeviceMatrix, say) refuses to be freed
+// or written meanwhile, with an error that names the index. IndexFromArgs
+// borrows a device graph, and the dataset under the same rule. The views
+// Dataset and Graph look into the index's own memory: they expire when the
+// index is closed or extended, and the index refuses to close while one is
+// in use.
+//
+// # The C API
+//
+// Each function names the cuVS functions it calls. Every params object
+// handed to cuVS is made by the library's own Create function and freed
+// with the matching Destroy. cuvsCagraIndexParamsDestroy frees
+// graph_build_params according to the build_algo it finds, which is
+// undefined behaviour when build_algo no longer matches what Create
+// allocated; the package always hands it back what Create made, so that
+// trap cannot be reached from Go.
+package cagra

@@ -1,0 +1,115 @@
+package cagra
+
+import (
+	"github.com/x448/float16"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/safe"
+)
+
+// WarmUp pays, before a service takes traffic, what the first search of a
+// new process costs: cuVS v26.06 links its CAGRA search kernels at run time
+// on first use, which took ~5 s on an H200 (a later process finds them
+// cached and starts in tens of milliseconds). It searches batch all-zero
+// queries for k neighbors of type neighbors (dlpack.Uint32 or dlpack.Int64)
+// with params, waits for the search, and frees the scratch memory it
+// allocated on res.
+//
+// Warm up with the parameters, batch size, k and neighbor type you will
+// serve with: cuVS picks (and links) a kernel per combination. The cost was
+// measured once per process, not per Resources, so one WarmUp on one
+// Resources serves every goroutine (examples/serving would show otherwise:
+// a max latency of seconds in its first step). WarmUp is a search: it may
+// run while other goroutines search.
+func (idx *Index) WarmUp(res *safe.Resources, params *SearchParams, batch, k int, neighbors dlpack.DataType) error {
+	const op = "cagra.Index.WarmUp"
+	if batch < 1 {
+		return safe.Argf(op, "batch", "%d, want at least 1", batch)
+	}
+	if k < 1 {
+		return safe.Argf(op, "k", "%d, want at least 1", k)
+	}
+	if neighbors != dlpack.Uint32 && neighbors != dlpack.Int64 {
+		return safe.Argf(op, "neighbors", "dtype %s, want uint32 or int64", neighbors)
+	}
+	switch idx.DType() {
+	case dlpack.Float32:
+		return warmUp[float32](idx, res, params, batch, k, neighbors)
+	case dlpack.Float16:
+		return warmUp[float16.Float16](idx, res, params, batch, k, neighbors)
+	case dlpack.Int8:
+		return warmUp[int8](idx, res, params, batch, k, neighbors)
+	case dlpack.Uint8:
+		return warmUp[uint8](idx, res, params, batch, k, neighbors)
+	}
+	return safe.Argf(op, "index", "element type %s is not one CAGRA searches", idx.DType())
+}
+
+func warmUp[T dlpack.DType](idx *Index, res *safe.Resources, params *SearchParams, batch, k int, nt dlpack.DataType) (err error) {
+	q, err := safe.DeviceMatrixFrom(res, make([]T, batch*int(idx.Dim())), batch, int(idx.Dim()))
+	if err != nil {
+		return err
+	}
+	defer closeInto(&err, q)
+	d, err := safe.NewDeviceMatrix[float32](res, batch, k)
+	if err != nil {
+		return err
+	}
+	defer closeInto(&err, d)
+	var n interface {
+		dlpack.TensorMut
+		Close() error
+	}
+	if nt == dlpack.Uint32 {
+		n, err = safe.NewDeviceMatrix[uint32](res, batch, k)
+	} else {
+		n, err = safe.NewDeviceMatrix[int64](res, batch, k)
+	}
+	if err != nil {
+		return err
+	}
+	defer closeInto(&err, n)
+	if err := idx.Search(res, params, q, n, d, nil); err != nil {
+		return err
+	}
+	return res.Sync()
+}
+
+// closeInto closes c, keeping the first error in *err.
+func closeInto(err *error, c interface{ Close() error }) {
+	if e := c.Close(); *err == nil {
+		*err = e
+	}
+}
+
+// WithPersistentKernel returns p set for CAGRA's persistent search kernel:
+// Persistent on, Algo SingleCTA (the only kernel that has a persistent
+// form), and, where not zero, PersistentLifetime (seconds the kernel keeps
+// running after the last search; cuVS's default is 2) and
+// PersistentDeviceUsage (the fraction of the GPU's maximum grid it
+// occupies, in (0, 1]; cuVS's default is 1).
+//
+// One kernel then stays resident and takes the searches of every goroutine
+// through a queue, which saves a kernel launch per search: it is meant for
+// many goroutines each searching a few queries at a time. Its caveats,
+// from cuVS's documentation: every search sharing it must use the same
+// index and parameters; the first persistent search pays the kernel's
+// start; while it runs it holds the GPU, so other work on the device makes
+// the setup fragile (other kernels usually run but with no progress
+// guarantee, CUDA allocations block the context, which the memory pool
+// Load enables hides, and copies to pageable host memory, e.g. a Go slice,
+// may block it: copy results through a safe.PinnedMatrix instead); a usage
+// of 1 sometimes hurts, ~0.9 costs little and leaves a few multiprocessors
+// free. Measure it against the default kernel on your workload (the
+// examples/serving program takes -persistent on).
+func (p SearchParams) WithPersistentKernel(lifetimeSeconds, deviceUsage float32) SearchParams {
+	p.Persistent = true
+	p.Algo = SingleCTA
+	if lifetimeSeconds != 0 {
+		p.PersistentLifetime = lifetimeSeconds
+	}
+	if deviceUsage != 0 {
+		p.PersistentDeviceUsage = deviceUsage
+	}
+	return p
+}

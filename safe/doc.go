@@ -1,0 +1,91 @@
+// Package safe is the safe layer of the Go bindings for NVIDIA cuVS: loading
+// the library, resources, device and pinned memory, filters, and the errors
+// and rules that the algorithm packages (safe/bruteforce, safe/cagra) share.
+// Nothing in its API is a cgo type, and misuse comes back as an error, not
+// as undefined behaviour in C.
+//
+// # Loading
+//
+// Call Load once before anything else. It finds libcuvs_c (WithLibrary,
+// else $CUVS_LIBRARY, else the dynamic loader's search for libcuvs_c.so,
+// else $CONDA_PREFIX/lib), refuses a library whose major.minor version is
+// not the one the bindings were generated from (ErrVersion, naming both;
+// WithoutVersionCheck overrides), and enables the device memory pool. Later
+// calls do nothing. Until Load succeeds, every call fails with ErrNotLoaded.
+//
+// # The memory pool
+//
+// By default Load switches the device memory resource to a pool
+// (cuvsRMMPoolMemoryResourceEnable): DefaultPoolInitialPercent (10%) of the
+// device's memory is reserved at once, and the pool grows to at most
+// DefaultPoolMaxPercent (60%). Without it, cuVS allocates and frees device
+// memory with blocking calls in every search, and concurrent searches do
+// not scale (on an H200, a CAGRA search stays at ~2.9k queries/s however
+// many goroutines search; with the pool, throughput grows with them).
+//
+// The memory resource belongs to the whole process, not to a Resources:
+// every later cuVS call, and any other user of RMM in the process (another
+// library, Python through cgo), allocates from the pool, and the reserved
+// memory is held until ResetMemoryResource. Choose the sizes with
+// WithMemoryPool, or keep cuVS's default resource with WithoutMemoryPool
+// when something else manages device memory. EnableMemoryPool and
+// ResetMemoryResource change it later, for the whole process too.
+//
+// # Resources
+//
+// A Resources is a cuVS resources handle: a CUDA stream and the device it
+// works on. Every call takes one. Calls on one Resources are serialized (a
+// Resources may be shared, but then its goroutines take turns); give each
+// goroutine that searches its own Resources, and the searches run in
+// parallel, on one index if you like. Work is queued on the stream: results
+// written to device memory are ready once Resources.Sync returns (the
+// copies to Go memory, such as DeviceMatrix.ToHost, wait by themselves).
+//
+// # Tensors
+//
+// Functions take tensors as dlpack.Tensor (inputs) and dlpack.TensorMut
+// (outputs). DeviceMatrix and DeviceVector own device memory from cuVS's
+// memory resource (cuvsRMMAlloc); PinnedMatrix owns page-locked host memory
+// (cuvsRMMHostAlloc), readable from Go and usable as device memory by cuVS;
+// dlpack.NewHostMatrix lends a Go slice without copying, for the arguments
+// that accept host memory. A Rule says which memory, element types, rank and
+// layout each argument of each cuVS function accepts: they are checked
+// before any C call, and a refusal is an *ArgError that names the argument.
+// Copy and the DeviceMatrix copy methods move data between host and device
+// (cuvsMatrixCopy).
+//
+// # Lifetimes and borrows
+//
+// Every handle has a Close, which is idempotent; a runtime cleanup frees
+// what is dropped without one, but do not rely on it (device memory is
+// scarcer than the garbage collector knows). Using a handle after Close is
+// an error wrapping ErrClosed.
+//
+// Memory is borrowed, never freed under a user: a call borrows its tensors
+// for its duration, and an index that keeps a reference to its dataset (a
+// brute-force index always, CAGRA on device data whose rows are a multiple
+// of 16 bytes, an index made from a graph) borrows it until the index's
+// Close. Meanwhile the dataset's owner refuses to be closed or written, with
+// a *dlpack.BorrowedError (errors.Is(err, dlpack.ErrBorrowed)) that names
+// the index. Views into an index's own memory (cagra.Index.Dataset, Graph)
+// expire with it: using one afterwards reports dlpack.ErrExpired.
+//
+// # Filters
+//
+// A Filter restricts a search to some rows: a bitset (one bit per index
+// row) or a bitmap (one bit per query and row, brute force only). It is
+// sized for the index's row count, uploaded once, and reusable by any
+// number of searches, concurrent ones included.
+//
+// # Errors
+//
+// A failed cuVS call is an *Error: the Go operation (Op), the C function
+// (Func), cuVS's reason (Reason, the first line of its text without the
+// source location) and its full text with the stack trace (Text);
+// errors.Is(err, ErrCuvs) holds. An argument refused before any C call is
+// an *ArgError (errors.Is(err, ErrInvalidArgument)). The other sentinels:
+// ErrClosed, ErrBusy (an index busy with searches, or with an Extend),
+// ErrVersion, ErrNotLoaded, ErrLibraryNotFound and ErrMissingSymbol (the
+// loaded library lacks a function: an older release, or a build without an
+// algorithm).
+package safe
