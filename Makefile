@@ -39,10 +39,14 @@ lint:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## bench: Go benchmarks with allocations
+## bench: the cost of a call through the bindings against the floor, of building from a Go slice, of the generator (with CUVS_INCLUDE_DIR): one table (BENCHMARKS.md)
+BENCH_PKGS ?= ./internal/bench ./dlpack ./gen
+BENCH_COUNT ?= 6
+BENCH_TIME ?= 0.5s
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.out
-	$(BENCHSTAT) bench.out
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -benchtime $(BENCH_TIME) $(BENCH_PKGS) 2>&1 | tee bench.out
+	@! grep -Eq '^(FAIL|--- FAIL|panic:)' bench.out || { echo "make bench: a benchmark failed (bench.out)"; exit 1; }
+	@echo; $(BENCHSTAT) -format csv bench.out 2>/dev/null | $(GO) run ./internal/bench/benchtable
 
 ## gpu-interop: build, on this machine, what the GPU machine runs to check DLPack interop with PyTorch and CuPy
 gpu-interop:
@@ -55,3 +59,21 @@ fuzz:
 
 clean:
 	rm -rf build bench.out
+
+## serving: build the Go serving benchmark (examples/serving) into build/serving, for a GPU machine with libcuvs
+serving:
+	$(GO) build -o build/serving ./examples/serving
+
+## cbench: build the same workload in C (internal/cbench; it dlopens libcuvs_c at run time) into build/cbench
+cbench:
+	@mkdir -p build
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Igenerated internal/cbench/csrc/cbench.c -o build/cbench -pthread -ldl
+
+## serving-smoke: both programs side by side (compare.sh) against the ABI test double: the numbers mean nothing
+serving-smoke: serving cbench
+	$(GO) run ./internal/cuvsdouble/cmd/cuvsdouble-build -o $(CURDIR)/build/double/libcuvs_c.so
+	SERVING=$(CURDIR)/build/serving CBENCH=$(CURDIR)/build/cbench OUT=$(CURDIR)/build/serving-smoke \
+	  sh examples/serving/compare.sh -lib $(CURDIR)/build/double/libcuvs_c.so \
+	  -n 2000 -dim 32 -k 10 -itopk 32 -graph-degree 16 -goroutines 1,2,4 -seconds 0.2
+
+.PHONY: serving cbench serving-smoke

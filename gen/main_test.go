@@ -408,19 +408,59 @@ func TestCommittedMatchesHeaders(t *testing.T) {
 	}
 }
 
-// BenchmarkGenerate parses and emits the headers CUVS_INCLUDE_DIR points at.
+// BenchmarkGenerate measures the generator on the cuVS headers
+// CUVS_INCLUDE_DIR points at (all of v26.06.00 for the committed bindings,
+// HNSW and multi-GPU included): parse (cc/v4 to the API model), emit (the
+// model to every generated file, in memory) and both, which is what
+// `go run ./gen` does but for c-for-go's types package and writing files.
+// DLPack's header comes from DLPACK_INCLUDE_DIR or is searched for as the
+// generator does. Skipped when CUVS_INCLUDE_DIR is not set.
 func BenchmarkGenerate(b *testing.B) {
-	inc, dl := os.Getenv("CUVS_INCLUDE_DIR"), os.Getenv("DLPACK_INCLUDE_DIR")
-	if inc == "" || dl == "" {
-		b.Skip("set CUVS_INCLUDE_DIR and DLPACK_INCLUDE_DIR to the cuVS and DLPack headers")
+	if os.Getenv("CUVS_INCLUDE_DIR") == "" {
+		b.Skip("set CUVS_INCLUDE_DIR (and DLPACK_INCLUDE_DIR) to the cuVS and DLPack headers")
 	}
-	for i := 0; i < b.N; i++ {
-		a, err := parse.Headers(parse.Options{CuvsInclude: resolveCuvsInclude(inc), DLPackInclude: dl, HNSW: true, MultiGPU: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := emit.Files(a); err != nil {
-			b.Fatal(err)
-		}
+	c := config{hnsw: true, multiGPU: true}
+	opts, ok, err := c.headerOptions()
+	if err != nil {
+		b.Fatal(err)
 	}
+	if !ok {
+		b.Skip("no cuVS headers in CUVS_INCLUDE_DIR")
+	}
+	api, err := parse.Headers(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	funcs := float64(len(api.Functions))
+	b.Run("parse", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parse.Headers(opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(funcs, "funcs")
+	})
+	b.Run("emit", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := emit.Files(api); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(funcs, "funcs")
+	})
+	b.Run("parse+emit", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			a, err := parse.Headers(opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := emit.Files(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(funcs, "funcs")
+	})
 }

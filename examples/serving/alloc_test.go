@@ -1,0 +1,95 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+)
+
+// TestSearchAllocatesNothing holds the serving hot path to zero Go heap
+// allocations per search: cagra.Index.Search with safe.DeviceMatrix tensors,
+// the worker's search (a view of the next query batch, Search, Sync) and
+// the latency bookkeeping.
+func TestSearchAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items, so pooled call state is reallocated")
+	}
+	safetest.Check(t)
+	c := tiny()
+	res := safetest.Resources(t)
+	idx, _, err := build(res, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	sp, err := searchParams(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	q, err := safe.DeviceMatrixFrom(res, randomMatrix(7, 2, c.dim), 2, c.dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, q)
+	n, err := safe.NewDeviceMatrix[uint32](res, 2, c.k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, n)
+	n64, err := safe.NewDeviceMatrix[int64](res, 2, c.k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, n64)
+	d, err := safe.NewDeviceMatrix[float32](res, 2, c.k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, d)
+	search := func() {
+		if err := idx.Search(res, &sp, q, n, d, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search64 := func() {
+		if err := idx.Search(res, &sp, q, n64, d, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync := func() {
+		if err := res.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search() // the first call fills the pools
+	for name, f := range map[string]func(){"Search (uint32 neighbors)": search, "Search (int64 neighbors)": search64, "Resources.Sync": sync} {
+		if a := testing.AllocsPerRun(200, f); a != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", name, a)
+		}
+	}
+
+	w, err := newWorker(c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, closer(w.close))
+	var h histogram
+	t0 := time.Now()
+	loop := func() {
+		if err := w.search(idx, &sp); err != nil {
+			t.Fatal(err)
+		}
+		h.record(time.Since(t0))
+	}
+	loop()
+	if a := testing.AllocsPerRun(200, loop); a != 0 {
+		t.Errorf("the serving loop's iteration: %v allocations, want 0", a)
+	}
+}
+
+type closer func() error
+
+func (c closer) Close() error { return c() }

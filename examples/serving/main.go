@@ -1,0 +1,53 @@
+// Command serving measures online CAGRA search from Go the way a service
+// does it: many goroutines searching one index at once, each with its own
+// safe.Resources (its own CUDA stream) and its own device buffers allocated
+// once, so that a search allocates nothing on the Go heap.
+//
+// It loads libcuvs_c (with the memory pool unless -pool off), builds a CAGRA
+// index from uniform random data, warms up with one search (the first
+// search of a process links cuVS's kernels: ~5 s), then for each count in
+// -goroutines runs that many goroutines, each calling Search then
+// Resources.Sync in a loop for -seconds, and prints one row per count:
+//
+//	goroutines          QPS     p50_us     p99_us     max_us   searches
+//
+// QPS is queries (searches × -batch) per second of wall time; the
+// latencies are per search (search + stream sync), from a log-linear
+// histogram with < 1% buckets.
+//
+// internal/cbench is the same workload in C with pthreads, with the same
+// flags, random data and output: compare.sh runs both on one machine and
+// prints the Go/C ratios. See README.md for the targets, the memory-pool
+// decision and the persistent kernel.
+//
+// Usage, on a machine with a GPU and libcuvs_c:
+//
+//	serving -n 100000 -dim 128 -goroutines 1,8,32 -seconds 5 -pool on -k 10 -itopk 64 -graph-degree 32 -batch 1
+//
+// Flags: -n rows, -dim, -goroutines list, -seconds per step, -pool on|off,
+// -k, -itopk, -graph-degree, -batch, -persistent on|off, -seed, -lib path
+// (else $CUVS_LIBRARY, the loader's search for libcuvs_c.so,
+// $CONDA_PREFIX/lib).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	c, err := parseConfig(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serving:", err)
+		os.Exit(2)
+	}
+	if err := run(c, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "serving:", err)
+		os.Exit(1)
+	}
+}

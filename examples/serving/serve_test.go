@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/cbench"
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/cagra"
+)
+
+// mainEnv makes the test binary run the program's main instead of the
+// tests, so that tests can run the program in a process of its own.
+const mainEnv = "CUVS_SERVING_TEST_MAIN"
+
+// The tests run against the ABI test double, never a real libcuvs_c: the
+// numbers they see mean nothing, the code paths are the real ones.
+func TestMain(m *testing.M) {
+	if os.Getenv(mainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	safetest.Main(m)
+}
+
+// tiny is a workload the double (exact kNN on the CPU) runs in a blink.
+func tiny() config {
+	return config{rows: 600, dim: 16, goroutines: []int{1, 2, 4}, duration: 150 * time.Millisecond,
+		pool: true, k: 5, itopk: 32, graphDegree: 8, batch: 1, seed: 42}
+}
+
+var tinyFlags = []string{"-n", "600", "-dim", "16", "-k", "5", "-itopk", "32", "-graph-degree", "8", "-seconds", "0.15"}
+
+func checkTable(t *testing.T, out string, goroutines []int) cbench.Table {
+	t.Helper()
+	tab, err := cbench.Parse(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var got []int
+	for _, r := range tab.Rows {
+		got = append(got, r.Goroutines)
+		if err := r.Sane(); err != nil {
+			t.Error(err)
+		}
+	}
+	if !slices.Equal(got, goroutines) {
+		t.Errorf("rows for %v goroutines, want %v", got, goroutines)
+	}
+	return tab
+}
+
+// TestServe is the CI smoke test of the program's core, in this process: a
+// few goroutines for a fraction of a second each, a sane table, nothing
+// leaked and no misuse recorded by the double.
+func TestServe(t *testing.T) {
+	safetest.Check(t)
+	for _, persistent := range []bool{false, true} {
+		t.Run(fmt.Sprint("persistent=", persistent), func(t *testing.T) {
+			c := tiny()
+			c.persistent = persistent
+			if persistent {
+				c.goroutines, c.batch = []int{3}, 4
+			}
+			var out bytes.Buffer
+			if err := run(c, &out); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("\n%s", out.String())
+			tab := checkTable(t, out.String(), c.goroutines)
+			if want := fmt.Sprintf("persistent kernel %s", map[bool]string{false: "off", true: "on"}[persistent]); !strings.Contains(strings.Join(tab.Comments, "\n"), want) {
+				t.Errorf("the output does not say %q", want)
+			}
+		})
+	}
+}
+
+// runMain runs the program in a process of its own (this test binary,
+// running main), against the double.
+func runMain(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var o, e bytes.Buffer
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+// TestProgram runs the program as a user does, with its flags, in its own
+// process (so that -pool off really loads without the pool).
+func TestProgram(t *testing.T) {
+	lib := safetest.Control().Path
+	out, errOut, err := runMain(t, append([]string{"-lib", lib, "-pool", "off", "-goroutines", "2,1"}, tinyFlags...)...)
+	if err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	tab := checkTable(t, out, []int{2, 1})
+	if !strings.Contains(tab.Comments[0], "memory pool off") || !strings.Contains(tab.Comments[0], lib) {
+		t.Errorf("first line %q: want the library and the pool", tab.Comments[0])
+	}
+
+	for _, args := range [][]string{{"-pool", "maybe"}, {"-goroutines", "1,x"}, {"-seconds", "0"}, {"-n", "10"}, {"-k", "0"}, {"-nope"}, {"stray"}} {
+		_, errOut, err := runMain(t, args...)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+			t.Errorf("%v: %v (stderr %q), want exit status 2", args, err, errOut)
+		}
+	}
+	_, errOut, err = runMain(t, "-lib", t.TempDir()+"/libcuvs_c.so")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errOut, "serving:") {
+		t.Errorf("a missing library: %v (stderr %q), want exit status 1 and a message", err, errOut)
+	}
+}
+
+// TestGoAndCAgree runs the Go program and the C one (internal/cbench) with
+// the same flags against the double: they must describe the same workload
+// in the same words and print the same table, so that compare.sh can put
+// them side by side.
+func TestGoAndCAgree(t *testing.T) {
+	bin := cbench.Build(t)
+	args := append([]string{"-lib", safetest.Control().Path, "-goroutines", "1,3", "-batch", "2"}, tinyFlags...)
+	goOut, errOut, err := runMain(t, args...)
+	if err != nil {
+		t.Fatalf("go: %v\n%s", err, errOut)
+	}
+	var o, e bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &o, &e
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("c: %v\n%s", err, e.String())
+	}
+	cOut := o.String()
+	t.Logf("go:\n%s\nc:\n%s", goOut, cOut)
+	gt, ct := checkTable(t, goOut, []int{1, 3}), checkTable(t, cOut, []int{1, 3})
+	times := regexp.MustCompile(`[0-9.]+ s\b`)
+	for i := range 4 { // library and pool, index, search, warm-up
+		g := times.ReplaceAllString(strings.Replace(gt.Comments[i], "(go)", "(c)", 1), "_ s")
+		c := times.ReplaceAllString(ct.Comments[i], "_ s")
+		if i == 1 { // the build time is "_ s"; the rest must match
+			g, c = strings.TrimSuffix(g, "_ s"), strings.TrimSuffix(c, "_ s")
+		}
+		if g != c {
+			t.Errorf("comment %d differs:\ngo: %s\nc:  %s", i, g, c)
+		}
+	}
+	if !slices.ContainsFunc(ct.Comments, func(s string) bool { return s == "cuvsdouble: 0 violations, 0 objects live at exit" }) {
+		t.Errorf("c: the double did not report a clean run: %q", ct.Comments)
+	}
+}
+
+// TestSearchesRunInParallel checks that no lock is held across the C call:
+// with every call on a Resources made to take 1 ms (the double's call delay
+// standing in for GPU time), 4 goroutines must get through well over twice
+// the searches of one (4 times, if nothing serializes them).
+func TestSearchesRunInParallel(t *testing.T) {
+	safetest.Check(t)
+	ctl := safetest.Control()
+	ctl.SetCallDelay(time.Millisecond)
+	t.Cleanup(func() { ctl.SetCallDelay(0) })
+	c := tiny()
+	c.duration = 200 * time.Millisecond
+	res := safetest.Resources(t)
+	idx, _, err := build(res, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	sp, err := searchParams(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := step(idx, &sp, c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, err := step(idx, &sp, c, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("1 goroutine: %d searches (p50 %v); 4 goroutines: %d searches (p50 %v)", one.searches, one.p50, four.searches, four.p50)
+	if four.searches <= 2*one.searches {
+		t.Errorf("4 goroutines made %d searches, 1 made %d: searches are serialized", four.searches, one.searches)
+	}
+}
+
+func TestWarmUp(t *testing.T) {
+	safetest.Check(t)
+	c := tiny()
+	res := safetest.Resources(t)
+	idx, _, err := build(res, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := searchParams(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := safetest.Control().Calls("cuvsCagraSearch")
+	for _, nt := range []dlpack.DataType{dlpack.Uint32, dlpack.Int64} {
+		if err := idx.WarmUp(res, &sp, 3, c.k, nt); err != nil {
+			t.Errorf("%s neighbors: %v", nt, err)
+		}
+	}
+	if got := safetest.Control().Calls("cuvsCagraSearch") - calls; got != 2 {
+		t.Errorf("2 warm-ups made %d searches", got)
+	}
+	for _, bad := range []struct {
+		batch, k int
+		nt       dlpack.DataType
+	}{{0, 5, dlpack.Uint32}, {1, 0, dlpack.Uint32}, {1, 5, dlpack.Float32}} {
+		if err := idx.WarmUp(res, &sp, bad.batch, bad.k, bad.nt); !errors.Is(err, safe.ErrInvalidArgument) {
+			t.Errorf("WarmUp(%d, %d, %s): %v, want ErrInvalidArgument", bad.batch, bad.k, bad.nt, err)
+		}
+	}
+	if err := idx.WarmUp(res, &sp, 1, c.rows+1, dlpack.Uint32); !errors.Is(err, safe.ErrInvalidArgument) {
+		t.Errorf("k beyond the index's rows: %v, want ErrInvalidArgument", err)
+	}
+	if err := idx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.WarmUp(res, &sp, 1, c.k, dlpack.Uint32); !errors.Is(err, safe.ErrClosed) {
+		t.Errorf("after Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestWithPersistentKernel(t *testing.T) {
+	sp, err := cagra.DefaultSearchParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sp.WithPersistentKernel(0, 0)
+	if !p.Persistent || p.Algo != cagra.SingleCTA || p.PersistentLifetime != sp.PersistentLifetime || p.PersistentDeviceUsage != sp.PersistentDeviceUsage {
+		t.Errorf("WithPersistentKernel(0, 0) = %+v (from %+v)", p, sp)
+	}
+	p = sp.WithPersistentKernel(0.5, 0.9)
+	if p.PersistentLifetime != 0.5 || p.PersistentDeviceUsage != 0.9 || sp.Persistent {
+		t.Errorf("WithPersistentKernel(0.5, 0.9) = %+v; the receiver became %+v", p, sp)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	c, err := parseConfig([]string{"-n", "1000", "-goroutines", "2,16", "-seconds", "0.5", "-pool", "off", "-persistent", "on", "-batch", "10", "-lib", "/x.so"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.rows != 1000 || !slices.Equal(c.goroutines, []int{2, 16}) || c.duration != 500*time.Millisecond ||
+		c.pool || !c.persistent || c.batch != 10 || c.lib != "/x.so" || c.k != 10 || c.itopk != 64 || c.graphDegree != 32 || c.dim != 128 {
+		t.Errorf("got %+v", c)
+	}
+	d, err := parseConfig(nil, io.Discard)
+	if err != nil || d.rows != 100000 || !slices.Equal(d.goroutines, []int{1, 8, 32}) || !d.pool || d.persistent || d.seed != 42 {
+		t.Errorf("defaults: %+v, %v", d, err)
+	}
+	if q := queryBatches(d); q != 64 {
+		t.Errorf("query batches for batch 1, dim 128: %d", q)
+	}
+	if q := queryBatches(config{batch: 10000, dim: 1024}); q != 1 {
+		t.Errorf("query batches for batch 10000, dim 1024: %d", q)
+	}
+}
+
+func TestHistogram(t *testing.T) {
+	// Every value falls in a bucket whose middle is within 0.4% of it,
+	// and buckets are in order.
+	last := -1
+	for _, ns := range []uint64{0, 1, 255, 256, 257, 511, 512, 1000, 331_000, 1 << 40, 1<<63 + 12345, ^uint64(0)} {
+		i := histIndex(ns)
+		if i < 0 || i >= histBuckets || i < last {
+			t.Fatalf("%d ns: bucket %d (previous %d)", ns, i, last)
+		}
+		last = i
+		if v := histValue(i); float64(max(v, ns)-min(v, ns)) > 0.004*float64(ns)+0.5 {
+			t.Errorf("%d ns: bucket %d shows %d", ns, i, v)
+		}
+	}
+	var h histogram
+	if h.percentile(50) != 0 || h.maximum() != 0 {
+		t.Error("an empty histogram has a percentile")
+	}
+	for i := 1; i <= 100; i++ {
+		h.record(time.Duration(i) * time.Microsecond)
+	}
+	near := func(d time.Duration, us float64) bool {
+		return d > time.Duration(us*995)*time.Nanosecond && d < time.Duration(us*1005)
+	}
+	if p := h.percentile(50); !near(p, 50) {
+		t.Errorf("p50 = %v, want 50µs", p)
+	}
+	if p := h.percentile(99); !near(p, 99) {
+		t.Errorf("p99 = %v, want 99µs", p)
+	}
+	if m := h.maximum(); !near(m, 100) {
+		t.Errorf("max = %v, want 100µs", m)
+	}
+	var o histogram
+	o.record(-time.Second)
+	o.add(&h)
+	if o.count() != 101 || o.percentile(0) != 0 || !near(o.percentile(1), 1) { // the 1st and 2nd of 101
+		t.Errorf("merged: %d values, p0 %v, p1 %v", o.count(), o.percentile(0), o.percentile(1))
+	}
+}
+
+func TestRandom(t *testing.T) {
+	// cbench.c has the same generator, so both programs build the same
+	// index and search the same queries: pin its first value (a C build
+	// of cbench.c's splitmix64 gives the same).
+	s := splitmix64(42)
+	if got := s.next(); got != 0xbdd732262feb6e95 {
+		t.Errorf("splitmix64(42) first value %#x", got)
+	}
+	m := randomMatrix(42, 3, 5)
+	for _, v := range m {
+		if v < 0 || v >= 1 {
+			t.Fatalf("%v out of [0, 1)", v)
+		}
+	}
+	if querySeed(42, 0) == querySeed(42, 1) {
+		t.Error("two workers share queries")
+	}
+}

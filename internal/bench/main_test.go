@@ -1,0 +1,11 @@
+package bench_test
+
+import (
+	"testing"
+
+	"github.com/cuvs-go/cuvs/internal/safetest"
+)
+
+// TestMain loads the ABI test double (internal/cuvsdouble) in place of
+// libcuvs_c; the benchmarks turn its instant mode on around their loops.
+func TestMain(m *testing.M) { safetest.Main(m) }
