@@ -376,14 +376,24 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 // (e.g. *safe.DeviceMatrix), and holds no lock across the C call: any
 // number of goroutines may search one index, each with its own Resources.
 //
-// C calls: cuvsCagraSearchParamsCreate, cuvsCagraSearch,
-// cuvsCagraSearchParamsDestroy.
+// The search parameters are handed to C as a Go value (a plain struct
+// that cuVS only reads during the call), so a search makes one C call.
+//
+// C calls: cuvsCagraSearch.
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "cagra.Index.Search"
 	if err := idx.enter(op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
+	c := dlpack.Begin(op)
+	defer c.End()
+	// The work is in search, whose many returns would make these defers
+	// the slower, heap-style kind.
+	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
+}
+
+func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if params == nil || queries == nil || neighbors == nil || distances == nil {
 		return safe.Argf(op, "params/queries/neighbors/distances", "nil")
 	}
@@ -402,26 +412,22 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	if err != nil {
 		return safe.Argf(op, "distances", "%v", err)
 	}
-	nv, _ := nm.View()
-	dv, _ := dm.View()
 	if err := queriesRule.Check(op, &qv); err != nil {
 		return err
 	}
 	if qv.DType() != idx.dtype {
 		return safe.Argf(op, "queries", "dtype %s, the index holds %s", qv.DType(), idx.dtype)
 	}
-	if err := neighborsRule.Check(op, &nv); err != nil {
+	if err := neighborsRule.CheckMut(op, &nm); err != nil {
 		return err
 	}
-	if err := distancesRule.Check(op, &dv); err != nil {
+	if err := distancesRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
 	rows := idx.rows.Load()
-	if _, err := safe.SearchShapes(op, &qv, &nv, &dv, idx.dim, rows); err != nil {
+	if _, err := safe.SearchShapesMut(op, &qv, &nm, &dm, idx.dim, rows); err != nil {
 		return err
 	}
-	c := dlpack.Begin(op)
-	defer c.End()
 	q, err := c.In(&qv)
 	if err != nil {
 		return safe.Argf(op, "queries", "%v", err)
@@ -438,17 +444,13 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	if err != nil {
 		return err
 	}
+	cp := params.cValue()
 	h, err := res.Lock(op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	cp, err := params.toC(op)
-	if err != nil {
-		return err
-	}
-	err = generated.CuvsCagraSearch(h, cp, idx.h, q, n, d, f)
-	_ = generated.CuvsCagraSearchParamsDestroy(cp)
+	err = generated.CuvsCagraSearch(h, &cp, idx.h, q, n, d, f)
+	res.Unlock()
 	return safe.Wrap(op, err)
 }
 

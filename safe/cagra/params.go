@@ -376,14 +376,10 @@ func DefaultSearchParams() (SearchParams, error) {
 	return out, safe.Wrap(op, generated.CuvsCagraSearchParamsDestroy(p))
 }
 
-// toC makes C search parameters (cuvsCagraSearchParamsCreate) holding s;
-// the caller destroys them (cuvsCagraSearchParamsDestroy).
-func (s *SearchParams) toC(op string) (generated.CuvsCagraSearchParams_t, error) {
-	var p generated.CuvsCagraSearchParams_t
-	if err := generated.CuvsCagraSearchParamsCreate(&p); err != nil {
-		return nil, safe.Wrap(op, err)
-	}
-	*p = generated.CuvsCagraSearchParams{
+// cValue fills the C search parameters: a plain struct (no pointers) that
+// cuVS only reads during the call, so a Go value can be handed to C.
+func (s *SearchParams) cValue() generated.CuvsCagraSearchParams {
+	return generated.CuvsCagraSearchParams{
 		MaxQueries: uint64(s.MaxQueries), ItopkSize: uint64(s.ITopKSize), MaxIterations: uint64(s.MaxIterations),
 		Algo: generated.CuvsCagraSearchAlgo(s.Algo), TeamSize: uint64(s.TeamSize), SearchWidth: uint64(s.SearchWidth),
 		MinIterations: uint64(s.MinIterations), ThreadBlockSize: uint64(s.ThreadBlockSize),
@@ -392,7 +388,6 @@ func (s *SearchParams) toC(op string) (generated.CuvsCagraSearchParams_t, error)
 		RandXorMask: s.RandXORMask, Persistent: s.Persistent, PersistentLifetime: s.PersistentLifetime,
 		PersistentDeviceUsage: s.PersistentDeviceUsage,
 	}
-	return p, nil
 }
 
 func (s *SearchParams) validate(op string) error {

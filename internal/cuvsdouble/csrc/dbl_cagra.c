@@ -20,6 +20,7 @@
 #define CG_MAGIC 0x4341475241494458ULL
 
 DBL_HIDDEN cuvsError_t dbl_check_params(const void* p, int kind);
+DBL_HIDDEN cuvsError_t dbl_check_plain_params(const void* p, int kind);
 DBL_HIDDEN cuvsError_t dbl_check_graph_build_params(cuvsCagraIndexParams_t p);
 
 typedef struct {
@@ -557,7 +558,7 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
   int nb32 = dl_is_dtype(nb->dtype, kDLUInt, 32);
   EXPECTS(nb32 || dl_is_dtype(nb->dtype, kDLInt, 64),
           "neighbors should be of type uint32_t or int64_t");
-  TRY(dbl_check_params(params, K_CAGRA_SEARCH_PARAMS));
+  TRY(dbl_check_plain_params(params, K_CAGRA_SEARCH_PARAMS));
   cg_impl* impl;
   TRY(cg_impl_data(index, &impl));
   if (q->dtype.bits != impl->dtype.bits) {
@@ -625,7 +626,7 @@ DBL_API cuvsError_t cuvsCagraSearch(cuvsResources_t res, cuvsCagraSearchParams_t
 static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* add,
                              cuvsCagraIndex_t index)
 {
-  TRY(dbl_check_params(params, K_CAGRA_EXTEND_PARAMS));
+  TRY(dbl_check_plain_params(params, K_CAGRA_EXTEND_PARAMS));
   TRY(dl_check_ptr(add, "additional_dataset"));
   TRY(cg_handle(index));
   const DLTensor* t = &add->dl_tensor;

@@ -33,6 +33,52 @@ static cuvsError_t out_null(void)
 }
 
 /* Destroy of a plain params struct: `delete params` in cuVS (NULL is fine). */
+/* Addresses of plain params structs destroyed lately: passing one again is a
+ * use after free, which dbl_check_plain_params reports. */
+#define RECENT_DESTROYED 256
+static const void* g_destroyed[RECENT_DESTROYED];
+static unsigned g_destroyed_next;
+static pthread_mutex_t g_destroyed_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_destroyed(const void* p)
+{
+  pthread_mutex_lock(&g_destroyed_mu);
+  g_destroyed[g_destroyed_next++ % RECENT_DESTROYED] = p;
+  pthread_mutex_unlock(&g_destroyed_mu);
+}
+
+static int recently_destroyed(const void* p)
+{
+  int found = 0;
+  pthread_mutex_lock(&g_destroyed_mu);
+  for (unsigned i = 0; i < RECENT_DESTROYED && !found; i++) found = g_destroyed[i] == p;
+  pthread_mutex_unlock(&g_destroyed_mu);
+  return found;
+}
+
+/* Search and extend params are plain structs that cuVS only reads during
+ * the call: the real library accepts one the caller made (a Go value, say)
+ * as well as one from its Create function. NULL, another kind of object, or
+ * a struct destroyed lately are refused. */
+DBL_HIDDEN cuvsError_t dbl_check_plain_params(const void* p, int kind)
+{
+  if (p == NULL) {
+    dbl_violation("NULL %s (the real library would crash)", kind_name(kind));
+    return RAFT_FAIL("cuvsdouble: NULL %s", kind_name(kind));
+  }
+  int k = dbl_reg_find(p, NULL);
+  if (k == kind) return CUVS_SUCCESS;
+  if (k >= 0) {
+    dbl_violation("a %s passed where a %s is expected", kind_name(k), kind_name(kind));
+    return RAFT_FAIL("cuvsdouble: invalid %s %p", kind_name(kind), p);
+  }
+  if (recently_destroyed(p)) {
+    dbl_violation("%s %p used after cuvs...Destroy freed it", kind_name(kind), p);
+    return RAFT_FAIL("cuvsdouble: destroyed %s %p", kind_name(kind), p);
+  }
+  return CUVS_SUCCESS;
+}
+
 static cuvsError_t plain_destroy(void* p, int kind)
 {
   if (p == NULL) return dbl_ok();
@@ -47,6 +93,7 @@ static cuvsError_t plain_destroy(void* p, int kind)
     }
     return RAFT_FAIL("cuvsdouble: invalid %s %p", kind_name(kind), p);
   }
+  note_destroyed(p);
   free(p);
   return dbl_ok();
 }
