@@ -256,6 +256,23 @@ func benchCagra(b *testing.B) {
 	safeRow("4_safe_device", dev, nil)
 	safeRow("4_safe_pinned", pin, nil)
 	safeRow("4_safe_device_bitset", dev, bitset)
+	preparedRow := func(name string, f *safe.Filter) {
+		b.Run(name, func(b *testing.B) {
+			t := deviceTensors[uint32](b, res)
+			ps, err := idx.Prepare(&sparams, t.q.(dlpack.TensorMut), t.n, t.d, f)
+			must(b, err)
+			closeAtEnd(b, ps)
+			instant(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := ps.Run(res); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	preparedRow("4_safe_prepared_device", nil)
+	preparedRow("4_safe_prepared_device_bitset", bitset)
 	b.Run("5_views3_device", func(b *testing.B) { views3(b, dev) })
 	b.Run("5_views3_pinned", func(b *testing.B) { views3(b, pin) })
 	b.Run("5_views3_goslice", func(b *testing.B) { views3(b, goSliceTensors(b)) })

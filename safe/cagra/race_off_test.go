@@ -1,0 +1,5 @@
+//go:build !race
+
+package cagra_test
+
+const raceEnabled = false
