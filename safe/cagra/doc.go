@@ -25,6 +25,13 @@
 // while it runs). Close waits for the searches in flight; later calls fail
 // with safe.ErrClosed.
 //
+// For a serving loop that searches batch after batch into the same
+// buffers, Prepare checks and binds the tensors once and Prepared.Run is
+// then a single C call (about 1.3 times a bare cgo call; Search, which
+// redoes the checks and binding each time, about 4 times); SetQueries and
+// Results move the data in and out. WarmUp runs one search before serving:
+// the first search of a process links cuVS's kernels (seconds).
+//
 // # Lifetimes
 //
 // cuVS copies a host dataset, but keeps a reference to a device dataset
@@ -39,9 +46,10 @@
 //
 // # The C API
 //
-// Each function names the cuVS functions it calls. Every params object
-// handed to cuVS is made by the library's own Create function and freed
-// with the matching Destroy. cuvsCagraIndexParamsDestroy frees
+// Each function names the cuVS functions it calls. The params objects
+// handed to cuVS are made by the library's own Create function and freed
+// with the matching Destroy, except the search and extend parameters,
+// plain structs that cuVS only reads during the call, which are Go values. cuvsCagraIndexParamsDestroy frees
 // graph_build_params according to the build_algo it finds, which is
 // undefined behaviour when build_algo no longer matches what Create
 // allocated; the package always hands it back what Create made, so that
