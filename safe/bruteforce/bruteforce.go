@@ -29,10 +29,11 @@ import (
 // The tensor rules of brute force, in one place.
 var (
 	datasetRule = safe.Rule{Arg: "dataset", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true, ColMajor: true}
-	queriesRule = safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true}
-	// neighborsRule and distancesRule are the outputs.
-	neighborsRule = safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true}
-	distancesRule = safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true}
+	searchRules = safe.SearchRules{
+		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true},
+		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	}
 )
 
 // BuildParams configures Build.
@@ -158,49 +159,11 @@ func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, 
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if queries == nil || neighbors == nil || distances == nil {
-		return safe.Argf(op, "queries/neighbors/distances", "nil tensor")
-	}
-	qv, err := queries.View()
-	if err != nil {
-		return safe.Argf(op, "queries", "%v", err)
-	}
-	nm, err := neighbors.ViewMut()
-	if err != nil {
-		return safe.Argf(op, "neighbors", "%v", err)
-	}
-	dm, err := distances.ViewMut()
-	if err != nil {
-		return safe.Argf(op, "distances", "%v", err)
-	}
-	if err := queriesRule.Check(op, &qv); err != nil {
+	var t safe.SearchTensors
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, &t); err != nil {
 		return err
 	}
-	if qv.DType() != idx.dtype {
-		return safe.Argf(op, "queries", "dtype %s, the index holds %s", qv.DType(), idx.dtype)
-	}
-	if err := neighborsRule.CheckMut(op, &nm); err != nil {
-		return err
-	}
-	if err := distancesRule.CheckMut(op, &dm); err != nil {
-		return err
-	}
-	if _, err := safe.SearchShapesMut(op, &qv, &nm, &dm, idx.dim, idx.rows); err != nil {
-		return err
-	}
-	q, err := c.In(&qv)
-	if err != nil {
-		return safe.Argf(op, "queries", "%v", err)
-	}
-	n, err := c.Out(&nm)
-	if err != nil {
-		return safe.Argf(op, "neighbors", "%v", err)
-	}
-	d, err := c.Out(&dm)
-	if err != nil {
-		return safe.Argf(op, "distances", "%v", err)
-	}
-	f, err := filter.Bind(op, c, idx.rows, qv.Dim(0), safe.Bitset, safe.Bitmap)
+	f, err := filter.Bind(op, c, idx.rows, t.N, safe.Bitset, safe.Bitmap)
 	if err != nil {
 		return err
 	}
@@ -208,7 +171,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsBruteForceSearch(h, idx.h, q, n, d, f)
+	err = generated.CuvsBruteForceSearch(h, idx.h, t.Queries, t.Neighbors, t.Distances, f)
 	res.Unlock()
 	return safe.Wrap(op, err)
 }

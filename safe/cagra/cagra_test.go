@@ -1074,9 +1074,9 @@ func TestValidation(t *testing.T) {
 		{"distances of another k", "distances", searchErr(&f.sp, f.queries, f.n64, wideD, nil)},
 		{"neighbors for fewer queries", "neighbors", searchErr(&f.sp, f.queries, shortN, f.dist, nil)},
 		{"k > rows", "neighbors", searchErr(&f.sp, f.queries, bigN, bigD, nil)},
-		{"nil queries", "params/queries/neighbors/distances", searchErr(&f.sp, nil, f.n64, f.dist, nil)},
-		{"nil neighbors", "params/queries/neighbors/distances", searchErr(&f.sp, f.queries, nil, f.dist, nil)},
-		{"nil params", "params/queries/neighbors/distances", searchErr(nil, f.queries, f.n64, f.dist, nil)},
+		{"nil queries", "queries/neighbors/distances", searchErr(&f.sp, nil, f.n64, f.dist, nil)},
+		{"nil neighbors", "queries/neighbors/distances", searchErr(&f.sp, f.queries, nil, f.dist, nil)},
+		{"nil params", "params", searchErr(nil, f.queries, f.n64, f.dist, nil)},
 		{"bitmap filter", "filter", searchErr(&f.sp, f.queries, f.n64, f.dist, bitmap)},
 		{"filter for other rows", "filter", searchErr(&f.sp, f.queries, f.n64, f.dist, otherRows)},
 		{"expired view", "queries", func() error {

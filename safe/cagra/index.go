@@ -17,12 +17,14 @@ var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, d
 
 // The tensor rules of CAGRA, in one place.
 var (
-	datasetRule   = safe.Rule{Arg: "dataset", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	extendRule    = safe.Rule{Arg: "additional", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	graphRule     = safe.Rule{Arg: "graph", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 2, RowMajor: true}
-	queriesRule   = safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	neighborsRule = safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, Rank: 2, RowMajor: true}
-	distancesRule = safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true}
+	datasetRule = safe.Rule{Arg: "dataset", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	extendRule  = safe.Rule{Arg: "additional", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	graphRule   = safe.Rule{Arg: "graph", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 2, RowMajor: true}
+	searchRules = safe.SearchRules{
+		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
+		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	}
 )
 
 // importedView is a view cuVS handed out into the index's memory: the
@@ -394,53 +396,18 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if params == nil || queries == nil || neighbors == nil || distances == nil {
-		return safe.Argf(op, "params/queries/neighbors/distances", "nil")
+	if params == nil {
+		return safe.Argf(op, "params", "nil")
 	}
 	if err := params.validate(op); err != nil {
 		return err
 	}
-	qv, err := queries.View()
-	if err != nil {
-		return safe.Argf(op, "queries", "%v", err)
-	}
-	nm, err := neighbors.ViewMut()
-	if err != nil {
-		return safe.Argf(op, "neighbors", "%v", err)
-	}
-	dm, err := distances.ViewMut()
-	if err != nil {
-		return safe.Argf(op, "distances", "%v", err)
-	}
-	if err := queriesRule.Check(op, &qv); err != nil {
-		return err
-	}
-	if qv.DType() != idx.dtype {
-		return safe.Argf(op, "queries", "dtype %s, the index holds %s", qv.DType(), idx.dtype)
-	}
-	if err := neighborsRule.CheckMut(op, &nm); err != nil {
-		return err
-	}
-	if err := distancesRule.CheckMut(op, &dm); err != nil {
-		return err
-	}
 	rows := idx.rows.Load()
-	if _, err := safe.SearchShapesMut(op, &qv, &nm, &dm, idx.dim, rows); err != nil {
+	var t safe.SearchTensors
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, rows, &t); err != nil {
 		return err
 	}
-	q, err := c.In(&qv)
-	if err != nil {
-		return safe.Argf(op, "queries", "%v", err)
-	}
-	n, err := c.Out(&nm)
-	if err != nil {
-		return safe.Argf(op, "neighbors", "%v", err)
-	}
-	d, err := c.Out(&dm)
-	if err != nil {
-		return safe.Argf(op, "distances", "%v", err)
-	}
-	f, err := filter.Bind(op, c, rows, qv.Dim(0), safe.Bitset)
+	f, err := filter.Bind(op, c, rows, t.N, safe.Bitset)
 	if err != nil {
 		return err
 	}
@@ -449,7 +416,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsCagraSearch(h, &cp, idx.h, q, n, d, f)
+	err = generated.CuvsCagraSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
 	res.Unlock()
 	return safe.Wrap(op, err)
 }

@@ -64,16 +64,16 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	if err != nil {
 		return nil, safe.Argf(op, "distances", "%v", err)
 	}
-	if err := queriesRule.CheckMut(op, &qm); err != nil {
+	if err := searchRules.Queries.CheckMut(op, &qm); err != nil {
 		return nil, err
 	}
 	if qm.DType() != idx.dtype {
 		return nil, safe.Argf(op, "queries", "dtype %s, the index holds %s", qm.DType(), idx.dtype)
 	}
-	if err := neighborsRule.CheckMut(op, &nm); err != nil {
+	if err := searchRules.Neighbors.CheckMut(op, &nm); err != nil {
 		return nil, err
 	}
-	if err := distancesRule.CheckMut(op, &dm); err != nil {
+	if err := searchRules.Distances.CheckMut(op, &dm); err != nil {
 		return nil, err
 	}
 	qv, _ := qm.View()
