@@ -207,6 +207,9 @@ func Unmarshal(data []byte) (*API, error) {
 	if a.Format != FormatVersion {
 		return nil, fmt.Errorf("api.json format %d, this generator reads format %d", a.Format, FormatVersion)
 	}
+	if err := a.Validate(); err != nil {
+		return nil, fmt.Errorf("api.json: %w", err)
+	}
 	return &a, nil
 }
 
@@ -258,7 +261,7 @@ func NewIndex(a *API) *Index {
 // Resolve follows typedefs of t (not through pointers) and returns the
 // underlying type and, when it is a struct or enum, its definition.
 func (ix *Index) Resolve(t *Type) (*Type, *Struct, *Enum) {
-	for t.Kind == KTypedef {
+	for steps := 0; t.Kind == KTypedef && steps <= len(ix.Typedefs); steps++ {
 		if s, ok := ix.Structs[t.Name]; ok {
 			return t, s, nil
 		}
