@@ -56,6 +56,7 @@ gpu-interop:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzFromRawParts -fuzztime 30s ./dlpack
 	$(GO) test -run '^$$' -fuzz FuzzReadScalar -fuzztime 30s ./safe/internal/npy
+	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 30s ./gen/internal/emit
 
 clean:
 	rm -rf build bench.out
