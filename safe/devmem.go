@@ -48,17 +48,32 @@ type deviceAlloc struct {
 	bytes uint64
 }
 
-func freeDevice(a deviceAlloc) {
-	h, err := a.res.Lock("safe: freeing leaked device memory")
+func freeDevice(a deviceAlloc) { _ = rmmFree("safe: freeing leaked device memory", a.res, a.ptr, a.bytes) }
+
+// rmmFree frees device memory on res's stream, or, when res was closed
+// first, through a resources handle made for the purpose: the memory
+// resource belongs to the device, not to the handle that allocated from it.
+func rmmFree(op string, res *Resources, p unsafe.Pointer, bytes uint64) error {
+	h, err := res.Lock(op)
 	if err != nil {
-		return
+		tmp, terr := NewResources()
+		if terr != nil {
+			return err
+		}
+		defer tmp.Close()
+		if h, err = tmp.Lock(op); err != nil {
+			return err
+		}
+		defer tmp.Unlock()
+	} else {
+		defer res.Unlock()
 	}
-	defer a.res.Unlock()
-	_ = generated.CuvsRMMFree(h, a.ptr, a.bytes)
+	return Wrap(op, generated.CuvsRMMFree(h, p, bytes))
 }
 
 // NewDeviceMatrix allocates an uninitialized rows×cols matrix on res's
-// device. res must stay open while the matrix lives (it frees it).
+// device. Copies and Close use res; if res is closed first, Close frees
+// through a resources handle of its own.
 func NewDeviceMatrix[T dlpack.DType](res *Resources, rows, cols int) (*DeviceMatrix[T], error) {
 	return newDeviceMatrix[T]("safe.NewDeviceMatrix", res, rows, cols)
 }
@@ -299,12 +314,7 @@ func (m *DeviceMatrix[T]) Close() error {
 	}
 	m.clean.Stop()
 	bytes := uint64(m.rows) * uint64(m.cols) * uint64(dlpack.DataTypeOf[T]().ElemSize())
-	h, err := m.res.Lock("safe.DeviceMatrix.Close")
-	if err != nil {
-		return err
-	}
-	defer m.res.Unlock()
-	return Wrap("safe.DeviceMatrix.Close", generated.CuvsRMMFree(h, m.ptr, bytes))
+	return rmmFree("safe.DeviceMatrix.Close", m.res, m.ptr, bytes)
 }
 
 // NewDeviceVector allocates an uninitialized vector of n elements.

@@ -312,3 +312,22 @@ func TestCPath(t *testing.T) {
 
 var _ = generated.CuvsVersion
 var _ = cuvsdouble.AnyFunction
+
+// Closing the resources first does not leak the matrices allocated on them.
+func TestDeviceMatrixOutlivesResources(t *testing.T) {
+	safetest.Check(t)
+	res, err := safe.NewResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := safe.NewDeviceMatrix[float32](res, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("Close after the resources closed: %v", err)
+	}
+}
