@@ -48,7 +48,9 @@ type deviceAlloc struct {
 	bytes uint64
 }
 
-func freeDevice(a deviceAlloc) { _ = rmmFree("safe: freeing leaked device memory", a.res, a.ptr, a.bytes) }
+func freeDevice(a deviceAlloc) {
+	_ = rmmFree("safe: freeing leaked device memory", a.res, a.ptr, a.bytes)
+}
 
 // rmmFree frees device memory on res's stream, or, when res was closed
 // first, through a resources handle made for the purpose: the memory
