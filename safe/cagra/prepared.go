@@ -2,6 +2,7 @@ package cagra
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -34,6 +35,7 @@ type Prepared struct {
 	nShape   [2]int64
 	nDType   dlpack.DataType
 	state    handle.State
+	clean    runtime.Cleanup
 }
 
 // Prepare checks a search of queries (n × Dim(), device memory) into
@@ -107,6 +109,8 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		p.call.End()
 		return nil, err
 	}
+	// A Prepared dropped without Close still ends its borrows.
+	p.clean = runtime.AddCleanup(p, dlpack.Call.End, p.call)
 	return p, nil
 }
 
@@ -230,6 +234,7 @@ func (p *Prepared) copy(op string, res *safe.Resources, bind func(dlpack.Call) (
 // Closing twice is harmless.
 func (p *Prepared) Close() error {
 	if p.state.Close() {
+		p.clean.Stop()
 		p.call.End()
 	}
 	return nil

@@ -2,7 +2,9 @@ package cagra_test
 
 import (
 	"errors"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
@@ -188,4 +190,24 @@ func TestPreparedRunAllocatesNothing(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("%v allocations per Run", n)
 	}
+}
+
+// A Prepared dropped without Close ends its borrows when collected.
+func TestPreparedCleanup(t *testing.T) {
+	f := setup(t)
+	idx := build(t, f.res, f.dataset, params(t))
+	q := newDevice[float32](t, f.res, nq, dim)
+	func() {
+		if _, err := idx.Prepare(&f.sp, q, f.n32, f.dist, nil); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		runtime.GC()
+		if !q.Owner().Busy() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("the queries are still borrowed by a Prepared nobody holds")
 }
