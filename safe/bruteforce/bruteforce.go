@@ -54,13 +54,25 @@ type Index struct {
 	dtype dlpack.DataType
 	label string
 
-	state   handle.State
-	mu      sync.Mutex // Close
-	dataset *dlpack.Retention
-	clean   runtime.Cleanup
+	state handle.State
+	mu    sync.Mutex // Close
+	left  *leftovers // what a cleanup must release if Close is never called
+	clean runtime.Cleanup
 }
 
-func destroyIndex(h generated.CuvsBruteForceIndex_t) { _ = generated.CuvsBruteForceIndexDestroy(h) }
+// leftovers is what an index holds in C and in borrows: shared with its
+// cleanup, which releases them if the index is dropped without Close.
+type leftovers struct {
+	h       generated.CuvsBruteForceIndex_t
+	dataset *dlpack.Retention
+}
+
+func destroyIndex(l *leftovers) {
+	_ = generated.CuvsBruteForceIndexDestroy(l.h)
+	if l.dataset != nil {
+		l.dataset.End()
+	}
+}
 
 func newIndex(op string) (*Index, error) {
 	var h generated.CuvsBruteForceIndex_t
@@ -68,7 +80,8 @@ func newIndex(op string) (*Index, error) {
 		return nil, safe.Wrap(op, err)
 	}
 	idx := &Index{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, h)
+	idx.left = &leftovers{h: h}
+	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
 	return idx, nil
 }
 
@@ -99,12 +112,12 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, e
 	idx.rows, idx.dim, idx.dtype = dv.Dim(0), dv.Dim(1), dv.DType()
 	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
 	// cuVS keeps a reference to the dataset: hold it until Close.
-	if idx.dataset, err = dv.Retain(idx.label); err != nil {
+	if idx.left.dataset, err = dv.Retain(idx.label); err != nil {
 		idx.destroy()
 		return nil, safe.Argf(op, "dataset", "%v", err)
 	}
 	if err := idx.build(op, res, &dv, p); err != nil {
-		idx.dataset.End()
+		idx.left.dataset.End()
 		idx.destroy()
 		return nil, err
 	}
@@ -283,8 +296,8 @@ func (idx *Index) Close() error {
 	}
 	idx.clean.Stop()
 	err := generated.CuvsBruteForceIndexDestroy(idx.h)
-	if idx.dataset != nil {
-		idx.dataset.End()
+	if idx.left.dataset != nil {
+		idx.left.dataset.End()
 	}
 	return safe.Wrap("bruteforce.Index.Close", err)
 }

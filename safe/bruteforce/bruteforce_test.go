@@ -3,6 +3,8 @@ package bruteforce_test
 import (
 	"errors"
 	"path/filepath"
+	"runtime"
+	"time"
 	"strings"
 	"sync"
 	"testing"
@@ -327,4 +329,22 @@ func TestConcurrentSearch(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// An index dropped without Close is destroyed when collected, and its
+// borrow on the dataset ends.
+func TestDroppedIndexReleasesDataset(t *testing.T) {
+	f := setup(t)
+	func() {
+		if _, err := bruteforce.Build(f.res, f.dataset, bruteforce.DefaultBuildParams()); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for i := 0; i < 50 && f.dataset.Owner().Busy(); i++ {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if f.dataset.Owner().Busy() {
+		t.Fatal("the dataset is still borrowed by an index nobody holds")
+	}
 }

@@ -46,13 +46,25 @@ type Index struct {
 
 	state     handle.State
 	mu        sync.Mutex // Close, Extend, Dataset, Graph, the views list
-	borrows   []*dlpack.Retention
+	left      *leftovers // what a cleanup must release if Close is never called
 	imported  []importedView
 	destroyed bool
 	clean     runtime.Cleanup
 }
 
-func destroyIndex(h generated.CuvsCagraIndex_t) { _ = generated.CuvsCagraIndexDestroy(h) }
+// leftovers is what an index holds in C and in borrows: shared with its
+// cleanup, which releases them if the index is dropped without Close.
+type leftovers struct {
+	h       generated.CuvsCagraIndex_t
+	borrows []*dlpack.Retention
+}
+
+func destroyIndex(l *leftovers) {
+	_ = generated.CuvsCagraIndexDestroy(l.h)
+	for _, r := range l.borrows {
+		r.End()
+	}
+}
 
 func newIndex(op string) (*Index, error) {
 	var h generated.CuvsCagraIndex_t
@@ -60,7 +72,8 @@ func newIndex(op string) (*Index, error) {
 		return nil, safe.Wrap(op, err)
 	}
 	idx := &Index{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, h)
+	idx.left = &leftovers{h: h}
+	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
 	return idx, nil
 }
 
@@ -91,7 +104,7 @@ func (idx *Index) refresh(op string) error {
 // fail destroys a half-made index.
 func (idx *Index) fail() {
 	idx.clean.Stop()
-	for _, r := range idx.borrows {
+	for _, r := range idx.left.borrows {
 		r.End()
 	}
 	_ = generated.CuvsCagraIndexDestroy(idx.h)
@@ -179,7 +192,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 			idx.fail()
 			return nil, safe.Argf(op, "dataset", "%v", err)
 		}
-		idx.borrows = append(idx.borrows, r)
+		idx.left.borrows = append(idx.left.borrows, r)
 	}
 	if err := callWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraBuild(h, cp.p, t[0], idx.h)
@@ -279,7 +292,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 			idx.fail()
 			return nil, safe.Argf(op, "graph/dataset", "%v", err)
 		}
-		idx.borrows = append(idx.borrows, r)
+		idx.left.borrows = append(idx.left.borrows, r)
 	}
 	if err := callWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraIndexFromArgs(h, metric.C(), t[0], t[1], idx.h)
@@ -641,9 +654,9 @@ func (idx *Index) Close() error {
 		return safe.Wrap(op, err)
 	}
 	idx.destroyed = true
-	for _, r := range idx.borrows {
+	for _, r := range idx.left.borrows {
 		r.End()
 	}
-	idx.borrows = nil
+	idx.left.borrows = nil
 	return nil
 }

@@ -211,3 +211,26 @@ func TestPreparedCleanup(t *testing.T) {
 	}
 	t.Fatal("the queries are still borrowed by a Prepared nobody holds")
 }
+
+// An index dropped without Close is destroyed when collected, and its
+// borrow on the dataset ends.
+func TestDroppedIndexReleasesDataset(t *testing.T) {
+	f := setup(t)
+	func() {
+		if _, err := cagra.Build(f.res, f.dataset, params(t)); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if !f.dataset.Owner().Busy() {
+		// The build keeps a reference (device memory, 32-byte rows);
+		// without that borrow this test would prove nothing.
+		t.Fatal("dataset not borrowed right after the build")
+	}
+	for i := 0; i < 50 && f.dataset.Owner().Busy(); i++ {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if f.dataset.Owner().Busy() {
+		t.Fatal("the dataset is still borrowed by an index nobody holds")
+	}
+}
