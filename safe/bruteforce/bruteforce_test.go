@@ -4,10 +4,10 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
-	"time"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
