@@ -136,7 +136,7 @@ func TestPreparedValidation(t *testing.T) {
 		{"queries", errOf(idx.Prepare(&f.sp, hostQ, f.n32, f.dist, nil))},
 		{"neighbors", errOf(idx.Prepare(&f.sp, q, n32, f.dist, nil))},
 		{"neighbors", errOf(idx.Prepare(&f.sp, q, bigK, bigD, nil))},
-		{"params/queries/neighbors/distances", errOf(idx.Prepare(nil, q, f.n32, f.dist, nil))},
+		{"params", errOf(idx.Prepare(nil, q, f.n32, f.dist, nil))},
 	} {
 		if !isArg(c.err, c.arg) {
 			t.Errorf("want an error about %s, got %v", c.arg, c.err)

@@ -1,0 +1,76 @@
+package bruteforce
+
+import (
+	"fmt"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/prepared"
+)
+
+// Prepared is a search checked and bound once and run many times, as
+// cagra.Prepared is: Run is one C call; SetQueries and Results copy through
+// the bound tensors, which the Prepared holds exclusively (its filter
+// shared) until Close.
+type Prepared struct {
+	idx *Index
+	s   *prepared.Search
+}
+
+// Prepare checks a search of queries (n × Dim(), device memory) into
+// neighbors (int64, n × k) and distances (float32, n × k), with an optional
+// bitset or bitmap filter, exactly as Search would, and binds the tensors
+// for repeated Runs.
+func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
+	const op = "bruteforce.Index.Prepare"
+	if !idx.state.Enter() {
+		return nil, fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	defer idx.state.Leave()
+	s, err := prepared.New(op, "bruteforce.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, filter, safe.Bitset, safe.Bitmap)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{idx: idx, s: s}, nil
+}
+
+// Run searches once, on res's stream: the results are ready once res is
+// synchronized (Results does it). It allocates nothing and makes one C call
+// (cuvsBruteForceSearch).
+func (p *Prepared) Run(res *safe.Resources) error {
+	const op = "bruteforce.Prepared.Run"
+	s := p.s
+	if !s.Enter() {
+		return s.Closed()
+	}
+	if !p.idx.state.Enter() {
+		s.Leave()
+		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	h, err := res.Lock(op)
+	if err == nil {
+		err = generated.CuvsBruteForceSearch(h, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
+		res.Unlock()
+		err = safe.Wrap(op, err)
+	}
+	p.idx.state.Leave()
+	s.Leave()
+	return err
+}
+
+// SetQueries copies src (the prepared queries' shape and element type; host
+// or device memory) into the bound queries and waits for the copy.
+func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
+	return p.s.SetQueries(res, src)
+}
+
+// Results copies the last results into neighbors and distances (either may
+// be nil) and waits for the search and the copies.
+func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
+	return p.s.Results(res, neighbors, distances)
+}
+
+// Close ends the Prepared's borrows, waiting for a Run or copy in flight.
+// Closing twice is harmless.
+func (p *Prepared) Close() error { return p.s.Close() }
