@@ -368,4 +368,17 @@ func benchBruteForce(b *testing.B) {
 	safeRow("4_safe_pinned", pin, nil)
 	safeRow("4_safe_device_bitset", dev, bitset)
 	safeRow("4_safe_device_bitmap", dev, bitmap)
+	b.Run("4_safe_prepared_device", func(b *testing.B) {
+		t := deviceTensors[int64](b, res)
+		ps, err := idx.Prepare(t.q.(dlpack.TensorMut), t.n, t.d, nil)
+		must(b, err)
+		closeAtEnd(b, ps)
+		instant(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := ps.Run(res); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
