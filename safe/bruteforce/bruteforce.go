@@ -9,6 +9,8 @@
 // Inputs and outputs live in device memory (CUDA, pinned host or managed);
 // neighbors are int64, distances float32. A search may be filtered by a
 // bitset (one bit per row) or a bitmap (one bit per query and row).
+// Prepare binds a search's tensors once for a loop of Runs (one C call
+// each), as in package cagra.
 package bruteforce
 
 import (
