@@ -286,15 +286,21 @@ func copyViews(op string, res *Resources, src *dlpack.View, dst *dlpack.ViewMut)
 	if err != nil {
 		return Wrap(op, err)
 	}
+	return CopyBound(op, res, s, d)
+}
+
+// CopyBound copies between two tensors already bound to a call
+// (cuvsMatrixCopy) and waits for the copy (cuvsStreamSync): Go memory is
+// pinned only until its call ends.
+func CopyBound(op string, res *Resources, src, dst *generated.DLManagedTensor) error {
 	h, err := res.Lock(op)
 	if err != nil {
 		return err
 	}
 	defer res.Unlock()
-	if err := generated.CuvsMatrixCopy(h, s, d); err != nil {
+	if err := generated.CuvsMatrixCopy(h, src, dst); err != nil {
 		return Wrap(op, err)
 	}
-	// Go memory is pinned only until the call ends: wait for the copy.
 	return Wrap(op, generated.CuvsStreamSync(h))
 }
 

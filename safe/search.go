@@ -39,19 +39,7 @@ func (r *SearchRules) Bind(op string, c dlpack.Call, queries dlpack.Tensor, neig
 	if err != nil {
 		return Argf(op, r.Distances.Arg, "%v", err)
 	}
-	if err := r.Queries.Check(op, &qv); err != nil {
-		return err
-	}
-	if qv.DType() != dtype {
-		return Argf(op, r.Queries.Arg, "dtype %s, the index holds %s", qv.DType(), dtype)
-	}
-	if err := r.Neighbors.CheckMut(op, &nm); err != nil {
-		return err
-	}
-	if err := r.Distances.CheckMut(op, &dm); err != nil {
-		return err
-	}
-	if t.K, err = SearchShapesMut(op, &qv, &nm, &dm, dim, rows); err != nil {
+	if err := r.check(op, &qv, &nm, &dm, dtype, dim, rows, &t.K); err != nil {
 		return err
 	}
 	t.N = qv.Dim(0)
@@ -65,4 +53,30 @@ func (r *SearchRules) Bind(op string, c dlpack.Call, queries dlpack.Tensor, neig
 		return Argf(op, r.Distances.Arg, "%v", err)
 	}
 	return nil
+}
+
+// Check is what Bind checks before binding, for views already in hand:
+// each tensor against its rule, queries' dtype and width against the index,
+// the shapes against each other, 0 < k <= rows. It returns k.
+func (r *SearchRules) Check(op string, queries *dlpack.View, neighbors, distances *dlpack.ViewMut, dtype dlpack.DataType, dim, rows int64) (k int64, err error) {
+	err = r.check(op, queries, neighbors, distances, dtype, dim, rows, &k)
+	return k, err
+}
+
+func (r *SearchRules) check(op string, queries *dlpack.View, neighbors, distances *dlpack.ViewMut, dtype dlpack.DataType, dim, rows int64, k *int64) error {
+	if err := r.Queries.Check(op, queries); err != nil {
+		return err
+	}
+	if queries.DType() != dtype {
+		return Argf(op, r.Queries.Arg, "dtype %s, the index holds %s", queries.DType(), dtype)
+	}
+	if err := r.Neighbors.CheckMut(op, neighbors); err != nil {
+		return err
+	}
+	if err := r.Distances.CheckMut(op, distances); err != nil {
+		return err
+	}
+	var err error
+	*k, err = searchShapes(op, queries.Dim(0), queries.Dim(1), neighbors.Dim(0), neighbors.Dim(1), distances.Dim(0), distances.Dim(1), dim, rows)
+	return err
 }

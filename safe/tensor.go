@@ -91,18 +91,8 @@ func (r *Rule) check(op string, err error, dev dlpack.Device, dt dlpack.DataType
 	return nil
 }
 
-// SearchShapes checks the shapes of a k-nearest-neighbour search: queries
+// searchShapes checks the shapes of a k-nearest-neighbour search: queries
 // [n, dim], neighbors and distances [n, k] with 0 < k <= rows.
-func SearchShapes(op string, queries, neighbors, distances *dlpack.View, dim, rows int64) (k int64, err error) {
-	return searchShapes(op, queries.Dim(0), queries.Dim(1), neighbors.Dim(0), neighbors.Dim(1), distances.Dim(0), distances.Dim(1), dim, rows)
-}
-
-// SearchShapesMut is SearchShapes with the outputs as the writable views
-// they are bound as.
-func SearchShapesMut(op string, queries *dlpack.View, neighbors, distances *dlpack.ViewMut, dim, rows int64) (k int64, err error) {
-	return searchShapes(op, queries.Dim(0), queries.Dim(1), neighbors.Dim(0), neighbors.Dim(1), distances.Dim(0), distances.Dim(1), dim, rows)
-}
-
 func searchShapes(op string, n, qCols, nRows, nCols, dRows, dCols, dim, rows int64) (k int64, err error) {
 	if qCols != dim {
 		return 0, Argf(op, "queries", "%d columns, the index has dimension %d", qCols, dim)

@@ -54,20 +54,8 @@ func New(op, name string, rules *safe.SearchRules, queries, neighbors, distances
 	if err != nil {
 		return nil, safe.Argf(op, rules.Distances.Arg, "%v", err)
 	}
-	if err := rules.Queries.CheckMut(op, &qm); err != nil {
-		return nil, err
-	}
-	if qm.DType() != dtype {
-		return nil, safe.Argf(op, rules.Queries.Arg, "dtype %s, the index holds %s", qm.DType(), dtype)
-	}
-	if err := rules.Neighbors.CheckMut(op, &nm); err != nil {
-		return nil, err
-	}
-	if err := rules.Distances.CheckMut(op, &dm); err != nil {
-		return nil, err
-	}
 	qv, _ := qm.View()
-	if _, err := safe.SearchShapesMut(op, &qv, &nm, &dm, dim, rows); err != nil {
+	if _, err := rules.Check(op, &qv, &nm, &dm, dtype, dim, rows); err != nil {
 		return nil, err
 	}
 	s := &Search{
@@ -178,15 +166,7 @@ func (s *Search) copy(op string, res *safe.Resources, bind func(dlpack.Call) (sr
 	if err != nil {
 		return safe.Argf(op, "tensor", "%v", err)
 	}
-	h, err := res.Lock(op)
-	if err != nil {
-		return err
-	}
-	defer res.Unlock()
-	if err := generated.CuvsMatrixCopy(h, from, to); err != nil {
-		return safe.Wrap(op, err)
-	}
-	return safe.Wrap(op, generated.CuvsStreamSync(h))
+	return safe.CopyBound(op, res, from, to)
 }
 
 // Close ends the borrows, waiting for a run or copy in flight. Closing
