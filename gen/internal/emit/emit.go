@@ -258,7 +258,6 @@ type shimParam struct {
 	cType  string // shim parameter type
 	call   string // expression passing it on to the library
 	conv   func(jen.Code) jen.Code
-	byVal  bool
 }
 
 func (g *gen) shimFor(f *model.Function) (*shim, error) {
@@ -302,7 +301,7 @@ func (g *gen) shimFor(f *model.Function) (*shim, error) {
 			sp.cType, sp.call = "void*", arg
 			sp.conv = func(c jen.Code) jen.Code { return jen.Qual("unsafe", "Pointer").Call(c) }
 		case st != nil:
-			sp.cType, sp.call, sp.byVal = "const void*", fmt.Sprintf("*(const %s*)%s", st.CName(), arg), true
+			sp.cType, sp.call = "const void*", fmt.Sprintf("*(const %s*)%s", st.CName(), arg)
 			sp.conv = func(c jen.Code) jen.Code { return jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Add(c)) }
 		case re != nil:
 			sp.cType, sp.call = "int32_t", fmt.Sprintf("(%s)%s", re.CName(), arg)

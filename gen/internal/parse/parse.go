@@ -128,7 +128,7 @@ func Headers(o Options) (*model.API, error) {
 	}
 	p := &parser{
 		api:   &model.API{Format: model.FormatVersion, CuvsVersion: o.CuvsVersion},
-		roots: []root{{links, ""}, {stub, ""}},
+		roots: []string{links, stub},
 		seen:  map[string]string{},
 
 		constMembers: map[*cc.StructType]map[string]bool{},
@@ -193,11 +193,9 @@ func dlpackVersion(m *cc.Macro) string {
 	return fmt.Sprintf("%d.%d", n/100, n%100/10)
 }
 
-type root struct{ dir, prefix string }
-
 type parser struct {
 	api   *model.API
-	roots []root
+	roots []string
 	seen  map[string]string // kind+name -> fingerprint, for dedup
 	// constMembers: cc/v4 drops `const` from member types (const char*
 	// members read as char*), so it is read from the declarations.
@@ -210,7 +208,7 @@ type parser struct {
 // include root; "" for system headers.
 func (p *parser) header(pos string) string {
 	for _, r := range p.roots {
-		if rel, err := filepath.Rel(r.dir, pos); err == nil && !strings.HasPrefix(rel, "..") {
+		if rel, err := filepath.Rel(r, pos); err == nil && !strings.HasPrefix(rel, "..") {
 			return filepath.ToSlash(rel)
 		}
 	}
