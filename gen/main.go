@@ -209,12 +209,14 @@ func (c *config) headerOptions() (parse.Options, bool, error) {
 	o.CuvsInclude = resolveCuvsInclude(o.CuvsInclude)
 	o.DLPackInclude = first(c.dlpackInclude, os.Getenv("DLPACK_INCLUDE_DIR"))
 	if o.DLPackInclude == "" {
-		for _, d := range []string{filepath.Join(conda, "include"), o.CuvsInclude} {
-			if conda != "" || d == o.CuvsInclude {
-				if exists(filepath.Join(d, "dlpack", "dlpack.h")) {
-					o.DLPackInclude = d
-					break
-				}
+		candidates := []string{o.CuvsInclude}
+		if conda != "" {
+			candidates = []string{filepath.Join(conda, "include"), o.CuvsInclude}
+		}
+		for _, d := range candidates {
+			if exists(filepath.Join(d, "dlpack", "dlpack.h")) {
+				o.DLPackInclude = d
+				break
 			}
 		}
 	}
