@@ -7,7 +7,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/cuvs-go/cuvs/internal/live"
 )
+
+// liveRetentions counts the retentions not yet ended, for tests' leak checks.
+var liveRetentions = live.New("dlpack.Retention")
 
 // Owner keeps the borrow state of one buffer, for the type that owns the
 // buffer's storage (a device matrix, a host adapter, an imported tensor). Put
@@ -216,6 +221,7 @@ func (o *Owner) hold(r *Retention, op string) error {
 		return o.refusedLocked(op)
 	}
 	o.held = append(o.held, r)
+	liveRetentions.Inc()
 	return nil
 }
 
@@ -239,6 +245,7 @@ func (r *Retention) End() {
 	if r == nil || r.ended.Swap(true) {
 		return
 	}
+	liveRetentions.Dec()
 	if o := r.o; o != nil {
 		o.mu.Lock()
 		for i, h := range o.held {
@@ -271,6 +278,9 @@ func (v View) Retain(by string) (*Retention, error) {
 		if err := v.owner.hold(r, "borrow"); err != nil {
 			return nil, err
 		}
+	}
+	if v.owner == nil {
+		liveRetentions.Inc()
 	}
 	if v.device.Type == CPU && v.data != nil {
 		r.pin.Pin(v.data)

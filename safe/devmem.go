@@ -9,6 +9,14 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
+)
+
+// liveDevice and livePinned count allocations not yet freed, for tests' leak
+// checks.
+var (
+	liveDevice = live.New("safe device memory")
+	livePinned = live.New("safe pinned memory")
 )
 
 // DeviceMatrix is a row-major matrix in device memory, allocated from cuVS's
@@ -56,6 +64,7 @@ func freeDevice(a deviceAlloc) {
 // first, through a resources handle made for the purpose: the memory
 // resource belongs to the device, not to the handle that allocated from it.
 func rmmFree(op string, res *Resources, p unsafe.Pointer, bytes uint64) error {
+	liveDevice.Dec()
 	h, err := res.Lock(op)
 	if err != nil {
 		tmp, terr := NewResources()
@@ -108,6 +117,7 @@ func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) 
 		if err != nil {
 			return nil, Wrap(op, err)
 		}
+		liveDevice.Inc()
 		m.ptr = p
 		m.clean = runtime.AddCleanup(m, freeDevice, deviceAlloc{res, p, bytes})
 	}

@@ -52,9 +52,13 @@ func hostDo(r hostReq) hostResp {
 
 func hostAllocBytes(bytes uint64) (unsafe.Pointer, error) {
 	resp := hostDo(hostReq{alloc: true, bytes: bytes})
+	if resp.err == nil {
+		livePinned.Inc()
+	}
 	return resp.ptr, resp.err
 }
 
 func hostFreeBytes(p unsafe.Pointer, bytes uint64) error {
+	livePinned.Dec()
 	return hostDo(hostReq{ptr: p, bytes: bytes}).err
 }

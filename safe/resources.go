@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
 )
 
 // Stream is a CUDA stream (cudaStream_t), as a plain handle value.
@@ -30,12 +31,19 @@ func NewResources() (*Resources, error) {
 	if err := generated.CuvsResourcesCreate(&h); err != nil {
 		return nil, Wrap("safe.NewResources", err)
 	}
+	liveResources.Inc()
 	r := &Resources{h: h}
 	r.clean = runtime.AddCleanup(r, destroyResources, h)
 	return r, nil
 }
 
-func destroyResources(h generated.CuvsResources_t) { _ = generated.CuvsResourcesDestroy(h) }
+// liveResources counts the handles not yet destroyed, for tests' leak checks.
+var liveResources = live.New("safe.Resources")
+
+func destroyResources(h generated.CuvsResources_t) {
+	liveResources.Dec()
+	_ = generated.CuvsResourcesDestroy(h)
+}
 
 // Close destroys the handle. Closing twice is harmless. It waits for a call
 // in progress on r to finish.
@@ -47,6 +55,7 @@ func (r *Resources) Close() error {
 	}
 	r.closed = true
 	r.clean.Stop()
+	liveResources.Dec()
 	return Wrap("safe.Resources.Close", generated.CuvsResourcesDestroy(r.h))
 }
 

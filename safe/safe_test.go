@@ -17,7 +17,7 @@ func TestLoadIsIdempotentAndEnablesThePool(t *testing.T) {
 	if err := safe.Load(); err != nil {
 		t.Fatal(err)
 	}
-	p := safetest.Control().Pool()
+	p := safetest.Double(t, "its memory-pool state").Pool()
 	if !p.Enabled || p.InitialPercent != safe.DefaultPoolInitialPercent || p.MaxPercent != safe.DefaultPoolMaxPercent {
 		t.Errorf("pool after Load: %+v", p)
 	}
@@ -42,7 +42,7 @@ func TestReason(t *testing.T) {
 
 func TestErrorFromCuvs(t *testing.T) {
 	safetest.Check(t)
-	ctl := safetest.Control()
+	ctl := safetest.Double(t, "its control surface")
 	ctl.FailNext("cuvsResourcesCreate", "no more streams")
 	_, err := safe.NewResources()
 	var e *safe.Error
@@ -97,7 +97,7 @@ func TestResources(t *testing.T) {
 func TestResourcesSharedByGoroutines(t *testing.T) {
 	safetest.Check(t)
 	res := safetest.Resources(t)
-	ctl := safetest.Control()
+	ctl := safetest.Double(t, "its control surface")
 	ctl.SetCallDelay(20_000) // 20 µs per call: overlaps would be seen
 	defer ctl.SetCallDelay(0)
 	var wg sync.WaitGroup
@@ -226,7 +226,7 @@ func TestDeviceMatrixRefusesCloseWhileRetained(t *testing.T) {
 func TestDeviceMatrixFaults(t *testing.T) {
 	safetest.Check(t)
 	res := safetest.Resources(t)
-	ctl := safetest.Control()
+	ctl := safetest.Double(t, "its control surface")
 	for _, fn := range []string{"cuvsRMMAlloc", "cuvsMatrixCopy", "cuvsStreamSync", "cuvsDeviceIdGet"} {
 		ctl.FailNext(fn, "injected "+fn)
 		_, err := safe.DeviceMatrixFrom(res, []float32{1, 2, 3, 4}, 2, 2)

@@ -101,7 +101,7 @@ func runMain(t *testing.T, args ...string) (stdout, stderr string, err error) {
 // TestProgram runs the program as a user does, with its flags, in its own
 // process (so that -pool off really loads without the pool).
 func TestProgram(t *testing.T) {
-	lib := safetest.Control().Path
+	lib := safetest.LibraryPath()
 	out, errOut, err := runMain(t, append([]string{"-lib", lib, "-pool", "off", "-goroutines", "2,1"}, tinyFlags...)...)
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
@@ -131,7 +131,7 @@ func TestProgram(t *testing.T) {
 // them side by side.
 func TestGoAndCAgree(t *testing.T) {
 	bin := cbench.Build(t)
-	args := append([]string{"-lib", safetest.Control().Path, "-goroutines", "1,3", "-batch", "2"}, tinyFlags...)
+	args := append([]string{"-lib", safetest.LibraryPath(), "-goroutines", "1,3", "-batch", "2"}, tinyFlags...)
 	goOut, errOut, err := runMain(t, args...)
 	if err != nil {
 		t.Fatalf("go: %v\n%s", err, errOut)
@@ -167,7 +167,7 @@ func TestGoAndCAgree(t *testing.T) {
 // the searches of one (4 times, if nothing serializes them).
 func TestSearchesRunInParallel(t *testing.T) {
 	safetest.Check(t)
-	ctl := safetest.Control()
+	ctl := safetest.Double(t, "its control surface")
 	ctl.SetCallDelay(time.Millisecond)
 	t.Cleanup(func() { ctl.SetCallDelay(0) })
 	c := tiny()
@@ -208,13 +208,13 @@ func TestWarmUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := safetest.Control().Calls("cuvsCagraSearch")
+	calls := safetest.Double(t, "call counts").Calls("cuvsCagraSearch")
 	for _, nt := range []dlpack.DataType{dlpack.Uint32, dlpack.Int64} {
 		if err := idx.WarmUp(res, &sp, 3, c.k, nt); err != nil {
 			t.Errorf("%s neighbors: %v", nt, err)
 		}
 	}
-	if got := safetest.Control().Calls("cuvsCagraSearch") - calls; got != 2 {
+	if got := safetest.Double(t, "call counts").Calls("cuvsCagraSearch") - calls; got != 2 {
 		t.Errorf("2 warm-ups made %d searches", got)
 	}
 	for _, bad := range []struct {

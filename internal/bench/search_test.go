@@ -25,7 +25,7 @@ const (
 // functions then return CUVS_SUCCESS at once, so what is measured is the
 // cost of reaching them.
 func instant(b *testing.B) {
-	ctl := safetest.Control()
+	ctl := safetest.Double(b, "instant mode")
 	ctl.SetInstant(true)
 	b.Cleanup(func() { ctl.SetInstant(false) })
 }
@@ -139,7 +139,7 @@ func resources(b *testing.B) *safe.Resources {
 }
 
 func bindFloor(b *testing.B) {
-	must(b, bench.Bind(safetest.Control().Path))
+	must(b, bench.Bind(safetest.LibraryPath()))
 }
 
 // rawResources is a cuvsResources_t of the generated layer's own.

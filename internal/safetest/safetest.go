@@ -1,7 +1,15 @@
-// Package safetest runs the safe layer's tests against the ABI test double
-// (internal/cuvsdouble), never the real libcuvs_c: Main builds the double,
-// loads it with safe.Load, and Check fails a test that leaks anything the
-// double counts.
+// Package safetest runs the safe layer's tests against a libcuvs_c: by
+// default the ABI test double (internal/cuvsdouble), built for the test run;
+// with CUVS_TEST_LIBRARY=/path/to/libcuvs_c.so, that library instead
+// (conformance mode: a real libcuvs_c on a GPU machine, or the double loaded
+// as if it were one).
+//
+// In conformance mode the double's control surface is out of reach: Double
+// skips a test that needs it (fault injection, call counting, the double's
+// own counters, forced versions, delays, instant mode) with a reason naming
+// it, and Check still checks what any library allows: every handle the
+// bindings made during the test (indexes, resources, device and pinned
+// memory, borrows) released at its end.
 package safetest
 
 import (
@@ -11,46 +19,102 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/internal/cuvsdouble"
+	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 )
 
-var ctl *cuvsdouble.Control
+// LibraryEnv names the variable that points the tests at a libcuvs_c.
+const LibraryEnv = "CUVS_TEST_LIBRARY"
 
-// Main is a TestMain: it loads the double and runs the tests.
+var (
+	ctl     *cuvsdouble.Control // nil in conformance mode
+	libPath string
+)
+
+// Main is a TestMain: it loads the library under test (the double, or
+// $CUVS_TEST_LIBRARY) and runs the tests.
 func Main(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if path := os.Getenv(LibraryEnv); path != "" {
+		libPath = path
+		if err := safe.Load(safe.WithLibrary(path)); err != nil {
+			fmt.Fprintf(os.Stderr, "safetest: %s=%s: %v\n", LibraryEnv, path, err)
+			return 1
+		}
+		return m.Run()
+	}
 	path, cleanup, err := cuvsdouble.BuildFile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	defer cleanup()
+	libPath = path
 	if err := safe.Load(safe.WithLibrary(path)); err != nil {
 		fmt.Fprintln(os.Stderr, "loading the test double:", err)
-		os.Exit(1)
+		return 1
 	}
 	if ctl, err = cuvsdouble.Open(path); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
+	return m.Run()
 }
 
-// Control returns the loaded double's control surface.
+// Conformance reports whether the tests run against $CUVS_TEST_LIBRARY
+// rather than the double they built.
+func Conformance() bool { return ctl == nil }
+
+// LibraryPath returns the path of the library under test.
+func LibraryPath() string { return libPath }
+
+// Control returns the double's control surface, or nil in conformance mode:
+// for checks a test makes only where it can (Double skips instead).
 func Control() *cuvsdouble.Control { return ctl }
 
+// Double returns the double's control surface, or skips t when the tests
+// run against $CUVS_TEST_LIBRARY: what needs it (fault injection, call
+// counts, the double's counters, versions, delays, instant mode) cannot be
+// done to an arbitrary libcuvs_c. why says what the test needs it for.
+func Double(t testing.TB, why string) *cuvsdouble.Control {
+	t.Helper()
+	if ctl == nil {
+		t.Skipf("needs the ABI test double (internal/cuvsdouble) for %s; %s=%s is another library", why, LibraryEnv, libPath)
+	}
+	return ctl
+}
+
 // Check registers a check, at the end of t, that everything created during
-// the test was destroyed and no misuse was recorded; it also clears armed
-// faults then.
+// the test was released: the bindings' own handles (any library), and, on
+// the double, everything it counts and any misuse it recorded; it also
+// clears armed faults then.
 func Check(t *testing.T) {
 	t.Helper()
-	before := ctl.Counters()
+	handles := live.Snapshot()
+	var before cuvsdouble.Counters
+	if ctl != nil {
+		before = ctl.Counters()
+	}
 	t.Cleanup(func() {
-		ctl.ClearFaults()
 		runtime.GC()
+		if d := live.Diff(handles, live.Snapshot()); len(d) > 0 {
+			// A cleanup may still be running: collect once more.
+			runtime.GC()
+			if d = live.Diff(handles, live.Snapshot()); len(d) > 0 {
+				t.Errorf("handles not released: %s", strings.Join(d, ", "))
+			}
+		}
+		if ctl == nil {
+			return
+		}
+		ctl.ClearFaults()
 		after := ctl.Counters()
 		for name, p := range after {
 			b := before[name]

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
@@ -70,6 +71,7 @@ type leftovers struct {
 }
 
 func destroyIndex(l *leftovers) {
+	liveIndexes.Dec()
 	_ = generated.CuvsBruteForceIndexDestroy(l.h)
 	if l.dataset != nil {
 		l.dataset.End()
@@ -81,6 +83,7 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsBruteForceIndexCreate(&h); err != nil {
 		return nil, safe.Wrap(op, err)
 	}
+	liveIndexes.Inc()
 	idx := &Index{h: h}
 	idx.left = &leftovers{h: h}
 	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
@@ -143,6 +146,7 @@ func (idx *Index) build(op string, res *safe.Resources, dv *dlpack.View, p Build
 
 func (idx *Index) destroy() {
 	idx.clean.Stop()
+	liveIndexes.Dec()
 	_ = generated.CuvsBruteForceIndexDestroy(idx.h)
 }
 
@@ -297,9 +301,13 @@ func (idx *Index) Close() error {
 		return nil
 	}
 	idx.clean.Stop()
+	liveIndexes.Dec()
 	err := generated.CuvsBruteForceIndexDestroy(idx.h)
 	if idx.left.dataset != nil {
 		idx.left.dataset.End()
 	}
 	return safe.Wrap("bruteforce.Index.Close", err)
 }
+
+// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
+var liveIndexes = live.New("bruteforce.Index")

@@ -256,7 +256,7 @@ func TestValidation(t *testing.T) {
 // Each C call failing comes back as the right error and leaks nothing.
 func TestFaults(t *testing.T) {
 	f := setup(t)
-	ctl := safetest.Control()
+	ctl := safetest.Double(t, "its control surface")
 	path := filepath.Join(t.TempDir(), "bf.idx")
 	for _, fn := range []string{"cuvsBruteForceIndexCreate", "cuvsBruteForceBuild"} {
 		ctl.FailNext(fn, "injected")

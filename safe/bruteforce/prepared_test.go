@@ -59,7 +59,7 @@ func TestPrepared(t *testing.T) {
 	if err := f.neighbors.Close(); !errors.Is(err, dlpack.ErrBorrowed) {
 		t.Errorf("closing bound neighbors: %v", err)
 	}
-	safetest.Control().FailNext("cuvsBruteForceSearch", "injected")
+	safetest.Double(t, "fault injection").FailNext("cuvsBruteForceSearch", "injected")
 	if err := ps.Run(f.res); !isCuvs(err, "cuvsBruteForceSearch") {
 		t.Errorf("injected failure: %v", err)
 	}

@@ -214,6 +214,9 @@ func exactGraph(data []float32, d, deg int) []uint32 {
 // C call.
 func calls() map[string]int64 {
 	ctl := safetest.Control()
+	if ctl == nil {
+		return nil // another library: no call counts
+	}
 	m := map[string]int64{}
 	for _, fn := range ctl.Functions() {
 		m[fn] = ctl.Calls(fn)
@@ -569,7 +572,7 @@ func TestExtend(t *testing.T) {
 // so a machine too loaded to keep the window open retries rather than fails.
 func TestExtendBusy(t *testing.T) {
 	f := setup(t)
-	ctl := safetest.Control()
+	ctl := safetest.Double(t, "its control surface")
 	idx := build(t, f.res, f.dataset, params(t))
 	all := slices.Clone(f.data)
 	more := safetest.Random(3, 10, dim)
@@ -1346,7 +1349,7 @@ func TestFaults(t *testing.T) {
 	// a second Close finishes the job.
 	xd := deviceMatrix(t, f.res, f.data, rows, dim)
 	x := build(t, f.res, xd, params(t))
-	safetest.Control().FailNext("cuvsCagraIndexDestroy", "injected")
+	safetest.Double(t, "fault injection").FailNext("cuvsCagraIndexDestroy", "injected")
 	if err := x.Close(); !isCuvs(err, "cuvsCagraIndexDestroy", "injected") {
 		t.Errorf("Close with cuvsCagraIndexDestroy failing: %v", err)
 	}
@@ -1369,7 +1372,7 @@ func TestFaults(t *testing.T) {
 // return a *safe.Error naming it, and leave as many objects alive as before.
 func injectEach(t *testing.T, name string, op func() error) {
 	t.Helper()
-	ctl := safetest.Control()
+	ctl := safetest.Double(t, "its control surface")
 	before := calls()
 	if err := op(); err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -1493,7 +1496,7 @@ func (b *blockingTensor) View() (dlpack.View, error) {
 // waits for the searches in flight, and later searches are refused.
 func TestConcurrentSearch(t *testing.T) {
 	f := setup(t)
-	ctl := safetest.Control()
+	ctl := safetest.Double(t, "its control surface")
 	idx, err := cagra.Build(f.res, f.dataset, params(t))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
 )
@@ -60,6 +61,7 @@ type leftovers struct {
 }
 
 func destroyIndex(l *leftovers) {
+	liveIndexes.Dec()
 	_ = generated.CuvsCagraIndexDestroy(l.h)
 	for _, r := range l.borrows {
 		r.End()
@@ -71,6 +73,7 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsCagraIndexCreate(&h); err != nil {
 		return nil, safe.Wrap(op, err)
 	}
+	liveIndexes.Inc()
 	idx := &Index{h: h}
 	idx.left = &leftovers{h: h}
 	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
@@ -107,6 +110,7 @@ func (idx *Index) fail() {
 	for _, r := range idx.left.borrows {
 		r.End()
 	}
+	liveIndexes.Dec()
 	_ = generated.CuvsCagraIndexDestroy(idx.h)
 }
 
@@ -654,9 +658,13 @@ func (idx *Index) Close() error {
 		return safe.Wrap(op, err)
 	}
 	idx.destroyed = true
+	liveIndexes.Dec()
 	for _, r := range idx.left.borrows {
 		r.End()
 	}
 	idx.left.borrows = nil
 	return nil
 }
+
+// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
+var liveIndexes = live.New("cagra.Index")

@@ -158,7 +158,7 @@ func TestPreparedValidation(t *testing.T) {
 		t.Errorf("results of the wrong dtype: %v", err)
 	}
 	// A failure of the C search comes back as the library's error.
-	safetest.Control().FailNext("cuvsCagraSearch", "injected")
+	safetest.Double(t, "fault injection").FailNext("cuvsCagraSearch", "injected")
 	if err := ps.Run(f.res); !isCuvs(err, "cuvsCagraSearch", "injected") {
 		t.Errorf("injected failure: %v", err)
 	}
