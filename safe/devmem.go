@@ -251,7 +251,7 @@ func (m *DeviceMatrix[T]) CopyFrom(res *Resources, src dlpack.Tensor) error {
 	const op = "safe.DeviceMatrix.CopyFrom"
 	sv, err := src.View()
 	if err != nil {
-		return Argf(op, "src", "%v", err)
+		return Argf(op, "src", "%w", err)
 	}
 	dv, err := m.ViewMut()
 	if err != nil {

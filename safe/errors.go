@@ -31,6 +31,11 @@ var (
 	// ErrBusy: the handle is in use (e.g. an index closed or rebuilt while
 	// searches are in flight).
 	ErrBusy = errors.New("handle busy")
+	// ErrOutOfMemory: cuVS could not allocate device (or pinned host) memory:
+	// RMM's out_of_memory, a pool at its maximum size, or CUDA's
+	// cudaErrorMemoryAllocation. A service may shed load on it. The *Error
+	// that carries it also satisfies errors.Is(err, ErrCuvs).
+	ErrOutOfMemory = errors.New("out of device memory")
 )
 
 // Error is a failed cuVS call.
@@ -39,6 +44,8 @@ type Error struct {
 	Func   string // the C function that failed
 	Reason string // cuVS's reason: the first line of Text without its source location
 	Text   string // cuVS's full error text, often with a stack trace: for debugging
+	// OutOfMemory: the failure was an allocation (see ErrOutOfMemory).
+	OutOfMemory bool
 }
 
 // Error returns "Op: Reason", or "Op: Func failed" when cuVS gave no reason.
@@ -49,14 +56,21 @@ func (e *Error) Error() string {
 	return e.Op + ": " + e.Reason
 }
 
-// Is makes errors.Is(err, ErrCuvs) true.
-func (e *Error) Is(target error) bool { return target == ErrCuvs }
+// Is makes errors.Is(err, ErrCuvs) true, and errors.Is(err, ErrOutOfMemory)
+// for an allocation failure.
+func (e *Error) Is(target error) bool {
+	return target == ErrCuvs || (target == ErrOutOfMemory && e.OutOfMemory)
+}
 
 // ArgError is an argument refused before any C call.
 type ArgError struct {
 	Op     string // the Go operation
 	Arg    string // the argument, e.g. "queries"
 	Reason string
+	// Err is the cause, when the refusal comes from another error (an
+	// expired or borrowed view, say); Unwrap returns it, so errors.Is and
+	// errors.As reach dlpack.ErrExpired, *dlpack.BorrowedError and the like.
+	Err error
 }
 
 // Error returns "Op: Arg: Reason".
@@ -65,14 +79,34 @@ func (e *ArgError) Error() string { return e.Op + ": " + e.Arg + ": " + e.Reason
 // Is makes errors.Is(err, ErrInvalidArgument) true.
 func (e *ArgError) Is(target error) bool { return target == ErrInvalidArgument }
 
-// Argf returns an *ArgError.
+// Unwrap returns the cause, if any.
+func (e *ArgError) Unwrap() error { return e.Err }
+
+// Argf returns an *ArgError. As with fmt.Errorf, an error given for a %w
+// verb is kept as the cause (ArgError.Err).
 func Argf(op, arg, format string, args ...any) error {
-	return &ArgError{Op: op, Arg: arg, Reason: fmt.Sprintf(format, args...)}
+	e := fmt.Errorf(format, args...)
+	a := &ArgError{Op: op, Arg: arg, Reason: e.Error()}
+	switch u := e.(type) {
+	case interface{ Unwrap() error }:
+		a.Err = u.Unwrap()
+	case interface{ Unwrap() []error }:
+		a.Err = e // several causes: errors.Is/As search them all
+	}
+	return a
 }
 
-// location matches the "RAFT failure at file=... line=...: " style prefixes
-// of cuVS's error texts.
-var location = regexp.MustCompile(`^.*?(?:failure|error encountered) at:? ?file=\S+ line=\d+:\s*`)
+// location matches the source-location prefixes of cuVS's error texts:
+// RAFT's "RAFT failure at file=... line=...: " (RAFT_EXPECTS, RAFT_FAIL),
+// "exception occurred! file=... line=...: " (RAFT's THROW) and CUDA's
+// "CUDA error encountered at: file=... line=...: ".
+var location = regexp.MustCompile(`^.*?(?:(?:failure|error encountered) at:?|exception occurred!) ?file=\S+ line=\d+:\s*`)
+
+// outOfMemory matches the texts of allocation failures: RMM's
+// rmm::out_of_memory ("std::bad_alloc: out_of_memory: ..."), its pools'
+// "Maximum pool size exceeded", CUDA's cudaErrorMemoryAllocation, and a
+// plain std::bad_alloc.
+var outOfMemory = regexp.MustCompile(`out_of_memory|[Oo]ut of memory|Maximum pool size exceeded|cudaErrorMemoryAllocation|std::bad_alloc`)
 
 // Reason extracts the human part of a cuVS error text: its first line,
 // without the source location.
@@ -90,7 +124,7 @@ func Wrap(op string, err error) error {
 	}
 	var ge *generated.Error
 	if errors.As(err, &ge) {
-		return &Error{Op: op, Func: ge.Func, Reason: Reason(ge.Text), Text: ge.Text}
+		return &Error{Op: op, Func: ge.Func, Reason: Reason(ge.Text), Text: ge.Text, OutOfMemory: outOfMemory.MatchString(ge.Text)}
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -149,11 +149,11 @@ func (f *Filter) Bind(op string, c dlpack.Call, rows, nQueries int64, kinds ...F
 	}
 	v, err := f.words.View()
 	if err != nil {
-		return generated.CuvsFilter{}, Argf(op, "filter", "%v", err)
+		return generated.CuvsFilter{}, Argf(op, "filter", "%w", err)
 	}
 	t, err := c.In(&v)
 	if err != nil {
-		return generated.CuvsFilter{}, Argf(op, "filter", "%v", err)
+		return generated.CuvsFilter{}, Argf(op, "filter", "%w", err)
 	}
 	typ := generated.CuvsFilterType_BITSET
 	if f.kind == Bitmap {

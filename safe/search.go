@@ -29,28 +29,28 @@ func (r *SearchRules) Bind(op string, c dlpack.Call, queries dlpack.Tensor, neig
 	}
 	qv, err := queries.View()
 	if err != nil {
-		return Argf(op, r.Queries.Arg, "%v", err)
+		return Argf(op, r.Queries.Arg, "%w", err)
 	}
 	nm, err := neighbors.ViewMut()
 	if err != nil {
-		return Argf(op, r.Neighbors.Arg, "%v", err)
+		return Argf(op, r.Neighbors.Arg, "%w", err)
 	}
 	dm, err := distances.ViewMut()
 	if err != nil {
-		return Argf(op, r.Distances.Arg, "%v", err)
+		return Argf(op, r.Distances.Arg, "%w", err)
 	}
 	if err := r.check(op, &qv, &nm, &dm, dtype, dim, rows, &t.K); err != nil {
 		return err
 	}
 	t.N = qv.Dim(0)
 	if t.Queries, err = c.In(&qv); err != nil {
-		return Argf(op, r.Queries.Arg, "%v", err)
+		return Argf(op, r.Queries.Arg, "%w", err)
 	}
 	if t.Neighbors, err = c.Out(&nm); err != nil {
-		return Argf(op, r.Neighbors.Arg, "%v", err)
+		return Argf(op, r.Neighbors.Arg, "%w", err)
 	}
 	if t.Distances, err = c.Out(&dm); err != nil {
-		return Argf(op, r.Distances.Arg, "%v", err)
+		return Argf(op, r.Distances.Arg, "%w", err)
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func (r *Rule) CheckMut(op string, m *dlpack.ViewMut) error {
 
 func (r *Rule) check(op string, err error, dev dlpack.Device, dt dlpack.DataType, ndim int, layout dlpack.Layout) error {
 	if err != nil {
-		return Argf(op, r.Arg, "%v", err)
+		return Argf(op, r.Arg, "%w", err)
 	}
 	if !r.Memory.accepts(dev.Type) {
 		return Argf(op, r.Arg, "%s memory is needed, got %s", r.Memory, dev)

@@ -99,7 +99,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, e
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return nil, safe.Argf(op, "dataset", "%v", err)
+		return nil, safe.Argf(op, "dataset", "%w", err)
 	}
 	if err := datasetRule.Check(op, &dv); err != nil {
 		return nil, err
@@ -119,7 +119,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, e
 	// cuVS keeps a reference to the dataset: hold it until Close.
 	if idx.left.dataset, err = dv.Retain(idx.label); err != nil {
 		idx.destroy()
-		return nil, safe.Argf(op, "dataset", "%v", err)
+		return nil, safe.Argf(op, "dataset", "%w", err)
 	}
 	if err := idx.build(op, res, &dv, p); err != nil {
 		idx.left.dataset.End()
@@ -134,7 +134,7 @@ func (idx *Index) build(op string, res *safe.Resources, dv *dlpack.View, p Build
 	defer c.End()
 	t, err := c.In(dv)
 	if err != nil {
-		return safe.Argf(op, "dataset", "%v", err)
+		return safe.Argf(op, "dataset", "%w", err)
 	}
 	h, err := res.Lock(op)
 	if err != nil {

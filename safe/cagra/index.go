@@ -164,7 +164,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return nil, safe.Argf(op, "dataset", "%v", err)
+		return nil, safe.Argf(op, "dataset", "%w", err)
 	}
 	if err := datasetRule.Check(op, &dv); err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 		r, err := dv.Retain(idx.label())
 		if err != nil {
 			idx.fail()
-			return nil, safe.Argf(op, "dataset", "%v", err)
+			return nil, safe.Argf(op, "dataset", "%w", err)
 		}
 		idx.left.borrows = append(idx.left.borrows, r)
 	}
@@ -225,7 +225,7 @@ func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generate
 		}
 		t, err := c.In(v)
 		if err != nil {
-			return safe.Argf(op, "input", "%v", err)
+			return safe.Argf(op, "input", "%w", err)
 		}
 		ts[i] = t
 		sync = sync || hostMemory(v)
@@ -259,11 +259,11 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 	}
 	gv, err := graph.View()
 	if err != nil {
-		return nil, safe.Argf(op, "graph", "%v", err)
+		return nil, safe.Argf(op, "graph", "%w", err)
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return nil, safe.Argf(op, "dataset", "%v", err)
+		return nil, safe.Argf(op, "dataset", "%w", err)
 	}
 	if err := graphRule.Check(op, &gv); err != nil {
 		return nil, err
@@ -294,7 +294,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		r, err := v.Retain(idx.label())
 		if err != nil {
 			idx.fail()
-			return nil, safe.Argf(op, "graph/dataset", "%v", err)
+			return nil, safe.Argf(op, "graph/dataset", "%w", err)
 		}
 		idx.left.borrows = append(idx.left.borrows, r)
 	}
@@ -339,7 +339,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 	}
 	av, err := additional.View()
 	if err != nil {
-		return safe.Argf(op, "additional", "%v", err)
+		return safe.Argf(op, "additional", "%w", err)
 	}
 	if err := extendRule.Check(op, &av); err != nil {
 		return err

@@ -44,15 +44,15 @@ func New(op, name string, rules *safe.SearchRules, queries, neighbors, distances
 	}
 	qm, err := queries.ViewMut()
 	if err != nil {
-		return nil, safe.Argf(op, rules.Queries.Arg, "%v", err)
+		return nil, safe.Argf(op, rules.Queries.Arg, "%w", err)
 	}
 	nm, err := neighbors.ViewMut()
 	if err != nil {
-		return nil, safe.Argf(op, rules.Neighbors.Arg, "%v", err)
+		return nil, safe.Argf(op, rules.Neighbors.Arg, "%w", err)
 	}
 	dm, err := distances.ViewMut()
 	if err != nil {
-		return nil, safe.Argf(op, rules.Distances.Arg, "%v", err)
+		return nil, safe.Argf(op, rules.Distances.Arg, "%w", err)
 	}
 	qv, _ := qm.View()
 	if _, err := rules.Check(op, &qv, &nm, &dm, dtype, dim, rows); err != nil {
@@ -66,15 +66,15 @@ func New(op, name string, rules *safe.SearchRules, queries, neighbors, distances
 	s.call = dlpack.Begin(op)
 	if s.Queries, err = s.call.Out(&qm); err != nil {
 		s.call.End()
-		return nil, safe.Argf(op, rules.Queries.Arg, "%v", err)
+		return nil, safe.Argf(op, rules.Queries.Arg, "%w", err)
 	}
 	if s.Neighbors, err = s.call.Out(&nm); err != nil {
 		s.call.End()
-		return nil, safe.Argf(op, rules.Neighbors.Arg, "%v", err)
+		return nil, safe.Argf(op, rules.Neighbors.Arg, "%w", err)
 	}
 	if s.Distances, err = s.call.Out(&dm); err != nil {
 		s.call.End()
-		return nil, safe.Argf(op, rules.Distances.Arg, "%v", err)
+		return nil, safe.Argf(op, rules.Distances.Arg, "%w", err)
 	}
 	if s.Filter, err = filter.Bind(op, s.call, rows, qm.Dim(0), kinds...); err != nil {
 		s.call.End()
@@ -102,7 +102,7 @@ func (s *Search) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
 	}
 	sv, err := src.View()
 	if err != nil {
-		return safe.Argf(op, "src", "%v", err)
+		return safe.Argf(op, "src", "%w", err)
 	}
 	if err := checkShape(op, "src", sv.DType(), sv.NDim(), sv.Dim, s.qDType, s.qShape); err != nil {
 		return err
@@ -130,7 +130,7 @@ func (s *Search) Results(res *safe.Resources, neighbors, distances dlpack.Tensor
 		}
 		m, err := t.ViewMut()
 		if err != nil {
-			return safe.Argf(op, arg, "%v", err)
+			return safe.Argf(op, arg, "%w", err)
 		}
 		if err := checkShape(op, arg, m.DType(), m.NDim(), m.Dim, dt, s.nShape); err != nil {
 			return err
@@ -164,7 +164,7 @@ func (s *Search) copy(op string, res *safe.Resources, bind func(dlpack.Call) (sr
 	defer c.End()
 	from, to, err := bind(c)
 	if err != nil {
-		return safe.Argf(op, "tensor", "%v", err)
+		return safe.Argf(op, "tensor", "%w", err)
 	}
 	return safe.CopyBound(op, res, from, to)
 }
