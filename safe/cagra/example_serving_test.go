@@ -11,8 +11,15 @@ import (
 
 // servingRequest is one query of a service and where its answer goes.
 type servingRequest struct {
-	vector []float32       // dim values
-	reply  chan<- []uint32 // the k nearest rows
+	vector []float32            // dim values
+	reply  chan<- servingAnswer // buffered: a worker never blocks on it
+}
+
+// servingAnswer is the k nearest rows, or why there are none. Every request
+// gets exactly one answer, error or not: a requester never waits forever.
+type servingAnswer struct {
+	ids []uint32
+	err error
 }
 
 // Example_serving is the online-serving pattern: one index, built (or
@@ -72,55 +79,96 @@ func Example_serving() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := servingWorker(idx, &sp, dim, k, requests); err != nil {
-				log.Print(err)
-			}
+			servingWorker(idx, &sp, dim, k, requests)
 		}()
 	}
 	// ... hand requests to the workers, e.g. from HTTP handlers:
-	reply := make(chan []uint32, 1)
+	reply := make(chan servingAnswer, 1)
 	requests <- servingRequest{vector: make([]float32, dim), reply: reply}
-	<-reply
+	if a := <-reply; a.err != nil {
+		log.Print(a.err) // e.g. answer HTTP 503 on errors.Is(a.err, safe.ErrOutOfMemory)
+	}
 	close(requests)
 	wg.Wait()
 }
 
-// servingWorker is one worker: everything it needs per search is allocated once.
-func servingWorker(idx *cagra.Index, sp *cagra.SearchParams, dim, k int, requests <-chan servingRequest) error {
-	res, err := safe.NewResources() // this goroutine's own stream
+// servingWorker is one worker: everything it needs per search is allocated
+// once. It answers every request it takes, with an error when it cannot
+// search: when its setup fails it keeps answering with that error (another
+// worker may be healthy; a real service would also report it), and a failed
+// search fails that request alone.
+func servingWorker(idx *cagra.Index, sp *cagra.SearchParams, dim, k int, requests <-chan servingRequest) {
+	w, err := newServingBuffers(dim, k)
 	if err != nil {
-		return err
+		for r := range requests {
+			r.reply <- servingAnswer{err: err}
+		}
+		return
 	}
-	defer res.Close()
-	queries, err := safe.NewDeviceMatrix[float32](res, 1, dim)
-	if err != nil {
-		return err
-	}
-	defer queries.Close()
-	neighbors, err := safe.NewDeviceMatrix[uint32](res, 1, k)
-	if err != nil {
-		return err
-	}
-	defer neighbors.Close()
-	distances, err := safe.NewDeviceMatrix[float32](res, 1, k)
-	if err != nil {
-		return err
-	}
-	defer distances.Close()
-
+	defer w.close()
 	for r := range requests {
-		if err := queries.CopyFromHost(res, r.vector); err != nil {
-			return err
-		}
-		if err := idx.Search(res, sp, queries, neighbors, distances, nil); err != nil {
-			return err
-		}
-		ids := make([]uint32, k) // or reuse a buffer the reply's reader gives back
-		// The copy runs on res's stream after the search, and waits for both.
-		if err := neighbors.CopyToHost(res, ids); err != nil {
-			return err
-		}
-		r.reply <- ids
+		ids, err := w.search(idx, sp, r.vector)
+		r.reply <- servingAnswer{ids: ids, err: err}
 	}
-	return nil
+}
+
+// servingBuffers are a worker's own stream and device buffers.
+type servingBuffers struct {
+	res                *safe.Resources
+	queries, distances *safe.DeviceMatrix[float32]
+	neighbors          *safe.DeviceMatrix[uint32]
+	k                  int
+}
+
+func newServingBuffers(dim, k int) (w *servingBuffers, err error) {
+	w = &servingBuffers{k: k}
+	defer func() {
+		if err != nil {
+			w.close()
+		}
+	}()
+	if w.res, err = safe.NewResources(); err != nil { // this goroutine's own stream
+		return nil, err
+	}
+	if w.queries, err = safe.NewDeviceMatrix[float32](w.res, 1, dim); err != nil {
+		return nil, err
+	}
+	if w.neighbors, err = safe.NewDeviceMatrix[uint32](w.res, 1, k); err != nil {
+		return nil, err
+	}
+	if w.distances, err = safe.NewDeviceMatrix[float32](w.res, 1, k); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *servingBuffers) search(idx *cagra.Index, sp *cagra.SearchParams, vector []float32) ([]uint32, error) {
+	if err := w.queries.CopyFromHost(w.res, vector); err != nil {
+		return nil, err
+	}
+	if err := idx.Search(w.res, sp, w.queries, w.neighbors, w.distances, nil); err != nil {
+		return nil, err
+	}
+	ids := make([]uint32, w.k) // or reuse a buffer the reply's reader gives back
+	// The copy runs on res's stream after the search, and waits for both.
+	if err := w.neighbors.CopyToHost(w.res, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// close frees what newServingBuffers made, also when it stopped halfway.
+func (w *servingBuffers) close() {
+	if w.queries != nil {
+		w.queries.Close()
+	}
+	if w.neighbors != nil {
+		w.neighbors.Close()
+	}
+	if w.distances != nil {
+		w.distances.Close()
+	}
+	if w.res != nil {
+		w.res.Close()
+	}
 }
