@@ -26,6 +26,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 
@@ -61,6 +62,7 @@ type Index struct {
 	mu    sync.Mutex // Close
 	left  *leftovers // what a cleanup must release if Close is never called
 	clean runtime.Cleanup
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 // leftovers is what an index holds in C and in borrows: shared with its
@@ -301,6 +303,7 @@ func (idx *Index) Close() error {
 		return nil
 	}
 	idx.clean.Stop()
+	_ = idx.slices.Close()
 	liveIndexes.Dec()
 	err := generated.CuvsBruteForceIndexDestroy(idx.h)
 	if idx.left.dataset != nil {

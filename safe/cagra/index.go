@@ -12,6 +12,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 )
 
 var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, dlpack.Uint8}
@@ -51,6 +52,7 @@ type Index struct {
 	imported  []importedView
 	destroyed bool
 	clean     runtime.Cleanup
+	slices    hostsearch.Pool // SearchSlice's device buffers
 }
 
 // leftovers is what an index holds in C and in borrows: shared with its
@@ -659,6 +661,7 @@ func (idx *Index) Close() error {
 	}
 	idx.destroyed = true
 	liveIndexes.Dec()
+	_ = idx.slices.Close()
 	for _, r := range idx.left.borrows {
 		r.End()
 	}
