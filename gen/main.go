@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.fromAPI, "from-api", "", "regenerate from this api.json instead of headers")
 	fs.BoolVar(&c.check, "check", false, "write nothing; fail if the output folder differs from what would be generated")
 	fs.BoolVar(&c.quiet, "q", false, "print nothing on success")
-	fs.BoolVar(&c.ctypes, "ctypes", true, "also run c-for-go (cuvs.yml) to generate the cgo-level types package ctypes/ in the output folder")
+	fs.BoolVar(&c.ctypes, "ctypes", true, "also run c-for-go (cuvs.yml) to generate "+CTypesDir+"/ in the output folder: its types and a test comparing them with ours")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if c.ctypes {
-		ch, err := c.runCForGo(files[emit.DeclsHeader])
+		ch, err := c.runCForGo(api, files[emit.DeclsHeader])
 		if err != nil {
 			return err
 		}
@@ -108,23 +108,29 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// runCForGo generates the c-for-go package ctypes/ beside the other
-// output from the declarations header, or with -check compares it.
-func (c *config) runCForGo(decls []byte) ([]string, error) {
+// CTypesDir is where, inside the output folder, c-for-go's package goes:
+// internal to generated/, so it is no part of the API; its only job is its
+// test, a second opinion on our layouts and enum values (see
+// gen/internal/cforgo).
+const CTypesDir = "internal/ctypes"
+
+// runCForGo generates c-for-go's package CTypesDir beside the other output
+// from the declarations header, or with -check compares it.
+func (c *config) runCForGo(api *model.API, decls []byte) ([]string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
 	}
 	manifest := filepath.Join(root, "cuvs.yml")
-	outDir := filepath.Join(c.out, "ctypes")
+	outDir := filepath.Join(c.out, filepath.FromSlash(CTypesDir))
 	header := filepath.Join(c.out, emit.DeclsHeader)
 	ctx := context.Background()
 	if !c.check {
 		before := readTree(outDir)
-		if err := cforgo.Run(ctx, manifest, header, outDir); err != nil {
+		if err := cforgo.Run(ctx, manifest, header, outDir, api); err != nil {
 			return nil, fmt.Errorf("c-for-go: %w", err)
 		}
-		return diffTree(before, readTree(outDir), "ctypes/"), nil
+		return diffTree(before, readTree(outDir), CTypesDir+"/"), nil
 	}
 	// -check: generate from the header the generator would write, in memory.
 	tmp, err := os.MkdirTemp("", "cuvs-go-check-")
@@ -136,7 +142,7 @@ func (c *config) runCForGo(decls []byte) ([]string, error) {
 	if err := os.WriteFile(th, decls, 0o644); err != nil {
 		return nil, err
 	}
-	files, _, err := cforgo.Generate(ctx, manifest, th)
+	files, err := cforgo.Generate(ctx, manifest, th, api)
 	if err != nil {
 		return nil, fmt.Errorf("c-for-go: %w", err)
 	}
@@ -144,7 +150,7 @@ func (c *config) runCForGo(decls []byte) ([]string, error) {
 	for _, f := range files {
 		want[f.Name] = f.Data
 	}
-	return diffTree(readTree(outDir), want, "ctypes/"), nil
+	return diffTree(readTree(outDir), want, CTypesDir+"/"), nil
 }
 
 func readTree(dir string) map[string][]byte {

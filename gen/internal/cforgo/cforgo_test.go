@@ -12,25 +12,28 @@ import (
 	"testing"
 	"time"
 
-	"modernc.org/cc/v4"
+	"github.com/cuvs-go/cuvs/gen/internal/emit"
+	"github.com/cuvs-go/cuvs/gen/internal/model"
+	"github.com/cuvs-go/cuvs/gen/internal/parse"
 )
 
 const repoRoot = "../../.."
 
-// inputs returns the manifest and the declarations header to test with:
-// $CFORGO_TEST_HEADER, else the committed generated/cuvs_decls.h. The test
-// is skipped when there is no header.
-func inputs(t *testing.T) (manifest, header string) {
+// committed returns the manifest, the committed declarations header and
+// the API model it was written from. The test is skipped when there is no
+// header.
+func committed(t *testing.T) (manifest string, header []byte, api *model.API) {
 	t.Helper()
 	manifest = filepath.Join(repoRoot, "cuvs.yml")
-	header = os.Getenv("CFORGO_TEST_HEADER")
-	if header == "" {
-		header = filepath.Join(repoRoot, "generated", "cuvs_decls.h")
-	}
-	if _, err := os.Stat(header); err != nil {
+	header, err := os.ReadFile(filepath.Join(repoRoot, "generated", emit.DeclsHeader))
+	if err != nil {
 		t.Skipf("no declarations header: %v", err)
 	}
-	return manifest, header
+	api, err = model.ReadFile(filepath.Join(repoRoot, "generated", emit.APIJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return manifest, header, api
 }
 
 var generatedRx = regexp.MustCompile(`^// Code generated .* DO NOT EDIT\.$`)
@@ -59,27 +62,20 @@ func checkOutput(t *testing.T, files []File, forbidden ...string) {
 	}
 }
 
-// TestDeterministic runs Run twice from the real declarations header, each
-// time from a copy in a different temporary directory, and compares the
+// TestDeterministic runs Run twice from the committed declarations header,
+// each time from a copy in a different temporary directory, and compares the
 // output byte for byte.
 func TestDeterministic(t *testing.T) {
-	manifest, header := inputs(t)
-	h, err := os.ReadFile(header)
-	if err != nil {
-		t.Fatal(err)
-	}
+	manifest, h, api := committed(t)
 	var runs [][]File
 	for i := 0; i < 2; i++ {
 		dir := t.TempDir()
 		gen := filepath.Join(dir, "generated")
-		if err := os.MkdirAll(gen, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		hdr := filepath.Join(gen, "cuvs_decls.h")
+		hdr := filepath.Join(gen, emit.DeclsHeader)
 		write(t, hdr, string(h))
-		out := filepath.Join(gen, "ctypes")
+		out := filepath.Join(gen, "internal", "ctypes")
 		t0 := time.Now()
-		if err := Run(context.Background(), manifest, hdr, out); err != nil {
+		if err := Run(context.Background(), manifest, hdr, out, api); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("run %d: %v", i+1, time.Since(t0))
@@ -115,209 +111,164 @@ func readDir(t *testing.T, dir string) []File {
 	return files
 }
 
-// TestBuildsAndMatchesC generates from the real header into a scratch module,
-// adds a cgo file that compares every enum constant and every type's size
-// with the C compiler's, and builds, vets and tests it (with cgocheck2).
-func TestBuildsAndMatchesC(t *testing.T) {
+// TestFixture runs both generators on the generator's fixture headers, which
+// hold the shapes c-for-go v1.3.0 mishandles (a tagged struct reached only
+// through a pointer typedef, an anonymous struct with a pointer typedef, a
+// tagged enum without typedef and with unprefixed enumerators), in a scratch
+// copy of the module. It checks the repairs and that Run is idempotent, then
+// vets the packages and runs the comparison test: it must pass, and fail,
+// naming the member and the enumerator, once the model disagrees with both
+// generators on one offset and one value.
+func TestFixture(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds a cgo package")
+		t.Skip("builds two cgo packages")
 	}
-	manifest, header := inputs(t)
-	h, err := os.ReadFile(header)
+	fixture := filepath.Join(repoRoot, "gen", "testdata", "fixture", "include")
+	api, err := parse.Headers(parse.Options{CuvsInclude: fixture, DLPackInclude: fixture, CuvsVersion: "v0.0.0-fixture", HNSW: true, MultiGPU: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	buildAndCheck(t, manifest, h)
-}
-
-// A small header with each shape c-for-go v1.3.0 mishandles.
-const shapesHeader = `#ifndef SHAPES_H
-#define SHAPES_H
-#include <stdint.h>
-#include <stddef.h>
-#include <stdbool.h>
-typedef struct CUstream_st* cudaStream_t;
-typedef int cudaDataType_t;
-typedef enum { kDLCPU = 1, kDLCUDA = 2 } DLDeviceType;
-typedef enum { kDLInt = 0U, kDLUInt = 1U } DLDataTypeCode;
-typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
-typedef struct DLManagedTensor {
-  void* manager_ctx;
-  void (*deleter)(struct DLManagedTensor* self);
-} DLManagedTensor;
-typedef uintptr_t cuvsResources_t;
-typedef enum { CUVS_ERROR = 0, CUVS_SUCCESS = 1 } cuvsError_t;
-enum cuvsCagraSearchAlgo { SINGLE_CTA = 0, MULTI_CTA = 1, AUTO = 100 };
-enum cuvsHnswHierarchy { NONE = 0, CPU, GPU };
-typedef enum cuvsTagged { TAGGED_A = -1, TAGGED_B } cuvsTagged_t;
-struct cuvsCagraSearchParams {
-  size_t max_queries;
-  enum cuvsCagraSearchAlgo algo;
-  bool persistent;
-};
-typedef struct cuvsCagraSearchParams* cuvsCagraSearchParams_t;
-typedef struct { uintptr_t addr; DLDataTypeCode dtype; } cuvsCagraIndex;
-typedef cuvsCagraIndex* cuvsCagraIndex_t;
-cuvsError_t cuvsCagraSearchParamsCreate(cuvsCagraSearchParams_t* params);
-#endif
-`
-
-// TestShapes runs on a small header of our own, so it needs no generated
-// header.
-func TestShapes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a cgo package")
+	files, err := emit.Files(api)
+	if err != nil {
+		t.Fatal(err)
 	}
-	out := buildAndCheck(t, filepath.Join(repoRoot, "cuvs.yml"), []byte(shapesHeader))
-	src := string(out)
-	for _, want := range []string{
-		"type CuvsCagraSearchParams_t C.cuvsCagraSearchParams_t", // pointer kept
-		"type CuvsCagraIndex_t C.cuvsCagraIndex_t",
-		"type CuvsCagraSearchParams C.struct_cuvsCagraSearchParams", // added
-		"type CuvsCagraSearchAlgo int32",                            // tagged enum typed
-		"CuvsCagraSearchAlgo_AUTO CuvsCagraSearchAlgo = 100",
-		"CuvsHnswHierarchy_GPU CuvsHnswHierarchy = 2",
-		"CuvsTagged_t_TAGGED_A CuvsTagged_t = -1",
-		"DLDataTypeCode_kDLUInt DLDataTypeCode = 1",
-		"func (x *DLDevice) PassRef() *C.DLDevice",
-	} {
-		if !strings.Contains(src, want) {
-			t.Errorf("output lacks %q", want)
-		}
-	}
-	if strings.Contains(src, "CuvsCagraSearchParamsCreate") {
-		t.Error("functions must be ignored")
-	}
-}
-
-// buildAndCheck writes header into a scratch module as
-// generated/cuvs_decls.h, runs Run into generated/ctypes (twice: the second
-// must leave the directory alone), then builds, vets and tests the package
-// with a cgo file comparing it with C. It returns the concatenated .go files.
-func buildAndCheck(t *testing.T, manifest string, header []byte) []byte {
-	t.Helper()
 	dir := t.TempDir()
+	write(t, filepath.Join(dir, "go.mod"), "module github.com/cuvs-go/cuvs\n\ngo 1.24\n")
 	gen := filepath.Join(dir, "generated")
-	out := filepath.Join(gen, "ctypes")
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		t.Fatal(err)
+	for n, b := range files {
+		write(t, filepath.Join(gen, n), string(b))
 	}
-	hdr := filepath.Join(gen, "cuvs_decls.h")
-	write(t, hdr, string(header))
-	write(t, filepath.Join(dir, "go.mod"), "module cforgotest\n\ngo 1.24\n")
+	out := filepath.Join(gen, "internal", "ctypes")
 	write(t, filepath.Join(out, "stale.go"), "package ctypes\n")
-
-	t0 := time.Now()
-	if err := Run(context.Background(), manifest, hdr, out); err != nil {
+	hdr := filepath.Join(gen, emit.DeclsHeader)
+	manifest := filepath.Join(repoRoot, "cuvs.yml")
+	if err := Run(context.Background(), manifest, hdr, out, api); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("Run took %v", time.Since(t0))
 	if _, err := os.Stat(filepath.Join(out, "stale.go")); err == nil {
 		t.Error("Run left a stale file in the output directory")
 	}
 	before := snapshot(t, out)
-	if err := Run(context.Background(), manifest, hdr, out); err != nil {
+	if err := Run(context.Background(), manifest, hdr, out, api); err != nil {
 		t.Fatal(err)
 	}
 	if after := snapshot(t, out); after != before {
 		t.Error("a second Run changed the output directory")
 	}
-
-	var all bytes.Buffer
-	files := readDir(t, out)
-	for _, f := range files {
-		if strings.HasSuffix(f.Name, ".go") {
-			all.Write(f.Data)
+	got := readDir(t, out)
+	checkOutput(t, got, dir)
+	var src strings.Builder
+	for _, f := range got {
+		src.Write(f.Data)
+	}
+	for _, want := range []string{
+		"type CuvsTreeParams_t C.cuvsTreeParams_t", // pointer kept
+		"type CuvsTreeCompression_t C.cuvsTreeCompression_t",
+		"type CuvsTreeIndex_t C.cuvsTreeIndex_t",
+		"type CuvsTreeParams C.struct_cuvsTreeParams", // added
+		"type CuvsTreeCompression C.struct_cuvsTreeCompression",
+		"AUTO", // enumerators keep their C names
+		"unsafe.Offsetof(CuvsTreeParams{}.level_bias), unsafe.Offsetof(gen.CuvsTreeParams{}.LevelBias)",
+		"unsafe.Offsetof(CuvsFilter{}._type), unsafe.Offsetof(gen.CuvsFilter{}.Type)", // a Go keyword
+		"int64(GREEDY), int64(gen.CuvsTreeAlgo_GREEDY), 1}",
+	} {
+		if !strings.Contains(src.String(), want) {
+			t.Errorf("output lacks %q", want)
 		}
 	}
-	checkOutput(t, files, dir)
+	if strings.Contains(src.String(), "CuvsTreeParamsCreate") {
+		t.Error("functions must be ignored")
+	}
 
-	// A cgo file (test files cannot use cgo) comparing with the C compiler.
-	hd, err := scanHeader(hdr, "cuvs_decls.h")
+	goCmd(t, dir, "vet", "./...")
+	goCmd(t, dir, "test", "-count=1", "./generated/internal/ctypes")
+
+	// The comparison can fail: api.json disagreeing on one offset and one
+	// value must be reported, naming both.
+	var s *model.Struct
+	for _, x := range api.Structs {
+		if x.Tag == "cuvsTreeParams" {
+			s = x
+		}
+	}
+	if s == nil {
+		t.Fatal("no struct cuvsTreeParams in the fixture")
+	}
+	s.Fields[len(s.Fields)-1].Offset++
+	api.Enums[0].Values[0].Value += 7
+	regen, err := Generate(context.Background(), manifest, hdr, api)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var chk bytes.Buffer
-	chk.WriteString("package ctypes\n\n/*\n#include \"../cuvs_decls.h\"\n*/\nimport \"C\"\n\nimport (\n\t\"fmt\"\n\t\"unsafe\"\n)\n\nvar _ unsafe.Pointer\n\nfunc mismatches() (r []string) {\n")
-	for _, e := range hd.enums {
-		for _, m := range e.Members {
-			fmt.Fprintf(&chk, "\tif int64(%s) != int64(C.%s) { r = append(r, \"%s\") }\n", EnumConst(e.Name(), m.Name), m.Name, m.Name)
+	var bad File
+	for _, f := range regen {
+		if f.Name == CompareTest {
+			bad = f
 		}
-		fmt.Fprintf(&chk, "\tif unsafe.Sizeof(%s(0)) != unsafe.Sizeof(C.%s(0)) { r = append(r, \"size of %s\") }\n", GoName(e.Name()), cEnumType(e), e.Name())
 	}
-	for _, td := range hd.typedefs {
-		if td.Kind == cc.Function {
-			continue
-		}
-		fmt.Fprintf(&chk, "\t{ var g %s; var c C.%s; if unsafe.Sizeof(g) != unsafe.Sizeof(c) || unsafe.Alignof(g) != unsafe.Alignof(c) { r = append(r, fmt.Sprint(\"layout of %s \", unsafe.Sizeof(g), unsafe.Sizeof(c))) } }\n", GoName(td.Name), td.Name, td.Name)
-	}
-	for _, r := range hd.records {
-		if !r.Complete {
-			continue
-		}
-		kw := "struct_"
-		if r.Union {
-			kw = "union_"
-		}
-		fmt.Fprintf(&chk, "\t{ var g %s; var c C.%s%s; if unsafe.Sizeof(g) != unsafe.Sizeof(c) { r = append(r, \"size of %s\") } }\n", GoName(r.Tag), kw, r.Tag, r.Tag)
-	}
-	chk.WriteString("\treturn r\n}\n")
-	write(t, filepath.Join(out, "zz_check.go"), chk.String())
-	write(t, filepath.Join(out, "zz_check_test.go"), `package ctypes
-
-import (
-	"testing"
-	"unsafe"
-)
-
-func TestMatchesC(t *testing.T) {
-	for _, m := range mismatches() {
-		t.Error(m)
-	}
-}
-
-func TestHelpers(t *testing.T) {
-	d := NewDLDevice()
-	defer d.Free()
-	if unsafe.Pointer(d.Ref()) != unsafe.Pointer(d) || unsafe.Pointer(d.PassRef()) != unsafe.Pointer(d) {
-		t.Error("Ref/PassRef")
-	}
-	var nilDev *DLDevice
-	if nilDev.Ref() != nil {
-		t.Error("nil Ref")
-	}
-	p := nilDev.PassRef() // allocates
-	(*DLDevice)(unsafe.Pointer(p)).Free()
-}
-`)
-	for _, args := range [][]string{
-		{"build", "./..."},
-		{"vet", "./..."},
-		{"test", "-count=1", "./..."},
+	write(t, filepath.Join(out, CompareTest), string(bad.Data))
+	msg := goCmdFails(t, dir, "test", "-count=1", "./generated/internal/ctypes")
+	for _, want := range []string{
+		"struct cuvsTreeParams." + s.Fields[len(s.Fields)-1].Name + ": c-for-go (cgo) ",
+		api.Enums[0].CName() + "." + api.Enums[0].Values[0].Name + ": c-for-go ",
 	} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off")
-		if args[0] == "test" {
-			cmd.Env = append(cmd.Env, "GOEXPERIMENT=cgocheck2")
-		}
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+		if !strings.Contains(msg, want) {
+			t.Errorf("the failing comparison does not report %q:\n%s", want, msg)
 		}
 	}
-	return all.Bytes()
 }
 
-// cEnumType is how cgo spells the enum's type.
-func cEnumType(e *cEnum) string {
-	if e.Typedef != "" {
-		return e.Typedef
+func goCmd(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
 	}
-	return "enum_" + e.Tag
+}
+
+func goCmdFails(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	b, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("go %s passed, want a failure:\n%s", strings.Join(args, " "), b)
+	}
+	return string(b)
+}
+
+// TestCompareTestNeedsEveryName: an enumerator or struct c-for-go did not
+// declare is a generation error, not a test that does not compile.
+func TestCompareTestNeedsEveryName(t *testing.T) {
+	api := &model.API{
+		Enums:   []*model.Enum{{Tag: "cuvsAlgo", Values: []model.EnumValue{{Name: "AUTO", Value: 0}}}},
+		Structs: []*model.Struct{{Tag: "cuvsParams", Size: 4, Align: 4, Fields: []model.Field{{Name: "type", Offset: 0}}}},
+	}
+	if _, err := compareTest(api, map[string]bool{"AUTO": true}); err == nil || !strings.Contains(err.Error(), "CuvsParams") {
+		t.Errorf("missing struct type: got %v", err)
+	}
+	if _, err := compareTest(api, map[string]bool{"CuvsParams": true}); err == nil || !strings.Contains(err.Error(), "AUTO") {
+		t.Errorf("missing enumerator: got %v", err)
+	}
+	f, err := compareTest(api, map[string]bool{"AUTO": true, "CuvsParams": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CuvsParams{}._type), unsafe.Offsetof(gen.CuvsParams{}.Type)", "int64(AUTO), int64(gen.CuvsAlgo_AUTO)"} {
+		if !bytes.Contains(f.Data, []byte(want)) {
+			t.Errorf("lacks %q:\n%s", want, f.Data)
+		}
+	}
 }
 
 func write(t *testing.T, path, s string) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}

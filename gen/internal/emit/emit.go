@@ -14,6 +14,7 @@ import (
 	"github.com/dave/jennifer/jen"
 
 	"github.com/cuvs-go/cuvs/gen/internal/model"
+	"github.com/cuvs-go/cuvs/gen/internal/names"
 )
 
 // Package is the Go package name of the output.
@@ -92,7 +93,7 @@ func (g *gen) check() error {
 		return nil
 	}
 	for _, e := range g.api.Enums {
-		if err := claim(GoName(e.Name()), e.Header+": "+e.CName()); err != nil {
+		if err := claim(names.Go(e.Name()), e.Header+": "+e.CName()); err != nil {
 			return err
 		}
 		for _, v := range e.Values {
@@ -102,12 +103,12 @@ func (g *gen) check() error {
 		}
 	}
 	for _, s := range g.api.Structs {
-		if err := claim(GoName(s.Name()), s.Header+": "+s.CName()); err != nil {
+		if err := claim(names.Go(s.Name()), s.Header+": "+s.CName()); err != nil {
 			return err
 		}
 		fields := map[string]bool{}
 		for _, f := range s.Fields {
-			n := FieldName(f.Name)
+			n := names.Field(f.Name)
 			if fields[n] {
 				return fmt.Errorf("%s: %s: two members map to Go field %s", s.Header, s.CName(), n)
 			}
@@ -118,12 +119,12 @@ func (g *gen) check() error {
 		}
 	}
 	for _, t := range g.api.Typedefs {
-		if err := claim(GoName(t.Name), t.Header+": typedef "+t.Name); err != nil {
+		if err := claim(names.Go(t.Name), t.Header+": typedef "+t.Name); err != nil {
 			return err
 		}
 	}
 	for _, f := range g.api.Functions {
-		if err := claim(GoName(f.Name), f.Header+": "+f.Name); err != nil {
+		if err := claim(names.Go(f.Name), f.Header+": "+f.Name); err != nil {
 			return err
 		}
 		if _, err := g.shimFor(f); err != nil {
@@ -133,7 +134,7 @@ func (g *gen) check() error {
 	return nil
 }
 
-func enumConst(e *model.Enum, v string) string { return GoName(e.Name()) + "_" + v }
+func enumConst(e *model.Enum, v string) string { return names.EnumConst(e.Name(), v) }
 
 // decls returns enums, structs and typedefs in header order.
 type decl struct {
@@ -268,7 +269,7 @@ func (g *gen) shimFor(f *model.Function) (*shim, error) {
 		s.status = true
 	case rt.Kind == model.KVoid:
 	case re != nil:
-		s.result, s.resultGo = "int32_t", GoName(re.Name())
+		s.result, s.resultGo = "int32_t", names.Go(re.Name())
 	case rt.Kind == model.KBuiltin:
 		sc, err := scalar(rt)
 		if err != nil {
@@ -277,7 +278,7 @@ func (g *gen) shimFor(f *model.Function) (*shim, error) {
 		s.result = sc.CShim
 		s.resultGo = sc.Go
 		if f.Result.Kind == model.KTypedef {
-			s.resultGo = GoName(f.Result.Name)
+			s.resultGo = names.Go(f.Result.Name)
 		}
 	case rt.Kind == model.KPointer && rt.Elem.Kind == model.KBuiltin && rt.Elem.Name == "char":
 		s.result, s.resultGo, s.resultCh = "const char*", "string", true
@@ -530,26 +531,26 @@ func (g *gen) goType(t *model.Type) (jen.Code, error) {
 		return jen.Id(sc.Go), nil
 	case model.KTypedef:
 		if g.handle(t) {
-			return jen.Id(GoName(t.Name)), nil
+			return jen.Id(names.Go(t.Name)), nil
 		}
 		if s, ok := g.ix.Structs[t.Name]; ok {
-			return jen.Id(GoName(s.Name())), nil
+			return jen.Id(names.Go(s.Name())), nil
 		}
 		if e, ok := g.ix.Enums[t.Name]; ok {
-			return jen.Id(GoName(e.Name())), nil
+			return jen.Id(names.Go(e.Name())), nil
 		}
 		if _, ok := g.ix.Typedefs[t.Name]; ok {
-			return jen.Id(GoName(t.Name)), nil
+			return jen.Id(names.Go(t.Name)), nil
 		}
 		return nil, fmt.Errorf("unknown type %s", t.Name)
 	case model.KStruct:
 		if s, ok := g.ix.Structs["struct "+t.Name]; ok {
-			return jen.Id(GoName(s.Name())), nil
+			return jen.Id(names.Go(s.Name())), nil
 		}
 		return nil, fmt.Errorf("incomplete type struct %s used by value", t.Name)
 	case model.KEnum:
 		if e, ok := g.ix.Enums["enum "+t.Name]; ok {
-			return jen.Id(GoName(e.Name())), nil
+			return jen.Id(names.Go(e.Name())), nil
 		}
 		return nil, fmt.Errorf("unknown type enum %s", t.Name)
 	case model.KPointer:
@@ -615,7 +616,7 @@ func (g *gen) typesGo() ([]byte, error) {
 		switch {
 		case d.enum != nil:
 			e := d.enum
-			name := GoName(e.Name())
+			name := names.Go(e.Name())
 			f.Commentf("%s is the C enum %s (%s).", name, e.CName(), e.Header)
 			f.Type().Id(name).Int32()
 			var consts []jen.Code
@@ -640,7 +641,7 @@ func (g *gen) typesGo() ([]byte, error) {
 			)
 		case d.st != nil:
 			s := d.st
-			name := GoName(s.Name())
+			name := names.Go(s.Name())
 			var fields []jen.Code
 			off, pad := int64(0), 0
 			for _, fl := range s.Fields {
@@ -657,7 +658,7 @@ func (g *gen) typesGo() ([]byte, error) {
 				if err != nil {
 					return nil, err
 				}
-				fields = append(fields, jen.Id(FieldName(fl.Name)).Add(gt))
+				fields = append(fields, jen.Id(names.Field(fl.Name)).Add(gt))
 				off = fl.Offset + sz
 			}
 			if off < s.Size && (off+s.Align-1)/s.Align*s.Align != s.Size {
@@ -667,7 +668,7 @@ func (g *gen) typesGo() ([]byte, error) {
 			f.Type().Id(name).Struct(fields...)
 		case d.td != nil:
 			t := d.td
-			name := GoName(t.Name)
+			name := names.Go(t.Name)
 			gt, err := g.goType(t.Type)
 			if err != nil {
 				return nil, fmt.Errorf("%s: typedef %s: %w", t.Header, t.Name, err)
@@ -717,24 +718,24 @@ func (g *gen) funcsGo() ([]byte, error) {
 	f.CgoPreamble(strings.TrimRight(pre.String(), "\n"))
 
 	var idx []jen.Code
-	var names []jen.Code
+	var cNames []jen.Code
 	for i, fn := range g.api.Functions {
-		c := jen.Id("fn" + GoName(fn.Name))
+		c := jen.Id("fn" + names.Go(fn.Name))
 		if i == 0 {
 			c = c.Op("=").Iota()
 		}
 		idx = append(idx, c)
-		names = append(names, jen.Lit(fn.Name))
+		cNames = append(cNames, jen.Lit(fn.Name))
 	}
 	f.Comment("Indexes into functionNames, one per C function.")
 	f.Const().Defs(idx...)
 	f.Line()
 	f.Comment("functionNames lists the C functions in binding order (the C side's symbol table order).")
-	f.Var().Id("functionNames").Op("=").Index(jen.Op("...")).String().Values(names...)
+	f.Var().Id("functionNames").Op("=").Index(jen.Op("...")).String().Values(cNames...)
 
 	for _, s := range g.shims() {
 		fn := s.f
-		name := GoName(fn.Name)
+		name := names.Go(fn.Name)
 		var params, args []jen.Code
 		for _, p := range s.params {
 			params = append(params, jen.Id(p.goName).Add(p.goType))
@@ -792,11 +793,11 @@ func (g *gen) layoutTest() ([]byte, error) {
 	f := g.newFile()
 	var rows []jen.Code
 	for _, s := range g.api.Structs {
-		name := GoName(s.Name())
+		name := names.Go(s.Name())
 		rows = append(rows, jen.Values(jen.Lit(s.CName()), jen.Lit(int(s.Size)), jen.Qual("unsafe", "Sizeof").Call(jen.Id(name).Values())))
 		for _, fl := range s.Fields {
 			rows = append(rows, jen.Values(jen.Lit(s.CName()+"."+fl.Name), jen.Lit(int(fl.Offset)),
-				jen.Qual("unsafe", "Offsetof").Call(jen.Id(name).Values().Dot(FieldName(fl.Name)))))
+				jen.Qual("unsafe", "Offsetof").Call(jen.Id(name).Values().Dot(names.Field(fl.Name)))))
 		}
 	}
 	f.Comment("TestLayout checks, for every struct, that Go's size and member offsets equal")

@@ -2,39 +2,9 @@ package emit
 
 import (
 	"fmt"
-	"strings"
-	"unicode"
 
 	"github.com/cuvs-go/cuvs/gen/internal/model"
 )
-
-// GoName exports a C identifier: its first letter upper-cased.
-func GoName(c string) string {
-	r := []rune(c)
-	r[0] = unicode.ToUpper(r[0])
-	return string(r)
-}
-
-// FieldName turns a C member name (snake_case) into an exported Go name.
-func FieldName(c string) string {
-	var b strings.Builder
-	up := true
-	for _, r := range c {
-		if r == '_' {
-			up = true
-			continue
-		}
-		if up {
-			r = unicode.ToUpper(r)
-			up = false
-		}
-		b.WriteRune(r)
-	}
-	if b.Len() == 0 {
-		return "X"
-	}
-	return b.String()
-}
 
 var goKeywords = map[string]bool{
 	"break": true, "case": true, "chan": true, "const": true, "continue": true, "default": true,

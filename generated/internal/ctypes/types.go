@@ -3,7 +3,7 @@
 package ctypes
 
 /*
-#include "../cuvs_decls.h"
+#include "../../cuvs_decls.h"
 #include <stdlib.h>
 #include "cgo_helpers.h"
 */
@@ -219,98 +219,98 @@ type CuvsScalarQuantizer C.cuvsScalarQuantizer
 // CuvsScalarQuantizer_t as declared in cuvs_decls.h:747
 type CuvsScalarQuantizer_t C.cuvsScalarQuantizer_t
 
-// CuvsKMeansParams as declared in cuvs_decls.h:137
+// CuvsKMeansParams is struct cuvsKMeansParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsKMeansParams C.struct_cuvsKMeansParams
 
-// CuvsKMeansParams_v2 as declared in cuvs_decls.h:154
+// CuvsKMeansParams_v2 is struct cuvsKMeansParams_v2 (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsKMeansParams_v2 C.struct_cuvsKMeansParams_v2
 
-// CuvsIvfPqIndexParams as declared in cuvs_decls.h:192
+// CuvsIvfPqIndexParams is struct cuvsIvfPqIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsIvfPqIndexParams C.struct_cuvsIvfPqIndexParams
 
-// CuvsIvfPqSearchParams as declared in cuvs_decls.h:210
+// CuvsIvfPqSearchParams is struct cuvsIvfPqSearchParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsIvfPqSearchParams C.struct_cuvsIvfPqSearchParams
 
-// CuvsNNDescentIndexParams as declared in cuvs_decls.h:237
+// CuvsNNDescentIndexParams is struct cuvsNNDescentIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsNNDescentIndexParams C.struct_cuvsNNDescentIndexParams
 
-// CuvsAllNeighborsIndexParams as declared in cuvs_decls.h:266
+// CuvsAllNeighborsIndexParams is struct cuvsAllNeighborsIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsAllNeighborsIndexParams C.struct_cuvsAllNeighborsIndexParams
 
-// CuvsCagraCompressionParams as declared in cuvs_decls.h:322
+// CuvsCagraCompressionParams is struct cuvsCagraCompressionParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsCagraCompressionParams C.struct_cuvsCagraCompressionParams
 
-// CuvsIvfPqParams as declared in cuvs_decls.h:333
+// CuvsIvfPqParams is struct cuvsIvfPqParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsIvfPqParams C.struct_cuvsIvfPqParams
 
-// CuvsAceParams as declared in cuvs_decls.h:341
+// CuvsAceParams is struct cuvsAceParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsAceParams C.struct_cuvsAceParams
 
-// CuvsCagraIndexParams as declared in cuvs_decls.h:352
+// CuvsCagraIndexParams is struct cuvsCagraIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsCagraIndexParams C.struct_cuvsCagraIndexParams
 
-// CuvsCagraExtendParams as declared in cuvs_decls.h:364
+// CuvsCagraExtendParams is struct cuvsCagraExtendParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsCagraExtendParams C.struct_cuvsCagraExtendParams
 
-// CuvsCagraSearchParams as declared in cuvs_decls.h:383
+// CuvsCagraSearchParams is struct cuvsCagraSearchParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsCagraSearchParams C.struct_cuvsCagraSearchParams
 
-// CuvsIvfFlatIndexParams as declared in cuvs_decls.h:414
+// CuvsIvfFlatIndexParams is struct cuvsIvfFlatIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsIvfFlatIndexParams C.struct_cuvsIvfFlatIndexParams
 
-// CuvsIvfFlatSearchParams as declared in cuvs_decls.h:427
+// CuvsIvfFlatSearchParams is struct cuvsIvfFlatSearchParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsIvfFlatSearchParams C.struct_cuvsIvfFlatSearchParams
 
-// CuvsIvfSqIndexParams as declared in cuvs_decls.h:443
+// CuvsIvfSqIndexParams is struct cuvsIvfSqIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsIvfSqIndexParams C.struct_cuvsIvfSqIndexParams
 
-// CuvsIvfSqSearchParams as declared in cuvs_decls.h:455
+// CuvsIvfSqSearchParams is struct cuvsIvfSqSearchParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsIvfSqSearchParams C.struct_cuvsIvfSqSearchParams
 
-// CuvsTieredIndexParams as declared in cuvs_decls.h:485
+// CuvsTieredIndexParams is struct cuvsTieredIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsTieredIndexParams C.struct_cuvsTieredIndexParams
 
-// CuvsVamanaIndexParams as declared in cuvs_decls.h:500
+// CuvsVamanaIndexParams is struct cuvsVamanaIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsVamanaIndexParams C.struct_cuvsVamanaIndexParams
 
-// CuvsHnswAceParams as declared in cuvs_decls.h:530
+// CuvsHnswAceParams is struct cuvsHnswAceParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsHnswAceParams C.struct_cuvsHnswAceParams
 
-// CuvsHnswIndexParams as declared in cuvs_decls.h:540
+// CuvsHnswIndexParams is struct cuvsHnswIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsHnswIndexParams C.struct_cuvsHnswIndexParams
 
-// CuvsHnswExtendParams as declared in cuvs_decls.h:558
+// CuvsHnswExtendParams is struct cuvsHnswExtendParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsHnswExtendParams C.struct_cuvsHnswExtendParams
 
-// CuvsHnswSearchParams as declared in cuvs_decls.h:564
+// CuvsHnswSearchParams is struct cuvsHnswSearchParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsHnswSearchParams C.struct_cuvsHnswSearchParams
 
-// CuvsMultiGpuCagraIndexParams as declared in cuvs_decls.h:592
+// CuvsMultiGpuCagraIndexParams is struct cuvsMultiGpuCagraIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsMultiGpuCagraIndexParams C.struct_cuvsMultiGpuCagraIndexParams
 
-// CuvsMultiGpuCagraSearchParams as declared in cuvs_decls.h:599
+// CuvsMultiGpuCagraSearchParams is struct cuvsMultiGpuCagraSearchParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsMultiGpuCagraSearchParams C.struct_cuvsMultiGpuCagraSearchParams
 
-// CuvsMultiGpuIvfFlatIndexParams as declared in cuvs_decls.h:618
+// CuvsMultiGpuIvfFlatIndexParams is struct cuvsMultiGpuIvfFlatIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsMultiGpuIvfFlatIndexParams C.struct_cuvsMultiGpuIvfFlatIndexParams
 
-// CuvsMultiGpuIvfFlatSearchParams as declared in cuvs_decls.h:625
+// CuvsMultiGpuIvfFlatSearchParams is struct cuvsMultiGpuIvfFlatSearchParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsMultiGpuIvfFlatSearchParams C.struct_cuvsMultiGpuIvfFlatSearchParams
 
-// CuvsMultiGpuIvfPqIndexParams as declared in cuvs_decls.h:644
+// CuvsMultiGpuIvfPqIndexParams is struct cuvsMultiGpuIvfPqIndexParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsMultiGpuIvfPqIndexParams C.struct_cuvsMultiGpuIvfPqIndexParams
 
-// CuvsMultiGpuIvfPqSearchParams as declared in cuvs_decls.h:651
+// CuvsMultiGpuIvfPqSearchParams is struct cuvsMultiGpuIvfPqSearchParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsMultiGpuIvfPqSearchParams C.struct_cuvsMultiGpuIvfPqSearchParams
 
-// CuvsPcaParams as declared in cuvs_decls.h:675
+// CuvsPcaParams is struct cuvsPcaParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsPcaParams C.struct_cuvsPcaParams
 
-// CuvsBinaryQuantizerParams as declared in cuvs_decls.h:695
+// CuvsBinaryQuantizerParams is struct cuvsBinaryQuantizerParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsBinaryQuantizerParams C.struct_cuvsBinaryQuantizerParams
 
-// CuvsProductQuantizerParams as declared in cuvs_decls.h:712
+// CuvsProductQuantizerParams is struct cuvsProductQuantizerParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsProductQuantizerParams C.struct_cuvsProductQuantizerParams
 
-// CuvsScalarQuantizerParams as declared in cuvs_decls.h:736
+// CuvsScalarQuantizerParams is struct cuvsScalarQuantizerParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsScalarQuantizerParams C.struct_cuvsScalarQuantizerParams

@@ -3,7 +3,7 @@
 package ctypes
 
 /*
-#include "../cuvs_decls.h"
+#include "../../cuvs_decls.h"
 #include <stdlib.h>
 #include "cgo_helpers.h"
 */
