@@ -166,10 +166,11 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	if err := generated.CuvsBruteForceIndexCreate(&e.bf); err != nil {
-		e.bf = nil
+	var bf generated.CuvsBruteForceIndex_t // a local: e holds Go pointers
+	if err := generated.CuvsBruteForceIndexCreate(&bf); err != nil {
 		return nil, safe.Wrap(op, err)
 	}
+	e.bf = bf
 	h, err := res.Lock(op)
 	if err != nil {
 		return nil, err
