@@ -730,6 +730,28 @@ func TestSerialize(t *testing.T) {
 		t.Fatalf("deserialized %d×%d degree %d %v", back.Rows(), back.Dim(), back.GraphDegree(), back.DType())
 	}
 	search(t, f, back, f.n32, f.data, nil, nil)
+	// A round trip: the deserialized index (whose dtype lanes the real
+	// library leaves 0) answers exactly as the original.
+	results := func(x *cagra.Index) ([]int64, []float32) {
+		t.Helper()
+		if err := x.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := f.n64.ToHost(f.res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := f.dist.ToHost(f.res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, d
+	}
+	i1, d1 := results(idx)
+	i2, d2 := results(back)
+	if !slices.Equal(i1, i2) || !slices.Equal(d1, d2) {
+		t.Errorf("results differ after the round trip: %v %v, then %v %v", i1, d1, i2, d2)
+	}
 	g1, _ := idx.Graph()
 	g2, _ := back.Graph()
 	if !slices.Equal(toHost[uint32](t, f.res, g1), toHost[uint32](t, f.res, g2)) {

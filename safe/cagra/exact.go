@@ -215,10 +215,14 @@ func (e *exactState) packCopy(res *safe.Resources, v *dlpack.View) (dlpack.View,
 	if err != nil {
 		return dlpack.View{}, err
 	}
-	if err := safe.Copy(res, v, &mv); err != nil {
+	if err := safe.Copy(res, v, &mv); err != nil { // mv is bound, and expires, here
 		return dlpack.View{}, err
 	}
-	return mv.View()
+	fresh, err := m.ViewMut()
+	if err != nil {
+		return dlpack.View{}, err
+	}
+	return fresh.View()
 }
 
 // searchExact runs a filtered search as exact brute force over the index's

@@ -186,3 +186,31 @@ func TestCompressionRefusals(t *testing.T) {
 		t.Errorf("compression with InnerProduct: %v", err)
 	}
 }
+
+// The exact path over a dataset whose rows cuVS pads to 16 bytes (3
+// float32s): brute force gets a packed copy.
+func TestExactFilterPadded(t *testing.T) {
+	f := setup(t)
+	const n, d = 60, 3
+	data := make([]float32, n*d)
+	for i := range data {
+		data[i] = float32((i*37)%101) / 10
+	}
+	qs := data[:nq*d]
+	p := params(t)
+	p.GraphDegree, p.IntermediateGraphDegree = 8, 16
+	idx := build(t, f.res, deviceMatrix(t, f.res, data, n, d), p)
+	queries := deviceMatrix(t, f.res, qs, nq, d)
+	allowed := []int64{1, 20, 59}
+	filter, err := safe.NewBitsetFilterAllowing(f.res, n, allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer filter.Close()
+	for i := 0; i < 2; i++ { // built once, then reused
+		if err := idx.Search(f.res, &f.sp, queries, f.n32, f.dist, filter); err != nil {
+			t.Fatal(err)
+		}
+		checkExactResults(t, f.res, f.n32, f.dist, data, qs, d, func(i int) bool { return slices.Contains(allowed, int64(i)) })
+	}
+}
