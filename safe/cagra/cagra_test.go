@@ -197,6 +197,25 @@ func checkResultsAt[N neighbor](t *testing.T, res *safe.Resources, nb *safe.Devi
 	}
 }
 
+// recallAtLeast checks that got (len(want) rows of k ids, host memory)
+// finds at least recall of the exact neighbors want.
+func recallAtLeast[N neighbor](t *testing.T, got []N, want [][]int64, recall float64) {
+	t.Helper()
+	hits, total := 0, 0
+	for q, w := range want {
+		row := got[q*len(w) : (q+1)*len(w)]
+		for _, id := range w {
+			total++
+			if slices.Contains(row, N(id)) {
+				hits++
+			}
+		}
+	}
+	if float64(hits) < recall*float64(total) {
+		t.Fatalf("recall %d/%d, want at least %.2f", hits, total, recall)
+	}
+}
+
 // toHost copies a (possibly strided) device view into a new slice.
 func toHost[T dlpack.DType](t *testing.T, res *safe.Resources, v dlpack.View) []T {
 	t.Helper()
@@ -1257,14 +1276,16 @@ func TestValidation(t *testing.T) {
 		{"nil resources", "res", func() error { return idx.Search(nil, &f.sp, f.queries, f.n64, f.dist, nil) }},
 	}
 	for _, c := range cases {
-		before := calls()
-		err := c.err()
-		if !isArg(err, c.arg) {
-			t.Errorf("%s: want an error about %s, got %v", c.name, c.arg, err)
-		}
-		if fns := called(before); fns != nil {
-			t.Errorf("%s: refused after calling %v", c.name, fns)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			before := calls()
+			err := c.err()
+			if !isArg(err, c.arg) {
+				t.Errorf("want an error about %s, got %v", c.arg, err)
+			}
+			if fns := called(before); fns != nil {
+				t.Errorf("refused after calling %v", fns)
+			}
+		})
 	}
 	// Outputs that overlap are refused.
 	nv, _ := f.n64.View()
