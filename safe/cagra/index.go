@@ -451,6 +451,13 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 // device memory. filter, if not nil, is a bitset for Rows() rows. The
 // results are ready once res's stream is synchronized (res.Sync).
 //
+// A slot CAGRA could not fill holds SentinelID and SentinelDistance (last
+// in its row; see Valid and Trim): with a filter whose allowed rows graph
+// search cannot reach, or that allows fewer rows than k. A filter allowing
+// fewer than params.FilterExactBelow × Rows() rows, or fewer than k, is
+// searched exactly instead (brute force over the index's dataset; see
+// SearchParams), and an index ACE left on disk is refused (ErrOnDisk).
+//
 // Search allocates nothing on the Go heap when its tensors are pointers
 // (e.g. *safe.DeviceMatrix), and holds no lock across the C call: any
 // number of goroutines may search one index, each with its own Resources.
@@ -458,7 +465,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 // The search parameters are handed to C as a Go value (a plain struct
 // that cuVS only reads during the call), so a search makes one C call.
 //
-// C calls: cuvsCagraSearch.
+// C calls: cuvsCagraSearch; on the exact path cuvsCagraIndexGetDataset,
+// cuvsBruteForceIndexCreate/Build (once), cuvsBruteForceSearch, and
+// cuvsMatrixCopy/cuvsStreamSync where results pass through the host.
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "cagra.Index.Search"
 	if err := idx.enter(op); err != nil {
@@ -550,6 +559,10 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 }
 
 // Deserialize reads an index written by Serialize. The index owns its data.
+// Its metric, which the exact path of selective filters needs, is read
+// from the file's header (cuVS's format: a dtype tag and NumPy scalars);
+// from a file in another format it stays unknown, and such searches are
+// refused (see SearchParams.FilterExactBelow).
 //
 // C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize, and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
