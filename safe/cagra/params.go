@@ -247,6 +247,9 @@ const (
 	SameGraphFootprint       = Heuristic(generated.CuvsCagraHnswHeuristicType_CUVS_CAGRA_HEURISTIC_SAME_GRAPH_FOOTPRINT)
 )
 
+// String returns cuVS's name of the heuristic.
+func (h Heuristic) String() string { return generated.CuvsCagraHnswHeuristicType(h).String() }
+
 // FromHNSWParams returns the CAGRA parameters cuVS derives from HNSW's M and
 // ef_construction for a rows × dim dataset (cuvsCagraIndexParamsFromHnswParams).
 func FromHNSWParams(rows, dim int64, m, efConstruction int, h Heuristic, metric safe.Metric) (IndexParams, error) {
