@@ -2,6 +2,7 @@ package safe
 
 import (
 	"math"
+	"math/bits"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -39,6 +40,7 @@ type Filter struct {
 	kind    FilterKind
 	rows    int64 // index rows the filter is for
 	queries int64 // for a bitmap
+	allowed int64 // set bits (a bitmap: the fewest of any query), counted on upload
 	words   *DeviceVector[uint32]
 }
 
@@ -115,8 +117,40 @@ func uploadFilter(op string, res *Resources, kind FilterKind, rows, queries int6
 		return nil, err
 	}
 	v.Owner().SetLabel(kind.String() + " filter")
-	return &Filter{kind: kind, rows: rows, queries: queries, words: v}, nil
+	return &Filter{kind: kind, rows: rows, queries: queries, allowed: countAllowed(kind, rows, queries, words), words: v}, nil
 }
+
+// countAllowed counts the set bits of a bitset, or the fewest set bits of
+// any query's row of a bitmap (whose rows need not start on a word).
+func countAllowed(kind FilterKind, rows, queries int64, words []uint32) int64 {
+	if kind != Bitmap {
+		var n int64
+		for _, w := range words {
+			n += int64(bits.OnesCount32(w))
+		}
+		return n
+	}
+	least := rows
+	for q := int64(0); q < queries; q++ {
+		var n int64
+		for i, end := q*rows, (q+1)*rows; i < end; {
+			if i%32 == 0 && end-i >= 32 {
+				n += int64(bits.OnesCount32(words[i/32]))
+				i += 32
+				continue
+			}
+			n += int64(words[i/32] >> (i % 32) & 1)
+			i++
+		}
+		least = min(least, n)
+	}
+	return least
+}
+
+// Allowed returns how many rows the filter lets through: a bitset's set
+// bits, or for a bitmap the fewest any one query allows. Counted when the
+// filter was made, it costs nothing to read.
+func (f *Filter) Allowed() int64 { return f.allowed }
 
 // Kind returns the filter's kind.
 func (f *Filter) Kind() FilterKind { return f.kind }

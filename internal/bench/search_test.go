@@ -256,6 +256,43 @@ func benchCagra(b *testing.B) {
 	safeRow("4_safe_device", dev, nil)
 	safeRow("4_safe_pinned", pin, nil)
 	safeRow("4_safe_device_bitset", dev, bitset)
+	// Selective filters take the exact path (brute force over the index's
+	// dataset, see cagra.SearchParams.FilterExactBelow): int64 neighbors
+	// with at least k rows allowed are one brute-force call; uint32
+	// neighbors, or fewer rows than k, add scratch memory and a round trip
+	// through the host.
+	exactRow := func(name string, few []int64, below float64, wide bool) {
+		b.Run(name, func(b *testing.B) {
+			f, err := safe.NewBitsetFilterAllowing(res, nRows, few)
+			must(b, err)
+			closeAtEnd(b, f)
+			sp := sparams
+			sp.FilterExactBelow = below
+			var t outputs[uint32]
+			var t64 outputs[int64]
+			search := func() error { return idx.Search(res, &sp, t.q, t.n, t.d, f) }
+			if wide {
+				t64 = deviceTensors[int64](b, res)
+				search = func() error { return idx.Search(res, &sp, t64.q, t64.n, t64.d, f) }
+			} else {
+				t = deviceTensors[uint32](b, res)
+			}
+			must(b, search()) // builds the brute-force index once, outside instant mode
+			instant(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := search(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	twenty := make([]int64, 20)
+	for i := range twenty {
+		twenty[i] = int64(i * 25)
+	}
+	exactRow("4_safe_device_bitset_exact_int64", twenty, 0.1, true)
+	exactRow("4_safe_device_bitset_exact_uint32_3rows", []int64{1, 200, 400}, 0, false)
 	preparedRow := func(name string, f *safe.Filter) {
 		b.Run(name, func(b *testing.B) {
 			t := deviceTensors[uint32](b, res)

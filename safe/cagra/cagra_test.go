@@ -121,9 +121,30 @@ func search[N neighbor](t *testing.T, f *fixture, idx *cagra.Index, nb *safe.Dev
 	checkResults(t, f.res, nb, f.dist, data, f.qs, dim, allowed)
 }
 
-// checkResults compares neighbors and distances with an exact kNN of
-// queries over data, among the allowed rows.
+// minRecall is the recall@k the approximate checks demand: the real
+// library reached 1.000 at this package's test sizes (200 × 8, graph degree
+// 16, itopk 32 to 128; CUVS_C_API.md), so 0.9 leaves room without hiding a
+// broken search.
+const minRecall = 0.9
+
+// checkResults checks approximate results: every id a row of data (no
+// sentinel), allowed, not repeated in its row; distances ascending and equal
+// to the returned row's; recall@k against an exact kNN among the allowed
+// rows at least minRecall.
 func checkResults[N neighbor](t *testing.T, res *safe.Resources, nb *safe.DeviceMatrix[N], dist *safe.DeviceMatrix[float32], data, queries []float32, d int, allowed func(int) bool) {
+	t.Helper()
+	checkResultsAt(t, res, nb, dist, data, queries, d, allowed, minRecall)
+}
+
+// checkExactResults demands the exact kNN among the allowed rows, sentinels
+// where fewer rows are allowed than k: for the exact path of selective
+// filters.
+func checkExactResults[N neighbor](t *testing.T, res *safe.Resources, nb *safe.DeviceMatrix[N], dist *safe.DeviceMatrix[float32], data, queries []float32, d int, allowed func(int) bool) {
+	t.Helper()
+	checkResultsAt(t, res, nb, dist, data, queries, d, allowed, 1)
+}
+
+func checkResultsAt[N neighbor](t *testing.T, res *safe.Resources, nb *safe.DeviceMatrix[N], dist *safe.DeviceMatrix[float32], data, queries []float32, d int, allowed func(int) bool, recall float64) {
 	t.Helper()
 	if err := res.Sync(); err != nil {
 		t.Fatal(err)
@@ -136,22 +157,62 @@ func checkResults[N neighbor](t *testing.T, res *safe.Resources, nb *safe.Device
 	if err != nil {
 		t.Fatal(err)
 	}
-	kk := nb.Cols()
+	kk, n := nb.Cols(), len(data)/d
 	want := safetest.ExactKNN(data, queries, d, kk, safetest.L2, allowed)
+	hits, total := 0, 0
 	for q := range want {
-		for j := 0; j < kk; j++ {
-			id := want[q][j]
-			if int64(got[q*kk+j]) != id {
-				t.Fatalf("query %d: neighbors %v, want %v", q, got[q*kk:(q+1)*kk], want[q])
+		row, rd := got[q*kk:(q+1)*kk], dists[q*kk:(q+1)*kk]
+		ids, _ := cagra.Trim(row, rd)
+		if recall == 1 {
+			if len(ids) != len(want[q]) {
+				t.Fatalf("query %d: neighbors %v, want %v", q, row, want[q])
 			}
-			if allowed != nil && !allowed(int(id)) {
-				t.Fatalf("query %d: filtered row %d returned", q, id)
-			}
-			dd := safetest.L2(queries[q*d:(q+1)*d], data[int(id)*d:(int(id)+1)*d])
-			if !safetest.NearlyEqual(dists[q*kk+j], dd) {
-				t.Fatalf("query %d: distance %v, want %v", q, dists[q*kk+j], dd)
+			for j := len(ids); j < kk; j++ {
+				if row[j] != N(cagra.SentinelID) || rd[j] != cagra.SentinelDistance {
+					t.Fatalf("query %d slot %d: %v / %v, want the sentinels", q, j, row[j], rd[j])
+				}
 			}
 		}
+		for j, id := range ids {
+			if int64(id) >= int64(n) || (allowed != nil && !allowed(int(id))) || slices.Contains(ids[:j], id) {
+				t.Fatalf("query %d: neighbors %v: %d is not an allowed row, or repeated", q, row, id)
+			}
+			dd := safetest.L2(queries[q*d:(q+1)*d], data[int(id)*d:(int(id)+1)*d])
+			if !safetest.NearlyEqual(rd[j], dd) {
+				t.Fatalf("query %d: distance %v to %d, want %v", q, rd[j], id, dd)
+			}
+			if j > 0 && rd[j] < rd[j-1] && !safetest.NearlyEqual(rd[j], rd[j-1]) {
+				t.Fatalf("query %d: distances %v not ascending", q, rd)
+			}
+		}
+		for _, w := range want[q] {
+			total++
+			if slices.Contains(ids, N(w)) {
+				hits++
+			}
+		}
+	}
+	if total > 0 && float64(hits) < recall*float64(total) {
+		t.Fatalf("recall@%d %d/%d, want at least %.2f", kk, hits, total, recall)
+	}
+}
+
+// recallAtLeast checks that got (len(want) rows of k ids, host memory)
+// finds at least recall of the exact neighbors want.
+func recallAtLeast[N neighbor](t *testing.T, got []N, want [][]int64, recall float64) {
+	t.Helper()
+	hits, total := 0, 0
+	for q, w := range want {
+		row := got[q*len(w) : (q+1)*len(w)]
+		for _, id := range w {
+			total++
+			if slices.Contains(row, N(id)) {
+				hits++
+			}
+		}
+	}
+	if float64(hits) < recall*float64(total) {
+		t.Fatalf("recall %d/%d, want at least %.2f", hits, total, recall)
 	}
 }
 
@@ -178,22 +239,18 @@ func toHost[T dlpack.DType](t *testing.T, res *safe.Resources, v dlpack.View) []
 	return out
 }
 
-// checkGraph checks that g (n × deg) is the exact kNN graph of data, self
-// excluded, as the double builds it: every id a row, none repeated, none
-// the row itself.
+// checkGraph checks what a CAGRA graph promises on any library: n × deg
+// ids, each a row. (Whether the real graph never lists a row itself or
+// repeats an id was not measured; search quality is checked by recall.)
 func checkGraph(t *testing.T, g []uint32, data []float32, d, deg int) {
 	t.Helper()
 	n := len(data) / d
 	if len(g) != n*deg {
 		t.Fatalf("graph holds %d ids, want %d×%d", len(g), n, deg)
 	}
-	for i := 0; i < n; i++ {
-		row := g[i*deg : (i+1)*deg]
-		want := safetest.ExactKNN(data, data[i*d:(i+1)*d], d, deg, safetest.L2, func(j int) bool { return j != i })[0]
-		for j, id := range row {
-			if int(id) >= n || int(id) == i || slices.Contains(row[:j], id) || int64(id) != want[j] {
-				t.Fatalf("graph row %d: %v, want %v", i, row, want)
-			}
+	for i, id := range g {
+		if int(id) >= n {
+			t.Fatalf("graph row %d: id %d is not a row", i/deg, id)
 		}
 	}
 }
@@ -267,7 +324,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := (cagra.SearchParams{ITopKSize: 64, Algo: cagra.SingleCTA, SearchWidth: 1, HashmapMode: cagra.HashFull,
-		HashmapMaxFillRate: 0.5, NumRandomSamplings: 1, RandXORMask: 0x128394, PersistentLifetime: 2, PersistentDeviceUsage: 1}); sp != want {
+		HashmapMaxFillRate: 0.5, NumRandomSamplings: 1, RandXORMask: 0x128394, PersistentLifetime: 2, PersistentDeviceUsage: 1, FilterExactBelow: cagra.DefaultFilterExactBelow}); sp != want {
 		t.Errorf("DefaultSearchParams = %+v, want %+v", sp, want)
 	}
 	if ep, err := cagra.DefaultExtendParams(); err != nil || ep != (cagra.ExtendParams{}) {
@@ -422,6 +479,14 @@ func TestBuildAlgorithms(t *testing.T) {
 			t.Run(v.name+"/"+src, func(t *testing.T) {
 				safetest.Check(t)
 				idx, err := cagra.Build(f.res, dataset, p)
+				if p.Compression != nil {
+					// 200 rows cannot train 256 PQ centers: the real
+					// library fails inside the build, Go refuses first.
+					if !isArg(err, "params.Compression.PQBits") {
+						t.Fatalf("compressed build on %d rows: %v, want a refusal naming PQBits", rows, err)
+					}
+					return
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -432,6 +497,21 @@ func TestBuildAlgorithms(t *testing.T) {
 				}()
 				if idx.Rows() != rows || idx.Dim() != dim || idx.GraphDegree() != degree || idx.DType() != dlpack.Float32 {
 					t.Fatalf("index %d×%d degree %d %v", idx.Rows(), idx.Dim(), idx.GraphDegree(), idx.DType())
+				}
+				if p.ACE != nil && p.ACE.UseDisk {
+					// ACE's disk mode: cuVS cannot search, extend or
+					// serialize the index; Go refuses first.
+					err := idx.Search(f.res, &f.sp, f.queries, f.n32, f.dist, nil)
+					if !errors.Is(err, cagra.ErrOnDisk) || !isArg(err, "index") {
+						t.Errorf("search of a disk-mode index: %v", err)
+					}
+					if err := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"), true); !errors.Is(err, cagra.ErrOnDisk) {
+						t.Errorf("serialize of a disk-mode index: %v", err)
+					}
+					if err := idx.Extend(f.res, hostData, cagra.ExtendParams{}); !errors.Is(err, cagra.ErrOnDisk) {
+						t.Errorf("extend of a disk-mode index: %v", err)
+					}
+					return
 				}
 				search(t, f, idx, f.n32, f.data, nil, nil)
 				search(t, f, idx, f.n64, f.data, nil, nil)
@@ -557,6 +637,7 @@ func TestExtend(t *testing.T) {
 	// A compressed index cannot be extended: cuVS says so.
 	p := params(t)
 	comp, _ := cagra.DefaultCompressionParams()
+	comp.PQBits = 4 // 16 PQ centers: 200 rows cannot train the default 256
 	p.Compression = &comp
 	cidx := build(t, f.res, f.dataset, p)
 	err = cidx.Extend(f.res, deviceMatrix(t, f.res, more2, 30, dim), ep)
@@ -668,6 +749,28 @@ func TestSerialize(t *testing.T) {
 		t.Fatalf("deserialized %d×%d degree %d %v", back.Rows(), back.Dim(), back.GraphDegree(), back.DType())
 	}
 	search(t, f, back, f.n32, f.data, nil, nil)
+	// A round trip: the deserialized index (whose dtype lanes the real
+	// library leaves 0) answers exactly as the original.
+	results := func(x *cagra.Index) ([]int64, []float32) {
+		t.Helper()
+		if err := x.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := f.n64.ToHost(f.res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := f.dist.ToHost(f.res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, d
+	}
+	i1, d1 := results(idx)
+	i2, d2 := results(back)
+	if !slices.Equal(i1, i2) || !slices.Equal(d1, d2) {
+		t.Errorf("results differ after the round trip: %v %v, then %v %v", i1, d1, i2, d2)
+	}
 	g1, _ := idx.Graph()
 	g2, _ := back.Graph()
 	if !slices.Equal(toHost[uint32](t, f.res, g1), toHost[uint32](t, f.res, g2)) {
@@ -844,6 +947,7 @@ func TestBuildBorrowsDataset(t *testing.T) {
 	search(t, f, hidx, f.n64, f.data, nil, nil)
 
 	comp, _ := cagra.DefaultCompressionParams()
+	comp.PQBits = 4 // 16 PQ centers: 200 rows cannot train the default 256
 	p = params(t)
 	p.Compression = &comp
 	dc, err := safe.DeviceMatrixFrom(f.res, f.data, rows, dim)
@@ -1092,8 +1196,8 @@ func TestValidation(t *testing.T) {
 		// Search: parameters.
 		{"search algo", "params.Algo", searchErr(sp(func(s *cagra.SearchParams) { s.Algo = 7 }), f.queries, f.n64, f.dist, nil)},
 		{"hash mode", "params.HashmapMode", searchErr(sp(func(s *cagra.SearchParams) { s.HashmapMode = 9 }), f.queries, f.n64, f.dist, nil)},
-		{"negative itopk", "params", searchErr(sp(func(s *cagra.SearchParams) { s.ITopKSize = -1 }), f.queries, f.n64, f.dist, nil)},
-		{"negative width", "params", searchErr(sp(func(s *cagra.SearchParams) { s.SearchWidth = -2 }), f.queries, f.n64, f.dist, nil)},
+		{"negative itopk", "params.ITopKSize", searchErr(sp(func(s *cagra.SearchParams) { s.ITopKSize = -1 }), f.queries, f.n64, f.dist, nil)},
+		{"negative width", "params.SearchWidth", searchErr(sp(func(s *cagra.SearchParams) { s.SearchWidth = -2 }), f.queries, f.n64, f.dist, nil)},
 		{"device usage", "params.PersistentDeviceUsage", searchErr(sp(func(s *cagra.SearchParams) { s.PersistentDeviceUsage = 1.5 }), f.queries, f.n64, f.dist, nil)},
 		{"zero k", "neighbors", func() error {
 			n, err := dlpack.FromRawPartsMut(nil, dlpack.Device{Type: dlpack.CUDA}, []int64{nq, 0}, nil, dlpack.Int64)
@@ -1172,14 +1276,16 @@ func TestValidation(t *testing.T) {
 		{"nil resources", "res", func() error { return idx.Search(nil, &f.sp, f.queries, f.n64, f.dist, nil) }},
 	}
 	for _, c := range cases {
-		before := calls()
-		err := c.err()
-		if !isArg(err, c.arg) {
-			t.Errorf("%s: want an error about %s, got %v", c.name, c.arg, err)
-		}
-		if fns := called(before); fns != nil {
-			t.Errorf("%s: refused after calling %v", c.name, fns)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			before := calls()
+			err := c.err()
+			if !isArg(err, c.arg) {
+				t.Errorf("want an error about %s, got %v", c.arg, err)
+			}
+			if fns := called(before); fns != nil {
+				t.Errorf("refused after calling %v", fns)
+			}
+		})
 	}
 	// Outputs that overlap are refused.
 	nv, _ := f.n64.View()
@@ -1266,6 +1372,7 @@ func TestFaults(t *testing.T) {
 	ivfpqBuild, _ := cagra.DefaultIVFPQBuildParams()
 	ivfpqSearch, _ := cagra.DefaultIVFPQSearchParams()
 	comp, _ := cagra.DefaultCompressionParams()
+	comp.PQBits = 4 // 16 PQ centers: 200 rows cannot train the default 256
 	ace, _ := cagra.DefaultACEParams()
 	ace.BuildDir = dir
 	full := params(t)
@@ -1420,7 +1527,7 @@ func TestWarmUp(t *testing.T) {
 		if err := idx.WarmUp(f.res, &f.sp, 3, k, nt); err != nil {
 			t.Fatal(err)
 		}
-		if c := called(before); !slices.Contains(c, "cuvsCagraSearch") {
+		if c := called(before); safetest.Control() != nil && !slices.Contains(c, "cuvsCagraSearch") {
 			t.Errorf("WarmUp(%v) called %v", nt, c)
 		}
 	}
@@ -1453,7 +1560,9 @@ func TestWarmUp(t *testing.T) {
 	if err := idx.WarmUp(f.res, &f.sp, 1, rows+1, dlpack.Uint32); !isArg(err, "neighbors") {
 		t.Errorf("k > rows: %v", err)
 	}
-	injectEach(t, "WarmUp", func() error { return idx.WarmUp(f.res, &f.sp, 2, k, dlpack.Uint32) })
+	if safetest.Control() != nil { // fault injection needs the double
+		injectEach(t, "WarmUp", func() error { return idx.WarmUp(f.res, &f.sp, 2, k, dlpack.Uint32) })
+	}
 
 	def, _ := cagra.DefaultSearchParams()
 	def.Algo = cagra.MultiCTA

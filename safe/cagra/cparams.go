@@ -7,6 +7,7 @@ package cagra
 import "C"
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/generated"
@@ -201,3 +202,55 @@ func aceFromC(a *generated.CuvsAceParams) *ACEParams {
 func cDLManaged() *generated.DLManagedTensor { return cAlloc[generated.DLManagedTensor]() }
 
 func cFree(p unsafe.Pointer) { C.free(p) }
+
+// checkCompression refuses, for a rows × dim dataset, the compression
+// parameters cuVS v26.06 would fail on inside the build (vpq_dataset.cuh):
+// zeros are first replaced as cuVS replaces them (PQBits 8, PQDim
+// ceil(dim/4), VQNCenters sqrt(rows) rounded up to 8, the VQ training
+// fraction min(1, 100·VQNCenters/rows)).
+func (p *IndexParams) checkCompression(op string, rows, dim int64) error {
+	c := p.Compression
+	if c == nil {
+		return nil
+	}
+	if p.Metric != safe.L2Expanded {
+		return safe.Argf(op, "params.Compression", "compression supports L2Expanded only, Metric is %s", p.Metric)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"VQKMeansTrainsetFraction", c.VQKMeansTrainsetFraction}, {"PQKMeansTrainsetFraction", c.PQKMeansTrainsetFraction}} {
+		if !(f.v >= 0 && f.v <= 1) {
+			return safe.Argf(op, "params.Compression."+f.name, "%g is not a fraction in [0, 1] (0: cuVS chooses)", f.v)
+		}
+	}
+	bits := int64(c.PQBits)
+	if bits == 0 {
+		bits = 8
+	}
+	if bits < 4 || bits > 16 {
+		return safe.Argf(op, "params.Compression.PQBits", "%d, want 4 to 16 (0: 8)", c.PQBits)
+	}
+	if centers := int64(1) << bits; rows < centers {
+		return safe.Argf(op, "params.Compression.PQBits", "%d bits make %d PQ centers, but the dataset has only %d rows to train them: lower PQBits (at least 4) or compress a larger dataset", bits, centers, rows)
+	}
+	pqDim := int64(c.PQDim)
+	if pqDim == 0 {
+		pqDim = (dim + 3) / 4
+	}
+	if pqDim > dim || dim%pqDim != 0 {
+		return safe.Argf(op, "params.Compression.PQDim", "%d does not divide the dimension %d: choose a divisor of %d (0: ceil(dim/4), which must divide it too)", pqDim, dim, dim)
+	}
+	vq := int64(c.VQNCenters)
+	if vq == 0 {
+		vq = (int64(math.Ceil(math.Sqrt(float64(rows)))) + 7) / 8 * 8
+	}
+	frac := c.VQKMeansTrainsetFraction
+	if frac == 0 {
+		frac = min(1, 100*float64(vq)/float64(rows))
+	}
+	if train := int64(float64(rows) * frac); train < vq {
+		return safe.Argf(op, "params.Compression.VQNCenters", "%d VQ centers, but only %d rows train them (%d rows × VQKMeansTrainsetFraction %g): lower VQNCenters or raise the fraction", vq, train, rows, frac)
+	}
+	return nil
+}

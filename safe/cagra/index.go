@@ -1,6 +1,7 @@
 package cagra
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -46,6 +47,11 @@ type Index struct {
 	dim    int64
 	dtype  dlpack.DataType
 
+	metric      safe.Metric // as built; for the exact path
+	metricKnown bool
+	onDisk      bool       // an ACE build that left the index on disk
+	exactMu     sync.Mutex // builds left.exact
+
 	state     handle.State
 	mu        sync.Mutex // Close, Extend, Dataset, Graph, the views list
 	left      *leftovers // what a cleanup must release if Close is never called
@@ -60,10 +66,12 @@ type Index struct {
 type leftovers struct {
 	h       generated.CuvsCagraIndex_t
 	borrows []*dlpack.Retention
+	exact   *exactState // the exact path's brute-force index, once built
 }
 
 func destroyIndex(l *leftovers) {
 	liveIndexes.Dec()
+	l.exact.release()
 	_ = generated.CuvsCagraIndexDestroy(l.h)
 	for _, r := range l.borrows {
 		r.End()
@@ -101,14 +109,45 @@ func (idx *Index) refresh(op string) error {
 	idx.rows.Store(rows)
 	idx.dim = dim
 	idx.degree.Store(degree)
+	// Only code and bits: cuvsCagraDeserialize (and maybe other paths of
+	// the real library) leave lanes at the 0 cuvsCagraIndexCreate wrote.
 	d := idx.h.Dtype
-	idx.dtype = dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: d.Lanes}
+	idx.dtype = dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: 1}
 	return nil
+}
+
+// graphRows reads the graph's row count (cuvsCagraIndexGetGraph): 0 for an
+// index ACE left on disk, whose graph lives in a file.
+func (idx *Index) graphRows(op string) (int64, error) {
+	mt := cDLManaged()
+	defer cFree(unsafe.Pointer(mt))
+	if err := generated.CuvsCagraIndexGetGraph(idx.h, mt); err != nil {
+		return 0, safe.Wrap(op, err)
+	}
+	im, err := dlpack.Import(mt)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	defer im.Close()
+	v, err := im.View()
+	if err != nil || v.NDim() != 2 {
+		return 0, nil // an empty graph may come without a usable view
+	}
+	return v.Dim(0), nil
+}
+
+// refuseOnDisk refuses what cuVS refuses for an index ACE left on disk.
+func (idx *Index) refuseOnDisk(op string) error {
+	if !idx.onDisk {
+		return nil
+	}
+	return safe.Argf(op, "index", "%w: %s", ErrOnDisk, onDiskHelp)
 }
 
 // fail destroys a half-made index.
 func (idx *Index) fail() {
 	idx.clean.Stop()
+	idx.left.exact.release()
 	for _, r := range idx.left.borrows {
 		r.End()
 	}
@@ -180,6 +219,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 	if int64(p.GraphDegree) >= dv.Dim(0) {
 		return nil, safe.Argf(op, "params.GraphDegree", "%d, the dataset has only %d rows", p.GraphDegree, dv.Dim(0))
 	}
+	if err := p.checkCompression(op, dv.Dim(0), dv.Dim(1)); err != nil {
+		return nil, err
+	}
 	if t := dv.Device().Type; p.BuildAlgo == ACE && t != dlpack.CPU && t != dlpack.CUDAHost {
 		return nil, safe.Argf(op, "dataset", "the ACE graph build needs host memory, got %s", dv.Device())
 	}
@@ -209,6 +251,17 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
 		return nil, err
+	}
+	idx.metric, idx.metricKnown = p.Metric, true
+	if p.BuildAlgo == ACE {
+		// ACE goes to disk when asked, or when it estimates that host or
+		// device memory is short: ask the index.
+		g, err := idx.graphRows(op)
+		if err != nil {
+			idx.fail()
+			return nil, err
+		}
+		idx.onDisk = (p.ACE != nil && p.ACE.UseDisk) || (g == 0 && idx.rows.Load() > 0)
 	}
 	return idx, nil
 }
@@ -310,6 +363,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		idx.fail()
 		return nil, err
 	}
+	idx.metric, idx.metricKnown = metric, true
 	return idx, nil
 }
 
@@ -352,6 +406,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 	if av.Dim(0) < 1 {
 		return safe.Argf(op, "additional", "no rows")
 	}
+	if err := idx.refuseOnDisk(op); err != nil {
+		return err
+	}
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	ok, closed := idx.state.TryExclusive()
@@ -365,6 +422,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 	if err := idx.expireViews(op); err != nil {
 		return err
 	}
+	// The exact path's brute-force index reads the old dataset.
+	idx.left.exact.release()
+	idx.left.exact = nil
 	var cp generated.CuvsCagraExtendParams_t
 	if err := generated.CuvsCagraExtendParamsCreate(&cp); err != nil {
 		return safe.Wrap(op, err)
@@ -393,6 +453,13 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 // device memory. filter, if not nil, is a bitset for Rows() rows. The
 // results are ready once res's stream is synchronized (res.Sync).
 //
+// A slot CAGRA could not fill holds SentinelID and SentinelDistance (last
+// in its row; see Valid and Trim): with a filter whose allowed rows graph
+// search cannot reach, or that allows fewer rows than k. A filter allowing
+// fewer than params.FilterExactBelow × Rows() rows, or fewer than k, is
+// searched exactly instead (brute force over the index's dataset; see
+// SearchParams), and an index ACE left on disk is refused (ErrOnDisk).
+//
 // Search allocates nothing on the Go heap when its tensors are pointers
 // (e.g. *safe.DeviceMatrix), and holds no lock across the C call: any
 // number of goroutines may search one index, each with its own Resources.
@@ -400,7 +467,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 // The search parameters are handed to C as a Go value (a plain struct
 // that cuVS only reads during the call), so a search makes one C call.
 //
-// C calls: cuvsCagraSearch.
+// C calls: cuvsCagraSearch; on the exact path cuvsCagraIndexGetDataset,
+// cuvsBruteForceIndexCreate/Build (once), cuvsBruteForceSearch, and
+// cuvsMatrixCopy/cuvsStreamSync where results pass through the host.
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "cagra.Index.Search"
 	if err := idx.enter(op); err != nil {
@@ -418,7 +487,14 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if params == nil {
 		return safe.Argf(op, "params", "nil")
 	}
-	if err := params.validate(op); err != nil {
+	sp, err := params.withDefaults(op)
+	if err != nil {
+		return err
+	}
+	if err := sp.validate(op); err != nil {
+		return err
+	}
+	if err := idx.refuseOnDisk(op); err != nil {
 		return err
 	}
 	rows := idx.rows.Load()
@@ -430,7 +506,13 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	cp := params.cValue()
+	if sp.wantsExact(filter, rows, t.K) {
+		return idx.searchExact(op, res, &t, f, filter.Allowed())
+	}
+	if err := sp.checkFiltered(op, filter != nil, t.K); err != nil {
+		return err
+	}
+	cp := sp.cValue()
 	h, err := res.Lock(op)
 	if err != nil {
 		return err
@@ -463,6 +545,9 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 		return err
 	}
 	defer idx.state.Leave()
+	if err := idx.refuseOnDisk(op); err != nil {
+		return err
+	}
 	p, err := safe.CPath(op, path)
 	if err != nil {
 		return err
@@ -476,6 +561,10 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 }
 
 // Deserialize reads an index written by Serialize. The index owns its data.
+// Its metric, which the exact path of selective filters needs, is read
+// from the file's header (cuVS's format: a dtype tag and NumPy scalars);
+// from a file in another format it stays unknown, and such searches are
+// refused (see SearchParams.FilterExactBelow).
 //
 // C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize, and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
@@ -504,6 +593,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		idx.fail()
 		return nil, err
 	}
+	idx.metric, idx.metricKnown = readMetric(path)
 	return idx, nil
 }
 
@@ -533,6 +623,9 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 			return nil, err
 		}
 		defer x.state.Leave()
+		if err := x.refuseOnDisk(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
+			return nil, err
+		}
 		if x.dtype != indexes[0].dtype || x.dim != indexes[0].dim {
 			return nil, safe.Argf(op, "indexes", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.dim, indexes[0].dtype, indexes[0].dim)
 		}
@@ -541,6 +634,13 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 	}
 	if int64(p.GraphDegree) >= total {
 		return nil, safe.Argf(op, "params.GraphDegree", "%d, the indexes have only %d rows", p.GraphDegree, total)
+	}
+	kept := total
+	if filter != nil {
+		kept = filter.Allowed()
+	}
+	if err := p.checkCompression(op, kept, indexes[0].dim); err != nil {
+		return nil, err
 	}
 	c := dlpack.Begin(op)
 	defer c.End()
@@ -573,6 +673,7 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 		out.fail()
 		return nil, err
 	}
+	out.metric, out.metricKnown = p.Metric, true
 	return out, nil
 }
 
@@ -656,6 +757,8 @@ func (idx *Index) Close() error {
 		idx.state.Close()
 		idx.clean.Stop()
 	}
+	idx.left.exact.release()
+	idx.left.exact = nil
 	if err := generated.CuvsCagraIndexDestroy(idx.h); err != nil {
 		return safe.Wrap(op, err)
 	}
@@ -668,6 +771,13 @@ func (idx *Index) Close() error {
 	idx.left.borrows = nil
 	return nil
 }
+
+// ErrOnDisk is wrapped by the refusals of an index that an ACE build left
+// on disk (ACE's disk mode): cuVS cannot search, extend, merge or serialize
+// it.
+var ErrOnDisk = errors.New("cagra: the index is stored on disk (ACE disk mode)")
+
+const onDiskHelp = "to search it, convert it to an HNSW index (cuvsHnswFromCagra, then cuvsHnswDeserialize to load it into memory; not wrapped by this package)"
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
 var liveIndexes = live.New("cagra.Index")

@@ -1,6 +1,10 @@
 package cagra
 
 import (
+	"fmt"
+	"math"
+	"sync"
+
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 )
@@ -130,6 +134,9 @@ const (
 	AutoAlgo    = SearchAlgo(generated.CuvsCagraSearchAlgo_AUTO)
 )
 
+// String returns cuVS's name of the kernel, e.g. "SINGLE_CTA".
+func (a SearchAlgo) String() string { return generated.CuvsCagraSearchAlgo(a).String() }
+
 // HashMode is the visited-set hashmap CAGRA's search uses.
 type HashMode int32
 
@@ -140,7 +147,16 @@ const (
 	HashAuto  = HashMode(generated.CuvsCagraHashMode_AUTO_HASH)
 )
 
-// SearchParams configure Search. Start from DefaultSearchParams.
+// String returns cuVS's name of the mode, e.g. "HASH".
+func (m HashMode) String() string { return generated.CuvsCagraHashMode(m).String() }
+
+// SearchParams configure Search. Start from DefaultSearchParams, or use
+// the zero value: a zero ITopKSize, SearchWidth, HashmapMaxFillRate,
+// NumRandomSamplings, PersistentLifetime or PersistentDeviceUsage means
+// cuVS's default (read from the library once), zero FilterExactBelow means
+// DefaultFilterExactBelow, and the other zeros are values cuVS accepts
+// (Algo 0 is SingleCTA, HashmapMode 0 HashFull, 0 sizes let cuVS choose).
+// Search checks every documented range in Go, naming the field.
 //
 // Persistent selects the persistent-kernel search: one long-running kernel
 // serves the searches of every goroutine through a queue, which cuts the
@@ -150,7 +166,30 @@ const (
 // first persistent search pays the kernel's start, every search that shares
 // it must use the same index and parameters, and it helps only for small
 // batches (cuVS's documentation recommends it for batch sizes of a few
-// queries issued from many threads).
+// queries issued from many threads). Measured on an H200 with the real
+// library (v26.06), persistent-kernel searches stalled for seconds, from C
+// and from Go alike: with 8 threads, 8 searches completed in 3 s, each
+// taking ~3 s; the maximum latency was 2–6 s at 1 and at 32 threads.
+// Measure your workload before turning it on.
+//
+// FilterExactBelow goes beyond cuVS. CAGRA's graph search cannot reach the
+// rows of a selective filter: on the real library, with 3 or 50 of 20,000
+// rows allowed, only the query's own row came back and the other slots
+// held SentinelID. A bitset-filtered search whose filter allows fewer
+// than FilterExactBelow × Rows() rows, or fewer than k, therefore runs as
+// exact brute force (cuvsBruteForceBuild over the dataset the index already
+// holds in device memory, built once and kept until Extend or Close;
+// cuvsBruteForceSearch with the same bitset): the true nearest allowed rows,
+// SentinelID / SentinelDistance past the allowed count. 0 means
+// DefaultFilterExactBelow; a negative value turns it off (always graph
+// search); above 1 is refused. The exact path needs the index's dataset in
+// float32 or float16 and the L2Expanded metric, known to this package (not
+// so for an index deserialized from a file in another format, a compressed
+// one, one serialized without its dataset or one ACE left on disk): where
+// it is needed but not possible, Search refuses with an *safe.ArgError
+// naming FilterExactBelow. It copies the dataset once if its rows are
+// padded to 16 bytes, and it synchronizes the stream unless neighbors are
+// int64 and at least k rows are allowed.
 type SearchParams struct {
 	MaxQueries            int        // queries per batch; 0 lets cuVS choose
 	ITopKSize             int        // size of the internal top-k list (at least k): raise for recall
@@ -167,7 +206,8 @@ type SearchParams struct {
 	RandXORMask           uint64     // seed of that sampling
 	Persistent            bool       // use the persistent kernel (see above)
 	PersistentLifetime    float32    // seconds the persistent kernel outlives the last search
-	PersistentDeviceUsage float32    // fraction of the device the persistent kernel uses, in [0, 1]
+	PersistentDeviceUsage float32    // fraction of the device the persistent kernel uses, in (0, 1]
+	FilterExactBelow      float64    // fraction of rows allowed below which a filtered search is exact (see above)
 }
 
 // DefaultIndexParams returns cuVS's defaults, read from the loaded library
@@ -206,6 +246,9 @@ const (
 	SimilarSearchPerformance = Heuristic(generated.CuvsCagraHnswHeuristicType_CUVS_CAGRA_HEURISTIC_SIMILAR_SEARCH_PERFORMANCE)
 	SameGraphFootprint       = Heuristic(generated.CuvsCagraHnswHeuristicType_CUVS_CAGRA_HEURISTIC_SAME_GRAPH_FOOTPRINT)
 )
+
+// String returns cuVS's name of the heuristic.
+func (h Heuristic) String() string { return generated.CuvsCagraHnswHeuristicType(h).String() }
 
 // FromHNSWParams returns the CAGRA parameters cuVS derives from HNSW's M and
 // ef_construction for a rows × dim dataset (cuvsCagraIndexParamsFromHnswParams).
@@ -371,9 +414,45 @@ func DefaultSearchParams() (SearchParams, error) {
 		HashmapMode: HashMode(p.HashmapMode), HashmapMinBitlen: int(p.HashmapMinBitlen),
 		HashmapMaxFillRate: p.HashmapMaxFillRate, NumRandomSamplings: p.NumRandomSamplings,
 		RandXORMask: p.RandXorMask, Persistent: p.Persistent, PersistentLifetime: p.PersistentLifetime,
-		PersistentDeviceUsage: p.PersistentDeviceUsage,
+		PersistentDeviceUsage: p.PersistentDeviceUsage, FilterExactBelow: DefaultFilterExactBelow,
 	}
 	return out, safe.Wrap(op, generated.CuvsCagraSearchParamsDestroy(p))
+}
+
+// searchDefaults holds cuVS's defaults for the fields whose zero means
+// "cuVS's default", read from the library once.
+var searchDefaults = sync.OnceValues(DefaultSearchParams)
+
+// withDefaults returns s with its zero fields replaced by cuVS's defaults.
+func (s *SearchParams) withDefaults(op string) (SearchParams, error) {
+	out := *s
+	if s.ITopKSize != 0 && s.SearchWidth != 0 && s.HashmapMaxFillRate != 0 && s.NumRandomSamplings != 0 &&
+		s.PersistentLifetime != 0 && s.PersistentDeviceUsage != 0 {
+		return out, nil
+	}
+	d, err := searchDefaults()
+	if err != nil {
+		return out, fmt.Errorf("%s: reading cuVS's default search parameters: %w", op, err)
+	}
+	if out.ITopKSize == 0 {
+		out.ITopKSize = d.ITopKSize
+	}
+	if out.SearchWidth == 0 {
+		out.SearchWidth = d.SearchWidth
+	}
+	if out.HashmapMaxFillRate == 0 {
+		out.HashmapMaxFillRate = d.HashmapMaxFillRate
+	}
+	if out.NumRandomSamplings == 0 {
+		out.NumRandomSamplings = d.NumRandomSamplings
+	}
+	if out.PersistentLifetime == 0 {
+		out.PersistentLifetime = d.PersistentLifetime
+	}
+	if out.PersistentDeviceUsage == 0 {
+		out.PersistentDeviceUsage = d.PersistentDeviceUsage
+	}
+	return out, nil
 }
 
 // cValue fills the C search parameters: a plain struct (no pointers) that
@@ -390,23 +469,67 @@ func (s *SearchParams) cValue() generated.CuvsCagraSearchParams {
 	}
 }
 
+// validate checks s, whose zeros withDefaults has already replaced, as
+// cuVS v26.06 would (search_plan.cuh's check_params), before any C call.
 func (s *SearchParams) validate(op string) error {
-	if s.MaxQueries < 0 || s.ITopKSize < 0 || s.MaxIterations < 0 || s.TeamSize < 0 || s.SearchWidth < 0 ||
-		s.MinIterations < 0 || s.ThreadBlockSize < 0 || s.HashmapMinBitlen < 0 {
-		return safe.Argf(op, "params", "negative size in %+v", *s)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"MaxQueries", s.MaxQueries}, {"ITopKSize", s.ITopKSize}, {"MaxIterations", s.MaxIterations},
+		{"TeamSize", s.TeamSize}, {"SearchWidth", s.SearchWidth}, {"MinIterations", s.MinIterations},
+		{"ThreadBlockSize", s.ThreadBlockSize}, {"HashmapMinBitlen", s.HashmapMinBitlen}} {
+		if f.v < 0 {
+			return safe.Argf(op, "params."+f.name, "%d is negative", f.v)
+		}
 	}
 	switch s.Algo {
 	case SingleCTA, MultiCTA, MultiKernel, AutoAlgo:
 	default:
 		return safe.Argf(op, "params.Algo", "%d is not a search algorithm", s.Algo)
 	}
+	if s.ITopKSize > 1024 && s.Algo == SingleCTA {
+		return safe.Argf(op, "params.ITopKSize", "%d, the single-CTA kernel takes at most 1024", s.ITopKSize)
+	}
 	switch s.HashmapMode {
 	case HashFull, HashSmall, HashAuto:
 	default:
 		return safe.Argf(op, "params.HashmapMode", "%d is not a hash mode", s.HashmapMode)
 	}
-	if s.PersistentDeviceUsage < 0 || s.PersistentDeviceUsage > 1 {
-		return safe.Argf(op, "params.PersistentDeviceUsage", "%g is not in [0, 1]", s.PersistentDeviceUsage)
+	if s.HashmapMode == HashSmall && s.Algo == MultiCTA {
+		return safe.Argf(op, "params.HashmapMode", "HashSmall is not available with the MultiCTA kernel")
+	}
+	switch s.ThreadBlockSize {
+	case 0, 64, 128, 256, 512, 1024:
+	default:
+		return safe.Argf(op, "params.ThreadBlockSize", "%d, want 0, 64, 128, 256, 512 or 1024", s.ThreadBlockSize)
+	}
+	if s.HashmapMinBitlen > 20 {
+		return safe.Argf(op, "params.HashmapMinBitlen", "%d, want at most 20", s.HashmapMinBitlen)
+	}
+	if !(s.HashmapMaxFillRate >= 0.1 && s.HashmapMaxFillRate < 0.9) {
+		return safe.Argf(op, "params.HashmapMaxFillRate", "%g is not in [0.1, 0.9)", s.HashmapMaxFillRate)
+	}
+	if !(s.PersistentDeviceUsage > 0 && s.PersistentDeviceUsage <= 1) {
+		return safe.Argf(op, "params.PersistentDeviceUsage", "%g is not in (0, 1]", s.PersistentDeviceUsage)
+	}
+	if !(s.PersistentLifetime > 0) || math.IsInf(float64(s.PersistentLifetime), 0) {
+		return safe.Argf(op, "params.PersistentLifetime", "%g, want a positive number of seconds", s.PersistentLifetime)
+	}
+	if math.IsNaN(s.FilterExactBelow) || s.FilterExactBelow > 1 {
+		return safe.Argf(op, "params.FilterExactBelow", "%g, want a fraction of the rows at most 1 (0: the default, negative: never)", s.FilterExactBelow)
+	}
+	return nil
+}
+
+// checkFiltered checks what depends on the search (a graph search, not the
+// exact path): the single-CTA and multi-kernel searches need k ≤
+// ITopKSize, and a filtered search cannot use HashSmall.
+func (s *SearchParams) checkFiltered(op string, filtered bool, k int64) error {
+	if filtered && s.HashmapMode == HashSmall {
+		return safe.Argf(op, "params.HashmapMode", "HashSmall is not available with a filter")
+	}
+	if (s.Algo == SingleCTA || s.Algo == MultiKernel) && k > int64(s.ITopKSize) {
+		return safe.Argf(op, "params.ITopKSize", "%d is below k = %d", s.ITopKSize, k)
 	}
 	return nil
 }

@@ -24,12 +24,18 @@ type Prepared struct {
 	idx    *Index
 	params *generated.CuvsCagraSearchParams // Go memory without pointers, read by C
 	s      *prepared.Search
+
+	exact   bool  // the filter takes the exact path (SearchParams.FilterExactBelow)
+	allowed int64 // rows the filter allows
+	n, k    int64
 }
 
 // Prepare checks a search of queries (n × Dim(), device memory) into
 // neighbors (uint32 or int64, n × k) and distances (float32, n × k) with
 // params and an optional bitset filter, exactly as Search would, and binds
-// the tensors for repeated Runs.
+// the tensors for repeated Runs. A filter selective enough for the exact
+// path (SearchParams.FilterExactBelow) is decided here: such Runs are
+// exact brute-force searches, which allocate and may synchronize the stream.
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "cagra.Index.Prepare"
 	if err := idx.enter(op); err != nil {
@@ -39,20 +45,41 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	if params == nil {
 		return nil, safe.Argf(op, "params", "nil")
 	}
-	if err := params.validate(op); err != nil {
-		return nil, err
-	}
-	s, err := prepared.New(op, "cagra.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows.Load(), filter, safe.Bitset)
+	sp, err := params.withDefaults(op)
 	if err != nil {
 		return nil, err
 	}
-	cp := params.cValue()
-	return &Prepared{idx: idx, params: &cp, s: s}, nil
+	if err := sp.validate(op); err != nil {
+		return nil, err
+	}
+	if err := idx.refuseOnDisk(op); err != nil {
+		return nil, err
+	}
+	rows := idx.rows.Load()
+	s, err := prepared.New(op, "cagra.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, rows, filter, safe.Bitset)
+	if err != nil {
+		return nil, err
+	}
+	nv, _ := neighbors.ViewMut() // checked by prepared.New
+	p := &Prepared{idx: idx, s: s, n: nv.Dim(0), k: nv.Dim(1)}
+	if sp.wantsExact(filter, rows, p.k) {
+		p.exact, p.allowed = true, filter.Allowed()
+		if why := idx.noExact(); why != "" {
+			s.Close()
+			return nil, safe.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterExactBelow < 0 to search the graph anyway", p.allowed, rows, why)
+		}
+	} else if err := sp.checkFiltered(op, filter != nil, p.k); err != nil {
+		s.Close()
+		return nil, err
+	}
+	cp := sp.cValue()
+	p.params = &cp
+	return p, nil
 }
 
 // Run searches once, on res's stream: the results are ready once res is
 // synchronized (Results does it). It allocates nothing and makes one C call
-// (cuvsCagraSearch).
+// (cuvsCagraSearch), except on the exact path (see Prepare).
 func (p *Prepared) Run(res *safe.Resources) error {
 	const op = "cagra.Prepared.Run"
 	s := p.s
@@ -67,6 +94,13 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		p.idx.state.Leave()
 		s.Leave()
 		return safe.Argf(op, "filter", "made for %d rows, the index has %d since Extend: prepare again", s.Rows, p.idx.rows.Load())
+	}
+	if p.exact {
+		t := safe.SearchTensors{Queries: s.Queries, Neighbors: s.Neighbors, Distances: s.Distances, N: p.n, K: p.k}
+		err := p.idx.searchExact(op, res, &t, s.Filter, p.allowed)
+		p.idx.state.Leave()
+		s.Leave()
+		return err
 	}
 	h, err := res.Lock(op)
 	if err == nil {
