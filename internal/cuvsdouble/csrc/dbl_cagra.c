@@ -2,13 +2,18 @@
  * cuvsdouble CAGRA, on the CPU:
  *   - build keeps the dataset as cuVS does: a "device" dataset whose rows are
  *     a multiple of 16 bytes is referenced (borrowed), anything else is copied
- *     into rows padded to 16 bytes; the graph is the exact kNN graph of
- *     graph_degree neighbours (self excluded), whatever build_algo says;
- *   - search is exact kNN over the dataset (not a graph walk), so results are
- *     checkable; bitset filter; uint32 or int64 neighbors;
- *   - compression is accepted (L2Expanded only, as in cuVS) but the double
- *     keeps an exact copy; GetDataset then returns an empty view, as cuVS;
- *   - extend appends rows (the index then owns a copy) and rebuilds the graph;
+ *     into rows padded to 16 bytes; the graph is built as cuVS's is
+ *     (approximate kNN graph, detour pruning, reverse edges: dbl_cagra_graph.c),
+ *     the same way whatever build_algo says;
+ *   - search is a graph walk (dbl_cagra_graph.c): approximate, with cuVS's
+ *     filter handling and sentinels; uint32 or int64 neighbors;
+ *   - an ACE build in disk mode keeps only the shapes and refuses search,
+ *     serialize and extend with cuVS's words;
+ *   - compression is accepted (L2Expanded only, as in cuVS) when the data's
+ *     shape suits VQ/PQ training (else cuVS's refusals), but the double keeps
+ *     an exact copy; GetDataset then returns an empty view, as cuVS;
+ *   - extend appends rows (the index then owns a copy) and rebuilds the graph
+ *     (cuVS inserts the new rows into the existing graph instead);
  *     merge concatenates datasets (bitset-filtered) and builds a new graph;
  *   - serialization uses a format of the double's own.
  */
