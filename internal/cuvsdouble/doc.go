@@ -20,10 +20,24 @@
 //     kDLCUDAManaged tensor is read through its data pointer as host memory,
 //     cuvsMatrixCopy is a strided memcpy, streams are dummy handles and
 //     cuvsStreamSync does nothing;
-//   - brute force and CAGRA return the exact k nearest neighbours (CAGRA's
-//     graph is the exact kNN graph), so results can be checked against a
-//     kNN computed in Go; ties go to the smaller row id, distances are
-//     accumulated in float32 in dimension order;
+//   - brute force returns the exact k nearest neighbours (ties to the
+//     smaller row id, distances accumulated in float32 in dimension order),
+//     so results can be checked against a kNN computed in Go;
+//   - CAGRA is approximate, as the real one: its graph is a pruned,
+//     perturbed kNN graph with reverse edges (not the kNN graph), its search
+//     a greedy walk over that graph from pseudo-random starting rows driven
+//     by itopk_size, search_width, min/max_iterations, num_random_samplings
+//     and rand_xor_mask; its recall at the sizes unit tests use lies in the
+//     ranges measured on the real library. A bitset filter is applied as
+//     cuVS applies it (filtered rows are walked through but not returned),
+//     so a selective filter leaves slots empty; empty slots hold id
+//     0x7FFFFFFF in uint32 and int64 neighbors alike, distance FLT_MAX
+//     (-FLT_MAX for inner product). Results are deterministic;
+//   - the unkind parts of the real C API are kept: cuvsCagraDeserialize and
+//     cuvsBruteForceDeserialize leave the index dtype's lanes as they were
+//     (0 after Create), compression refuses data its VQ/PQ training cannot
+//     use, and an ACE build in disk mode gives an index that refuses search,
+//     serialization and extend;
 //   - the checks cuVS makes on tensors and parameters come back with cuVS's
 //     words, in RAFT's multi-line format ("RAFT failure at file=... line=...:
 //     <reason>" followed by "Obtained N stack frames" and frames), through the

@@ -282,3 +282,68 @@ func checkKNN(t *testing.T, what string, gotIDs []int64, gotD []float32, k int, 
 		}
 	}
 }
+
+// cagraSentinel is the id CAGRA writes where it found nothing, in uint32 and
+// int64 neighbors alike (the graph's invalid index with the top bit cleared).
+const cagraSentinel = 0x7FFFFFFF
+
+// recall is the fraction of want's valid ids found in got (k per query).
+func recall(got []int64, want [][]int64, k int) float64 {
+	hit, total := 0, 0
+	for q := range want {
+		set := map[int64]bool{}
+		for _, id := range got[q*k : q*k+k] {
+			set[id] = true
+		}
+		for _, id := range want[q][:k] {
+			if id < 0 {
+				continue
+			}
+			total++
+			if set[id] {
+				hit++
+			}
+		}
+	}
+	if total == 0 {
+		return 1
+	}
+	return float64(hit) / float64(total)
+}
+
+// checkApprox checks what holds for any approximate search: ids in range
+// (or the sentinel, only after the valid ones, with the sentinel distance),
+// allowed by the filter, no repeats, distances ascending (descending for
+// inner product) and equal to the distance of the id returned.
+func checkApprox(t *testing.T, what string, data []float32, n, dim int, queries []float32, ids []int64, d []float32, k, metric int, allowed func(i int) bool) {
+	t.Helper()
+	nq := len(queries) / dim
+	for q := 0; q < nq; q++ {
+		seen := map[int64]bool{}
+		done := false
+		for j := 0; j < k; j++ {
+			id, dist := ids[q*k+j], d[q*k+j]
+			if id == cagraSentinel {
+				done = true
+				if dist != math.MaxFloat32 && !(metric == capi.InnerProduct && dist == -math.MaxFloat32) {
+					t.Fatalf("%s: query %d rank %d: sentinel with distance %g", what, q, j, dist)
+				}
+				continue
+			}
+			if done || id < 0 || id >= int64(n) || seen[id] || (allowed != nil && !allowed(int(id))) {
+				t.Fatalf("%s: query %d: bad id %d at rank %d: %v", what, q, id, j, ids[q*k:q*k+k])
+			}
+			seen[id] = true
+			want := distance(metric, queries[q*dim:(q+1)*dim], data[int(id)*dim:(int(id)+1)*dim])
+			if math.Abs(float64(dist-want)) > 1e-5*math.Max(1, math.Abs(float64(want))) {
+				t.Fatalf("%s: query %d rank %d: distance %g for id %d, want %g", what, q, j, dist, id, want)
+			}
+			if j > 0 {
+				prev := d[q*k+j-1]
+				if metric == capi.InnerProduct && dist > prev || metric != capi.InnerProduct && dist < prev {
+					t.Fatalf("%s: query %d: distances not ordered: %v", what, q, d[q*k:q*k+k])
+				}
+			}
+		}
+	}
+}

@@ -7,7 +7,8 @@
  *     pointer as ordinary host memory;
  *   - cuvsMatrixCopy is a (strided) memcpy, streams are dummy handles and
  *     cuvsStreamSync does nothing;
- *   - brute force and CAGRA both return the exact k nearest neighbours.
+ *   - brute force returns the exact k nearest neighbours; CAGRA is approximate
+ *     (a graph walk, see dbl_cagra_graph.c).
  *
  * Internal header shared by the dbl_*.c files; nothing here is exported except
  * the cuVS functions (DBL_API) and the cuvsdouble_* control functions.

@@ -429,7 +429,7 @@ static cuvsError_t bf_deserialize(const char* filename, cuvsBruteForceIndex_t in
                      filename);
   }
   DLDataType dt = {h.code, h.bits, 1};
-  index->dtype = dt;
+  index->dtype.bits = dt.bits, index->dtype.code = dt.code; /* cuVS leaves lanes as it was */
   if (!(dl_is_dtype(dt, kDLFloat, 32) || dl_is_dtype(dt, kDLFloat, 16)) || h.n < 0 || h.dim < 0) {
     fclose(f);
     return RAFT_FAIL("Unsupported index dtype: %d and bits: %d", (int)h.code, (int)h.bits);

@@ -2,20 +2,28 @@
  * cuvsdouble CAGRA, on the CPU:
  *   - build keeps the dataset as cuVS does: a "device" dataset whose rows are
  *     a multiple of 16 bytes is referenced (borrowed), anything else is copied
- *     into rows padded to 16 bytes; the graph is the exact kNN graph of
- *     graph_degree neighbours (self excluded), whatever build_algo says;
- *   - search is exact kNN over the dataset (not a graph walk), so results are
- *     checkable; bitset filter; uint32 or int64 neighbors;
- *   - compression is accepted (L2Expanded only, as in cuVS) but the double
- *     keeps an exact copy; GetDataset then returns an empty view, as cuVS;
- *   - extend appends rows (the index then owns a copy) and rebuilds the graph;
+ *     into rows padded to 16 bytes; the graph is built as cuVS's is
+ *     (approximate kNN graph, detour pruning, reverse edges: dbl_cagra_graph.c),
+ *     the same way whatever build_algo says;
+ *   - search is a graph walk (dbl_cagra_graph.c): approximate, with cuVS's
+ *     filter handling and sentinels; uint32 or int64 neighbors;
+ *   - an ACE build in disk mode keeps only the shapes and refuses search,
+ *     serialize and extend with cuVS's words;
+ *   - compression is accepted (L2Expanded only, as in cuVS) when the data's
+ *     shape suits VQ/PQ training (else cuVS's refusals), but the double keeps
+ *     an exact copy; GetDataset then returns an empty view, as cuVS;
+ *   - extend appends rows (the index then owns a copy) and rebuilds the graph
+ *     (cuVS inserts the new rows into the existing graph instead);
  *     merge concatenates datasets (bitset-filtered) and builds a new graph;
  *   - serialization uses a format of the double's own.
  */
 #include "dbl.h"
+#include "dbl_cagra_graph.h"
 
 #include <float.h>
 #include <math.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 #define CG_MAGIC 0x4341475241494458ULL
 
@@ -35,6 +43,7 @@ typedef struct {
   int has_dataset; /* 0 after deserializing a file written without it */
   int compressed;  /* built with compression: GetDataset shows an empty view */
   int hollow;      /* built in instant mode: shape only, no dataset or graph */
+  int on_disk;     /* an ACE build in disk mode: shape only, data in build_dir */
   const uint32_t* graph;
   uint32_t* graph_owned;
   size_t graph_bytes;
@@ -174,13 +183,15 @@ static int cg_take_dataset(cg_impl* impl, const DLTensor* t, int device, int all
   return cg_take_copy(impl, t->data, n, impl->dim);
 }
 
-static int cg_build_graph(cg_impl* impl, int64_t degree)
+/* Builds the graph (dbl_cagra_graph.c): approximate, as cuVS's. */
+static int cg_build_graph(cg_impl* impl, int64_t intermediate, int64_t degree)
 {
   size_t bytes = (size_t)(impl->n * degree) * sizeof(uint32_t);
   uint32_t* g = dbl_buf_alloc(bytes);
   if (!g) return -1;
+  if (intermediate < degree) intermediate = degree;
   dbl_matrix m = {impl->data, impl->dtype, impl->stride, 1, impl->n, impl->dim};
-  if (knn_search(&m, &m, impl->metric, 0, degree, NULL, 1, NULL, g, degree, NULL, 0) != 0) {
+  if (cg_graph_build(&m, impl->metric, intermediate, degree, g) != 0) {
     dbl_buf_free(g, bytes);
     return -1;
   }
@@ -325,17 +336,17 @@ static cuvsError_t cg_view(cuvsCagraIndex_t index, DLManagedTensor* out, int gra
   if (graph) {
     t->dtype = (DLDataType){kDLUInt, 32, 1};
     t->data = (void*)impl->graph;
-    t->shape[0] = impl->n;
-    t->shape[1] = impl->degree;
+    t->shape[0] = impl->on_disk ? 0 : impl->n; /* disk mode: no graph in memory */
+    t->shape[1] = impl->on_disk ? 0 : impl->degree;
     t->strides = NULL;
   } else {
     int visible = impl->has_dataset && !impl->compressed;
     t->dtype = impl->dtype;
     t->data = visible ? (void*)impl->data : NULL;
     t->shape[0] = visible ? impl->n : 0;
-    t->shape[1] = impl->dim;
+    t->shape[1] = impl->on_disk ? 0 : impl->dim; /* disk mode: an empty dataset of dim 0 */
     t->strides = dbl_meta_alloc(2);
-    t->strides[0] = visible ? impl->stride : impl->dim;
+    t->strides[0] = visible ? impl->stride : t->shape[1];
     t->strides[1] = 1;
   }
   out->deleter = dbl_meta_deleter;
@@ -353,6 +364,103 @@ DBL_API cuvsError_t cuvsCagraIndexGetGraph(cuvsCagraIndex_t index, DLManagedTens
 {
   DBL_ENTER(cuvsCagraIndexGetGraph);
   return cg_view(index, graph, 1);
+}
+
+/* ---- compression (VQ + PQ) and ACE disk mode: cuVS's refusals ---- */
+
+/* The checks cuVS's VPQ training makes (cpp/src/preprocessing/quantize/
+ * detail/pq.cuh vpq_build, cpp/src/neighbors/detail/vpq_dataset.cuh
+ * fill_missing_params_heuristics / train_vq / train_pq, kmeans_balanced.cuh
+ * fit), in their order. cuVS trains on the data after the graph is built;
+ * the double checks the shapes only. */
+static cuvsError_t cg_check_compression(cuvsCagraCompressionParams_t cp, int algo, int64_t n,
+                                        int64_t dim)
+{
+  double rows = (double)n;
+  uint32_t pq_bits = cp->pq_bits;
+  uint32_t vq = cp->vq_n_centers;
+  /* round_up_safe<uint32_t>(sqrt(n), 8): the square root truncated, rounded up to 8 */
+  if (vq == 0) vq = (uint32_t)((((uint64_t)sqrt(rows)) + 7) / 8 * 8);
+  double vq_frac = cp->vq_kmeans_trainset_fraction;
+  if (vq_frac == 0) vq_frac = fmin(1.0, 100.0 * vq / rows);
+  double pq_frac = cp->pq_kmeans_trainset_fraction;
+  if (pq_bits >= 32) {
+    return RAFT_FAIL("Invalid pq_bits (%u), the value must be within [4, 16]", pq_bits);
+  }
+  if (pq_frac == 0) pq_frac = fmin(1.0, 1000.0 * (double)(1u << pq_bits) / rows);
+  uint64_t pq_centers = (uint64_t)1 << pq_bits;
+  uint32_t per_code = (uint32_t)(rows * pq_frac / (double)pq_centers);
+  if (per_code > 256) per_code = 256;
+  int64_t pq_train = (int64_t)per_code * (int64_t)pq_centers;
+  if (pq_train > n) pq_train = n;
+  int pq_fails = pq_train < (int64_t)pq_centers;
+  if (algo == IVF_PQ && pq_fails) {
+    /* Seen on the real library (v26.06.00, H200): the IVF_PQ graph build of
+     * 200 x 8 rows with compression failed at a kernel launch before the
+     * compression could refuse the data. The cause is not known; the double
+     * reproduces the observed case (IVF_PQ graph build, compression whose PQ
+     * training would fail) and no other. */
+    return dbl_plain_fail("CUDA error encountered at: file=cpp/src/detail/jit_lto/"
+                          "AlgorithmLauncher.cpp line=47: call='cudaLaunchKernelExC(&config, "
+                          "kernel, kernel_args)', Reason=cudaErrorInvalidValue: invalid argument");
+  }
+  /* train_vq: subsample, then balanced k-means over the sample */
+  int64_t vq_train = (int64_t)(rows * vq_frac);
+  int64_t vq_cap = (int64_t)1024 * (int64_t)vq;
+  if (vq_train > vq_cap) vq_train = vq_cap;
+  EXPECTS(vq_train <= n, "The number of samples must be smaller than the number of input rows in "
+                         "the current implementation.");
+  if (vq_train <= 0) {
+    dbl_violation("compression with a VQ training set of 0 rows (vq_kmeans_trainset_fraction %g "
+                  "of %lld rows): the real library divides by zero",
+                  vq_frac, (long long)n);
+    return RAFT_FAIL("cuvsdouble: the VQ training set is empty");
+  }
+  EXPECTS(vq > 0 && (int64_t)vq <= vq_train,
+          "The number of centroids must be strictly positive and cannot exceed the number of "
+          "points in the training dataset.");
+  /* train_pq */
+  EXPECTS(!pq_fails, "The number of training samples must be greater than or equal to the number "
+                     "of PQ centers");
+  if (pq_bits > 16) {
+    return RAFT_FAIL("Invalid pq_bits (%u), the value must be within [4, 16]", pq_bits);
+  }
+  (void)dim;
+  return CUVS_SUCCESS;
+}
+
+/* Whether an ACE build goes to disk (cagra_build.cuh ace_check_use_disk_mode):
+ * use_disk, or the memory model exceeding 80% of max_host_memory_gb /
+ * max_gpu_memory_gb when those are set. Without limits the double assumes the
+ * machine has room (cuVS asks the system). In disk mode build_dir is checked
+ * and created as cuVS does. */
+static cuvsError_t cg_ace_disk_mode(cuvsCagraIndexParams_t params, const DLTensor* t,
+                                    size_t intermediate, size_t degree, int* disk)
+{
+  *disk = 0;
+  struct cuvsAceParams* a = params->graph_build_params;
+  if (!a) return CUVS_SUCCESS; /* cuVS's defaults: in memory */
+  size_t n = (size_t)t->shape[0], dim = (size_t)t->shape[1], es = dl_elem_size(t->dtype);
+  size_t parts = a->npartitions ? a->npartitions : 2;
+  if (parts > n / 1000) parts = n / 1000 < 2 ? 2 : n / 1000;
+  size_t sub_dataset = (size_t)(3.0 * 2 * (double)(n / parts) * (double)dim * (double)es);
+  size_t sub_graph = (size_t)(3.0 * 2 * (double)(n / parts) * (double)(intermediate + degree) * 4);
+  size_t total = 2 * n * 4 + 2 * n * 4 + sub_dataset + sub_graph + n * degree * 4;
+  int host_limited = a->max_host_memory_gb > 0 &&
+                     (size_t)(0.8 * (double)(size_t)(a->max_host_memory_gb * (double)(1ULL << 30))) <
+                       total;
+  size_t gpu_need = sub_graph > sub_dataset ? sub_graph : sub_dataset;
+  int gpu_limited = a->max_gpu_memory_gb > 0 &&
+                    (size_t)(0.8 * (double)(size_t)(a->max_gpu_memory_gb * (double)(1ULL << 30))) <
+                      gpu_need;
+  if (!(a->use_disk || host_limited || gpu_limited)) return CUVS_SUCCESS;
+  const char* dir = a->build_dir ? a->build_dir : "";
+  if (dir[0] == 0 || strlen(dir) > 255 || strstr(dir, "//") != NULL) dir = "/tmp/ace_build";
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    return RAFT_FAIL("Failed to create ACE build directory: %s", dir);
+  }
+  *disk = 1;
+  return CUVS_SUCCESS;
 }
 
 /* ---- build ---- */
@@ -417,6 +525,27 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
   EXPECTS(n > 0, "cuvsdouble: cannot build a CAGRA index from an empty dataset");
   size_t intermediate = params->intermediate_graph_degree, degree = params->graph_degree;
   clamp_degrees(&intermediate, &degree, n);
+  if (algo == ACE) {
+    int disk = 0;
+    TRY(cg_ace_disk_mode(params, t, intermediate, degree, &disk));
+    if (disk) {
+      /* cuVS writes the reordered dataset, the graph and the mapping to
+       * build_dir and returns an index holding only their shapes (the double
+       * writes no files) */
+      cg_impl* impl = cg_new();
+      if (!impl) return dbl_plain_fail("std::bad_alloc");
+      impl->dtype = t->dtype;
+      impl->metric = (int)params->metric;
+      impl->n = n;
+      impl->dim = dim;
+      impl->degree = (int64_t)degree;
+      impl->stride = dim;
+      impl->on_disk = 1;
+      cg_install(index, impl);
+      return CUVS_SUCCESS;
+    }
+  }
+  if (params->compression) TRY(cg_check_compression(params->compression, algo, n, dim));
 
   cg_impl* impl = cg_new();
   if (!impl) return dbl_plain_fail("std::bad_alloc");
@@ -425,7 +554,7 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
   impl->dim = dim;
   impl->compressed = params->compression != NULL;
   if (cg_take_dataset(impl, t, device, !impl->compressed) != 0 ||
-      cg_build_graph(impl, (int64_t)degree) != 0) {
+      cg_build_graph(impl, (int64_t)intermediate, (int64_t)degree) != 0) {
     cg_free(impl);
     return dbl_plain_fail("std::bad_alloc");
   }
@@ -535,6 +664,54 @@ static cuvsError_t cg_check_search_params(cuvsCagraSearchParams_t p, int64_t k, 
   return CUVS_SUCCESS;
 }
 
+/* The search plan cuVS makes (search_plan.cuh adjust_search_params): the
+ * iteration limits, the internal top-k rounded up to 32, and the kernel.
+ * AUTO: cuVS picks multi-CTA for batches smaller than twice the GPU's SM
+ * count; the double runs the single-CTA walk for AUTO whatever the batch
+ * (its recall at the sizes unit tests use matches the measured one) and the
+ * multi-CTA emulation only when MULTI_CTA is asked for. */
+static void cg_plan(cuvsCagraSearchParams_t p, int64_t nq, int64_t k, int64_t n, int64_t degree,
+                    const dbl_filter* f, cg_search_cfg* c)
+{
+  int multi = (int)p->algo == MULTI_CTA && !p->persistent;
+  size_t itopk = p->itopk_size, width = p->search_width ? p->search_width : 1;
+  size_t max_iter = p->max_iterations, min_iter = p->min_iterations;
+  size_t computed = max_iter;
+  if (max_iter == 0) {
+    computed = multi ? 32 : itopk / width;
+    int64_t reach = 1;
+    while (reach < n) {
+      reach *= degree / 2 > 2 ? degree / 2 : 2;
+      computed++;
+    }
+  }
+  if (max_iter < min_iter) computed = min_iter;
+  if (max_iter < computed) max_iter = computed;
+  if (multi && f->kind == FILTER_BITSET && n > 0) {
+    int64_t set = 0;
+    for (int64_t i = 0; i < n; i++) set += (f->words[i >> 5] >> (i & 31)) & 1u;
+    double rate = (double)(n - set) / (double)n;
+    if (rate > 0.999) rate = 0.999;
+    if (rate > 0.0 && rate < 1.0) {
+      size_t adj = (size_t)((float)k / (1.0 - rate) + (float)(itopk - (size_t)k) / sqrt(1.0 - rate));
+      adj = round_up32(adj);
+      if (itopk < adj) itopk = adj;
+    }
+  }
+  itopk = round_up32(itopk);
+  c->itopk = (int64_t)itopk;
+  c->width = (int64_t)width;
+  c->min_iter = (int64_t)min_iter;
+  c->max_iter = (int64_t)max_iter;
+  c->samplings = p->num_random_samplings;
+  c->xor_mask = p->rand_xor_mask;
+  c->multi_cta = multi;
+  size_t ncta = (itopk + 31) / 32;
+  if (width > ncta) ncta = width;
+  c->n_cta = (int64_t)ncta;
+  (void)nq;
+}
+
 static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t index,
                              DLManagedTensor* queries_t, DLManagedTensor* neighbors_t,
                              DLManagedTensor* distances_t, cuvsFilter filter)
@@ -587,6 +764,11 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
   if (q->shape[1] != impl->dim) {
     st = RAFT_FAIL("Number of query dimensions should equal number of dimensions in the index.");
   }
+  if (st == CUVS_SUCCESS && impl->on_disk) {
+    st = RAFT_FAIL("Cannot search a CAGRA index that is stored on disk. Use "
+                   "cuvs::neighbors::hnsw::from_cagra() to convert the index and "
+                   "cuvs::neighbors::hnsw::deserialize() to load it into memory before searching.");
+  }
   if (st == CUVS_SUCCESS && !impl->has_dataset) {
     st = RAFT_FAIL(
       "Attempted to search without a dataset. Please call index.update_dataset(...) first.");
@@ -598,8 +780,11 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
   if (st == CUVS_SUCCESS) {
     dbl_matrix data = {impl->data, impl->dtype, impl->stride, 1, impl->n, impl->dim};
     dbl_matrix qm = {q->data, q->dtype, q->shape[1], 1, nq, impl->dim};
-    if (knn_search(&data, &qm, impl->metric, 0, k, &f, 0, nb32 ? NULL : (int64_t*)nb->data,
-                   nb32 ? (uint32_t*)nb->data : NULL, k, (float*)ds->data, k) != 0) {
+    cg_search_cfg cfg;
+    cg_plan(params, nq, k, impl->n, impl->degree, &f, &cfg);
+    if (cg_graph_search(&data, impl->graph, impl->degree, impl->metric, &f, &qm, k, &cfg,
+                        nb32 ? (uint32_t*)nb->data : NULL, nb32 ? NULL : (int64_t*)nb->data,
+                        (float*)ds->data) != 0) {
       st = dbl_plain_fail("std::bad_alloc");
     }
   }
@@ -655,7 +840,11 @@ static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* ad
     pthread_rwlock_wrlock(&impl->lock);
   }
   cuvsError_t st = CUVS_SUCCESS;
-  if (!impl->has_dataset) {
+  if (impl->on_disk) {
+    st = RAFT_FAIL("Cannot extend a disk-backed CAGRA index. Convert it with "
+                   "cuvs::neighbors::hnsw::from_cagra() and load it into memory via "
+                   "cuvs::neighbors::hnsw::deserialize() before calling extend().");
+  } else if (!impl->has_dataset) {
     st = RAFT_FAIL(
       "cagra::extend only supports an index to which the dataset is attached. Please check if the "
       "index was built with index_param.attach_dataset_on_build = true, or if a dataset was "
@@ -695,9 +884,13 @@ static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* ad
       tmp.data_bytes = bytes;
       tmp.stride = stride;
       tmp.n = n0 + m;
+      /* cuVS inserts the new rows into the existing graph (add_nodes.cuh);
+       * the double rebuilds the whole graph, intermediate degree 2 x degree */
       int64_t degree = impl->degree;
       if (degree > tmp.n - 1) degree = tmp.n - 1;
-      if (cg_build_graph(&tmp, degree) != 0) {
+      int64_t intermediate = 2 * degree;
+      if (intermediate > tmp.n - 1) intermediate = tmp.n - 1;
+      if (cg_build_graph(&tmp, intermediate, degree) != 0) {
         dbl_buf_free(dst, bytes);
         st = dbl_plain_fail("std::bad_alloc");
       } else {
@@ -758,8 +951,14 @@ static cuvsError_t cg_serialize(const char* filename, cuvsCagraIndex_t index, in
   }
   pthread_rwlock_rdlock(&impl->lock);
   cuvsError_t st = cg_check_alive(impl);
+  if (st == CUVS_SUCCESS && !hnsw && impl->on_disk) {
+    st = RAFT_FAIL("Cannot serialize a disk-backed CAGRA index. Convert it with "
+                   "cuvs::neighbors::hnsw::from_cagra() and load it into memory via "
+                   "cuvs::neighbors::hnsw::deserialize() before serialization.");
+  }
   if (st == CUVS_SUCCESS && hnsw && (!impl->has_dataset || impl->compressed)) {
-    st = RAFT_FAIL("cuvsdouble: serializing to hnswlib needs an uncompressed dataset in the index");
+    st = RAFT_FAIL("Invalid CAGRA dataset of size 0 during serialization, shape 0x%lld",
+                   (long long)(impl->on_disk ? 0 : impl->dim));
   }
   FILE* f = st == CUVS_SUCCESS ? fopen(filename, "wb") : NULL;
   if (st == CUVS_SUCCESS && !f) st = RAFT_FAIL("Cannot open file %s", filename);
@@ -864,7 +1063,9 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
                      filename);
   }
   DLDataType dt = {h.code, h.bits, 1};
-  index->dtype = dt;
+  /* cuVS sets bits, then code once the index is read; lanes never (0 from
+   * cuvsCagraIndexCreate) */
+  index->dtype.bits = dt.bits;
   if (!cg_dtype_ok(dt) || h.n < 0 || h.dim < 0 || h.degree < 0) {
     fclose(f);
     return RAFT_FAIL("Unsupported dtype in file %s", filename);
@@ -914,6 +1115,7 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
     return RAFT_FAIL("cuvsdouble: %s is truncated", filename);
   }
   cg_install(index, impl);
+  index->dtype.code = dt.code;
   return CUVS_SUCCESS;
 }
 
@@ -1109,7 +1311,7 @@ static cuvsError_t cg_merge(cuvsCagraIndexParams_t params, cuvsCagraIndex_t* ind
         out->has_dataset = 1;
         size_t intermediate = params->intermediate_graph_degree, degree = params->graph_degree;
         clamp_degrees(&intermediate, &degree, kept);
-        if (cg_build_graph(out, (int64_t)degree) != 0) st = dbl_plain_fail("std::bad_alloc");
+        if (cg_build_graph(out, (int64_t)intermediate, (int64_t)degree) != 0) st = dbl_plain_fail("std::bad_alloc");
       }
     }
   }
