@@ -2,6 +2,7 @@ package safe
 
 import (
 	"math"
+	"math/bits"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -35,11 +36,16 @@ func (k FilterKind) String() string {
 // whatever the largest allowed id: bit i of word i/32 set means row i may be
 // returned. A bitmap is one flat bitset of queries×rows bits: bit q*rows+i
 // set means query q may return row i.
+//
+// A filter knows how many rows it lets through (Allowed): brute force
+// refuses a search whose k is larger, since cuVS then returns garbage.
 type Filter struct {
-	kind    FilterKind
-	rows    int64 // index rows the filter is for
-	queries int64 // for a bitmap
-	words   *DeviceVector[uint32]
+	kind     FilterKind
+	rows     int64   // index rows the filter is for
+	queries  int64   // for a bitmap
+	allowed  int64   // bitset: rows let through; bitmap: the fewest any query sees
+	perQuery []int64 // bitmap: rows each query sees
+	words    *DeviceVector[uint32]
 }
 
 // Words returns the number of 32-bit words a bitset for rows rows holds.
@@ -110,12 +116,42 @@ func checkWords(op string, rows, sets int64, words []uint32) error {
 }
 
 func uploadFilter(op string, res *Resources, kind FilterKind, rows, queries int64, words []uint32) (*Filter, error) {
+	f := &Filter{kind: kind, rows: rows, queries: queries}
+	if kind == Bitmap {
+		f.perQuery = make([]int64, queries)
+		for q := range f.perQuery {
+			n := countBits(words, int64(q)*rows, int64(q+1)*rows)
+			f.perQuery[q] = n
+			if q == 0 || n < f.allowed {
+				f.allowed = n
+			}
+		}
+	} else {
+		f.allowed = countBits(words, 0, rows)
+	}
 	v, err := DeviceVectorFrom(res, words)
 	if err != nil {
 		return nil, err
 	}
 	v.Owner().SetLabel(kind.String() + " filter")
-	return &Filter{kind: kind, rows: rows, queries: queries, words: v}, nil
+	f.words = v
+	return f, nil
+}
+
+// countBits counts the bits set in words from bit lo up to bit hi.
+func countBits(words []uint32, lo, hi int64) int64 {
+	var n int
+	for lo < hi {
+		w := words[lo/32] >> (lo % 32)
+		take := 32 - lo%32
+		if hi-lo < take {
+			take = hi - lo
+			w &= 1<<take - 1
+		}
+		n += bits.OnesCount32(w)
+		lo += take
+	}
+	return int64(n)
 }
 
 // Kind returns the filter's kind.
@@ -123,6 +159,23 @@ func (f *Filter) Kind() FilterKind { return f.kind }
 
 // Rows returns the index row count the filter is for.
 func (f *Filter) Rows() int64 { return f.rows }
+
+// Allowed returns how many rows the filter lets through: for a bitset, the
+// bits set; for a bitmap, the fewest any one query may return (see
+// AllowedFor). A search for more neighbors than that cannot be filled.
+func (f *Filter) Allowed() int64 { return f.allowed }
+
+// AllowedFor returns how many rows query q may return: the bitset's count
+// for every q; for a bitmap, query q's (0 for a q out of range).
+func (f *Filter) AllowedFor(q int64) int64 {
+	if f.kind != Bitmap {
+		return f.allowed
+	}
+	if q < 0 || q >= int64(len(f.perQuery)) {
+		return 0
+	}
+	return f.perQuery[q]
+}
 
 // Close frees the filter's device memory; it refuses while a search uses it.
 func (f *Filter) Close() error { return f.words.Close() }

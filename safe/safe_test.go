@@ -285,6 +285,23 @@ func TestFilters(t *testing.T) {
 	if f.Rows() != 70 || f.Kind() != safe.Bitset || safe.Words(70) != 3 {
 		t.Errorf("filter %v rows %d", f.Kind(), f.Rows())
 	}
+	if f.Allowed() != 3 || f.AllowedFor(5) != 3 {
+		t.Errorf("bitset Allowed = %d, AllowedFor(5) = %d, want 3", f.Allowed(), f.AllowedFor(5))
+	}
+	// A bitmap of 2 queries × 70 rows (query 1's bits straddle words):
+	// query 0 sees rows 0-4, query 1 rows 31 and 69.
+	words := make([]uint32, safe.Words(140))
+	for _, b := range []int{0, 1, 2, 3, 4, 70 + 31, 70 + 69} {
+		words[b/32] |= 1 << (b % 32)
+	}
+	bm, err := safe.NewBitmapFilter(res, 2, 70, words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, bm)
+	if bm.Kind() != safe.Bitmap || bm.Allowed() != 2 || bm.AllowedFor(0) != 5 || bm.AllowedFor(1) != 2 || bm.AllowedFor(2) != 0 {
+		t.Errorf("bitmap %v: Allowed = %d, AllowedFor = %d %d %d, want 2, 5 2 0", bm.Kind(), bm.Allowed(), bm.AllowedFor(0), bm.AllowedFor(1), bm.AllowedFor(2))
+	}
 	for name, err := range map[string]error{
 		"id out of range": func() error { _, err := safe.NewBitsetFilterAllowing(res, 70, []int64{70}); return err }(),
 		"short bitset":    func() error { _, err := safe.NewBitsetFilter(res, 70, []uint32{0, 0}); return err }(),
