@@ -8,7 +8,7 @@ CUVS_INCLUDE_DIR ?=
 DLPACK_INCLUDE_DIR ?=
 export CUVS_INCLUDE_DIR DLPACK_INCLUDE_DIR
 
-.PHONY: all generate check-generated test test-race test-cgocheck lint fmt bench gpu-interop fuzz clean
+.PHONY: all generate check-generated test test-race test-cgocheck test-conformance double lint fmt bench gpu-interop gpu-test gpu-test-smoke fuzz clean
 
 all: generate test
 
@@ -20,14 +20,39 @@ generate:
 check-generated:
 	$(GO) run ./gen -check
 
-## test: lint, check generated/, then every test under -race and under cgocheck2
-test: lint check-generated test-race test-cgocheck
+## test: lint, check generated/, then every test under -race and under cgocheck2, then conformance mode
+test: lint check-generated test-race test-cgocheck test-conformance
 
 test-race:
 	$(GO) test -race -count=1 ./...
 
 test-cgocheck:
 	GOEXPERIMENT=cgocheck2 $(GO) test -count=1 ./...
+
+# The packages whose tests load libcuvs_c (through internal/safetest).
+CONFORMANCE_PKGS ?= ./safe ./safe/bruteforce ./safe/cagra ./examples/serving
+DOUBLE := $(CURDIR)/build/double/libcuvs_c.so
+
+## double: build the ABI test double as a library of its own, build/double/libcuvs_c.so
+double:
+	$(GO) run ./internal/cuvsdouble/cmd/cuvsdouble-build -o $(DOUBLE)
+
+## test-conformance: the tests of the packages that load libcuvs_c, against a freshly built double loaded as any library would be (CUVS_TEST_LIBRARY: what needs the double's controls skips)
+test-conformance: double
+	CUVS_TEST_LIBRARY=$(DOUBLE) $(GO) test -count=1 $(CONFORMANCE_PKGS)
+
+## gpu-test: build, here, test binaries (race and cgocheck2) of those packages and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go: build/gpu-test/run.sh /path/to/libcuvs_c.so
+gpu-test:
+	sh internal/gputest/build.sh build/gpu-test $(CONFORMANCE_PKGS)
+
+## gpu-test-smoke: gpu-test in small (two packages, cgocheck2 only) run against the double, and a wrong library path refused
+gpu-test-smoke: double
+	GPU_TEST_VARIANTS=cgocheck2 sh internal/gputest/build.sh build/gpu-test-smoke ./safe ./safe/bruteforce
+	build/gpu-test-smoke/run.sh $(DOUBLE)
+	@if build/gpu-test-smoke/run.sh build/nowhere/libcuvs_c.so 2>build/gpu-test-smoke/missing.txt; then \
+	  echo "run.sh accepted a missing library"; exit 1; fi; \
+	  grep -qx "library not found: build/nowhere/libcuvs_c.so" build/gpu-test-smoke/missing.txt || \
+	  { echo "run.sh, missing library:"; cat build/gpu-test-smoke/missing.txt; exit 1; }
 
 ## lint: gofmt, go vet, staticcheck
 lint:
@@ -71,8 +96,7 @@ cbench:
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Igenerated internal/cbench/csrc/cbench.c -o build/cbench -pthread -ldl
 
 ## serving-smoke: both programs side by side (compare.sh) against the ABI test double: the numbers mean nothing
-serving-smoke: serving cbench
-	$(GO) run ./internal/cuvsdouble/cmd/cuvsdouble-build -o $(CURDIR)/build/double/libcuvs_c.so
+serving-smoke: serving cbench double
 	SERVING=$(CURDIR)/build/serving CBENCH=$(CURDIR)/build/cbench OUT=$(CURDIR)/build/serving-smoke \
 	  sh examples/serving/compare.sh -lib $(CURDIR)/build/double/libcuvs_c.so \
 	  -n 2000 -dim 32 -k 10 -itopk 32 -graph-degree 16 -goroutines 1,2,4 -seconds 0.2

@@ -36,12 +36,16 @@ func (k FilterKind) String() string {
 // whatever the largest allowed id: bit i of word i/32 set means row i may be
 // returned. A bitmap is one flat bitset of queries×rows bits: bit q*rows+i
 // set means query q may return row i.
+//
+// A filter knows how many rows it lets through (Allowed): brute force
+// refuses a search whose k is larger, since cuVS then returns garbage.
 type Filter struct {
-	kind    FilterKind
-	rows    int64 // index rows the filter is for
-	queries int64 // for a bitmap
-	allowed int64 // set bits (a bitmap: the fewest of any query), counted on upload
-	words   *DeviceVector[uint32]
+	kind     FilterKind
+	rows     int64   // index rows the filter is for
+	queries  int64   // for a bitmap
+	allowed  int64   // bitset: rows let through; bitmap: the fewest any query sees
+	perQuery []int64 // bitmap: rows each query sees
+	words    *DeviceVector[uint32]
 }
 
 // Words returns the number of 32-bit words a bitset for rows rows holds.
@@ -112,51 +116,66 @@ func checkWords(op string, rows, sets int64, words []uint32) error {
 }
 
 func uploadFilter(op string, res *Resources, kind FilterKind, rows, queries int64, words []uint32) (*Filter, error) {
+	f := &Filter{kind: kind, rows: rows, queries: queries}
+	if kind == Bitmap {
+		f.perQuery = make([]int64, queries)
+		for q := range f.perQuery {
+			n := countBits(words, int64(q)*rows, int64(q+1)*rows)
+			f.perQuery[q] = n
+			if q == 0 || n < f.allowed {
+				f.allowed = n
+			}
+		}
+	} else {
+		f.allowed = countBits(words, 0, rows)
+	}
 	v, err := DeviceVectorFrom(res, words)
 	if err != nil {
 		return nil, err
 	}
 	v.Owner().SetLabel(kind.String() + " filter")
-	return &Filter{kind: kind, rows: rows, queries: queries, allowed: countAllowed(kind, rows, queries, words), words: v}, nil
+	f.words = v
+	return f, nil
 }
 
-// countAllowed counts the set bits of a bitset, or the fewest set bits of
-// any query's row of a bitmap (whose rows need not start on a word).
-func countAllowed(kind FilterKind, rows, queries int64, words []uint32) int64 {
-	if kind != Bitmap {
-		var n int64
-		for _, w := range words {
-			n += int64(bits.OnesCount32(w))
+// countBits counts the bits set in words from bit lo up to bit hi.
+func countBits(words []uint32, lo, hi int64) int64 {
+	var n int
+	for lo < hi {
+		w := words[lo/32] >> (lo % 32)
+		take := 32 - lo%32
+		if hi-lo < take {
+			take = hi - lo
+			w &= 1<<take - 1
 		}
-		return n
+		n += bits.OnesCount32(w)
+		lo += take
 	}
-	least := rows
-	for q := int64(0); q < queries; q++ {
-		var n int64
-		for i, end := q*rows, (q+1)*rows; i < end; {
-			if i%32 == 0 && end-i >= 32 {
-				n += int64(bits.OnesCount32(words[i/32]))
-				i += 32
-				continue
-			}
-			n += int64(words[i/32] >> (i % 32) & 1)
-			i++
-		}
-		least = min(least, n)
-	}
-	return least
+	return int64(n)
 }
-
-// Allowed returns how many rows the filter lets through: a bitset's set
-// bits, or for a bitmap the fewest any one query allows. Counted when the
-// filter was made, it costs nothing to read.
-func (f *Filter) Allowed() int64 { return f.allowed }
 
 // Kind returns the filter's kind.
 func (f *Filter) Kind() FilterKind { return f.kind }
 
 // Rows returns the index row count the filter is for.
 func (f *Filter) Rows() int64 { return f.rows }
+
+// Allowed returns how many rows the filter lets through: for a bitset, the
+// bits set; for a bitmap, the fewest any one query may return (see
+// AllowedFor). A search for more neighbors than that cannot be filled.
+func (f *Filter) Allowed() int64 { return f.allowed }
+
+// AllowedFor returns how many rows query q may return: the bitset's count
+// for every q; for a bitmap, query q's (0 for a q out of range).
+func (f *Filter) AllowedFor(q int64) int64 {
+	if f.kind != Bitmap {
+		return f.allowed
+	}
+	if q < 0 || q >= int64(len(f.perQuery)) {
+		return 0
+	}
+	return f.perQuery[q]
+}
 
 // Close frees the filter's device memory; it refuses while a search uses it.
 func (f *Filter) Close() error { return f.words.Close() }

@@ -63,6 +63,7 @@ func settle(b *testing.B) {
 //     (reported as C-B/op, which the Go allocator does not see), then built
 //     from a view of that memory.
 func BenchmarkBuildFromGoSlice(b *testing.B) {
+	needDouble(b)
 	res := resources(b)
 	p, err := cagra.DefaultIndexParams()
 	must(b, err)

@@ -7,5 +7,7 @@ import (
 )
 
 // TestMain loads the ABI test double (internal/cuvsdouble) in place of
-// libcuvs_c; the benchmarks turn its instant mode on around their loops.
+// libcuvs_c; the benchmarks turn its instant mode on around their loops. In
+// conformance mode ($CUVS_TEST_LIBRARY, internal/safetest) they skip: they
+// measure the bindings against the double's floor, not a GPU.
 func TestMain(m *testing.M) { safetest.Main(m) }

@@ -30,6 +30,12 @@ func instant(b *testing.B) {
 	b.Cleanup(func() { ctl.SetInstant(false) })
 }
 
+// needDouble skips a benchmark, before it makes anything, unless it runs on
+// the double: its rows compare the bindings with the double's instant floor.
+func needDouble(b *testing.B) {
+	safetest.Double(b, "instant mode (these benchmarks measure the bindings against the double's floor, not a GPU)")
+}
+
 func must(b *testing.B, err error) {
 	b.Helper()
 	if err != nil {
@@ -156,6 +162,7 @@ func rawResources(b *testing.B) generated.CuvsResources_t {
 // go through safe/cagra and safe/bruteforce, row 5 is the views of row 4
 // alone.
 func BenchmarkSearch(b *testing.B) {
+	needDouble(b)
 	b.Run("cagra", benchCagra)
 	b.Run("bruteforce", benchBruteForce)
 }

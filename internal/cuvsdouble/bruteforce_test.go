@@ -2,7 +2,9 @@ package cuvsdouble_test
 
 import (
 	"math"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -84,9 +86,15 @@ func TestBruteForceFilters(t *testing.T) {
 	gotI := capi.CopyOut[int64](nb.b.p, nq*k)
 	gotD := capi.CopyOut[float32](d.b.p, nq*k)
 	wantI, wantD = exactKNN(data, n, dim, queries, k, capi.L2Expanded, bm, false)
-	checkKNN(t, "bitmap", gotI, gotD, k, wantI, wantD)
-	if gotI[3*k+2] != -1 || gotD[3*k+2] != math.MaxFloat32 {
-		t.Fatalf("missing results: %v %v", gotI[3*k:], gotD[3*k:])
+	checkKNN(t, "bitmap", gotI[:3*k], gotD[:3*k], k, wantI[:3], wantD[:3])
+	// Query 3 sees 2 rows, fewer than k; the filter lets 55 of 280 pairs
+	// through (sparsity 0.80 < 0.9): cuVS's dense path fills the rest with
+	// excluded rows at distance +Inf.
+	checkKNN(t, "bitmap query 3", gotI[3*k:3*k+2], gotD[3*k:3*k+2], 2, [][]int64{wantI[3][:2]}, [][]float32{wantD[3][:2]})
+	for j := 2; j < k; j++ {
+		if gotI[3*k+j] != int64(j-2) || !math.IsInf(float64(gotD[3*k+j]), 1) {
+			t.Fatalf("query 3 past its 2 rows: %v %v, want excluded rows 0.. at +Inf", gotI[3*k:], gotD[3*k:])
+		}
 	}
 
 	// a bitset shorter than the index: the real library reads past its end
@@ -97,6 +105,121 @@ func TestBruteForceFilters(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	f.expectViolations("reads past its end")
+}
+
+// A filter letting fewer than k rows through: cuVS's sparse path (90% or
+// more of the (query, row) pairs filtered out) leaves such a query's
+// outputs uninitialised (garbage ids, NaN distances, not even the allowed
+// rows), and writes nothing at all when no row is allowed; its dense path
+// pads with excluded rows at +Inf (-FLT_MAX for InnerProduct).
+func TestBruteForceFilterFewerThanK(t *testing.T) {
+	f := newFixture(t)
+	defer f.close()
+	const n, dim, nq, k = 100, 4, 3, 5
+	data := randomMatrix(newRand(), n, dim)
+	ds := f.f32(capi.CUDA, capi.CUDA, n, dim, data)
+	defer f.drop(ds)
+	q := f.f32(capi.CUDA, capi.CUDA, nq, dim, data[:nq*dim])
+	defer f.drop(q)
+	nb := f.zeros(capi.CUDA, capi.CUDA, capi.Int, 64, nq, k)
+	defer f.drop(nb)
+	d := f.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, nq, k)
+	defer f.drop(d)
+	search := func(metric int, allowed func(i int) bool) ([]int64, []float32) {
+		t.Helper()
+		idx := capi.Must(f.lib.BFCreate())
+		defer func() { f.must(f.lib.BFDestroy(idx)) }()
+		f.must(f.lib.BFBuild(f.res, ds.t, metric, 0, idx))
+		bs := f.words(bitsetOf(n, allowed))
+		defer f.drop(bs)
+		capi.CopyIn(nb.b.p, []int64{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7})
+		f.must(f.lib.BFSearch(f.res, idx, q.t, nb.t, d.t, capi.Filter{Words: bs.t, Type: capi.Bitset}))
+		return capi.CopyOut[int64](nb.b.p, nq*k), capi.CopyOut[float32](d.b.p, nq*k)
+	}
+
+	// 3 of 100 rows: sparse path, every output garbage.
+	ids, dist := search(capi.L2Expanded, func(i int) bool { return i == 0 || i == 1 || i == 2 })
+	for j := range ids {
+		if ids[j] >= 0 && ids[j] < n || !math.IsNaN(float64(dist[j])) {
+			t.Fatalf("slot %d: id %d distance %v, want garbage (ids %v)", j, ids[j], dist[j], ids)
+		}
+	}
+	again, _ := search(capi.L2Expanded, func(i int) bool { return i < 3 })
+	if !slices.Equal(ids, again) {
+		t.Errorf("garbage not deterministic: %v then %v", ids, again)
+	}
+
+	// No row: nothing written.
+	ids, _ = search(capi.L2Expanded, func(int) bool { return false })
+	for _, id := range ids {
+		if id != 7 {
+			t.Fatalf("outputs written with no row allowed: %v", ids)
+		}
+	}
+
+	// 4 of 100 rows, InnerProduct: sparse too.
+	ids, _ = search(capi.InnerProduct, func(i int) bool { return i%25 == 0 })
+	if ids[0] >= 0 && ids[0] < n {
+		t.Errorf("sparse InnerProduct: id %d, want garbage", ids[0])
+	}
+
+	// 11 of 100 rows (sparsity 0.89), k = 13: the dense path, its 11 rows
+	// then the excluded rows 0 and 2 at the masked distance.
+	nb13 := f.zeros(capi.CUDA, capi.CUDA, capi.Int, 64, nq, 13)
+	defer f.drop(nb13)
+	d13 := f.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, nq, 13)
+	defer f.drop(d13)
+	for _, metric := range []int{capi.L2Expanded, capi.InnerProduct} {
+		idx := capi.Must(f.lib.BFCreate())
+		f.must(f.lib.BFBuild(f.res, ds.t, metric, 0, idx))
+		allowed := func(_, i int) bool { return i%9 == 1 }
+		bs := f.words(bitsetOf(n, func(i int) bool { return allowed(0, i) }))
+		f.must(f.lib.BFSearch(f.res, idx, q.t, nb13.t, d13.t, capi.Filter{Words: bs.t, Type: capi.Bitset}))
+		gotI, gotD := capi.CopyOut[int64](nb13.b.p, nq*13), capi.CopyOut[float32](d13.b.p, nq*13)
+		wantI, wantD := exactKNN(data, n, dim, data[:nq*dim], 11, metric, allowed, false)
+		masked := float32(math.Inf(1))
+		if metric == capi.InnerProduct {
+			masked = -math.MaxFloat32
+		}
+		for qq := 0; qq < nq; qq++ {
+			checkKNN(t, "dense path", gotI[qq*13:qq*13+11], gotD[qq*13:qq*13+11], 11, wantI[qq:qq+1], wantD[qq:qq+1])
+			if pad := gotI[qq*13+11 : qq*13+13]; pad[0] != 0 || pad[1] != 2 || gotD[qq*13+11] != masked || gotD[qq*13+12] != masked {
+				t.Errorf("metric %d query %d: padding %v at %v, want rows 0 and 2 at %v", metric, qq, pad, gotD[qq*13+11:qq*13+13], masked)
+			}
+		}
+		f.drop(bs)
+		f.must(f.lib.BFDestroy(idx))
+	}
+}
+
+// Filtered search refuses metrics and layouts cuVS's filtered path lacks.
+func TestBruteForceFilteredRefusals(t *testing.T) {
+	f := newFixture(t)
+	defer f.close()
+	data := randomMatrix(newRand(), 20, 4)
+	ds := f.f32(capi.CUDA, capi.CUDA, 20, 4, data)
+	defer f.drop(ds)
+	nb := f.zeros(capi.CUDA, capi.CUDA, capi.Int, 64, 20, 3)
+	defer f.drop(nb)
+	d := f.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, 20, 3)
+	defer f.drop(d)
+	bs := f.words(bitsetOf(20, func(int) bool { return true }))
+	defer f.drop(bs)
+	filter := capi.Filter{Words: bs.t, Type: capi.Bitset}
+	l1 := capi.Must(f.lib.BFCreate())
+	defer func() { f.must(f.lib.BFDestroy(l1)) }()
+	f.must(f.lib.BFBuild(f.res, ds.t, capi.L1, 0, l1))
+	f.must(f.lib.BFSearch(f.res, l1, ds.t, nb.t, d.t, capi.Filter{}))
+	expectRAFT(t, f.lib.BFSearch(f.res, l1, ds.t, nb.t, d.t, filter), "Only Euclidean, IP, and Cosine are supported!")
+
+	idx := capi.Must(f.lib.BFCreate())
+	defer func() { f.must(f.lib.BFDestroy(idx)) }()
+	f.must(f.lib.BFBuild(f.res, ds.t, capi.L2Expanded, 0, idx))
+	col := f.f32(capi.CUDA, capi.CUDA, 20, 4, data)
+	defer f.drop(col)
+	col.t.SetStrides(1, 20)
+	f.must(f.lib.BFSearch(f.res, idx, col.t, nb.t, d.t, capi.Filter{}))
+	expectRAFT(t, f.lib.BFSearch(f.res, idx, col.t, nb.t, d.t, filter), "filtered search isn't available with col_major queries yet")
 }
 
 func TestBruteForceValidation(t *testing.T) {
@@ -172,9 +295,63 @@ func TestBruteForceSerialize(t *testing.T) {
 	wantI, wantD := exactKNN(data, n, dim, data, k, capi.InnerProduct, nil, false)
 	checkKNN(t, "deserialized", capi.CopyOut[int64](nb.b.p, n*k), capi.CopyOut[float32](d.b.p, n*k), k, wantI, wantD)
 
+	// cuvsBruteForceDeserialize sets the dtype's code and bits, never its
+	// lanes (0 from cuvsBruteForceIndexCreate); the index works anyway.
+	if code, bits, lanes := idx2.DType(); code != capi.Float || bits != 32 || lanes != 0 {
+		t.Errorf("deserialized dtype %d/%d/%d, want float/32/0", code, bits, lanes)
+	}
+	f.must(f.lib.BFSerialize(f.res, filepath.Join(t.TempDir(), "again.idx"), idx2))
+	head, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(head[:4]) != "<f4\x00" {
+		t.Errorf("file starts %q", head[:4])
+	}
+
 	idx3 := capi.Must(f.lib.BFCreate())
 	defer func() { f.must(f.lib.BFDestroy(idx3)) }()
 	expectRAFT(t, f.lib.BFDeserialize(f.res, filepath.Join(t.TempDir(), "none"), idx3), "Cannot open file")
+	for prefix, reason := range map[string]string{
+		"the ":    "Invalid typestr: unrecognized byteorder t",
+		"<x4\x00": "Invalid typestr: unrecognized kind x",
+		"<f2\x00": "Unsupported index dtype: 0 and bits: 16", // numpy's name for half; RAFT writes <e2
+	} {
+		bad := filepath.Join(t.TempDir(), "bad")
+		if err := os.WriteFile(bad, append([]byte(prefix), head[4:]...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		expectRAFT(t, f.lib.BFDeserialize(f.res, bad, idx3), reason)
+	}
+}
+
+// A float16 index's file starts "<e2" (RAFT's NumPy name for half), and
+// comes back as float16.
+func TestBruteForceSerializeHalf(t *testing.T) {
+	f := newFixture(t)
+	defer f.close()
+	hb := f.alloc(capi.CUDA, 2*8*2)
+	defer f.free(hb)
+	ht := capi.NewTensor(hb.p, capi.CUDA, capi.Float, 16, 8, 2)
+	defer ht.Free()
+	idx := capi.Must(f.lib.BFCreate())
+	f.must(f.lib.BFBuild(f.res, ht, capi.L2Expanded, 0, idx))
+	path := filepath.Join(t.TempDir(), "h.idx")
+	f.must(f.lib.BFSerialize(f.res, path, idx))
+	f.must(f.lib.BFDestroy(idx))
+	head, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(head[:4]) != "<e2\x00" {
+		t.Errorf("file starts %q", head[:4])
+	}
+	back := capi.Must(f.lib.BFCreate())
+	defer func() { f.must(f.lib.BFDestroy(back)) }()
+	f.must(f.lib.BFDeserialize(f.res, path, back))
+	if code, bits, lanes := back.DType(); code != capi.Float || bits != 16 || lanes != 0 {
+		t.Errorf("deserialized dtype %d/%d/%d", code, bits, lanes)
+	}
 }
 
 // The brute-force index references its dataset: freeing it first is caught.

@@ -52,11 +52,12 @@ func DefaultBuildParams() BuildParams { return BuildParams{Metric: safe.L2Expand
 // Index is a brute-force index. Any number of goroutines may search it at
 // once, each with its own safe.Resources. Close waits for searches in flight.
 type Index struct {
-	h     generated.CuvsBruteForceIndex_t // C memory
-	rows  int64
-	dim   int64
-	dtype dlpack.DataType
-	label string
+	h      generated.CuvsBruteForceIndex_t // C memory
+	rows   int64
+	dim    int64
+	dtype  dlpack.DataType
+	metric safe.Metric
+	label  string
 
 	state handle.State
 	mu    sync.Mutex // Close
@@ -116,7 +117,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, e
 	if err != nil {
 		return nil, err
 	}
-	idx.rows, idx.dim, idx.dtype = dv.Dim(0), dv.Dim(1), dv.DType()
+	idx.rows, idx.dim, idx.dtype, idx.metric = dv.Dim(0), dv.Dim(1), dv.DType(), p.Metric
 	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
 	// cuVS keeps a reference to the dataset: hold it until Close.
 	if idx.left.dataset, err = dv.Retain(idx.label); err != nil {
@@ -161,11 +162,43 @@ func (idx *Index) Dim() int64 { return idx.dim }
 // DType returns the element type of the vectors.
 func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 
+// Metric returns the distance the index was built with.
+func (idx *Index) Metric() safe.Metric { return idx.metric }
+
+// checkFilter refuses, before any C call, what cuVS does wrong or refuses
+// late with a filter: more neighbors than the filter lets through (cuVS
+// then returns uninitialised memory: ids out of range, NaN distances, not
+// even the allowed rows), and metrics its filtered search lacks.
+func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
+	if f == nil {
+		return nil
+	}
+	switch idx.metric {
+	case safe.L2Expanded, safe.L2SqrtExpanded, safe.InnerProduct, safe.CosineExpanded:
+	default:
+		return safe.Argf(op, "filter", "a filtered search needs L2Expanded, L2SqrtExpanded, InnerProduct or CosineExpanded; the index uses %v", idx.metric)
+	}
+	if k <= f.Allowed() {
+		return nil
+	}
+	if f.Kind() == safe.Bitmap {
+		for q := int64(0); ; q++ {
+			if n := f.AllowedFor(q); n < k {
+				return safe.Argf(op, "filter", "the bitmap lets query %d see %d rows, fewer than k = %d", q, n, k)
+			}
+		}
+	}
+	return safe.Argf(op, "filter", "the bitset lets %d rows through, fewer than k = %d", f.Allowed(), k)
+}
+
 // Search finds the k nearest rows of the index for each query, k being the
 // number of columns of neighbors. queries is n × Dim(), neighbors (int64)
 // and distances (float32) n × k, all in device memory. filter, if not nil,
-// is a bitset for Rows() rows or a bitmap for n queries. The results are
-// ready once res's stream is synchronized (res.Sync).
+// is a bitset for Rows() rows or a bitmap for n queries, letting at least k
+// rows through for every query (Filter.Allowed), and the index's metric is
+// L2Expanded, L2SqrtExpanded, InnerProduct or CosineExpanded (cuVS's
+// filtered search has no other). The results are ready once res's stream
+// is synchronized (res.Sync). It calls cuvsBruteForceSearch.
 func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "bruteforce.Index.Search"
 	if !idx.state.Enter() {
@@ -186,6 +219,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 	}
 	f, err := filter.Bind(op, c, idx.rows, t.N, safe.Bitset, safe.Bitmap)
 	if err != nil {
+		return err
+	}
+	if err := idx.checkFilter(op, filter, t.K); err != nil {
 		return err
 	}
 	h, err := res.Lock(op)
@@ -243,7 +279,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		idx.destroy()
 		return nil, safe.Wrap(op, err)
 	}
-	idx.rows, idx.dim, idx.dtype = hdr.rows, hdr.dim, hdr.dtype
+	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
 	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
 	return idx, nil
 }
@@ -251,11 +287,13 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 type header struct {
 	rows, dim int64
 	dtype     dlpack.DataType
+	metric    safe.Metric
 }
 
-// readHeader reads the size, dimension and element type at the start of a
-// serialized brute-force index: a 4-byte NumPy dtype ("<f4", "<f2"), then
-// .npy scalars: format version, rows, dim.
+// readHeader reads the size, dimension, element type and metric at the
+// start of a serialized brute-force index: a 4-byte NumPy dtype ("<f4";
+// float16 is "<e2", RAFT's name for half), then .npy scalars: format
+// version, rows, dim, metric.
 func readHeader(path string) (header, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -274,12 +312,12 @@ func parseHeader(r *bufio.Reader) (header, error) {
 	switch string(dt[:3]) {
 	case "<f4":
 		h.dtype = dlpack.Float32
-	case "<f2":
+	case "<e2":
 		h.dtype = dlpack.Float16
 	default:
 		return h, fmt.Errorf("not a brute-force index (element type %q)", dt[:3])
 	}
-	var v [3]int64
+	var v [4]int64
 	for i := range v {
 		s, err := npy.ReadScalar(r)
 		if err != nil {
@@ -287,9 +325,12 @@ func parseHeader(r *bufio.Reader) (header, error) {
 		}
 		v[i] = s.Int
 	}
-	h.rows, h.dim = v[1], v[2]
+	h.rows, h.dim, h.metric = v[1], v[2], safe.Metric(v[3])
 	if h.rows < 1 || h.dim < 1 {
 		return h, fmt.Errorf("not a brute-force index (%d rows of dimension %d)", h.rows, h.dim)
+	}
+	if !h.metric.Valid() {
+		return h, fmt.Errorf("not a brute-force index (metric %d)", v[3])
 	}
 	return h, nil
 }

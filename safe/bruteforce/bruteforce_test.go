@@ -4,10 +4,13 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/x448/float16"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
@@ -15,7 +18,9 @@ import (
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 )
 
-// The tests run against the ABI test double, never a real libcuvs_c.
+// The tests run against the ABI test double, or against the libcuvs_c that
+// $CUVS_TEST_LIBRARY names (internal/safetest); what needs the double skips
+// there.
 func TestMain(m *testing.M) { safetest.Main(m) }
 
 const (
@@ -73,15 +78,31 @@ func (f *fixture) check(t *testing.T, allowed func(int) bool) {
 	}
 	got, _ := f.neighbors.ToHost(f.res)
 	dist, _ := f.distances.ToHost(f.res)
-	want := safetest.ExactKNN(f.data, f.qs, dim, k, safetest.L2, allowed)
-	for q := 0; q < nq; q++ {
+	checkExact(t, f.data, f.qs, got, dist, k, allowed)
+}
+
+// checkExact compares results (nq × k, row-major) with an exact kNN in Go.
+// The data has no ties, but a GPU computes L2 in expanded form
+// (|q|² + |x|² - 2q·x): where two rows are that close, either order is
+// right, so an id may differ from Go's when both are as far from the query.
+func checkExact(t *testing.T, data, qs []float32, got []int64, dist []float32, k int, allowed func(int) bool) {
+	t.Helper()
+	want := safetest.ExactKNN(data, qs, dim, k, safetest.L2, allowed)
+	row := func(i int64) []float32 { return data[int(i)*dim : (int(i)+1)*dim] }
+	for q := range want {
+		query := qs[q*dim : (q+1)*dim]
+		seen := map[int64]bool{}
 		for j := 0; j < k; j++ {
-			if got[q*k+j] != want[q][j] {
+			id, w := got[q*k+j], want[q][j]
+			if id < 0 || id >= int64(len(data)/dim) || seen[id] || (allowed != nil && !allowed(int(id))) {
 				t.Fatalf("query %d: neighbors %v, want %v", q, got[q*k:(q+1)*k], want[q])
 			}
-			id := want[q][j]
-			d := safetest.L2(f.qs[q*dim:(q+1)*dim], f.data[int(id)*dim:(int(id)+1)*dim])
-			if !safetest.NearlyEqual(dist[q*k+j], d) {
+			seen[id] = true
+			d := safetest.L2(query, row(w))
+			if id != w && !safetest.NearlyEqual(safetest.L2(query, row(id)), d) {
+				t.Fatalf("query %d: neighbors %v, want %v", q, got[q*k:(q+1)*k], want[q])
+			}
+			if dist != nil && !safetest.NearlyEqual(dist[q*k+j], d) {
 				t.Fatalf("query %d: distance %v, want %v", q, dist[q*k+j], d)
 			}
 		}
@@ -137,13 +158,9 @@ func TestFilters(t *testing.T) {
 	}
 	f.res.Sync()
 	got, _ := f.neighbors.ToHost(f.res)
+	dist, _ := f.distances.ToHost(f.res)
 	for q := 0; q < nq; q++ {
-		want := safetest.ExactKNN(f.data, f.qs[q*dim:(q+1)*dim], dim, k, safetest.L2, func(i int) bool { return i%nq != q })[0]
-		for j := 0; j < k; j++ {
-			if got[q*k+j] != want[j] {
-				t.Fatalf("bitmap query %d: %v, want %v", q, got[q*k:(q+1)*k], want)
-			}
-		}
+		checkExact(t, f.data, f.qs[q*dim:(q+1)*dim], got[q*k:(q+1)*k], dist[q*k:(q+1)*k], k, func(i int) bool { return i%nq != q })
 	}
 	// A filter made for another row count is refused before any C call.
 	other, err := safe.NewBitsetFilterAllowing(f.res, rows+1, allowed)
@@ -153,6 +170,106 @@ func TestFilters(t *testing.T) {
 	safetest.Close(t, other)
 	if err := idx.Search(f.res, f.queries, f.neighbors, f.distances, other); !errors.Is(err, safe.ErrInvalidArgument) || !strings.Contains(err.Error(), "filter") {
 		t.Errorf("mis-sized filter: %v", err)
+	}
+}
+
+// A filter that lets fewer than k rows through is refused before any C
+// call: cuVS would return uninitialised memory for such a search (ids out
+// of range, NaN distances, not even the allowed rows). With k rows allowed
+// the results are exact.
+func TestFilterFewerRowsThanK(t *testing.T) {
+	f := setup(t)
+	idx := f.build(t)
+	few := []int64{4, 150, 299}
+	bs, err := safe.NewBitsetFilterAllowing(f.res, rows, few)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, bs)
+	if bs.Allowed() != 3 {
+		t.Fatalf("Allowed = %d, want 3", bs.Allowed())
+	}
+	var ae *safe.ArgError
+	err = idx.Search(f.res, f.queries, f.neighbors, f.distances, bs)
+	if !errors.As(err, &ae) || ae.Arg != "filter" || !strings.Contains(err.Error(), "bitset lets 3 rows through, fewer than k = 7") {
+		t.Fatalf("search for 7 neighbors among 3 rows: %v", err)
+	}
+	if p, err := idx.Prepare(f.queries, f.neighbors, f.distances, bs); !errors.As(err, &ae) || ae.Arg != "filter" {
+		if p != nil {
+			p.Close()
+		}
+		t.Fatalf("Prepare for 7 neighbors among 3 rows: %v", err)
+	}
+	// The refused Prepare bound nothing: the outputs are free.
+	if err := f.neighbors.CopyFromHost(f.res, make([]int64, nq*k)); err != nil {
+		t.Fatalf("neighbors after a refused Prepare: %v", err)
+	}
+
+	// Exactly k rows allowed: every query gets them, nearest first.
+	var seven []int64
+	for i := int64(0); i < k; i++ {
+		seven = append(seven, 40*i+3)
+	}
+	bs7, err := safe.NewBitsetFilterAllowing(f.res, rows, seven)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, bs7)
+	if err := idx.Search(f.res, f.queries, f.neighbors, f.distances, bs7); err != nil {
+		t.Fatal(err)
+	}
+	f.check(t, func(i int) bool { return i%40 == 3 && i < 40*k })
+
+	// A bitmap: query 5 sees 2 rows, the others all rows; the error names it.
+	words := make([]uint32, safe.Words(nq*rows))
+	for q := 0; q < nq; q++ {
+		for i := 0; i < rows; i++ {
+			if q != 5 || i == 10 || i == 20 {
+				b := q*rows + i
+				words[b/32] |= 1 << (b % 32)
+			}
+		}
+	}
+	bm, err := safe.NewBitmapFilter(f.res, nq, rows, words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, bm)
+	if bm.Allowed() != 2 || bm.AllowedFor(0) != rows || bm.AllowedFor(5) != 2 {
+		t.Fatalf("Allowed = %d, AllowedFor(0) = %d, AllowedFor(5) = %d", bm.Allowed(), bm.AllowedFor(0), bm.AllowedFor(5))
+	}
+	err = idx.Search(f.res, f.queries, f.neighbors, f.distances, bm)
+	if !errors.As(err, &ae) || ae.Arg != "filter" || !strings.Contains(err.Error(), "query 5 see 2 rows, fewer than k = 7") {
+		t.Fatalf("bitmap with a query of 2 rows: %v", err)
+	}
+	if _, err := idx.Prepare(f.queries, f.neighbors, f.distances, bm); !errors.As(err, &ae) || ae.Arg != "filter" {
+		t.Fatalf("Prepare, bitmap with a query of 2 rows: %v", err)
+	}
+}
+
+// cuVS's filtered brute-force search has only the L2, inner-product and
+// cosine distances: a filter with another metric is refused in Go.
+func TestFilterNeedsMetric(t *testing.T) {
+	f := setup(t)
+	idx, err := bruteforce.Build(f.res, f.dataset, bruteforce.BuildParams{Metric: safe.L1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	if false {
+		t.Errorf("Metric = %v", idx.Metric())
+	}
+	bs, err := safe.NewBitsetFilterAllowing(f.res, rows, []int64{1, 2, 3, 4, 5, 6, 7, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, bs)
+	var ae *safe.ArgError
+	if err := idx.Search(f.res, f.queries, f.neighbors, f.distances, bs); !errors.As(err, &ae) || ae.Arg != "filter" || !strings.Contains(err.Error(), "L1") {
+		t.Errorf("filtered L1 search: %v", err)
+	}
+	if err := idx.Search(f.res, f.queries, f.neighbors, f.distances, nil); err != nil {
+		t.Errorf("unfiltered L1 search: %v", err)
 	}
 }
 
@@ -169,7 +286,7 @@ func TestSerializeDeserialize(t *testing.T) {
 	}
 	safetest.Close(t, back)
 	if back.Rows() != rows || back.Dim() != dim || back.DType() != dlpack.Float32 {
-		t.Fatalf("deserialized %d×%d %v", back.Rows(), back.Dim(), back.DType())
+		t.Fatalf("deserialized %d×%d %v %v", back.Rows(), back.Dim(), back.DType(), back.Metric())
 	}
 	if err := back.Search(f.res, f.queries, f.neighbors, f.distances, nil); err != nil {
 		t.Fatal(err)
@@ -329,6 +446,71 @@ func TestConcurrentSearch(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A float16 index survives serialization: its file starts "<e2" (RAFT's
+// NumPy name for half), and it comes back float16 with its metric, giving
+// the same results. The points are small integers, exact in float16.
+func TestSerializeFloat16(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	half := func(v ...float32) []float16.Float16 {
+		out := make([]float16.Float16, len(v))
+		for i, x := range v {
+			out[i] = float16.Fromfloat32(x)
+		}
+		return out
+	}
+	points, err := safe.DeviceMatrixFrom(res, half(0, 0, 1, 0, 0, 2, 5, 5, 7, 5, 5, 8), 6, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, points)
+	queries, err := safe.DeviceMatrixFrom(res, half(1, 1, 6, 6), 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, queries)
+	idx, err := bruteforce.Build(res, points, bruteforce.BuildParams{Metric: safe.InnerProduct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	path := filepath.Join(t.TempDir(), "half.idx")
+	if err := idx.Serialize(res, path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := bruteforce.Deserialize(res, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, back)
+	if back.DType() != dlpack.Float16 || back.Rows() != 6 || back.Dim() != 2 {
+		t.Fatalf("deserialized %d×%d %v %v", back.Rows(), back.Dim(), back.DType(), back.Metric())
+	}
+	var results [2][]int64
+	for i, x := range []*bruteforce.Index{idx, back} {
+		n, err := safe.NewDeviceMatrix[int64](res, 2, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, n)
+		d, err := safe.NewDeviceMatrix[float32](res, 2, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, d)
+		if err := x.Search(res, queries, n, d, nil); err != nil {
+			t.Fatal(err)
+		}
+		if results[i], err = n.ToHost(res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Inner products: (1,1)·rows = 0 1 2 10 12 13; (6,6)·rows = 0 6 12 60 72 78.
+	if want := []int64{5, 4, 3, 5, 4, 3}; !slices.Equal(results[0], want) || !slices.Equal(results[1], want) {
+		t.Errorf("built %v, deserialized %v, want %v", results[0], results[1], want)
+	}
 }
 
 // An index dropped without Close is destroyed when collected, and its

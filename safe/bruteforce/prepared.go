@@ -2,6 +2,7 @@ package bruteforce
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -20,8 +21,9 @@ type Prepared struct {
 
 // Prepare checks a search of queries (n × Dim(), device memory) into
 // neighbors (int64, n × k) and distances (float32, n × k), with an optional
-// bitset or bitmap filter, exactly as Search would, and binds the tensors
-// for repeated Runs.
+// bitset or bitmap filter, exactly as Search would (a filter must let at
+// least k rows through for every query), and binds the tensors for repeated
+// Runs.
 func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "bruteforce.Index.Prepare"
 	if !idx.state.Enter() {
@@ -31,6 +33,19 @@ func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter
 	s, err := prepared.New(op, "bruteforce.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, filter, safe.Bitset, safe.Bitmap)
 	if err != nil {
 		return nil, err
+	}
+	if filter != nil {
+		// prepared.New checked neighbors: a rank-2 view.
+		nv, _ := neighbors.ViewMut()
+		v, _ := nv.View()
+		k := int64(math.MaxInt64) // refused below if neighbors no longer says
+		if v.NDim() == 2 {
+			k = v.Dim(1)
+		}
+		if err := idx.checkFilter(op, filter, k); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return &Prepared{idx: idx, s: s}, nil
 }

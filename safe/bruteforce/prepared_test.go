@@ -48,20 +48,17 @@ func TestPrepared(t *testing.T) {
 			t.Fatal(err)
 		}
 		for q := 0; q < nq; q++ {
-			want := safetest.ExactKNN(f.data, qs[q*dim:(q+1)*dim], dim, k, safetest.L2, func(i int) bool { return i%2 == q%2 })[0]
-			for j := 0; j < k; j++ {
-				if ids[q*k+j] != want[j] {
-					t.Fatalf("batch %d query %d: %v, want %v", batch, q, ids[q*k:(q+1)*k], want)
-				}
-			}
+			checkExact(t, f.data, qs[q*dim:(q+1)*dim], ids[q*k:(q+1)*k], nil, k, func(i int) bool { return i%2 == q%2 })
 		}
 	}
 	if err := f.neighbors.Close(); !errors.Is(err, dlpack.ErrBorrowed) {
 		t.Errorf("closing bound neighbors: %v", err)
 	}
-	safetest.Double(t, "fault injection").FailNext("cuvsBruteForceSearch", "injected")
-	if err := ps.Run(f.res); !isCuvs(err, "cuvsBruteForceSearch") {
-		t.Errorf("injected failure: %v", err)
+	if ctl := safetest.Control(); ctl != nil { // fault injection: the double only
+		ctl.FailNext("cuvsBruteForceSearch", "injected")
+		if err := ps.Run(f.res); !isCuvs(err, "cuvsBruteForceSearch") {
+			t.Errorf("injected failure: %v", err)
+		}
 	}
 	if err := ps.Close(); err != nil {
 		t.Fatal(err)

@@ -4,9 +4,13 @@
  * dataset must be "device" memory (any host pointer labelled kDLCUDA,
  * kDLCUDAHost or kDLCUDAManaged). Row-major and column-major datasets and
  * queries are accepted, f32 and f16; neighbors are int64, distances f32;
- * bitset and bitmap filters.
+ * bitset and bitmap filters, with what cuVS does when a filter lets fewer
+ * than k rows through (bf_filtered below).
  */
 #include "dbl.h"
+
+#include <float.h>
+#include <math.h>
 
 #define BF_MAGIC 0x4246494e44455831ULL
 
@@ -201,6 +205,88 @@ DBL_HIDDEN cuvsError_t dbl_filter_view(cuvsFilter f, int64_t n_rows, int64_t n_q
   return CUVS_SUCCESS;
 }
 
+/* ---- filtered search ----
+ * cuVS (cpp/src/neighbors/detail/knn_brute_force.cuh, brute_force_search_
+ * filtered) counts the rows the filter lets through, nnz, over all queries
+ * (a bitset's count times the number of queries) and picks a path by
+ * sparsity = 1 - nnz / (queries * rows), computed in float:
+ *  - sparsity < 0.9: dense distances, the filtered-out ones replaced by
+ *    +infinity (the lowest float for InnerProduct), then a top-k over all
+ *    rows. A query that sees fewer than k rows gets, after its allowed
+ *    rows, rows the filter excluded with those distances. Which excluded
+ *    rows is not known (cuVS's select_k is not stable); the double takes
+ *    the smallest ids.
+ *  - otherwise: distances only at the allowed (query, row) pairs (a CSR
+ *    matrix), then raft::sparse::matrix::select_k, which returns at once,
+ *    writing nothing, when nnz is 0, and leaves the outputs of a query with
+ *    fewer than k entries uninitialised: on an H200 ids such as
+ *    10179072491519 and -4294948285 and NaN distances came back, with none
+ *    of the allowed rows (a bitset allowing 3 or 50 of 20,000 rows). The
+ *    double writes such values, deterministically, into every slot of such
+ *    a query. Whether the other queries of a bitmap search stay exact is
+ *    not known (the double keeps them exact). */
+
+/* the number of rows query q may see */
+static int64_t bf_allowed(const dbl_filter* f, int64_t q, int64_t n)
+{
+  int64_t base = f->kind == FILTER_BITMAP ? q * n : 0, c = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t b = base + i;
+    c += (f->words[b >> 5] >> (b & 31)) & 1u;
+  }
+  return c;
+}
+
+/* what uninitialised device memory looked like on an H200: large positive
+ * ids with the low word all ones and negative ones with a small low word */
+static int64_t bf_garbage_id(int64_t q, int64_t j)
+{
+  if ((q + j) % 2 == 0) return (int64_t)(((uint64_t)(0x941 + q) << 32) | (0xFFFFFFFFu - (uint32_t)j));
+  return (int64_t)(0xFFFFFFFF00000000ULL | (uint64_t)(0x4A43 + 7 * q + j));
+}
+
+static cuvsError_t bf_filtered(const bf_impl* impl, const dbl_matrix* data, const dbl_matrix* qm,
+                               int64_t k, const dbl_filter* filter, int64_t* nb, float* ds)
+{
+  int64_t nq = qm->n, n = impl->n;
+  int64_t* cnt = malloc((size_t)(nq > 0 ? nq : 1) * sizeof(int64_t));
+  if (!cnt) return dbl_plain_fail("std::bad_alloc");
+  int64_t nnz = 0;
+  for (int64_t q = 0; q < nq; q++) nnz += cnt[q] = bf_allowed(filter, q, n);
+  float sparsity = (float)(1.0 - (double)nnz / (1.0 * (double)nq * (double)n));
+  int sparse = !(sparsity < 0.9f);
+  if (sparse && nnz == 0) { /* select_k returns before writing anything */
+    free(cnt);
+    return CUVS_SUCCESS;
+  }
+  if (knn_search(data, qm, impl->metric, impl->metric_arg, k, filter, 0, nb, NULL, k, ds, k) != 0) {
+    free(cnt);
+    return dbl_plain_fail("std::bad_alloc");
+  }
+  float masked = impl->metric == InnerProduct ? -FLT_MAX : INFINITY;
+  for (int64_t q = 0; q < nq; q++) {
+    if (cnt[q] >= k) continue;
+    if (sparse) {
+      for (int64_t j = 0; j < k; j++) {
+        nb[q * k + j] = bf_garbage_id(q, j);
+        ds[q * k + j] = NAN;
+      }
+      continue;
+    }
+    int64_t j = cnt[q];
+    int64_t base = filter->kind == FILTER_BITMAP ? q * n : 0;
+    for (int64_t i = 0; i < n && j < k; i++) {
+      int64_t b = base + i;
+      if ((filter->words[b >> 5] >> (b & 31)) & 1u) continue;
+      nb[q * k + j] = i;
+      ds[q * k + j] = masked;
+      j++;
+    }
+  }
+  free(cnt);
+  return CUVS_SUCCESS;
+}
+
 static cuvsError_t bf_search(cuvsBruteForceIndex_t index, DLManagedTensor* queries_t,
                              DLManagedTensor* neighbors_t, DLManagedTensor* distances_t,
                              cuvsFilter prefilter)
@@ -263,13 +349,27 @@ static cuvsError_t bf_search(cuvsBruteForceIndex_t index, DLManagedTensor* queri
     dbl_violation("brute-force search after the memory holding the index's dataset was freed");
     st = RAFT_FAIL("cuvsdouble: the index's dataset memory was freed");
   }
+  if (st == CUVS_SUCCESS && filter.kind != FILTER_NONE) {
+    /* cuVS's filtered search (knn_brute_force.cuh) refuses these late, after
+     * the unfiltered checks above */
+    if (layout != LAYOUT_ROW) {
+      st = RAFT_FAIL("filtered search isn't available with col_major queries yet");
+    } else if (!(impl->metric == InnerProduct || impl->metric == L2Expanded ||
+                 impl->metric == L2SqrtExpanded || impl->metric == CosineExpanded)) {
+      st = RAFT_FAIL("Only Euclidean, IP, and Cosine are supported!");
+    }
+  }
   if (st == CUVS_SUCCESS) {
     dbl_matrix data = {impl->data, impl->dtype, impl->rs, impl->cs, impl->n, impl->dim};
     dbl_matrix qm = {q->data, q->dtype, layout == LAYOUT_ROW ? q->shape[1] : 1,
                      layout == LAYOUT_ROW ? 1 : nq, nq, impl->dim};
-    if (knn_search(&data, &qm, impl->metric, impl->metric_arg, k, &filter, 0, (int64_t*)nb->data,
-                   NULL, k, (float*)ds->data, k) != 0) {
-      st = dbl_plain_fail("std::bad_alloc");
+    if (filter.kind == FILTER_NONE) {
+      if (knn_search(&data, &qm, impl->metric, impl->metric_arg, k, &filter, 0,
+                     (int64_t*)nb->data, NULL, k, (float*)ds->data, k) != 0) {
+        st = dbl_plain_fail("std::bad_alloc");
+      }
+    } else {
+      st = bf_filtered(impl, &data, &qm, k, &filter, (int64_t*)nb->data, (float*)ds->data);
     }
   }
   pthread_rwlock_unlock(&impl->lock);
@@ -290,10 +390,12 @@ DBL_API cuvsError_t cuvsBruteForceSearch(cuvsResources_t res, cuvsBruteForceInde
 }
 
 /* ---- serialization ----
- * The file starts as cuVS's does: a 4-byte NumPy dtype ("<f4" or "<f2"),
- * then .npy scalars for the format version, the row count and the
- * dimension; the safe layer reads these to learn the index's shape. The rest
- * is a format of the double's own. */
+ * The file starts as cuVS's does (brute_force_serialize.cu): a 4-byte NumPy
+ * dtype ("<f4", or "<e2": RAFT names half 'e'), then .npy scalars for the
+ * format version (int32 0), the row count and dimension (uint64), the
+ * metric (int32) and its argument (float32); the safe layer reads these to
+ * learn the index's shape and metric. The rest is a format of the double's
+ * own. */
 
 static int npy_write_scalar(FILE* f, const char* descr, uint64_t v, int size)
 {
@@ -328,19 +430,23 @@ static int npy_read_scalar(FILE* f, int size, uint64_t* v)
   return 1;
 }
 
-static int bf_write_prefix(FILE* f, DLDataType dt, int64_t n, int64_t dim)
+static int bf_write_prefix(FILE* f, DLDataType dt, int64_t n, int64_t dim, int metric,
+                           float metric_arg)
 {
-  char dts[4] = {'<', 'f', dt.bits == 16 ? '2' : '4', 0};
-  return fwrite(dts, 4, 1, f) == 1 && npy_write_scalar(f, "<i4", 1, 4) &&
-         npy_write_scalar(f, "<u8", (uint64_t)n, 8) && npy_write_scalar(f, "<u8", (uint64_t)dim, 8);
+  char dts[4] = {'<', dt.bits == 16 ? 'e' : 'f', dt.bits == 16 ? '2' : '4', 0};
+  uint32_t arg;
+  memcpy(&arg, &metric_arg, 4);
+  return fwrite(dts, 4, 1, f) == 1 && npy_write_scalar(f, "<i4", 0, 4) &&
+         npy_write_scalar(f, "<u8", (uint64_t)n, 8) && npy_write_scalar(f, "<u8", (uint64_t)dim, 8) &&
+         npy_write_scalar(f, "<i4", (uint32_t)metric, 4) && npy_write_scalar(f, "<f4", arg, 4);
 }
 
-static int bf_read_prefix(FILE* f)
+/* the scalars after the dtype */
+static int bf_read_scalars(FILE* f)
 {
-  char dts[4];
   uint64_t v;
-  return fread(dts, 4, 1, f) == 1 && dts[0] == '<' && dts[1] == 'f' && npy_read_scalar(f, 4, &v) &&
-         npy_read_scalar(f, 8, &v) && npy_read_scalar(f, 8, &v);
+  return npy_read_scalar(f, 4, &v) && npy_read_scalar(f, 8, &v) && npy_read_scalar(f, 8, &v) &&
+         npy_read_scalar(f, 4, &v) && npy_read_scalar(f, 4, &v);
 }
 
 static const char BF_FILE_MAGIC[8] = {'C', 'V', 'D', 'B', 'L', 'B', 'F', '1'};
@@ -387,7 +493,8 @@ static cuvsError_t bf_serialize(const char* filename, cuvsBruteForceIndex_t inde
     h.metric_arg = impl->metric_arg;
     h.n = impl->n;
     h.dim = impl->dim;
-    int ok = bf_write_prefix(f, impl->dtype, impl->n, impl->dim) && fwrite(&h, sizeof h, 1, f) == 1;
+    int ok = bf_write_prefix(f, impl->dtype, impl->n, impl->dim, impl->metric, impl->metric_arg) &&
+             fwrite(&h, sizeof h, 1, f) == 1;
     size_t es = dl_elem_size(impl->dtype);
     const char* base = impl->data;
     for (int64_t i = 0; ok && i < impl->n; i++) {
@@ -422,17 +529,44 @@ static cuvsError_t bf_deserialize(const char* filename, cuvsBruteForceIndex_t in
   }
   FILE* f = fopen(filename, "rb");
   if (!f) return RAFT_FAIL("Cannot open file %s", filename);
+  /* cuvsBruteForceDeserialize reads the dtype, parses it as RAFT's NumPy
+   * reader does, and sets the index's dtype code and bits, never its lanes
+   * (0 from cuvsBruteForceIndexCreate); so does the double. */
+  char dts[5] = {0};
+  if (fread(dts, 4, 1, f) != 1) {
+    fclose(f);
+    return RAFT_FAIL("Invalid typestr: Too short");
+  }
+  if (!strchr("<>|", dts[0]) || dts[0] == 0) {
+    fclose(f);
+    return RAFT_FAIL("Invalid typestr: unrecognized byteorder %c", dts[0]);
+  }
+  if (!strchr("fiuce", dts[1]) || dts[1] == 0) {
+    fclose(f);
+    return RAFT_FAIL("Invalid typestr: unrecognized kind %c", dts[1]);
+  }
+  unsigned itemsize = (unsigned)strtoul(dts + 2, NULL, 10);
+  index->dtype.bits = (uint8_t)(itemsize * 8);
+  if ((dts[1] == 'f' && itemsize == 4) || (dts[1] == 'e' && itemsize == 2)) {
+    index->dtype.code = kDLFloat;
+  } else {
+    fclose(f);
+    return RAFT_FAIL("Unsupported index dtype: %d and bits: %d", (int)index->dtype.code,
+                     (int)index->dtype.bits);
+  }
   bf_file_header h;
-  if (!bf_read_prefix(f) || fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, BF_FILE_MAGIC, 8) != 0) {
+  if (!bf_read_scalars(f) || fread(&h, sizeof h, 1, f) != 1 ||
+      memcmp(h.magic, BF_FILE_MAGIC, 8) != 0) {
     fclose(f);
     return RAFT_FAIL("cuvsdouble: %s is not a brute-force index file written by the test double",
                      filename);
   }
   DLDataType dt = {h.code, h.bits, 1};
-  index->dtype.bits = dt.bits, index->dtype.code = dt.code; /* cuVS leaves lanes as it was */
-  if (!(dl_is_dtype(dt, kDLFloat, 32) || dl_is_dtype(dt, kDLFloat, 16)) || h.n < 0 || h.dim < 0) {
+  if (!(dl_is_dtype(dt, kDLFloat, 32) || dl_is_dtype(dt, kDLFloat, 16)) || h.bits != index->dtype.bits ||
+      h.n < 0 || h.dim < 0) {
     fclose(f);
-    return RAFT_FAIL("Unsupported index dtype: %d and bits: %d", (int)h.code, (int)h.bits);
+    return RAFT_FAIL("cuvsdouble: %s is not a brute-force index file written by the test double",
+                     filename);
   }
   size_t bytes = (size_t)(h.n * h.dim) * dl_elem_size(dt);
   void* data = dbl_buf_alloc(bytes);

@@ -316,6 +316,11 @@ type Index struct{ p *C.capi_index }
 // Addr is the index's addr field (0 until built).
 func (x Index) Addr() uintptr { return uintptr(x.p.addr) }
 
+// DType is the index's dtype field.
+func (x Index) DType() (code, bits, lanes int) {
+	return int(x.p.dtype.code), int(x.p.dtype.bits), int(x.p.dtype.lanes)
+}
+
 // Filter is a cuvsFilter: a uint32 tensor and a filter type.
 type Filter struct {
 	Words *Tensor
