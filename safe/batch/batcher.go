@@ -495,7 +495,8 @@ func (b *Batcher[T, N]) Stats() Stats {
 // and one of MaxBatch, and waits for them: the first searches of a process
 // or of a Resources pay for linking kernels (CAGRA: seconds on an H200, see
 // cagra.Index.WarmUp) and scratch memory, which a service pays before
-// taking traffic. The results are discarded.
+// taking traffic. The results are discarded. Requests made meanwhile wait
+// for it (the slots it warms are not free).
 func (b *Batcher[T, N]) WarmUp() error {
 	const op = "batch.Batcher.WarmUp"
 	in := b.b
