@@ -90,6 +90,44 @@ func TestSearchAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestBatchSearchAllocatesNothing holds -mode batch's hot path to zero Go
+// heap allocations per request: a SearchInto of a query in Go memory into
+// Go buffers through the shared Batcher.
+func TestBatchSearchAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items, so pooled request state is reallocated")
+	}
+	safetest.Check(t)
+	c := tiny()
+	c.batched, c.maxBatch, c.maxWait, c.slots = true, 16, time.Millisecond, 2
+	res := safetest.Resources(t)
+	idx, _, err := build(res, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	sp, err := searchParams(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newBatcher(idx, &sp, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, b)
+	w := &batchWorker{b: b, size: 1, nb: 3, dim: c.dim, queries: randomMatrix(3, 3, c.dim),
+		neighbors: make([]uint32, c.k), distances: make([]float32, c.k)}
+	loop := func() {
+		if err := w.search(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loop()
+	if a := testing.AllocsPerRun(200, loop); a != 0 {
+		t.Errorf("-mode batch's iteration: %v allocations, want 0", a)
+	}
+}
+
 type closer func() error
 
 func (c closer) Close() error { return c() }

@@ -24,8 +24,15 @@
 //
 //	serving -n 100000 -dim 128 -goroutines 1,8,32 -seconds 5 -pool on -k 10 -itopk 64 -graph-degree 32 -batch 1
 //
+// With -mode batch the goroutines (up to 1024) share one batch.Batcher
+// instead: each calls SearchInto with its queries and result buffers in Go
+// memory, and the Batcher gathers concurrent requests into GPU batches
+// (-max-batch, -max-wait-us, -slots). Each row is then followed by a
+// comment line with the batch sizes formed (mean, p99).
+//
 // Flags: -n rows, -dim, -goroutines list, -seconds per step, -pool on|off,
-// -k, -itopk, -graph-degree, -batch, -persistent on|off, -seed, -lib path
+// -k, -itopk, -graph-degree, -batch, -persistent on|off, -mode direct|batch,
+// -max-batch, -max-wait-us, -slots, -seed, -lib path
 // (else $CUVS_LIBRARY, the loader's search for libcuvs_c.so,
 // $CONDA_PREFIX/lib).
 package main

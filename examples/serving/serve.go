@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/batch"
 	"github.com/cuvs-go/cuvs/safe/cagra"
 )
 
@@ -29,14 +31,23 @@ type config struct {
 	persistent  bool
 	seed        uint64
 	lib         string
+
+	// -mode batch: the goroutines share one batch.Batcher.
+	batched  bool
+	maxBatch int
+	maxWait  time.Duration
+	slots    int
 }
+
+// maxGoroutines bounds -goroutines.
+const maxGoroutines = 1024
 
 func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("serving", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var goroutines, pool, persistent string
-	var seconds float64
+	var goroutines, pool, persistent, mode string
+	var seconds, maxWaitUS float64
 	fs.IntVar(&c.rows, "n", 100000, "dataset rows")
 	fs.IntVar(&c.dim, "dim", 128, "dimension")
 	fs.StringVar(&goroutines, "goroutines", "1,8,32", "goroutine counts, one step each")
@@ -48,6 +59,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.batch, "batch", 1, "queries per search")
 	fs.StringVar(&persistent, "persistent", "off", "persistent search kernel (on|off)")
 	fs.Uint64Var(&c.seed, "seed", 42, "random seed")
+	fs.StringVar(&mode, "mode", "direct", "direct: each goroutine searches on its own Resources; batch: the goroutines share a batch.Batcher")
+	fs.IntVar(&c.maxBatch, "max-batch", batch.DefaultMaxBatch, "-mode batch: most queries per batch")
+	fs.Float64Var(&maxWaitUS, "max-wait-us", float64(batch.DefaultMaxWait/time.Microsecond), "-mode batch: most microseconds a request waits for its batch to fill while others search")
+	fs.IntVar(&c.slots, "slots", batch.DefaultSlots, "-mode batch: batches in flight, each with its own Resources")
 	fs.StringVar(&c.lib, "lib", "", "libcuvs_c.so (else $CUVS_LIBRARY, the loader's search, $CONDA_PREFIX/lib)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -62,10 +77,17 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	if c.persistent, err = onOff("persistent", persistent); err != nil {
 		return c, err
 	}
+	switch mode {
+	case "direct":
+	case "batch":
+		c.batched = true
+	default:
+		return c, fmt.Errorf("-mode: %q, want direct or batch", mode)
+	}
 	for _, s := range strings.Split(goroutines, ",") {
 		g, err := strconv.Atoi(s)
-		if err != nil || g < 1 {
-			return c, fmt.Errorf("-goroutines: bad list %q", goroutines)
+		if err != nil || g < 1 || g > maxGoroutines {
+			return c, fmt.Errorf("-goroutines: bad list %q (each 1..%d)", goroutines, maxGoroutines)
 		}
 		c.goroutines = append(c.goroutines, g)
 	}
@@ -76,10 +98,17 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"n", c.rows}, {"dim", c.dim}, {"k", c.k}, {"itopk", c.itopk}, {"graph-degree", c.graphDegree}, {"batch", c.batch}} {
+	}{{"n", c.rows}, {"dim", c.dim}, {"k", c.k}, {"itopk", c.itopk}, {"graph-degree", c.graphDegree}, {"batch", c.batch}, {"max-batch", c.maxBatch}, {"slots", c.slots}} {
 		if f.v < 1 {
 			return c, fmt.Errorf("-%s: %d, want at least 1", f.name, f.v)
 		}
+	}
+	if !(maxWaitUS >= 0) {
+		return c, fmt.Errorf("-max-wait-us: %v is not a number >= 0", maxWaitUS)
+	}
+	c.maxWait = max(time.Duration(maxWaitUS*float64(time.Microsecond)), 1) // 0 would mean the default
+	if c.batched && c.batch > c.maxBatch {
+		return c, fmt.Errorf("-batch %d exceeds -max-batch %d", c.batch, c.maxBatch)
 	}
 	if c.rows <= 2*c.graphDegree {
 		return c, fmt.Errorf("-n %d: want more rows than twice -graph-degree (%d)", c.rows, c.graphDegree)
@@ -147,8 +176,13 @@ func run(c config, out io.Writer) (err error) {
 	if c.persistent {
 		persistent = "on"
 	}
-	fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
-		c.k, c.itopk, c.batch, persistent, c.duration.Seconds())
+	if c.batched {
+		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, persistent kernel %s, uint32 neighbors; mode batch: one batch.Batcher (max batch %d, max wait %v, %d slots), SearchInto from Go memory per call, %.2f s per step\n",
+			c.k, c.itopk, c.batch, persistent, c.maxBatch, c.maxWait, c.slots, c.duration.Seconds())
+	} else {
+		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
+			c.k, c.itopk, c.batch, persistent, c.duration.Seconds())
+	}
 	t0 := time.Now()
 	if err := idx.WarmUp(res, &sp, c.batch, c.k, dlpack.Uint32); err != nil {
 		return err
@@ -158,11 +192,19 @@ func run(c config, out io.Writer) (err error) {
 
 	var allocs, gcs uint64
 	for _, g := range c.goroutines {
-		r, err := step(idx, &sp, c, g)
+		var r result
+		if c.batched {
+			r, err = stepBatch(idx, &sp, c, g)
+		} else {
+			r, err = step(idx, &sp, c, g)
+		}
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%10d %12.1f %10.1f %10.1f %10.1f %10d\n", g, r.qps, us(r.p50), us(r.p99), us(r.max), r.searches)
+		if c.batched {
+			fmt.Fprintf(out, "# batches at %d goroutines: %d searched, mean %.1f queries, p99 %d\n", g, r.batches.Batches, r.batches.Mean(), r.batches.Percentile(99))
+		}
 		allocs += r.allocs
 		gcs += r.gcs
 	}
@@ -228,7 +270,11 @@ type worker struct {
 	batch     rowsTensor
 	size, nb  int // queries per batch, batches
 	next      int // the next batch searched
+	timing
+}
 
+// timing is what a goroutine measures in a step.
+type timing struct {
 	hist     histogram
 	searches int64
 	end      time.Time
@@ -288,12 +334,13 @@ func (w *worker) search(idx *cagra.Index, sp *cagra.SearchParams) error {
 // clock is the timed window of a step, set before the workers are let go.
 type clock struct{ start, deadline time.Time }
 
-func (w *worker) loop(idx *cagra.Index, sp *cagra.SearchParams, ready *sync.WaitGroup, start <-chan struct{}, clk *clock) {
+// loop calls search until the deadline, timing each call.
+func (w *timing) loop(search func() error, ready *sync.WaitGroup, start <-chan struct{}, clk *clock) {
 	ready.Done()
 	<-start
 	t0 := time.Now()
 	for {
-		if w.err = w.search(idx, sp); w.err != nil {
+		if w.err = search(); w.err != nil {
 			w.end = time.Now()
 			return
 		}
@@ -314,6 +361,7 @@ type result struct {
 	searches      int64
 	elapsed       time.Duration
 	allocs, gcs   uint64 // heap allocations and GC cycles in the timed window
+	batches       batch.Stats
 }
 
 // step runs n goroutines searching idx for c.duration.
@@ -331,15 +379,28 @@ func step(idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, 
 		}
 		ws = append(ws, w)
 	}
+	ts := make([]*timing, n)
+	searches := make([]func() error, n)
+	for i, w := range ws {
+		ts[i] = &w.timing
+		searches[i] = func() error { return w.search(idx, sp) }
+	}
+	return measure(c, ts, searches)
+}
+
+// measure runs searches[i] in a goroutine each, timed into ts[i], for
+// c.duration, and sums up.
+func measure(c config, ts []*timing, searches []func() error) (r result, err error) {
+	n := len(ts)
 	var ready, done sync.WaitGroup
 	start := make(chan struct{})
 	var clk clock
-	for _, w := range ws {
+	for i, w := range ts {
 		ready.Add(1)
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			w.loop(idx, sp, &ready, start, &clk)
+			w.loop(searches[i], &ready, start, &clk)
 		}()
 	}
 	ready.Wait()
@@ -353,7 +414,7 @@ func step(idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, 
 
 	var all histogram
 	end := clk.start
-	for i, w := range ws {
+	for i, w := range ts {
 		if w.err != nil {
 			return r, fmt.Errorf("%d goroutines: goroutine %d: %w", n, i, w.err)
 		}
@@ -378,4 +439,64 @@ func closeInto(err *error, c interface{ Close() error }) {
 	if e := c.Close(); *err == nil {
 		*err = e
 	}
+}
+
+// batchWorker is one goroutine of -mode batch: its queries and result
+// buffers in Go memory, searched through the shared Batcher.
+type batchWorker struct {
+	b         *batch.Batcher[float32, uint32]
+	queries   []float32 // nb batches of size × dim
+	neighbors []uint32
+	distances []float32
+	size, nb  int
+	next      int
+	dim       int
+	timing
+}
+
+// search is the hot path of -mode batch: one SearchInto of the next query
+// batch. It allocates nothing.
+func (w *batchWorker) search() error {
+	q := w.queries[w.next*w.size*w.dim : (w.next+1)*w.size*w.dim]
+	if w.next++; w.next == w.nb {
+		w.next = 0
+	}
+	return w.b.SearchInto(context.Background(), q, w.neighbors, w.distances)
+}
+
+// newBatcher makes the Batcher of -mode batch and warms up its slots.
+func newBatcher(idx *cagra.Index, sp *cagra.SearchParams, c config) (*batch.Batcher[float32, uint32], error) {
+	s, err := batch.CAGRA(idx, *sp, nil)
+	if err != nil {
+		return nil, err
+	}
+	b, err := batch.New[float32, uint32](s, batch.Options{MaxK: c.k, MaxBatch: c.maxBatch, MaxWait: c.maxWait, Slots: c.slots})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.WarmUp(); err != nil {
+		return nil, errors.Join(err, b.Close())
+	}
+	return b, nil
+}
+
+// stepBatch runs n goroutines searching idx through one Batcher for
+// c.duration; the Batcher is made (and warmed up) before the clock starts.
+func stepBatch(idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, err error) {
+	b, err := newBatcher(idx, sp, c)
+	if err != nil {
+		return r, fmt.Errorf("%d goroutines: %w", n, err)
+	}
+	defer closeInto(&err, b)
+	ts := make([]*timing, n)
+	searches := make([]func() error, n)
+	for i := range n {
+		w := &batchWorker{b: b, size: c.batch, nb: queryBatches(c), dim: c.dim,
+			neighbors: make([]uint32, c.batch*c.k), distances: make([]float32, c.batch*c.k)}
+		w.queries = randomMatrix(querySeed(c.seed, i), w.nb*c.batch, c.dim)
+		ts[i], searches[i] = &w.timing, w.search
+	}
+	r, err = measure(c, ts, searches)
+	r.batches = b.Stats()
+	return r, err
 }

@@ -9,11 +9,6 @@ import "C"
 
 import "unsafe"
 
-// DType is the index struct's dtype field (code, bits, lanes).
-func (x Index) DType() (code, bits, lanes int) {
-	return int(x.p.dtype.code), int(x.p.dtype.bits), int(x.p.dtype.lanes)
-}
-
 // SetCompressionParams writes *p.
 func SetCompressionParams(p unsafe.Pointer, v CompressionParams) {
 	c := (*C.capi_compression_params)(p)
