@@ -29,8 +29,9 @@ test-race:
 test-cgocheck:
 	GOEXPERIMENT=cgocheck2 $(GO) test -count=1 ./...
 
-# The packages whose tests load libcuvs_c (through internal/safetest).
-CONFORMANCE_PKGS ?= ./safe ./safe/bruteforce ./safe/cagra ./examples/serving
+# The packages whose tests load libcuvs_c (those whose tests import internal/safetest).
+CONFORMANCE_PKGS ?= $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
+  awk '/internal\/safetest/ && $$1 !~ /internal\/bench$$/ { sub("^github.com/cuvs-go/cuvs", "."); print $$1 }')
 DOUBLE := $(CURDIR)/build/double/libcuvs_c.so
 
 ## double: build the ABI test double as a library of its own, build/double/libcuvs_c.so

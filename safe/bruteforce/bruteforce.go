@@ -59,10 +59,10 @@ type Index struct {
 	metric safe.Metric
 	label  string
 
-	state handle.State
-	mu    sync.Mutex // Close
-	left  *leftovers // what a cleanup must release if Close is never called
-	clean runtime.Cleanup
+	state  handle.State
+	mu     sync.Mutex // Close
+	left   *leftovers // what a cleanup must release if Close is never called
+	clean  runtime.Cleanup
 	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
