@@ -22,6 +22,7 @@ static cudart_count_fn cudart_count;
 static cudart_set_fn cudart_set;
 static cudart_get_fn cudart_get;
 static cudart_errstr_fn cudart_errstr;
+void* cudart_handle; // the library opened, for gpucheck.go
 
 // Opens path (RTLD_NOLOAD: only if the process already has it) and binds the
 // four functions. Returns NULL, or why not (dlerror's text or a static one).
@@ -44,6 +45,7 @@ static const char* cudart_open(const char* path, int noload) {
 	cudart_set = s;
 	cudart_get = g;
 	cudart_errstr = e;
+	cudart_handle = h;
 	return NULL;
 }
 
