@@ -67,7 +67,7 @@ func rmmFree(op string, res *Resources, p unsafe.Pointer, bytes uint64) error {
 	liveDevice.Dec()
 	h, err := res.Lock(op)
 	if err != nil {
-		tmp, terr := NewResources()
+		tmp, terr := res.sibling() // on res's device
 		if terr != nil {
 			return err
 		}

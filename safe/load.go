@@ -96,6 +96,7 @@ func Load(opts ...Option) error {
 			generated.Unload()
 			return Wrap("safe.Load: enabling the memory pool", err)
 		}
+		rememberPool(c.poolInitial, c.poolMax, c.poolManaged) // for the other devices (device.go)
 	}
 	loadedOK = true
 	return nil

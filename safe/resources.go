@@ -3,6 +3,7 @@ package safe
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
@@ -14,6 +15,11 @@ type Stream uintptr
 // Resources is a cuVS resources handle: a CUDA stream and the device it
 // works on, plus cuVS's scratch state. Every cuVS call runs on one.
 //
+// Made with OnDevice(n), it is bound to device n: every C call on it runs on
+// a locked OS thread with device n current (see OnDevice). Made without, it
+// works on the calling thread's current device, device 0 unless the process
+// changed it, as cuVS's own handles do.
+//
 // A Resources may be shared between goroutines: calls on it are serialized
 // (they would race on its stream otherwise). For concurrency, give each
 // goroutine its own Resources: calls on different ones run in parallel, and
@@ -23,26 +29,40 @@ type Resources struct {
 	h      generated.CuvsResources_t
 	closed bool
 	clean  runtime.Cleanup
+	dev    int32        // OnDevice's device, or unbound
+	prev   int32        // between Lock and Unlock of a bound handle: the device to restore
+	devID  atomic.Int32 // the device id once known (CheckDevice), else -1
 }
 
-// NewResources creates a resources handle on the current CUDA device.
-func NewResources() (*Resources, error) {
+// NewResources creates a resources handle (cuvsResourcesCreate): on the
+// calling thread's current CUDA device, or, with OnDevice(n), on device n
+// and bound to it.
+func NewResources(opts ...ResourcesOption) (*Resources, error) {
+	const op = "safe.NewResources"
+	var c resourcesConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.bound {
+		return newBoundResources(op, c.device)
+	}
 	var h generated.CuvsResources_t
 	if err := generated.CuvsResourcesCreate(&h); err != nil {
-		return nil, Wrap("safe.NewResources", err)
+		return nil, Wrap(op, err)
 	}
 	liveResources.Inc()
-	r := &Resources{h: h}
-	r.clean = runtime.AddCleanup(r, destroyResources, h)
+	r := &Resources{h: h, dev: unbound}
+	r.devID.Store(-1)
+	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, unbound})
 	return r, nil
 }
 
 // liveResources counts the handles not yet destroyed, for tests' leak checks.
 var liveResources = live.New("safe.Resources")
 
-func destroyResources(h generated.CuvsResources_t) {
+func destroyResources(h resHandle) {
 	liveResources.Dec()
-	_ = generated.CuvsResourcesDestroy(h)
+	_ = destroyOn(h)
 }
 
 // Close destroys the handle. Closing twice is harmless. It waits for a call
@@ -56,12 +76,19 @@ func (r *Resources) Close() error {
 	r.closed = true
 	r.clean.Stop()
 	liveResources.Dec()
-	return Wrap("safe.Resources.Close", generated.CuvsResourcesDestroy(r.h))
+	if err := destroyOn(resHandle{r.h, r.dev}); err != nil {
+		return cudaOrCuvs("safe.Resources.Close", err)
+	}
+	return nil
 }
 
 // Lock takes r for one C call and returns its handle; Unlock gives it back.
 // The safe layer's packages use it around their calls; users do not need
-// it.
+// it. For a handle bound with OnDevice, Lock also locks the goroutine to
+// its OS thread and makes r's device current there (cudaSetDevice, only
+// when another is), and Unlock restores the thread's device and unlocks it:
+// Lock and Unlock must be called on the same goroutine, with only C calls
+// on r between them.
 func (r *Resources) Lock(op string) (generated.CuvsResources_t, error) {
 	if r == nil {
 		return 0, Argf(op, "res", "nil *Resources")
@@ -71,11 +98,22 @@ func (r *Resources) Lock(op string) (generated.CuvsResources_t, error) {
 		r.mu.Unlock()
 		return 0, closedError(op)
 	}
+	if r.dev != unbound {
+		if err := r.enter(op); err != nil {
+			r.mu.Unlock()
+			return 0, err
+		}
+	}
 	return r.h, nil
 }
 
 // Unlock ends what Lock began.
-func (r *Resources) Unlock() { r.mu.Unlock() }
+func (r *Resources) Unlock() {
+	if r.dev != unbound {
+		r.leave()
+	}
+	r.mu.Unlock()
+}
 
 // Sync waits until the work queued on r's stream is done.
 func (r *Resources) Sync() error {

@@ -15,7 +15,8 @@ type SearchRules struct {
 // SearchTensors are a search's tensors bound to one call.
 type SearchTensors struct {
 	Queries, Neighbors, Distances *generated.DLManagedTensor
-	N, K                          int64 // queries and neighbors per query
+	N, K                          int64         // queries and neighbors per query
+	Device                        dlpack.Device // where the queries are (the others are on the same CUDA device)
 }
 
 // Bind validates a search of an index holding rows vectors of dim elements
@@ -43,6 +44,7 @@ func (r *SearchRules) Bind(op string, c dlpack.Call, queries dlpack.Tensor, neig
 		return err
 	}
 	t.N = qv.Dim(0)
+	t.Device = qv.Device()
 	if t.Queries, err = c.In(&qv); err != nil {
 		return Argf(op, r.Queries.Arg, "%w", err)
 	}
@@ -53,6 +55,24 @@ func (r *SearchRules) Bind(op string, c dlpack.Call, queries dlpack.Tensor, neig
 		return Argf(op, r.Distances.Arg, "%w", err)
 	}
 	return nil
+}
+
+// BindOn is Bind for a search made on res: it also refuses tensors in the
+// memory of another CUDA device than res's (Resources.CheckDevice).
+func (r *SearchRules) BindOn(op string, res *Resources, c dlpack.Call, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, dtype dlpack.DataType, dim, rows int64, t *SearchTensors) error {
+	if err := r.Bind(op, c, queries, neighbors, distances, dtype, dim, rows, t); err != nil {
+		return err
+	}
+	return res.CheckDevice(op, r.Queries.Arg, t.Device)
+}
+
+// CheckOn is Check for a search made on res: it also refuses tensors in the
+// memory of another CUDA device than res's (Resources.CheckDevice).
+func (r *SearchRules) CheckOn(op string, res *Resources, queries *dlpack.View, neighbors, distances *dlpack.ViewMut, dtype dlpack.DataType, dim, rows int64) (k int64, err error) {
+	if k, err = r.Check(op, queries, neighbors, distances, dtype, dim, rows); err != nil {
+		return 0, err
+	}
+	return k, res.CheckDevice(op, r.Queries.Arg, queries.Device())
 }
 
 // Check is what Bind checks before binding, for views already in hand:
@@ -76,7 +96,22 @@ func (r *SearchRules) check(op string, queries *dlpack.View, neighbors, distance
 	if err := r.Distances.CheckMut(op, distances); err != nil {
 		return err
 	}
+	if err := sameCUDADevice(op, r.Neighbors.Arg, queries.Device(), neighbors.Device()); err != nil {
+		return err
+	}
+	if err := sameCUDADevice(op, r.Distances.Arg, queries.Device(), distances.Device()); err != nil {
+		return err
+	}
 	var err error
 	*k, err = searchShapes(op, queries.Dim(0), queries.Dim(1), neighbors.Dim(0), neighbors.Dim(1), distances.Dim(0), distances.Dim(1), dim, rows)
 	return err
+}
+
+// sameCUDADevice refuses arg's memory on device b when the queries are on
+// another CUDA device a: one call runs on one device.
+func sameCUDADevice(op, arg string, a, b dlpack.Device) error {
+	if a.Type == dlpack.CUDA && b.Type == dlpack.CUDA && a.ID != b.ID {
+		return Argf(op, arg, "memory of CUDA device %d, the queries are on device %d", b.ID, a.ID)
+	}
+	return nil
 }

@@ -56,6 +56,15 @@ func (r *Rule) Check(op string, v *dlpack.View) error {
 	return r.check(op, v.Err(), v.Device(), v.DType(), v.NDim(), v.Layout())
 }
 
+// CheckOn is Check for an argument of a call made on res: it also refuses
+// memory of another CUDA device than res's (Resources.CheckDevice).
+func (r *Rule) CheckOn(op string, res *Resources, v *dlpack.View) error {
+	if err := r.Check(op, v); err != nil {
+		return err
+	}
+	return res.CheckDevice(op, r.Arg, v.Device())
+}
+
 // CheckMut is Check for a writable view (an output), without making a
 // read-only copy of it first.
 func (r *Rule) CheckMut(op string, m *dlpack.ViewMut) error {

@@ -29,6 +29,11 @@ typedef struct {
 	int (*instant)(void);
 	int (*pool_state)(int*, int*, int*);
 	void (*reset)(void);
+	void (*set_device_count)(int);
+	int64_t (*cuda_calls)(int);
+	int (*pool_on_device)(int);
+	int (*cuda_set_device)(int);
+	int (*cuda_get_device)(int*);
 } dbl_api;
 
 static void* dbl_open(const char* path, char** err) {
@@ -65,6 +70,11 @@ static const char* dbl_load(void* h, dbl_api* a) {
 	DBL_LOAD(instant, "cuvsdouble_instant")
 	DBL_LOAD(pool_state, "cuvsdouble_pool_state")
 	DBL_LOAD(reset, "cuvsdouble_reset")
+	DBL_LOAD(set_device_count, "cuvsdouble_set_device_count")
+	DBL_LOAD(cuda_calls, "cuvsdouble_cuda_calls")
+	DBL_LOAD(pool_on_device, "cuvsdouble_pool_on_device")
+	DBL_LOAD(cuda_set_device, "cudaSetDevice")
+	DBL_LOAD(cuda_get_device, "cudaGetDevice")
 #undef DBL_LOAD
 	return NULL;
 }
@@ -98,6 +108,15 @@ static int dbl_pool_state(dbl_api* a, int* initial, int* max, int* managed) {
 	return a->pool_state(initial, max, managed);
 }
 static void dbl_reset(dbl_api* a) { a->reset(); }
+static void dbl_set_device_count(dbl_api* a, int n) { a->set_device_count(n); }
+static int64_t dbl_cuda_calls(dbl_api* a, int which) { return a->cuda_calls(which); }
+static int dbl_pool_on_device(dbl_api* a, int dev) { return a->pool_on_device(dev); }
+static int dbl_cuda_set_device(dbl_api* a, int dev) { return a->cuda_set_device(dev); }
+static int dbl_cuda_get_device(dbl_api* a) {
+	int d = -1;
+	a->cuda_get_device(&d);
+	return d;
+}
 */
 import "C"
 
@@ -410,8 +429,53 @@ func (c *Control) TakeViolations() []string {
 	return v
 }
 
-// SetDeviceID sets the device id that resources created from now on report.
+// SetDeviceID sets the device id that resources created from now on report,
+// whatever device is current; a negative id restores the default: the
+// device current on the creating thread.
 func (c *Control) SetDeviceID(id int) { C.dbl_set_device_id(c.apiOrPanic(), C.int(id)) }
+
+// SetDeviceCount sets the number of fake CUDA devices (1 to 64) that the
+// double's cudaGetDeviceCount reports and its cudaSetDevice accepts, and puts
+// every thread back on device 0. With more than one, a resources handle
+// belongs to the device current on the thread that created it, and every
+// call on it made while another device is current on the calling thread
+// fails with "invalid device context" and records a violation, as does a
+// kDLCUDA tensor of another device's memory under strict device mode (the
+// real library would misbehave instead: wrong device, illegal addresses).
+func (c *Control) SetDeviceCount(n int) { C.dbl_set_device_count(c.apiOrPanic(), C.int(n)) }
+
+// CUDA functions the double exports, for CUDACalls.
+const (
+	CUDAGetDeviceCount = 0
+	CUDASetDevice      = 1
+	CUDAGetDevice      = 2
+)
+
+// CUDACalls returns how many times the double's cudaGetDeviceCount,
+// cudaSetDevice or cudaGetDevice (CUDAGetDeviceCount, ...) was called since
+// loading or the last Reset.
+func (c *Control) CUDACalls(which int) int64 {
+	return int64(C.dbl_cuda_calls(c.apiOrPanic(), C.int(which)))
+}
+
+// PoolOnDevice reports whether the pool is the current memory resource of
+// device dev (cuvsRMMPoolMemoryResourceEnable acts on the device current on
+// the calling thread, as RMM's per-device resources do).
+func (c *Control) PoolOnDevice(dev int) bool {
+	return C.dbl_pool_on_device(c.apiOrPanic(), C.int(dev)) != 0
+}
+
+// SetCurrentDevice calls the double's cudaSetDevice on the calling OS thread
+// and returns its CUDA status (0 on success). The caller must hold the thread
+// (runtime.LockOSThread) for it to mean anything; tests use it to make calls
+// on a deliberately wrong device.
+func (c *Control) SetCurrentDevice(dev int) int {
+	return int(C.dbl_cuda_set_device(c.apiOrPanic(), C.int(dev)))
+}
+
+// CurrentDevice returns the double's current device of the calling OS thread
+// (cudaGetDevice).
+func (c *Control) CurrentDevice() int { return int(C.dbl_cuda_get_device(c.apiOrPanic())) }
 
 // SetStrictDevice turns strict device mode on or off. When on, the data of a
 // kDLCUDA or kDLCUDAManaged tensor must lie inside a live cuvsRMMAlloc
@@ -469,7 +533,8 @@ func (c *Control) Pool() PoolState {
 }
 
 // Reset clears counters, call counts, faults and violations and restores the
-// defaults (version 26.6.0, log level INFO, device 0, strict mode, instant
+// defaults (version 26.6.0, log level INFO, one device with every thread on
+// it, resources reporting the device current at creation, strict mode, instant
 // mode and call delay off, no pool). Objects still alive stay valid, but their counters
 // restart from zero: reset only when nothing is alive.
 func (c *Control) Reset() { C.dbl_reset(c.apiOrPanic()) }

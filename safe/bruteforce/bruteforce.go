@@ -104,7 +104,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, e
 	if err != nil {
 		return nil, safe.Argf(op, "dataset", "%w", err)
 	}
-	if err := datasetRule.Check(op, &dv); err != nil {
+	if err := datasetRule.CheckOn(op, res, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
@@ -214,7 +214,7 @@ func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, 
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	var t safe.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, &t); err != nil {
+	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, &t); err != nil {
 		return err
 	}
 	f, err := filter.Bind(op, c, idx.rows, t.N, safe.Bitset, safe.Bitmap)

@@ -207,7 +207,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 	if err != nil {
 		return nil, safe.Argf(op, "dataset", "%w", err)
 	}
-	if err := datasetRule.Check(op, &dv); err != nil {
+	if err := datasetRule.CheckOn(op, res, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 2 || dv.Dim(1) < 1 {
@@ -320,10 +320,10 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 	if err != nil {
 		return nil, safe.Argf(op, "dataset", "%w", err)
 	}
-	if err := graphRule.Check(op, &gv); err != nil {
+	if err := graphRule.CheckOn(op, res, &gv); err != nil {
 		return nil, err
 	}
-	if err := datasetRule.Check(op, &dv); err != nil {
+	if err := datasetRule.CheckOn(op, res, &dv); err != nil {
 		return nil, err
 	}
 	if gv.Dim(0) != dv.Dim(0) {
@@ -397,7 +397,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 	if err != nil {
 		return safe.Argf(op, "additional", "%w", err)
 	}
-	if err := extendRule.Check(op, &av); err != nil {
+	if err := extendRule.CheckOn(op, res, &av); err != nil {
 		return err
 	}
 	if av.DType() != idx.dtype || av.Dim(1) != idx.dim {
@@ -499,7 +499,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	}
 	rows := idx.rows.Load()
 	var t safe.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, rows, &t); err != nil {
+	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.dim, rows, &t); err != nil {
 		return err
 	}
 	f, err := filter.Bind(op, c, rows, t.N, safe.Bitset)

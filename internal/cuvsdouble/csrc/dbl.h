@@ -176,6 +176,7 @@ typedef struct {
   uint64_t id;      /* unique, never reused */
   uint64_t mr_gen;  /* memory-resource generation at allocation (RMM only) */
   int64_t borrows;  /* live indexes referencing this allocation */
+  int device;       /* the calling thread's current device at allocation (RMM only) */
 } dbl_entry;
 
 /* Adds p (counted as acquired). Returns its id. */
@@ -253,6 +254,15 @@ DBL_HIDDEN cuvsError_t dbl_res_acquire(cuvsResources_t res, dbl_res** out);
 DBL_HIDDEN void dbl_res_release(dbl_res* r);
 
 DBL_HIDDEN extern atomic_int dbl_strict_device;
+
+/* Fake CUDA devices (dbl_core.c). The double exports cudaGetDeviceCount,
+ * cudaSetDevice and cudaGetDevice; each thread has a current device (0 on a
+ * new thread, as in CUDA). With more than one device (cuvsdouble_set_device_count),
+ * resources belong to the device current when they were created, and every
+ * call on them made with another device current fails (see dbl_res_acquire). */
+#define DBL_MAX_DEVICES 64
+DBL_HIDDEN int dbl_current_device(void);
+DBL_HIDDEN int dbl_device_count(void);
 
 /* Instant mode (cuvsdouble_set_instant), for benchmarks of the bindings: the
  * search functions return CUVS_SUCCESS at once, validating, reading, counting

@@ -42,17 +42,36 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* registry, faults, vi
 
 static atomic_int g_ver_major = 26, g_ver_minor = 6, g_ver_patch = 0;
 static atomic_int g_log_level = 2; /* CUVS_LOG_LEVEL_INFO: spdlog's default */
-static atomic_int g_device_id = 0;
+static atomic_int g_device_id = -1; /* >= 0: the id every new resources reports */
 static atomic_int g_call_delay_us = 0;
 atomic_int dbl_strict_device = 0;
 atomic_int dbl_instant = 0;
 
-/* memory resource state (cuvsRMMPoolMemoryResourceEnable / Reset) */
-static atomic_ullong g_mr_gen = 1;
+/* memory resource state (cuvsRMMPoolMemoryResourceEnable / Reset). RMM keeps
+ * one current resource per device: each device has its generation, bumped
+ * when its resource changes; the g_pool_* values are the last one set. */
+static atomic_ullong g_mr_gen[DBL_MAX_DEVICES];
+static atomic_int g_pool_on[DBL_MAX_DEVICES];
 static atomic_int g_pool_enabled = 0, g_pool_initial = 0, g_pool_max = 0, g_pool_managed = 0;
 
 static __thread const char* tls_fn = "cuvsdouble";
 static __thread int tls_host_mr = 0; /* this thread called cuvsRMMHostAlloc */
+
+/* fake CUDA devices: a count, and each thread's current device */
+static atomic_int g_device_count = 1;
+/* A thread's device counts only in the epoch it was set in: changing the
+ * device count (or a reset) puts every thread back on device 0. */
+static atomic_llong g_device_epoch = 1;
+static __thread int tls_device_raw = 0;
+static __thread long long tls_device_epoch = 0;
+static atomic_llong g_cuda_calls[3]; /* cudaGetDeviceCount, cudaSetDevice, cudaGetDevice */
+
+int dbl_current_device(void)
+{
+  return tls_device_epoch == atomic_load(&g_device_epoch) ? tls_device_raw : 0;
+}
+#define tls_device dbl_current_device()
+int dbl_device_count(void) { return atomic_load(&g_device_count); }
 
 void dbl_count(int kind, int released, int64_t n) { atomic_fetch_add(&g_cnt[kind][released], n); }
 
@@ -113,8 +132,9 @@ uint64_t dbl_reg_add(void* p, int kind, size_t size)
                          .kind = kind,
                          .size = size,
                          .id = id,
-                         .mr_gen = atomic_load(&g_mr_gen),
-                         .borrows = 0};
+                         .mr_gen = atomic_load(&g_mr_gen[tls_device]),
+                         .borrows = 0,
+                         .device = tls_device};
   pthread_mutex_unlock(&g_mu);
   dbl_count(kind, 0, 1);
   if (kind == K_RMM) dbl_count(K_RMM_BYTES, 0, (int64_t)size);
@@ -447,6 +467,17 @@ int dbl_enter(int fn)
 
 #define RES_MAGIC 0x5245534f55524345ULL /* "RESOURCE" */
 
+/* A raft::cuda_error's text: "CUDA error encountered at: file=F line=L:
+ * call='C', Reason=NAME:TEXT" (RAFT_CUDA_TRY's format). */
+static cuvsError_t dbl_cuda_fail(const char* call, int code, const char* name, const char* text)
+{
+  (void)code;
+  char buf[512];
+  snprintf(buf, sizeof buf, "CUDA error encountered at: file=%s line=%d: call='%s', Reason=%s:%s",
+           __FILE_NAME__, __LINE__, call, name, text);
+  return dbl_plain_fail("%s", buf);
+}
+
 cuvsError_t dbl_res_acquire(cuvsResources_t res, dbl_res** out)
 {
   dbl_res* r = (dbl_res*)res;
@@ -455,6 +486,16 @@ cuvsError_t dbl_res_acquire(cuvsResources_t res, dbl_res** out)
     dbl_violation("invalid or destroyed cuvsResources_t %#lx (the real library would crash)",
                   (unsigned long)res);
     return RAFT_FAIL("cuvsdouble: invalid cuvsResources_t %#lx", (unsigned long)res);
+  }
+  if (!r->multi && atomic_load(&g_device_count) > 1 && r->device_id != tls_device) {
+    /* The real library would queue work for device r->device_id on the
+     * current device's context, with memory from the current device's
+     * resource: wrong results or cudaErrorIllegalAddress, not this error. */
+    dbl_violation("cuvsResources_t of device %d used with device %d current on the calling thread "
+                  "(cudaSetDevice(%d) missing)",
+                  r->device_id, tls_device, r->device_id);
+    return dbl_cuda_fail("cudaGetDevice", 201, "cudaErrorDeviceUninitialized",
+                         "invalid device context");
   }
   if (atomic_exchange(&r->busy, 1) != 0) {
     dbl_violation("one cuvsResources_t used by two threads at the same time");
@@ -480,7 +521,8 @@ static cuvsError_t res_create(cuvsResources_t* res, int multi)
   if (!r) return dbl_plain_fail("std::bad_alloc");
   r->magic = RES_MAGIC;
   r->multi = multi;
-  r->device_id = atomic_load(&g_device_id);
+  int fixed = atomic_load(&g_device_id);
+  r->device_id = fixed >= 0 ? fixed : tls_device;
   r->stream = DBL_STREAM_PER_THREAD;
   dbl_reg_add(r, multi ? K_MGRES : K_RES, sizeof(dbl_res));
   *res = (cuvsResources_t)(uintptr_t)r;
@@ -503,6 +545,12 @@ static cuvsError_t res_destroy(cuvsResources_t res, int multi)
     return RAFT_FAIL("cuvsdouble: invalid cuvsResources_t %#lx", (unsigned long)res);
   }
   if (atomic_load(&r->busy)) { dbl_violation("cuvsResources_t destroyed while another thread uses it"); }
+  if (!multi && atomic_load(&g_device_count) > 1 && r->device_id != tls_device) {
+    /* The real destructor frees the handle's streams and scratch memory
+     * through the current device: recorded, and destroyed all the same. */
+    dbl_violation("cuvsResources_t of device %d destroyed with device %d current", r->device_id,
+                  tls_device);
+  }
   r->magic = 0;
   free(r);
   return dbl_ok();
@@ -675,7 +723,11 @@ DBL_API cuvsError_t cuvsRMMFree(cuvsResources_t res, void* ptr, size_t bytes)
   if (e.size != bytes) {
     dbl_violation("cuvsRMMFree(%p, %zu) but it was allocated with %zu bytes", ptr, bytes, e.size);
   }
-  if (e.mr_gen != atomic_load(&g_mr_gen)) {
+  if (e.device != tls_device) {
+    dbl_violation("cuvsRMMFree(%p) with device %d current, allocated on device %d (freed through "
+                  "the wrong device's memory resource)",
+                  ptr, tls_device, e.device);
+  } else if (e.mr_gen != atomic_load(&g_mr_gen[tls_device])) {
     dbl_violation("cuvsRMMFree(%p) after the memory resource was changed since its allocation "
                   "(cuvsRMMPoolMemoryResourceEnable/Reset is process-wide: the real library frees "
                   "it through the wrong resource)",
@@ -701,7 +753,8 @@ DBL_API cuvsError_t cuvsRMMPoolMemoryResourceEnable(int initial_pool_size_percen
   if (initial_pool_size_percent > max_pool_size_percent) {
     return dbl_plain_fail("RMM failure at: Initial pool size exceeds the maximum pool size!");
   }
-  atomic_fetch_add(&g_mr_gen, 1);
+  atomic_fetch_add(&g_mr_gen[tls_device], 1);
+  atomic_store(&g_pool_on[tls_device], 1);
   atomic_store(&g_pool_initial, initial_pool_size_percent);
   atomic_store(&g_pool_max, max_pool_size_percent);
   atomic_store(&g_pool_managed, managed ? 1 : 0);
@@ -712,7 +765,8 @@ DBL_API cuvsError_t cuvsRMMPoolMemoryResourceEnable(int initial_pool_size_percen
 DBL_API cuvsError_t cuvsRMMMemoryResourceReset(void)
 {
   DBL_ENTER(cuvsRMMMemoryResourceReset);
-  atomic_fetch_add(&g_mr_gen, 1);
+  atomic_fetch_add(&g_mr_gen[tls_device], 1);
+  atomic_store(&g_pool_on[tls_device], 0);
   atomic_store(&g_pool_enabled, 0);
   atomic_store(&g_pool_initial, 0);
   atomic_store(&g_pool_max, 0);
@@ -1067,7 +1121,68 @@ DBL_API void cuvsdouble_clear_violations(void)
   pthread_mutex_unlock(&g_mu);
 }
 
-DBL_API void cuvsdouble_set_device_id(int id) { atomic_store(&g_device_id, id); }
+DBL_API void cuvsdouble_set_device_id(int id) { atomic_store(&g_device_id, id < 0 ? -1 : id); }
+
+/* ---- fake CUDA runtime: the three device functions, with CUDA's codes ---- */
+
+DBL_API int cudaGetDeviceCount(int* n)
+{
+  atomic_fetch_add(&g_cuda_calls[0], 1);
+  if (!n) return 1; /* cudaErrorInvalidValue */
+  *n = atomic_load(&g_device_count);
+  return 0;
+}
+
+DBL_API int cudaSetDevice(int d)
+{
+  atomic_fetch_add(&g_cuda_calls[1], 1);
+  if (d < 0 || d >= atomic_load(&g_device_count)) return 101; /* cudaErrorInvalidDevice */
+  tls_device_raw = d;
+  tls_device_epoch = atomic_load(&g_device_epoch);
+  return 0;
+}
+
+DBL_API int cudaGetDevice(int* d)
+{
+  atomic_fetch_add(&g_cuda_calls[2], 1);
+  if (!d) return 1;
+  *d = tls_device;
+  return 0;
+}
+
+DBL_API const char* cudaGetErrorString(int code)
+{
+  switch (code) {
+    case 0: return "no error";
+    case 1: return "invalid argument";
+    case 101: return "invalid device ordinal";
+    case 201: return "invalid device context";
+  }
+  return "unrecognized error code";
+}
+
+/* Sets the number of fake devices (1..DBL_MAX_DEVICES). */
+DBL_API void cuvsdouble_set_device_count(int n)
+{
+  if (n < 1) n = 1;
+  if (n > DBL_MAX_DEVICES) n = DBL_MAX_DEVICES;
+  atomic_store(&g_device_count, n);
+  atomic_fetch_add(&g_device_epoch, 1);
+}
+
+/* Calls of cudaGetDeviceCount (0), cudaSetDevice (1), cudaGetDevice (2). */
+DBL_API int64_t cuvsdouble_cuda_calls(int which)
+{
+  if (which < 0 || which > 2) return -1;
+  return atomic_load(&g_cuda_calls[which]);
+}
+
+/* Whether the pool is the current memory resource of device dev. */
+DBL_API int cuvsdouble_pool_on_device(int dev)
+{
+  if (dev < 0 || dev >= DBL_MAX_DEVICES) return 0;
+  return atomic_load(&g_pool_on[dev]);
+}
 
 DBL_API void cuvsdouble_set_strict_device(int on) { atomic_store(&dbl_strict_device, on ? 1 : 0); }
 
@@ -1086,7 +1201,8 @@ DBL_API int cuvsdouble_pool_state(int* initial, int* max, int* managed)
 }
 
 /* Back to the state after loading: counters, calls, faults and violations
- * cleared, version 26.6.0, log level INFO, device 0, strict mode, instant
+ * cleared, version 26.6.0, log level INFO, one device (every thread back on
+ * device 0), resources reporting the device current at their creation, strict mode, instant
  * mode and call delay off, no pool. Objects still alive stay valid (and tracked), but their
  * counters restart from zero: reset when nothing is alive. */
 DBL_API void cuvsdouble_reset(void)
@@ -1101,7 +1217,11 @@ DBL_API void cuvsdouble_reset(void)
   cuvsdouble_clear_violations();
   cuvsdouble_set_version(26, 6, 0);
   atomic_store(&g_log_level, 2);
-  atomic_store(&g_device_id, 0);
+  atomic_store(&g_device_id, -1);
+  atomic_store(&g_device_count, 1);
+  atomic_fetch_add(&g_device_epoch, 1);
+  for (int i = 0; i < 3; i++) atomic_store(&g_cuda_calls[i], 0);
+  for (int i = 0; i < DBL_MAX_DEVICES; i++) atomic_store(&g_pool_on[i], 0);
   atomic_store(&dbl_strict_device, 0);
   atomic_store(&dbl_instant, 0);
   atomic_store(&g_call_delay_us, 0);

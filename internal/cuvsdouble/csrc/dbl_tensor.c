@@ -128,6 +128,13 @@ cuvsError_t dl_strict(const DLTensor* t, const char* what)
         "inside a live cuvsRMMAlloc allocation",
         what, n, t->data);
     }
+    if (d == kDLCUDA && e.device != dbl_current_device()) {
+      /* Without peer access the real kernel faults (cudaErrorIllegalAddress). */
+      dbl_violation("%s is memory of device %d, read with device %d current", what, e.device,
+                    dbl_current_device());
+      return RAFT_FAIL("cuvsdouble (strict device mode): %s is memory of device %d, used on device %d",
+                       what, e.device, dbl_current_device());
+    }
   } else if (d == kDLCUDAHost) {
     if (!found || e.kind != K_HOST) {
       return RAFT_FAIL(

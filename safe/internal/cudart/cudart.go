@@ -1,0 +1,219 @@
+// Package cudart opens the CUDA runtime's device functions at run time
+// (dlopen: building needs no CUDA headers or libraries) and sets the calling
+// OS thread's current device around the safe layer's C calls.
+//
+// Only four functions are used: cudaGetDeviceCount, cudaSetDevice,
+// cudaGetDevice and cudaGetErrorString. The current device is per OS
+// thread: callers hold the thread (runtime.LockOSThread) between Enter and
+// Leave.
+package cudart
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdlib.h>
+
+typedef int (*cudart_count_fn)(int*);
+typedef int (*cudart_set_fn)(int);
+typedef int (*cudart_get_fn)(int*);
+typedef const char* (*cudart_errstr_fn)(int);
+
+static cudart_count_fn cudart_count;
+static cudart_set_fn cudart_set;
+static cudart_get_fn cudart_get;
+static cudart_errstr_fn cudart_errstr;
+void* cudart_handle; // the library opened, for gpucheck.go
+
+// Opens path (RTLD_NOLOAD: only if the process already has it) and binds the
+// four functions. Returns NULL, or why not (dlerror's text or a static one).
+// The handle is kept for the life of the process: the pointers stay valid.
+static const char* cudart_open(const char* path, int noload) {
+	void* h = dlopen(path, RTLD_NOW | RTLD_LOCAL | (noload ? RTLD_NOLOAD : 0));
+	if (!h) {
+		const char* e = dlerror();
+		return e ? e : "dlopen failed";
+	}
+	cudart_count_fn c = (cudart_count_fn)dlsym(h, "cudaGetDeviceCount");
+	cudart_set_fn s = (cudart_set_fn)dlsym(h, "cudaSetDevice");
+	cudart_get_fn g = (cudart_get_fn)dlsym(h, "cudaGetDevice");
+	cudart_errstr_fn e = (cudart_errstr_fn)dlsym(h, "cudaGetErrorString");
+	if (!c || !s || !g || !e) {
+		dlclose(h);
+		return "cudaGetDeviceCount, cudaSetDevice, cudaGetDevice or cudaGetErrorString is missing";
+	}
+	cudart_count = c;
+	cudart_set = s;
+	cudart_get = g;
+	cudart_errstr = e;
+	cudart_handle = h;
+	return NULL;
+}
+
+static int cudart_device_count(int* n) { return cudart_count(n); }
+static int cudart_set_device(int d) { return cudart_set(d); }
+static int cudart_get_device(int* d) { return cudart_get(d); }
+static const char* cudart_error_string(int rc) { return cudart_errstr(rc); }
+
+// One cgo call for the hot path: makes d current unless it already is.
+// *prev gets the device that was current (-1 when cudaGetDevice failed);
+// *which says which call failed (0 cudaGetDevice, 1 cudaSetDevice).
+static int cudart_enter(int d, int* prev, int* which) {
+	*prev = -1;
+	*which = 0;
+	int rc = cudart_get(prev);
+	if (rc != 0) return rc;
+	if (*prev == d) return 0;
+	*which = 1;
+	return cudart_set(d);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Candidate is a library to try: a file name or path for dlopen. NoLoad
+// takes it only if the process has it loaded already (RTLD_NOLOAD): used
+// for the cuVS library, whose own CUDA runtime is the one to steer.
+type Candidate struct {
+	Path   string
+	NoLoad bool
+}
+
+// Error is a failed CUDA runtime call.
+type Error struct {
+	Func string // e.g. "cudaSetDevice"
+	Code int    // cudaError_t
+	Text string // cudaGetErrorString's
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s (CUDA error %d)", e.Func, e.Text, e.Code)
+}
+
+// OpenError says why no candidate could be opened.
+type OpenError struct {
+	Tried   []string
+	Reasons []string
+}
+
+func (e *OpenError) Error() string {
+	var b strings.Builder
+	b.WriteString("no CUDA runtime with cudaSetDevice could be opened:")
+	for i, p := range e.Tried {
+		fmt.Fprintf(&b, "\n  %s: %s", p, e.Reasons[i])
+	}
+	return b.String()
+}
+
+var (
+	mu   sync.Mutex
+	path atomic.Pointer[string] // set once a candidate opened
+)
+
+// Open opens the first candidate that has the four functions. Once one has
+// opened, later calls do nothing and return nil. Failures are not
+// remembered: a later Open tries again.
+func Open(cands []Candidate) error {
+	if path.Load() != nil {
+		return nil
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if path.Load() != nil {
+		return nil
+	}
+	oe := &OpenError{}
+	for _, c := range cands {
+		if c.Path == "" {
+			continue
+		}
+		cp := C.CString(c.Path)
+		noload := C.int(0)
+		if c.NoLoad {
+			noload = 1
+		}
+		why := C.cudart_open(cp, noload)
+		C.free(unsafe.Pointer(cp))
+		if why == nil {
+			p := c.Path
+			path.Store(&p)
+			return nil
+		}
+		oe.Tried = append(oe.Tried, c.Path)
+		oe.Reasons = append(oe.Reasons, C.GoString(why))
+	}
+	if len(oe.Tried) == 0 {
+		oe.Tried, oe.Reasons = []string{"(none)"}, []string{"no candidate library"}
+	}
+	return oe
+}
+
+// Opened reports whether a runtime is open.
+func Opened() bool { return path.Load() != nil }
+
+// Path returns the library that was opened, or "".
+func Path() string {
+	if p := path.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func fail(fn string, rc C.int) error {
+	return &Error{Func: fn, Code: int(rc), Text: C.GoString(C.cudart_error_string(rc))}
+}
+
+// DeviceCount returns cudaGetDeviceCount's answer. The runtime must be open.
+func DeviceCount() (int, error) {
+	var n C.int
+	if rc := C.cudart_device_count(&n); rc != 0 {
+		return 0, fail("cudaGetDeviceCount", rc)
+	}
+	return int(n), nil
+}
+
+// SetDevice makes d the calling thread's current device.
+func SetDevice(d int) error {
+	if rc := C.cudart_set_device(C.int(d)); rc != 0 {
+		return fail("cudaSetDevice", rc)
+	}
+	return nil
+}
+
+// GetDevice returns the calling thread's current device.
+func GetDevice() (int, error) {
+	var d C.int
+	if rc := C.cudart_get_device(&d); rc != 0 {
+		return 0, fail("cudaGetDevice", rc)
+	}
+	return int(d), nil
+}
+
+// Enter makes d current on the calling thread, in one cgo call: a
+// cudaGetDevice, and a cudaSetDevice only when another device is current.
+// It returns the device that was current, for Leave.
+func Enter(d int32) (prev int32, err error) {
+	var p, which C.int
+	if rc := C.cudart_enter(C.int(d), &p, &which); rc != 0 {
+		fn := "cudaGetDevice"
+		if which == 1 {
+			fn = "cudaSetDevice"
+		}
+		return int32(p), fail(fn, rc)
+	}
+	return int32(p), nil
+}
+
+// Leave undoes Enter: it makes prev current again if Enter changed it.
+func Leave(prev, d int32) error {
+	if prev == d || prev < 0 {
+		return nil
+	}
+	return SetDevice(int(prev))
+}
