@@ -2,6 +2,9 @@ package ivfflat
 
 /*
 #include <stdlib.h>
+
+typedef void (*cuvsgo_ivfflat_deleter)(void*);
+static void cuvsgo_ivfflat_call_deleter(void* fn, void* self) { ((cuvsgo_ivfflat_deleter)fn)(self); }
 */
 import "C"
 
@@ -19,3 +22,8 @@ func cDLManaged() *generated.DLManagedTensor {
 }
 
 func cFree(p unsafe.Pointer) { C.free(p) }
+
+// callDeleter runs a DLManagedTensor's deleter (tests).
+func callDeleter(mt *generated.DLManagedTensor) {
+	C.cuvsgo_ivfflat_call_deleter(unsafe.Pointer(mt.Deleter), unsafe.Pointer(mt))
+}
