@@ -93,6 +93,9 @@ func BenchmarkIVFFlatSearch(b *testing.B) {
 // TestIVFFlatSearchAllocatesNothing holds the hot path to 0 allocations
 // per search (Search and Prepared.Run), in instant mode.
 func TestIVFFlatSearchAllocatesNothing(t *testing.T) {
+	if ivfRace {
+		t.Skip("the race detector allocates")
+	}
 	res, err := safe.NewResources()
 	must2(t, err)
 	defer res.Close()
