@@ -44,6 +44,9 @@
 #include <cuvs/neighbors/cagra.h>
 #include <cuvs/neighbors/ivf_pq.h>
 #include <cuvs/neighbors/nn_descent.h>
+#include <cuvs/neighbors/ivf_flat.h>
+#include <cuvs/neighbors/ivf_sq.h>
+#include <cuvs/neighbors/refine.h>
 #else
 #include "cuvs_decls.h"
 #endif
@@ -122,7 +125,41 @@
   X(cuvsIvfPqSearchParamsCreate, E)                   \
   X(cuvsIvfPqSearchParamsDestroy, E)                  \
   X(cuvsNNDescentIndexParamsCreate, E)                \
-  X(cuvsNNDescentIndexParamsDestroy, E)
+  X(cuvsNNDescentIndexParamsDestroy, E)              \
+  DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)
+
+/* IVF-Flat, IVF-SQ and refine (dbl_ivf_flat.c, dbl_ivf_sq.c, dbl_refine.c). */
+#define DBL_FUNCS_IVF_FLAT_SQ_REFINE(X) \
+  X(cuvsIvfFlatIndexParamsCreate, E)    \
+  X(cuvsIvfFlatIndexParamsDestroy, E)   \
+  X(cuvsIvfFlatSearchParamsCreate, E)   \
+  X(cuvsIvfFlatSearchParamsDestroy, E)  \
+  X(cuvsIvfFlatIndexCreate, E)          \
+  X(cuvsIvfFlatIndexDestroy, E)         \
+  X(cuvsIvfFlatIndexGetNLists, E)       \
+  X(cuvsIvfFlatIndexGetDim, E)          \
+  X(cuvsIvfFlatIndexGetCenters, E)      \
+  X(cuvsIvfFlatBuild, E)                \
+  X(cuvsIvfFlatSearch, E)               \
+  X(cuvsIvfFlatSerialize, E)            \
+  X(cuvsIvfFlatDeserialize, E)          \
+  X(cuvsIvfFlatExtend, E)               \
+  X(cuvsIvfSqIndexParamsCreate, E)      \
+  X(cuvsIvfSqIndexParamsDestroy, E)     \
+  X(cuvsIvfSqSearchParamsCreate, E)     \
+  X(cuvsIvfSqSearchParamsDestroy, E)    \
+  X(cuvsIvfSqIndexCreate, E)            \
+  X(cuvsIvfSqIndexDestroy, E)           \
+  X(cuvsIvfSqIndexGetNLists, E)         \
+  X(cuvsIvfSqIndexGetDim, E)            \
+  X(cuvsIvfSqIndexGetSize, E)           \
+  X(cuvsIvfSqIndexGetCenters, E)        \
+  X(cuvsIvfSqBuild, E)                  \
+  X(cuvsIvfSqSearch, E)                 \
+  X(cuvsIvfSqSerialize, E)              \
+  X(cuvsIvfSqDeserialize, E)            \
+  X(cuvsIvfSqExtend, E)                 \
+  X(cuvsRefine, E)
 
 enum {
 #define DBL_X(name, kind) F_##name,
@@ -156,7 +193,20 @@ enum {
   X(K_BUFFER, "buffer")                                     \
   X(K_RMM_BYTES, "rmm_bytes")                               \
   X(K_HOST_BYTES, "host_bytes")                             \
-  X(K_BUFFER_BYTES, "buffer_bytes")
+  X(K_BUFFER_BYTES, "buffer_bytes")                         \
+  DBL_KINDS_IVF_FLAT_SQ(X)
+
+/* IVF-Flat and IVF-SQ objects: params from ...Create, handles from
+ * ...IndexCreate, built indexes (dbl_ivf_flat.c, dbl_ivf_sq.c). */
+#define DBL_KINDS_IVF_FLAT_SQ(X)                          \
+  X(K_IVF_FLAT_INDEX_PARAMS, "ivf_flat_index_params")     \
+  X(K_IVF_FLAT_SEARCH_PARAMS, "ivf_flat_search_params")   \
+  X(K_IVF_FLAT_INDEX, "ivf_flat_index")                   \
+  X(K_IVF_FLAT_IMPL, "ivf_flat_index_data")               \
+  X(K_IVF_SQ_INDEX_PARAMS, "ivf_sq_index_params")         \
+  X(K_IVF_SQ_SEARCH_PARAMS, "ivf_sq_search_params")       \
+  X(K_IVF_SQ_INDEX, "ivf_sq_index")                       \
+  X(K_IVF_SQ_IMPL, "ivf_sq_index_data")
 
 enum {
 #define DBL_X(id, name) id,

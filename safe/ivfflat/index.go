@@ -1,0 +1,493 @@
+package ivfflat
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/npy"
+)
+
+var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, dlpack.Uint8}
+
+// The tensor rules of IVF-Flat, in one place. cuVS's C code converts every
+// input with from_dlpack to a device_matrix_view: device memory (CUDA,
+// pinned or managed) only, row-major.
+var (
+	datasetRule = safe.Rule{Arg: "dataset", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	vectorsRule = safe.Rule{Arg: "vectors", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	idsRule     = safe.Rule{Arg: "ids", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
+	centersRule = safe.Rule{Arg: "dst", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
+	searchRules = safe.SearchRules{
+		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
+		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	}
+)
+
+// Index is an IVF-Flat index: the rows, copied into lists, one per k-means
+// center. Any number of goroutines may search it at once, each with its own
+// safe.Resources; Extend needs it alone, and Close waits for the searches
+// in flight.
+type Index struct {
+	h      generated.CuvsIvfFlatIndex_t // C memory
+	rows   atomic.Int64                 // kept here: the C API has no size getter
+	dim    int64
+	nLists int64
+	dtype  dlpack.DataType
+
+	state     handle.State
+	mu        sync.Mutex // Close, Extend
+	destroyed bool
+	clean     runtime.Cleanup
+}
+
+func destroyIndex(h generated.CuvsIvfFlatIndex_t) {
+	liveIndexes.Dec()
+	_ = generated.CuvsIvfFlatIndexDestroy(h)
+}
+
+func newIndex(op string) (*Index, error) {
+	var h generated.CuvsIvfFlatIndex_t
+	if err := generated.CuvsIvfFlatIndexCreate(&h); err != nil {
+		return nil, safe.Wrap(op, err)
+	}
+	liveIndexes.Inc()
+	idx := &Index{h: h}
+	idx.clean = runtime.AddCleanup(idx, destroyIndex, h)
+	return idx, nil
+}
+
+// fail destroys a half-made index.
+func (idx *Index) fail() {
+	idx.clean.Stop()
+	destroyIndex(idx.h)
+}
+
+// refresh reads the lists and dimension from the library, and the dtype
+// from the handle, lanes 0 read as 1 (cuvsIvfFlatDeserialize sets code and
+// bits only).
+func (idx *Index) refresh(op string) error {
+	var nLists, dim int64
+	if err := generated.CuvsIvfFlatIndexGetNLists(idx.h, &nLists); err != nil {
+		return safe.Wrap(op, err)
+	}
+	if err := generated.CuvsIvfFlatIndexGetDim(idx.h, &dim); err != nil {
+		return safe.Wrap(op, err)
+	}
+	idx.nLists, idx.dim = nLists, dim
+	d := idx.h.Dtype
+	if d.Lanes == 0 {
+		d.Lanes = 1
+	}
+	idx.dtype = dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: d.Lanes}
+	return nil
+}
+
+func (idx *Index) enter(op string) error {
+	if idx.state.Enter() {
+		return nil
+	}
+	if idx.state.Closed() {
+		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
+}
+
+// Build trains NLists centers by k-means on dataset (rows × dim, float32,
+// float16, int8 or uint8, row-major, in device memory: CUDA, pinned or
+// managed) and, with p.AddDataOnBuild, adds its rows with ids 0..rows-1.
+// cuVS copies the rows: the index keeps no reference to dataset.
+//
+// C calls: cuvsIvfFlatIndexCreate, cuvsIvfFlatBuild, cuvsStreamSync,
+// cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
+func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
+	const op = "ivfflat.Build"
+	if dataset == nil {
+		return nil, safe.Argf(op, "dataset", "nil")
+	}
+	dv, err := dataset.View()
+	if err != nil {
+		return nil, safe.Argf(op, "dataset", "%w", err)
+	}
+	if err := datasetRule.Check(op, &dv); err != nil {
+		return nil, err
+	}
+	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
+		return nil, safe.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
+	}
+	if err := p.validate(op, dv.Dim(0), dv.Dim(1)); err != nil {
+		return nil, err
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	cp := p.cValue()
+	if err := call(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfFlatBuild(h, &cp, t[0], idx.h)
+	}); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	if err := idx.refresh(op); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	if p.AddDataOnBuild {
+		idx.rows.Store(dv.Dim(0))
+	}
+	return idx, nil
+}
+
+// call runs one C call with inputs bound, then synchronizes the stream:
+// the inputs may be pinned or managed Go-reachable memory, and cuVS reads
+// them asynchronously.
+func call(op string, res *safe.Resources, in []*dlpack.View, f func(generated.CuvsResources_t, []*generated.DLManagedTensor) error) error {
+	c := dlpack.Begin(op)
+	defer c.End()
+	ts := make([]*generated.DLManagedTensor, len(in))
+	for i, v := range in {
+		if v == nil {
+			continue
+		}
+		t, err := c.In(v)
+		if err != nil {
+			return safe.Argf(op, "input", "%w", err)
+		}
+		ts[i] = t
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	if err := f(h, ts); err != nil {
+		return safe.Wrap(op, err)
+	}
+	return safe.Wrap(op, generated.CuvsStreamSync(h))
+}
+
+// Size returns the number of rows indexed. The C API has no size getter:
+// the count is kept by Build and Extend, and read from the file by
+// Deserialize.
+func (idx *Index) Size() int64 { return idx.rows.Load() }
+
+// Dim returns the vectors' dimension (cuvsIvfFlatIndexGetDim).
+func (idx *Index) Dim() int64 { return idx.dim }
+
+// NLists returns the number of lists (cuvsIvfFlatIndexGetNLists).
+func (idx *Index) NLists() int64 { return idx.nLists }
+
+// DType returns the element type of the vectors.
+func (idx *Index) DType() dlpack.DataType { return idx.dtype }
+
+// Extend adds rows (n × Dim() of the index's element type, device memory,
+// copied) with ids, an int64 device vector of n ids, or, with ids nil, the
+// ids Size()..Size()+n-1: the C function dereferences its ids argument
+// unconditionally, so the package makes that vector (in device memory,
+// freed before Extend returns). Filters select rows by id: a filter made
+// for Size() rows cannot let through ids at or past Size().
+//
+// It needs the index alone: it refuses (safe.ErrBusy) while searches are
+// in flight, and searches meanwhile are refused the same way.
+//
+// C calls: cuvsRMMAlloc/Free (ids nil), cuvsMatrixCopy, cuvsIvfFlatExtend,
+// cuvsStreamSync.
+func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
+	const op = "ivfflat.Index.Extend"
+	if vectors == nil {
+		return safe.Argf(op, "vectors", "nil")
+	}
+	vv, err := vectors.View()
+	if err != nil {
+		return safe.Argf(op, "vectors", "%w", err)
+	}
+	if err := vectorsRule.Check(op, &vv); err != nil {
+		return err
+	}
+	if vv.DType() != idx.dtype || vv.Dim(1) != idx.dim {
+		return safe.Argf(op, "vectors", "%s × %d columns, the index holds %s × %d", vv.DType(), vv.Dim(1), idx.dtype, idx.dim)
+	}
+	n := vv.Dim(0)
+	if n < 1 {
+		return safe.Argf(op, "vectors", "no rows")
+	}
+	var iv dlpack.View
+	if ids != nil {
+		if iv, err = ids.View(); err != nil {
+			return safe.Argf(op, "ids", "%w", err)
+		}
+		if err := idsRule.Check(op, &iv); err != nil {
+			return err
+		}
+		if iv.Dim(0) != n {
+			return safe.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
+		}
+	}
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	ok, closed := idx.state.TryExclusive()
+	if !ok {
+		if closed {
+			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+		}
+		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
+	}
+	defer idx.state.LeaveExclusive()
+	if ids == nil {
+		seq := make([]int64, n)
+		base := idx.rows.Load()
+		for i := range seq {
+			seq[i] = base + int64(i)
+		}
+		dev, err := safe.DeviceVectorFrom(res, seq)
+		if err != nil {
+			return fmt.Errorf("%s: ids: %w", op, err)
+		}
+		defer dev.Close()
+		if iv, err = dev.View(); err != nil {
+			return safe.Argf(op, "ids", "%w", err)
+		}
+	}
+	extended := false
+	err = call(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		err := generated.CuvsIvfFlatExtend(h, t[0], t[1], idx.h)
+		extended = err == nil
+		return err
+	})
+	if extended {
+		// the count follows even if the sync after it failed
+		idx.rows.Add(n)
+	}
+	return err
+}
+
+// Search finds the k nearest rows for each query, k being the number of
+// columns of neighbors, among the rows of the params.NProbes lists whose
+// centers are nearest the query. queries is n × Dim() of the index's
+// element type; neighbors (int64, the rows' ids) and distances (float32)
+// are n × k; all in device memory. filter, if not nil, is a bitset for
+// Size() rows, by id. Slots that no allowed row fills (fewer rows in the
+// probed lists, or allowed, than k) hold id math.MaxInt64 (read from
+// cuVS's code; not measured). The results are ready once res's stream is
+// synchronized (res.Sync).
+//
+// Search allocates nothing on the Go heap when its tensors are pointers
+// (e.g. *safe.DeviceMatrix) and holds no lock across the C call.
+//
+// C calls: cuvsIvfFlatSearch.
+func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	const op = "ivfflat.Index.Search"
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	c := dlpack.Begin(op)
+	defer c.End()
+	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
+}
+
+func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if params == nil {
+		return safe.Argf(op, "params", "nil")
+	}
+	if err := params.validate(op); err != nil {
+		return err
+	}
+	rows := idx.rows.Load()
+	var t safe.SearchTensors
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, rows, &t); err != nil {
+		return err
+	}
+	f, err := filter.Bind(op, c, rows, t.N, safe.Bitset)
+	if err != nil {
+		return err
+	}
+	cp := generated.CuvsIvfFlatSearchParams{NProbes: params.NProbes}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	err = generated.CuvsIvfFlatSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
+	res.Unlock()
+	return safe.Wrap(op, err)
+}
+
+// Centers copies the lists' centers, NLists() × Dim() float32, into dst
+// (host or device memory, rows contiguous) and waits for the copy.
+// cuvsIvfFlatIndexGetCenters does not copy (whatever its header says): it
+// overwrites the tensor it is given with a view into the index; the package
+// hands it a tensor of its own and copies from that view.
+//
+// C calls: cuvsIvfFlatIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
+// the view's deleter.
+func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	const op = "ivfflat.Index.Centers"
+	if dst == nil {
+		return safe.Argf(op, "dst", "nil")
+	}
+	dm, err := dst.ViewMut()
+	if err != nil {
+		return safe.Argf(op, "dst", "%w", err)
+	}
+	if err := centersRule.CheckMut(op, &dm); err != nil {
+		return err
+	}
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
+		return safe.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
+	}
+	return copyCenters(op, res, &dm, func(mt *generated.DLManagedTensor) error {
+		return generated.CuvsIvfFlatIndexGetCenters(idx.h, mt)
+	})
+}
+
+// copyCenters gets a view of the centers into a DLManagedTensor of its own
+// (C memory), copies it into dst, and ends the view with its deleter.
+func copyCenters(op string, res *safe.Resources, dst *dlpack.ViewMut, get func(*generated.DLManagedTensor) error) error {
+	mt := cDLManaged()
+	if mt == nil {
+		return fmt.Errorf("%s: %w", op, safe.ErrOutOfMemory)
+	}
+	if err := get(mt); err != nil {
+		cFree(unsafe.Pointer(mt))
+		return safe.Wrap(op, err)
+	}
+	im, err := dlpack.Import(mt)
+	if err != nil {
+		cFree(unsafe.Pointer(mt))
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	im.Owner().SetLabel(op)
+	v, err := im.View()
+	if err == nil {
+		err = safe.Copy(res, &v, dst)
+	}
+	if cerr := im.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", op, cerr)
+	}
+	cFree(unsafe.Pointer(mt))
+	return err
+}
+
+// Serialize writes the index to a file (cuvsIvfFlatSerialize).
+func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	const op = "ivfflat.Index.Serialize"
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	p, err := safe.CPath(op, path)
+	if err != nil {
+		return err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	return safe.Wrap(op, generated.CuvsIvfFlatSerialize(h, &p[0], idx.h))
+}
+
+// Deserialize reads an index written by Serialize. Its size is read from
+// the file's header (the C API has no size getter); its element type from
+// the handle, whose lanes cuvsIvfFlatDeserialize leaves 0 (read as 1).
+//
+// C calls: cuvsIvfFlatIndexCreate, cuvsIvfFlatDeserialize,
+// cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
+func Deserialize(res *safe.Resources, path string) (*Index, error) {
+	const op = "ivfflat.Deserialize"
+	p, err := safe.CPath(op, path)
+	if err != nil {
+		return nil, err
+	}
+	size, err := readSize(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		idx.fail()
+		return nil, err
+	}
+	err = generated.CuvsIvfFlatDeserialize(h, &p[0], idx.h)
+	res.Unlock()
+	if err != nil {
+		idx.fail()
+		return nil, safe.Wrap(op, err)
+	}
+	if err := idx.refresh(op); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	idx.rows.Store(size)
+	return idx, nil
+}
+
+// readSize reads the row count from a serialized IVF-Flat index: a 4-byte
+// NumPy dtype, then .npy scalars: format version, size, ...
+func readSize(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	var dt [4]byte
+	if _, err := io.ReadFull(r, dt[:]); err != nil {
+		return 0, fmt.Errorf("not an IVF-Flat index: %w", err)
+	}
+	if _, err := npy.ReadScalar(r); err != nil {
+		return 0, fmt.Errorf("not an IVF-Flat index: %w", err)
+	}
+	s, err := npy.ReadScalar(r)
+	if err != nil {
+		return 0, fmt.Errorf("not an IVF-Flat index: %w", err)
+	}
+	if s.Int < 0 {
+		return 0, fmt.Errorf("not an IVF-Flat index (size %d)", s.Int)
+	}
+	return s.Int, nil
+}
+
+// Close frees the index, waiting for searches in flight. Closing twice is
+// harmless; if freeing fails, a later Close tries again.
+// C call: cuvsIvfFlatIndexDestroy.
+func (idx *Index) Close() error {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.destroyed {
+		return nil
+	}
+	if !idx.state.Closed() {
+		idx.state.Close()
+		idx.clean.Stop()
+	}
+	if err := generated.CuvsIvfFlatIndexDestroy(idx.h); err != nil {
+		return safe.Wrap("ivfflat.Index.Close", err)
+	}
+	idx.destroyed = true
+	liveIndexes.Dec()
+	return nil
+}
+
+// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
+var liveIndexes = live.New("ivfflat.Index")

@@ -1,0 +1,125 @@
+package ivfflat
+
+import (
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
+)
+
+// IndexParams configures Build (cuvsIvfFlatIndexParams). Start from
+// DefaultIndexParams, which reads cuVS's defaults from the library.
+//
+// The zero IndexParams is refused by Build: NLists and KMeansNIters must be
+// at least 1 and KMeansTrainsetFraction in (0, 1]; its zero Metric is
+// L2Expanded and its zero AddDataOnBuild leaves the index empty (add rows
+// with Extend).
+type IndexParams struct {
+	// Metric: L2Expanded (squared distances), L2SqrtExpanded,
+	// InnerProduct or CosineExpanded (at least two dimensions).
+	Metric safe.Metric
+	// MetricArg is handed to cuVS as is; none of the metrics above reads it.
+	MetricArg float32
+	// AddDataOnBuild adds the dataset's rows (ids 0..rows-1) to the lists
+	// after training; false trains the centers only.
+	AddDataOnBuild bool
+	// NLists is the number of inverted lists (k-means clusters), at least 1
+	// and at most the dataset's rows.
+	NLists uint32
+	// KMeansNIters is the number of k-means iterations, at least 1.
+	KMeansNIters uint32
+	// KMeansTrainsetFraction is the fraction of the rows k-means trains on,
+	// in (0, 1] (cuVS takes at least NLists rows, evenly spaced).
+	KMeansTrainsetFraction float64
+	// AdaptiveCenters moves the centers towards the rows Extend adds.
+	AdaptiveCenters bool
+	// ConservativeMemoryAllocation grows the lists by as little as needed
+	// on Extend (less memory, slower extends).
+	ConservativeMemoryAllocation bool
+}
+
+// SearchParams configures Search (cuvsIvfFlatSearchParams). The zero
+// SearchParams is refused: NProbes must be at least 1.
+type SearchParams struct {
+	// NProbes is the number of nearest lists searched per query, at least
+	// 1; cuVS uses min(NProbes, NLists). NProbes = NLists searches every
+	// row (exact results); fewer is faster and approximate.
+	NProbes uint32
+}
+
+// DefaultIndexParams returns cuVS's defaults, read from the loaded library
+// (cuvsIvfFlatIndexParamsCreate, cuvsIvfFlatIndexParamsDestroy):
+// L2Expanded, 1024 lists, 20 k-means iterations on half the rows, data
+// added on build, in cuVS v26.06.
+func DefaultIndexParams() (IndexParams, error) {
+	const op = "ivfflat.DefaultIndexParams"
+	var p generated.CuvsIvfFlatIndexParams_t
+	if err := generated.CuvsIvfFlatIndexParamsCreate(&p); err != nil {
+		return IndexParams{}, safe.Wrap(op, err)
+	}
+	out := IndexParams{
+		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
+		NLists: p.NLists, KMeansNIters: p.KmeansNIters, KMeansTrainsetFraction: p.KmeansTrainsetFraction,
+		AdaptiveCenters: p.AdaptiveCenters, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
+	}
+	return out, safe.Wrap(op, generated.CuvsIvfFlatIndexParamsDestroy(p))
+}
+
+// DefaultSearchParams returns cuVS's default search parameters, read from
+// the library (cuvsIvfFlatSearchParamsCreate/Destroy): 20 probes in v26.06.
+func DefaultSearchParams() (SearchParams, error) {
+	const op = "ivfflat.DefaultSearchParams"
+	var p generated.CuvsIvfFlatSearchParams_t
+	if err := generated.CuvsIvfFlatSearchParamsCreate(&p); err != nil {
+		return SearchParams{}, safe.Wrap(op, err)
+	}
+	out := SearchParams{NProbes: p.NProbes}
+	return out, safe.Wrap(op, generated.CuvsIvfFlatSearchParamsDestroy(p))
+}
+
+// supportedMetric reports whether IVF-Flat's search kernels implement m
+// (cuVS v26.06's interleaved scan also takes the Unexpanded L2 forms, whose
+// coarse search is not L2: they are not offered).
+func supportedMetric(m safe.Metric) bool {
+	switch m {
+	case safe.L2Expanded, safe.L2SqrtExpanded, safe.InnerProduct, safe.CosineExpanded:
+		return true
+	}
+	return false
+}
+
+func (p *IndexParams) validate(op string, rows, dim int64) error {
+	if !supportedMetric(p.Metric) {
+		return safe.Argf(op, "params.Metric", "%s is not supported by IVF-Flat (L2Expanded, L2SqrtExpanded, InnerProduct, CosineExpanded)", p.Metric)
+	}
+	if p.NLists < 1 {
+		return safe.Argf(op, "params.NLists", "0, want at least 1")
+	}
+	if int64(p.NLists) > rows {
+		return safe.Argf(op, "params.NLists", "%d, the dataset has only %d rows", p.NLists, rows)
+	}
+	if p.KMeansNIters < 1 {
+		return safe.Argf(op, "params.KMeansNIters", "0, want at least 1")
+	}
+	if !(p.KMeansTrainsetFraction > 0 && p.KMeansTrainsetFraction <= 1) {
+		return safe.Argf(op, "params.KMeansTrainsetFraction", "%g is not in (0, 1]", p.KMeansTrainsetFraction)
+	}
+	if p.Metric == safe.CosineExpanded && dim < 2 {
+		return safe.Argf(op, "params.Metric", "CosineExpanded needs at least two dimensions, the dataset has %d", dim)
+	}
+	return nil
+}
+
+// cValue is the C struct: plain values, read by cuVS during the call only.
+func (p *IndexParams) cValue() generated.CuvsIvfFlatIndexParams {
+	return generated.CuvsIvfFlatIndexParams{
+		Metric: p.Metric.C(), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
+		NLists: p.NLists, KmeansNIters: p.KMeansNIters, KmeansTrainsetFraction: p.KMeansTrainsetFraction,
+		AdaptiveCenters: p.AdaptiveCenters, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
+	}
+}
+
+func (s *SearchParams) validate(op string) error {
+	if s.NProbes < 1 {
+		return safe.Argf(op, "params.NProbes", "0, want at least 1")
+	}
+	return nil
+}

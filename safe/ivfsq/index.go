@@ -1,0 +1,484 @@
+package ivfsq
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/handle"
+)
+
+var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16}
+
+// The tensor rules of IVF-SQ, in one place. Build and Extend take host or
+// device memory (the C code picks the path from the tensor); Extend's ids
+// must be on the same side as its vectors. Search wants device memory.
+var (
+	datasetRule = safe.Rule{Arg: "dataset", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	vectorsRule = safe.Rule{Arg: "vectors", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	idsRule     = safe.Rule{Arg: "ids", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
+	centersRule = safe.Rule{Arg: "dst", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
+	searchRules = safe.SearchRules{
+		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
+		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	}
+)
+
+// deviceCompatible is cuVS's is_dlpack_device_compatible.
+func deviceCompatible(d dlpack.Device) bool {
+	return d.Type == dlpack.CUDA || d.Type == dlpack.CUDAHost || d.Type == dlpack.CUDAManaged
+}
+
+// Index is an IVF-SQ index: each row's residual from its list's center,
+// 8 bits per dimension. Any number of goroutines may search it at once,
+// each with its own safe.Resources; Extend needs it alone, and Close waits
+// for the searches in flight.
+type Index struct {
+	h      generated.CuvsIvfSqIndex_t // C memory
+	rows   atomic.Int64
+	dim    int64
+	nLists int64
+	dtype  atomic.Uint32 // packed code, bits, lanes; changed by Extend after Deserialize
+
+	state     handle.State
+	mu        sync.Mutex // Close, Extend
+	destroyed bool
+	clean     runtime.Cleanup
+}
+
+func destroyIndex(h generated.CuvsIvfSqIndex_t) {
+	liveIndexes.Dec()
+	_ = generated.CuvsIvfSqIndexDestroy(h)
+}
+
+func newIndex(op string) (*Index, error) {
+	var h generated.CuvsIvfSqIndex_t
+	if err := generated.CuvsIvfSqIndexCreate(&h); err != nil {
+		return nil, safe.Wrap(op, err)
+	}
+	liveIndexes.Inc()
+	idx := &Index{h: h}
+	idx.clean = runtime.AddCleanup(idx, destroyIndex, h)
+	return idx, nil
+}
+
+func (idx *Index) fail() {
+	idx.clean.Stop()
+	destroyIndex(idx.h)
+}
+
+// refresh reads size, lists and dimension from the library and the dtype
+// from the handle (lanes 0, which cuVS leaves, read as 1; all zero after
+// Deserialize).
+func (idx *Index) refresh(op string) error {
+	var size, nLists, dim int64
+	if err := generated.CuvsIvfSqIndexGetSize(idx.h, &size); err != nil {
+		return safe.Wrap(op, err)
+	}
+	if err := generated.CuvsIvfSqIndexGetNLists(idx.h, &nLists); err != nil {
+		return safe.Wrap(op, err)
+	}
+	if err := generated.CuvsIvfSqIndexGetDim(idx.h, &dim); err != nil {
+		return safe.Wrap(op, err)
+	}
+	idx.rows.Store(size)
+	idx.nLists, idx.dim = nLists, dim
+	d := idx.h.Dtype
+	if d.Lanes == 0 && d.Bits != 0 {
+		d.Lanes = 1
+	}
+	idx.dtype.Store(uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16)
+	return nil
+}
+
+func (idx *Index) enter(op string) error {
+	if idx.state.Enter() {
+		return nil
+	}
+	if idx.state.Closed() {
+		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
+}
+
+// Build trains NLists centers by k-means and an 8-bit scalar quantiser on
+// dataset (rows × dim, float32 or float16, row-major, host or device
+// memory) and, with p.AddDataOnBuild, encodes its rows with ids
+// 0..rows-1. cuVS copies what it needs: the index keeps no reference.
+//
+// C calls: cuvsIvfSqIndexCreate, cuvsIvfSqBuild, cuvsStreamSync,
+// cuvsIvfSqIndexGetSize/GetNLists/GetDim.
+func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
+	const op = "ivfsq.Build"
+	if dataset == nil {
+		return nil, safe.Argf(op, "dataset", "nil")
+	}
+	dv, err := dataset.View()
+	if err != nil {
+		return nil, safe.Argf(op, "dataset", "%w", err)
+	}
+	if err := datasetRule.Check(op, &dv); err != nil {
+		return nil, err
+	}
+	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
+		return nil, safe.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
+	}
+	if err := p.validate(op, dv.Dim(0), dv.Dim(1)); err != nil {
+		return nil, err
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	cp := p.cValue()
+	if err := call(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfSqBuild(h, &cp, t[0], idx.h)
+	}); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	if err := idx.refresh(op); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	return idx, nil
+}
+
+// call runs one C call with inputs bound (nil views are passed as NULL),
+// then synchronizes the stream: Go memory is pinned only for the call.
+func call(op string, res *safe.Resources, in []*dlpack.View, f func(generated.CuvsResources_t, []*generated.DLManagedTensor) error) error {
+	c := dlpack.Begin(op)
+	defer c.End()
+	ts := make([]*generated.DLManagedTensor, len(in))
+	for i, v := range in {
+		if v == nil {
+			continue
+		}
+		t, err := c.In(v)
+		if err != nil {
+			return safe.Argf(op, "input", "%w", err)
+		}
+		ts[i] = t
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	if err := f(h, ts); err != nil {
+		return safe.Wrap(op, err)
+	}
+	return safe.Wrap(op, generated.CuvsStreamSync(h))
+}
+
+// Size returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
+// after every change).
+func (idx *Index) Size() int64 { return idx.rows.Load() }
+
+// Dim returns the vectors' dimension (cuvsIvfSqIndexGetDim).
+func (idx *Index) Dim() int64 { return idx.dim }
+
+// NLists returns the number of lists (cuvsIvfSqIndexGetNLists).
+func (idx *Index) NLists() int64 { return idx.nLists }
+
+// DType returns the element type the index was built (or first extended)
+// from. cuVS does not keep it in the file: it is the zero DataType after
+// Deserialize until an Extend. It constrains nothing: the index holds
+// codes, and Search and Extend take float32 or float16 alike.
+func (idx *Index) DType() dlpack.DataType {
+	v := idx.dtype.Load()
+	return dlpack.DataType{Code: dlpack.TypeCode(v & 0xff), Bits: uint8(v >> 8), Lanes: uint16(v >> 16)}
+}
+
+// Extend encodes rows (n × Dim(), float32 or float16, host or device
+// memory, copied) with ids, an int64 vector of n ids in the same kind of
+// memory (host, or device-compatible), or, with ids nil, the ids
+// Size()..Size()+n-1 (cuVS itself numbers rows only into an empty index:
+// the package passes that vector otherwise, made in the vectors' kind of
+// memory and freed before Extend returns). Filters select rows by id.
+//
+// It needs the index alone: it refuses (safe.ErrBusy) while searches are
+// in flight, and searches meanwhile are refused the same way.
+//
+// C calls: cuvsIvfSqExtend, cuvsStreamSync, cuvsIvfSqIndexGetSize/
+// GetNLists/GetDim (and cuvsRMMAlloc/Free, cuvsMatrixCopy for device ids
+// made by the package).
+func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
+	const op = "ivfsq.Index.Extend"
+	if vectors == nil {
+		return safe.Argf(op, "vectors", "nil")
+	}
+	vv, err := vectors.View()
+	if err != nil {
+		return safe.Argf(op, "vectors", "%w", err)
+	}
+	if err := vectorsRule.Check(op, &vv); err != nil {
+		return err
+	}
+	if vv.Dim(1) != idx.dim {
+		return safe.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.dim)
+	}
+	n := vv.Dim(0)
+	if n < 1 {
+		return safe.Argf(op, "vectors", "no rows")
+	}
+	onDevice := deviceCompatible(vv.Device())
+	var iv dlpack.View
+	pass := false
+	if ids != nil {
+		if iv, err = ids.View(); err != nil {
+			return safe.Argf(op, "ids", "%w", err)
+		}
+		if err := idsRule.Check(op, &iv); err != nil {
+			return err
+		}
+		if iv.Dim(0) != n {
+			return safe.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
+		}
+		if deviceCompatible(iv.Device()) != onDevice {
+			return safe.Argf(op, "ids", "%s memory, the vectors are in %s memory: both must be on the device or both on the host", iv.Device(), vv.Device())
+		}
+		pass = true
+	}
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	ok, closed := idx.state.TryExclusive()
+	if !ok {
+		if closed {
+			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+		}
+		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
+	}
+	defer idx.state.LeaveExclusive()
+	if ids == nil && idx.rows.Load() > 0 {
+		seq := make([]int64, n)
+		base := idx.rows.Load()
+		for i := range seq {
+			seq[i] = base + int64(i)
+		}
+		if onDevice {
+			dev, err := safe.DeviceVectorFrom(res, seq)
+			if err != nil {
+				return fmt.Errorf("%s: ids: %w", op, err)
+			}
+			defer dev.Close()
+			iv, _ = dev.View()
+		} else {
+			iv, _ = dlpack.NewHostVector(seq).View()
+		}
+		pass = true
+	}
+	in := []*dlpack.View{&vv, nil}
+	if pass {
+		in[1] = &iv
+	}
+	err = call(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfSqExtend(h, t[0], t[1], idx.h)
+	})
+	if rerr := idx.refresh(op); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func queryDType(queries dlpack.Tensor) dlpack.DataType {
+	if queries == nil {
+		return dlpack.DataType{}
+	}
+	v, err := queries.View()
+	if err != nil {
+		return dlpack.DataType{}
+	}
+	return v.DType()
+}
+
+func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
+	if queries == nil {
+		return dlpack.DataType{}
+	}
+	m, err := queries.ViewMut()
+	if err != nil {
+		return dlpack.DataType{}
+	}
+	return m.DType()
+}
+
+// Search finds the k nearest rows for each query, k being the number of
+// columns of neighbors, among the rows of the params.NProbes lists whose
+// centers are nearest the query, by distance to the rows' 8-bit codes.
+// queries is n × Dim(), float32 or float16; neighbors (int64, the rows'
+// ids) and distances (float32) are n × k; all in device memory. filter, if
+// not nil, is a bitset for Size() rows, by id. Empty slots hold id
+// math.MaxInt64 (read from cuVS's code; not measured). The results are
+// ready once res's stream is synchronized.
+//
+// C calls: cuvsIvfSqSearch.
+func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	const op = "ivfsq.Index.Search"
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	c := dlpack.Begin(op)
+	defer c.End()
+	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
+}
+
+func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if params == nil {
+		return safe.Argf(op, "params", "nil")
+	}
+	if err := params.validate(op); err != nil {
+		return err
+	}
+	rows := idx.rows.Load()
+	var t safe.SearchTensors
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, queryDType(queries), idx.dim, rows, &t); err != nil {
+		return err
+	}
+	f, err := filter.Bind(op, c, rows, t.N, safe.Bitset)
+	if err != nil {
+		return err
+	}
+	cp := generated.CuvsIvfSqSearchParams{NProbes: params.NProbes}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	err = generated.CuvsIvfSqSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
+	res.Unlock()
+	return safe.Wrap(op, err)
+}
+
+// Centers copies the lists' centers, NLists() × Dim() float32, into dst
+// (host or device memory, rows contiguous) and waits for the copy.
+// cuvsIvfSqIndexGetCenters overwrites the tensor it is given with a view
+// into the index (it does not copy): the package hands it a tensor of its
+// own and copies from that view.
+//
+// C calls: cuvsIvfSqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
+// the view's deleter.
+func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	const op = "ivfsq.Index.Centers"
+	if dst == nil {
+		return safe.Argf(op, "dst", "nil")
+	}
+	dm, err := dst.ViewMut()
+	if err != nil {
+		return safe.Argf(op, "dst", "%w", err)
+	}
+	if err := centersRule.CheckMut(op, &dm); err != nil {
+		return err
+	}
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
+		return safe.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
+	}
+	mt := cDLManaged()
+	if mt == nil {
+		return fmt.Errorf("%s: %w", op, safe.ErrOutOfMemory)
+	}
+	defer cFree(unsafe.Pointer(mt))
+	if err := generated.CuvsIvfSqIndexGetCenters(idx.h, mt); err != nil {
+		return safe.Wrap(op, err)
+	}
+	im, err := dlpack.Import(mt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	im.Owner().SetLabel(op)
+	v, err := im.View()
+	if err == nil {
+		err = safe.Copy(res, &v, &dm)
+	}
+	if cerr := im.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", op, cerr)
+	}
+	return err
+}
+
+// Serialize writes the index to a file (cuvsIvfSqSerialize).
+func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	const op = "ivfsq.Index.Serialize"
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	p, err := safe.CPath(op, path)
+	if err != nil {
+		return err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	return safe.Wrap(op, generated.CuvsIvfSqSerialize(h, &p[0], idx.h))
+}
+
+// Deserialize reads an index written by Serialize. Its DType is the zero
+// DataType: cuvsIvfSqDeserialize zeroes the handle's dtype.
+//
+// C calls: cuvsIvfSqIndexCreate, cuvsIvfSqDeserialize,
+// cuvsIvfSqIndexGetSize/GetNLists/GetDim.
+func Deserialize(res *safe.Resources, path string) (*Index, error) {
+	const op = "ivfsq.Deserialize"
+	p, err := safe.CPath(op, path)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		idx.fail()
+		return nil, err
+	}
+	err = generated.CuvsIvfSqDeserialize(h, &p[0], idx.h)
+	res.Unlock()
+	if err != nil {
+		idx.fail()
+		return nil, safe.Wrap(op, err)
+	}
+	if err := idx.refresh(op); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	return idx, nil
+}
+
+// Close frees the index, waiting for searches in flight. Closing twice is
+// harmless; if freeing fails, a later Close tries again.
+// C call: cuvsIvfSqIndexDestroy.
+func (idx *Index) Close() error {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.destroyed {
+		return nil
+	}
+	if !idx.state.Closed() {
+		idx.state.Close()
+		idx.clean.Stop()
+	}
+	if err := generated.CuvsIvfSqIndexDestroy(idx.h); err != nil {
+		return safe.Wrap("ivfsq.Index.Close", err)
+	}
+	idx.destroyed = true
+	liveIndexes.Dec()
+	return nil
+}
+
+// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
+var liveIndexes = live.New("ivfsq.Index")

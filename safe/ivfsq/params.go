@@ -1,0 +1,112 @@
+package ivfsq
+
+import (
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
+)
+
+// IndexParams configures Build (cuvsIvfSqIndexParams). Start from
+// DefaultIndexParams, which reads cuVS's defaults from the library.
+//
+// The zero IndexParams is refused by Build: NLists, KMeansNIters and
+// MaxTrainPointsPerCluster must be at least 1; its zero Metric is
+// L2Expanded and its zero AddDataOnBuild leaves the index empty (add rows
+// with Extend).
+type IndexParams struct {
+	// Metric: L2Expanded (squared distances), L2SqrtExpanded, InnerProduct
+	// or CosineExpanded (at least two dimensions).
+	Metric safe.Metric
+	// MetricArg is handed to cuVS as is; none of the metrics above reads it.
+	MetricArg float32
+	// AddDataOnBuild encodes the dataset's rows (ids 0..rows-1) into the
+	// lists after training; false trains the centers and quantiser only.
+	AddDataOnBuild bool
+	// NLists is the number of inverted lists, at least 1 and at most the
+	// dataset's rows.
+	NLists uint32
+	// KMeansNIters is the number of k-means iterations, at least 1.
+	KMeansNIters uint32
+	// MaxTrainPointsPerCluster bounds the training set (k-means and the
+	// quantiser) to NLists × this many rows, sampled; at least 1.
+	MaxTrainPointsPerCluster uint32
+	// ConservativeMemoryAllocation grows the lists by as little as needed
+	// on Extend.
+	ConservativeMemoryAllocation bool
+}
+
+// SearchParams configures Search (cuvsIvfSqSearchParams). The zero
+// SearchParams is refused: NProbes must be at least 1.
+type SearchParams struct {
+	// NProbes is the number of nearest lists searched per query, at least
+	// 1; cuVS uses min(NProbes, NLists). Even NProbes = NLists is
+	// approximate: distances are computed to the 8-bit codes.
+	NProbes uint32
+}
+
+// DefaultIndexParams returns cuVS's defaults, read from the loaded library
+// (cuvsIvfSqIndexParamsCreate/Destroy): L2Expanded, 1024 lists, 20 k-means
+// iterations, 256 training rows per list, data added on build, in v26.06.
+func DefaultIndexParams() (IndexParams, error) {
+	const op = "ivfsq.DefaultIndexParams"
+	var p generated.CuvsIvfSqIndexParams_t
+	if err := generated.CuvsIvfSqIndexParamsCreate(&p); err != nil {
+		return IndexParams{}, safe.Wrap(op, err)
+	}
+	out := IndexParams{
+		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
+		NLists: p.NLists, KMeansNIters: p.KmeansNIters, MaxTrainPointsPerCluster: p.MaxTrainPointsPerCluster,
+		ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
+	}
+	return out, safe.Wrap(op, generated.CuvsIvfSqIndexParamsDestroy(p))
+}
+
+// DefaultSearchParams returns cuVS's default search parameters, read from
+// the library (cuvsIvfSqSearchParamsCreate/Destroy): 20 probes in v26.06.
+func DefaultSearchParams() (SearchParams, error) {
+	const op = "ivfsq.DefaultSearchParams"
+	var p generated.CuvsIvfSqSearchParams_t
+	if err := generated.CuvsIvfSqSearchParamsCreate(&p); err != nil {
+		return SearchParams{}, safe.Wrap(op, err)
+	}
+	out := SearchParams{NProbes: p.NProbes}
+	return out, safe.Wrap(op, generated.CuvsIvfSqSearchParamsDestroy(p))
+}
+
+func (p *IndexParams) validate(op string, rows, dim int64) error {
+	switch p.Metric {
+	case safe.L2Expanded, safe.L2SqrtExpanded, safe.InnerProduct, safe.CosineExpanded:
+	default:
+		return safe.Argf(op, "params.Metric", "%s is not supported by IVF-SQ (L2Expanded, L2SqrtExpanded, InnerProduct, CosineExpanded)", p.Metric)
+	}
+	if p.NLists < 1 {
+		return safe.Argf(op, "params.NLists", "0, want at least 1")
+	}
+	if int64(p.NLists) > rows {
+		return safe.Argf(op, "params.NLists", "%d, the dataset has only %d rows", p.NLists, rows)
+	}
+	if p.KMeansNIters < 1 {
+		return safe.Argf(op, "params.KMeansNIters", "0, want at least 1")
+	}
+	if p.MaxTrainPointsPerCluster < 1 {
+		return safe.Argf(op, "params.MaxTrainPointsPerCluster", "0, want at least 1")
+	}
+	if p.Metric == safe.CosineExpanded && dim < 2 {
+		return safe.Argf(op, "params.Metric", "CosineExpanded needs at least two dimensions, the dataset has %d", dim)
+	}
+	return nil
+}
+
+func (p *IndexParams) cValue() generated.CuvsIvfSqIndexParams {
+	return generated.CuvsIvfSqIndexParams{
+		Metric: p.Metric.C(), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
+		NLists: p.NLists, KmeansNIters: p.KMeansNIters, MaxTrainPointsPerCluster: p.MaxTrainPointsPerCluster,
+		ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
+	}
+}
+
+func (s *SearchParams) validate(op string) error {
+	if s.NProbes < 1 {
+		return safe.Argf(op, "params.NProbes", "0, want at least 1")
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package ivfsq
+
+import (
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/prepared"
+)
+
+// Prepared is a search checked and bound once and run many times, as
+// cagra.Prepared is: Run is one C call; SetQueries and Results copy through
+// the bound tensors, which the Prepared holds exclusively (its filter
+// shared) until Close. A Prepared is used by one goroutine at a time.
+type Prepared struct {
+	idx    *Index
+	params *generated.CuvsIvfSqSearchParams // Go memory without pointers, read by C
+	s      *prepared.Search
+}
+
+// Prepare checks a search of queries (n × Dim(), device memory) into
+// neighbors (int64, n × k) and distances (float32, n × k) with params and
+// an optional bitset filter, exactly as Search would (float32 or float16
+// queries, whatever the index was built from), and binds the tensors
+// for repeated Runs.
+func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
+	const op = "ivfsq.Index.Prepare"
+	if err := idx.enter(op); err != nil {
+		return nil, err
+	}
+	defer idx.state.Leave()
+	if params == nil {
+		return nil, safe.Argf(op, "params", "nil")
+	}
+	if err := params.validate(op); err != nil {
+		return nil, err
+	}
+	s, err := prepared.New(op, "ivfsq.Prepared", &searchRules, queries, neighbors, distances, queryDTypeMut(queries), idx.dim, idx.rows.Load(), filter, safe.Bitset)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{idx: idx, params: &generated.CuvsIvfSqSearchParams{NProbes: params.NProbes}, s: s}, nil
+}
+
+// Run searches once, on res's stream: the results are ready once res is
+// synchronized (Results does it). It allocates nothing and makes one C call
+// (cuvsIvfSqSearch).
+func (p *Prepared) Run(res *safe.Resources) error {
+	const op = "ivfsq.Prepared.Run"
+	s := p.s
+	if !s.Enter() {
+		return s.Closed()
+	}
+	if err := p.idx.enter(op); err != nil {
+		s.Leave()
+		return err
+	}
+	if rows := p.idx.rows.Load(); rows != s.Rows && (s.Filtered || rows < s.Rows) {
+		p.idx.state.Leave()
+		s.Leave()
+		return safe.Argf(op, "index", "prepared for %d rows, the index has %d since Extend: prepare again", s.Rows, rows)
+	}
+	h, err := res.Lock(op)
+	if err == nil {
+		err = generated.CuvsIvfSqSearch(h, p.params, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
+		res.Unlock()
+		err = safe.Wrap(op, err)
+	}
+	p.idx.state.Leave()
+	s.Leave()
+	return err
+}
+
+// SetQueries copies src (the prepared queries' shape and element type;
+// host or device memory) into the bound queries and waits for the copy
+// (cuvsMatrixCopy, cuvsStreamSync).
+func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
+	return p.s.SetQueries(res, src)
+}
+
+// Results copies the last results into neighbors and distances (either may
+// be nil; the prepared shapes and element types; host or device memory)
+// and waits for the search and the copies.
+func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
+	return p.s.Results(res, neighbors, distances)
+}
+
+// Close ends the Prepared's borrows, waiting for a Run or copy in flight.
+// Closing twice is harmless.
+func (p *Prepared) Close() error { return p.s.Close() }
