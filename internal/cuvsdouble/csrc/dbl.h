@@ -121,7 +121,31 @@
   X(cuvsIvfPqSearchParamsCreate, E)                   \
   X(cuvsIvfPqSearchParamsDestroy, E)                  \
   X(cuvsNNDescentIndexParamsCreate, E)                \
-  X(cuvsNNDescentIndexParamsDestroy, E)
+  X(cuvsNNDescentIndexParamsDestroy, E)                \
+  /* IVF-PQ indexes (dbl_ivf_pq.c) */                 \
+  X(cuvsIvfPqIndexCreate, E)                          \
+  X(cuvsIvfPqIndexDestroy, E)                         \
+  X(cuvsIvfPqIndexGetNLists, E)                       \
+  X(cuvsIvfPqIndexGetDim, E)                          \
+  X(cuvsIvfPqIndexGetSize, E)                         \
+  X(cuvsIvfPqIndexGetPqDim, E)                        \
+  X(cuvsIvfPqIndexGetPqBits, E)                       \
+  X(cuvsIvfPqIndexGetPqLen, E)                        \
+  X(cuvsIvfPqIndexGetCenters, E)                      \
+  X(cuvsIvfPqIndexGetCentersPadded, E)                \
+  X(cuvsIvfPqIndexGetPqCenters, E)                    \
+  X(cuvsIvfPqIndexGetCentersRot, E)                   \
+  X(cuvsIvfPqIndexGetRotationMatrix, E)               \
+  X(cuvsIvfPqIndexGetListSizes, E)                    \
+  X(cuvsIvfPqIndexUnpackContiguousListData, E)        \
+  X(cuvsIvfPqIndexGetListIndices, E)                  \
+  X(cuvsIvfPqBuild, E)                                \
+  X(cuvsIvfPqBuildPrecomputed, E)                     \
+  X(cuvsIvfPqSearch, E)                               \
+  X(cuvsIvfPqSerialize, E)                            \
+  X(cuvsIvfPqDeserialize, E)                          \
+  X(cuvsIvfPqExtend, E)                               \
+  X(cuvsIvfPqTransform, E)
 
 enum {
 #define DBL_X(name, kind) F_##name,
@@ -149,6 +173,8 @@ enum {
   X(K_BF_IMPL, "brute_force_index_data")                    \
   X(K_CAGRA_INDEX, "cagra_index")                           \
   X(K_CAGRA_IMPL, "cagra_index_data")                       \
+  X(K_IVFPQ_INDEX, "ivf_pq_index")                          \
+  X(K_IVFPQ_IMPL, "ivf_pq_index_data")                      \
   X(K_RMM, "rmm")                                           \
   X(K_HOST, "host")                                         \
   X(K_META, "tensor_metadata")                              \
