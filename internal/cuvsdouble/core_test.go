@@ -17,8 +17,9 @@ func TestFunctionsAndSymbols(t *testing.T) {
 	f := newFixture(t)
 	defer f.close()
 	fns := f.ctl.Functions()
-	if len(fns) != 61 {
-		t.Errorf("%d functions, want 61: %v", len(fns), fns)
+	const want = 61 + 23 // + IVF-PQ indexes (23)
+	if len(fns) != want {
+		t.Errorf("%d functions, want %d: %v", len(fns), want, fns)
 	}
 	for _, fn := range fns {
 		if !f.ctl.Has(fn) {
