@@ -121,30 +121,33 @@
   X(cuvsIvfPqSearchParamsCreate, E)                   \
   X(cuvsIvfPqSearchParamsDestroy, E)                  \
   X(cuvsNNDescentIndexParamsCreate, E)                \
-  X(cuvsNNDescentIndexParamsDestroy, E)                \
-  /* IVF-PQ indexes (dbl_ivf_pq.c) */                 \
-  X(cuvsIvfPqIndexCreate, E)                          \
-  X(cuvsIvfPqIndexDestroy, E)                         \
-  X(cuvsIvfPqIndexGetNLists, E)                       \
-  X(cuvsIvfPqIndexGetDim, E)                          \
-  X(cuvsIvfPqIndexGetSize, E)                         \
-  X(cuvsIvfPqIndexGetPqDim, E)                        \
-  X(cuvsIvfPqIndexGetPqBits, E)                       \
-  X(cuvsIvfPqIndexGetPqLen, E)                        \
-  X(cuvsIvfPqIndexGetCenters, E)                      \
-  X(cuvsIvfPqIndexGetCentersPadded, E)                \
-  X(cuvsIvfPqIndexGetPqCenters, E)                    \
-  X(cuvsIvfPqIndexGetCentersRot, E)                   \
-  X(cuvsIvfPqIndexGetRotationMatrix, E)               \
-  X(cuvsIvfPqIndexGetListSizes, E)                    \
-  X(cuvsIvfPqIndexUnpackContiguousListData, E)        \
-  X(cuvsIvfPqIndexGetListIndices, E)                  \
-  X(cuvsIvfPqBuild, E)                                \
-  X(cuvsIvfPqBuildPrecomputed, E)                     \
-  X(cuvsIvfPqSearch, E)                               \
-  X(cuvsIvfPqSerialize, E)                            \
-  X(cuvsIvfPqDeserialize, E)                          \
-  X(cuvsIvfPqExtend, E)                               \
+  X(cuvsNNDescentIndexParamsDestroy, E)             \
+  DBL_FUNCS_IVF_PQ(X)
+
+/* IVF-PQ indexes (dbl_ivf_pq.c). */
+#define DBL_FUNCS_IVF_PQ(X)                     \
+  X(cuvsIvfPqIndexCreate, E)                    \
+  X(cuvsIvfPqIndexDestroy, E)                   \
+  X(cuvsIvfPqIndexGetNLists, E)                 \
+  X(cuvsIvfPqIndexGetDim, E)                    \
+  X(cuvsIvfPqIndexGetSize, E)                   \
+  X(cuvsIvfPqIndexGetPqDim, E)                  \
+  X(cuvsIvfPqIndexGetPqBits, E)                 \
+  X(cuvsIvfPqIndexGetPqLen, E)                  \
+  X(cuvsIvfPqIndexGetCenters, E)                \
+  X(cuvsIvfPqIndexGetCentersPadded, E)          \
+  X(cuvsIvfPqIndexGetPqCenters, E)              \
+  X(cuvsIvfPqIndexGetCentersRot, E)             \
+  X(cuvsIvfPqIndexGetRotationMatrix, E)         \
+  X(cuvsIvfPqIndexGetListSizes, E)              \
+  X(cuvsIvfPqIndexUnpackContiguousListData, E)  \
+  X(cuvsIvfPqIndexGetListIndices, E)            \
+  X(cuvsIvfPqBuild, E)                          \
+  X(cuvsIvfPqBuildPrecomputed, E)               \
+  X(cuvsIvfPqSearch, E)                         \
+  X(cuvsIvfPqSerialize, E)                      \
+  X(cuvsIvfPqDeserialize, E)                    \
+  X(cuvsIvfPqExtend, E)                         \
   X(cuvsIvfPqTransform, E)
 
 enum {
