@@ -121,7 +121,7 @@
   X(cuvsIvfPqSearchParamsCreate, E)                   \
   X(cuvsIvfPqSearchParamsDestroy, E)                  \
   X(cuvsNNDescentIndexParamsCreate, E)                \
-  X(cuvsNNDescentIndexParamsDestroy, E)             \
+  X(cuvsNNDescentIndexParamsDestroy, E)               \
   DBL_FUNCS_IVF_PQ(X)
 
 /* IVF-PQ indexes (dbl_ivf_pq.c). */
