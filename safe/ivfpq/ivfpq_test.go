@@ -314,10 +314,12 @@ func TestBuildSearch(t *testing.T) {
 func TestVariants(t *testing.T) {
 	f := setup(t)
 	p := params(t)
+	// Per-cluster codebooks train on each list's rows alone: 4 bits (16
+	// centres) leave them enough points.
 	p.CodebookKind = ivfpq.PerCluster
-	p.PQDim = dim / 4
+	p.PQBits = 4
 	idx := build(t, f.res, f.dataset, p)
-	if v, err := idx.PQCenters(); err != nil || v.Dim(0) != nLists || v.Dim(1) != 4 || v.Dim(2) != 256 {
+	if v, err := idx.PQCenters(); err != nil || v.Dim(0) != nLists || v.Dim(1) != 2 || v.Dim(2) != 16 {
 		t.Errorf("per-cluster codebooks %v, %v", v, err)
 	}
 	nb, d := results(t, f, idx, &f.sp)
