@@ -125,8 +125,9 @@
   X(cuvsIvfPqSearchParamsCreate, E)                   \
   X(cuvsIvfPqSearchParamsDestroy, E)                  \
   X(cuvsNNDescentIndexParamsCreate, E)                \
-  X(cuvsNNDescentIndexParamsDestroy, E)              \
-  DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)
+  X(cuvsNNDescentIndexParamsDestroy, E)               \
+  DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)                     \
+  DBL_FUNCS_IVF_PQ(X)
 
 /* IVF-Flat, IVF-SQ and refine (dbl_ivf_flat.c, dbl_ivf_sq.c, dbl_refine.c). */
 #define DBL_FUNCS_IVF_FLAT_SQ_REFINE(X) \
@@ -161,6 +162,32 @@
   X(cuvsIvfSqExtend, E)                 \
   X(cuvsRefine, E)
 
+/* IVF-PQ indexes (dbl_ivf_pq.c). */
+#define DBL_FUNCS_IVF_PQ(X)                     \
+  X(cuvsIvfPqIndexCreate, E)                    \
+  X(cuvsIvfPqIndexDestroy, E)                   \
+  X(cuvsIvfPqIndexGetNLists, E)                 \
+  X(cuvsIvfPqIndexGetDim, E)                    \
+  X(cuvsIvfPqIndexGetSize, E)                   \
+  X(cuvsIvfPqIndexGetPqDim, E)                  \
+  X(cuvsIvfPqIndexGetPqBits, E)                 \
+  X(cuvsIvfPqIndexGetPqLen, E)                  \
+  X(cuvsIvfPqIndexGetCenters, E)                \
+  X(cuvsIvfPqIndexGetCentersPadded, E)          \
+  X(cuvsIvfPqIndexGetPqCenters, E)              \
+  X(cuvsIvfPqIndexGetCentersRot, E)             \
+  X(cuvsIvfPqIndexGetRotationMatrix, E)         \
+  X(cuvsIvfPqIndexGetListSizes, E)              \
+  X(cuvsIvfPqIndexUnpackContiguousListData, E)  \
+  X(cuvsIvfPqIndexGetListIndices, E)            \
+  X(cuvsIvfPqBuild, E)                          \
+  X(cuvsIvfPqBuildPrecomputed, E)               \
+  X(cuvsIvfPqSearch, E)                         \
+  X(cuvsIvfPqSerialize, E)                      \
+  X(cuvsIvfPqDeserialize, E)                    \
+  X(cuvsIvfPqExtend, E)                         \
+  X(cuvsIvfPqTransform, E)
+
 enum {
 #define DBL_X(name, kind) F_##name,
   DBL_FUNCS(DBL_X)
@@ -187,6 +214,8 @@ enum {
   X(K_BF_IMPL, "brute_force_index_data")                    \
   X(K_CAGRA_INDEX, "cagra_index")                           \
   X(K_CAGRA_IMPL, "cagra_index_data")                       \
+  X(K_IVFPQ_INDEX, "ivf_pq_index")                          \
+  X(K_IVFPQ_IMPL, "ivf_pq_index_data")                      \
   X(K_RMM, "rmm")                                           \
   X(K_HOST, "host")                                         \
   X(K_META, "tensor_metadata")                              \

@@ -1,0 +1,924 @@
+package ivfpq
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/handle"
+)
+
+var (
+	elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, dlpack.Uint8}
+	f32       = []dlpack.DataType{dlpack.Float32}
+)
+
+// The tensor rules of IVF-PQ, in one place (c/src/neighbors/ivf_pq.cpp).
+var (
+	datasetRule    = safe.Rule{Arg: "dataset", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	vectorsRule    = safe.Rule{Arg: "vectors", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	idsRule        = safe.Rule{Arg: "ids", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
+	pqCentersRule  = safe.Rule{Arg: "pqCenters", Memory: safe.DeviceMemory, DTypes: f32, Rank: 3, RowMajor: true}
+	centersRule    = safe.Rule{Arg: "centers", Memory: safe.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
+	centersRotRule = safe.Rule{Arg: "centersRot", Memory: safe.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
+	rotationRule   = safe.Rule{Arg: "rotation", Memory: safe.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
+	inputRule      = safe.Rule{Arg: "input", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	labelsRule     = safe.Rule{Arg: "labels", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 1, RowMajor: true}
+	codesRule      = safe.Rule{Arg: "codes", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint8}, Rank: 2, RowMajor: true}
+	searchRules    = safe.SearchRules{
+		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
+		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true},
+	}
+)
+
+// importedView is a view cuVS handed out into the index's memory: the
+// DLManagedTensor (our C memory) it filled in, imported.
+type importedView struct {
+	im *dlpack.Imported
+	mt *generated.DLManagedTensor
+}
+
+// Index is an IVF-PQ index. Any number of goroutines may search it at once,
+// each with its own safe.Resources; Extend needs it alone, and Close waits
+// for the searches in flight.
+type Index struct {
+	h     generated.CuvsIvfPqIndex_t // C memory
+	size  atomic.Int64               // changed by Extend
+	dtype atomic.Uint32              // packed dlpack.DataType; 0 while unknown
+	dim   int64
+	// read from the library when the index is made
+	nLists, pqDim, pqBits, pqLen int64
+	layout                       CodesLayout
+	layoutKnown                  bool // false after Deserialize: the C API has no getter
+
+	state     handle.State
+	mu        sync.Mutex // Close, Extend, the views list
+	left      *leftovers // what a cleanup must release if Close is never called
+	imported  []importedView
+	destroyed bool
+	clean     runtime.Cleanup
+}
+
+// leftovers is what an index holds in C and in borrows: shared with its
+// cleanup, which releases them if the index is dropped without Close.
+type leftovers struct {
+	h       generated.CuvsIvfPqIndex_t
+	borrows []*dlpack.Retention
+}
+
+func destroyIndex(l *leftovers) {
+	liveIndexes.Dec()
+	_ = generated.CuvsIvfPqIndexDestroy(l.h)
+	for _, r := range l.borrows {
+		r.End()
+	}
+}
+
+func newIndex(op string) (*Index, error) {
+	var h generated.CuvsIvfPqIndex_t
+	if err := generated.CuvsIvfPqIndexCreate(&h); err != nil {
+		return nil, safe.Wrap(op, err)
+	}
+	liveIndexes.Inc()
+	idx := &Index{h: h}
+	idx.left = &leftovers{h: h}
+	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
+	return idx, nil
+}
+
+func (idx *Index) label() string { return fmt.Sprintf("ivfpq.Index(%p)", idx) }
+
+// fail destroys a half-made index.
+func (idx *Index) fail() {
+	idx.clean.Stop()
+	for _, r := range idx.left.borrows {
+		r.End()
+	}
+	liveIndexes.Dec()
+	_ = generated.CuvsIvfPqIndexDestroy(idx.h)
+}
+
+func packDType(d dlpack.DataType) uint32 {
+	return uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16
+}
+
+func unpackDType(v uint32) dlpack.DataType {
+	return dlpack.DataType{Code: dlpack.TypeCode(v), Bits: uint8(v >> 8), Lanes: uint16(v >> 16)}
+}
+
+// readDType reads the index's element type from the C handle. cuVS writes
+// code and bits only (lanes stay 0 from cuvsIvfPqIndexCreate, read here as
+// 1); code 0 and bits 0 is cuVS's "not known yet" (after
+// cuvsIvfPqBuildPrecomputed or cuvsIvfPqDeserialize, until Extend).
+func (idx *Index) readDType() {
+	d := idx.h.Dtype
+	if d.Code == 0 && d.Bits == 0 {
+		idx.dtype.Store(0)
+		return
+	}
+	lanes := d.Lanes
+	if lanes == 0 {
+		lanes = 1
+	}
+	idx.dtype.Store(packDType(dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: lanes}))
+}
+
+// refresh reads the index's shape from the library. The out-parameters
+// are locals: a pointer into the Index, which holds Go pointers, may not be
+// passed to C.
+func (idx *Index) refresh(op string) error {
+	var v [6]int64
+	gets := [...]func(generated.CuvsIvfPqIndex_t, *int64) error{
+		generated.CuvsIvfPqIndexGetSize, generated.CuvsIvfPqIndexGetDim, generated.CuvsIvfPqIndexGetNLists,
+		generated.CuvsIvfPqIndexGetPqDim, generated.CuvsIvfPqIndexGetPqBits, generated.CuvsIvfPqIndexGetPqLen,
+	}
+	for i, get := range gets {
+		var x int64
+		if err := get(idx.h, &x); err != nil {
+			return safe.Wrap(op, err)
+		}
+		v[i] = x
+	}
+	idx.size.Store(v[0])
+	idx.dim, idx.nLists, idx.pqDim, idx.pqBits, idx.pqLen = v[1], v[2], v[3], v[4], v[5]
+	idx.readDType()
+	return nil
+}
+
+// enter starts a shared use of the index (a search, a serialization),
+// refusing with safe.ErrClosed or, while Extend runs, safe.ErrBusy.
+func (idx *Index) enter(op string) error {
+	if idx.state.Enter() {
+		return nil
+	}
+	if idx.state.Closed() {
+		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
+}
+
+func deviceCompatible(v *dlpack.View) bool {
+	switch v.Device().Type {
+	case dlpack.CUDA, dlpack.CUDAHost, dlpack.CUDAManaged:
+		return true
+	}
+	return false
+}
+
+// Build trains an IVF-PQ index on dataset (rows × dim, at least NLists
+// rows; float32, float16, int8 or uint8; host or device memory, row-major)
+// and, with p.AddDataOnBuild, adds its rows with ids 0..rows-1. cuVS copies
+// (and compresses) the data: the index keeps no reference to dataset.
+//
+// C calls: cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqIndexCreate,
+// cuvsIvfPqBuild, cuvsStreamSync for a dataset in Go memory, and the
+// getters cuvsIvfPqIndexGetSize/GetDim/GetNLists/GetPqDim/GetPqBits/GetPqLen.
+func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
+	const op = "ivfpq.Build"
+	if dataset == nil {
+		return nil, safe.Argf(op, "dataset", "nil")
+	}
+	dv, err := dataset.View()
+	if err != nil {
+		return nil, safe.Argf(op, "dataset", "%w", err)
+	}
+	if err := datasetRule.Check(op, &dv); err != nil {
+		return nil, err
+	}
+	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
+		return nil, safe.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
+	}
+	if dv.Dim(1) > 1<<31 {
+		return nil, safe.Argf(op, "dataset", "dimension %d is too large", dv.Dim(1))
+	}
+	if err := p.validate(op, dv.Dim(1)); err != nil {
+		return nil, err
+	}
+	if int64(p.NLists) > dv.Dim(0) {
+		return nil, safe.Argf(op, "params.NLists", "%d lists for %d rows: want at most one list per row", p.NLists, dv.Dim(0))
+	}
+	cp, err := p.toC(op)
+	if err != nil {
+		return nil, err
+	}
+	defer generated.CuvsIvfPqIndexParamsDestroy(cp)
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	if err := callWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfPqBuild(h, cp, t[0], idx.h)
+	}); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	if err := idx.refresh(op); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	idx.layout, idx.layoutKnown = p.CodesLayout, true
+	return idx, nil
+}
+
+// BuildPrecomputed makes an index from a model trained elsewhere, with no
+// rows (cuvsIvfPqBuildPrecomputed): add them with Extend. The tensors are
+// float32, row-major, in device memory, shaped as the views of an index
+// with these parameters (see the getters of the same names):
+//
+//	pqCenters   [PQDim or NLists, PQLen, 2^PQBits]  (PQDim for PerSubspace codebooks)
+//	centers     [NLists, round_up(dim+1, 8)]         (as CentersPadded)
+//	centersRot  [NLists, PQLen × PQDim]
+//	rotation    [PQLen × PQDim, dim]
+//
+// where PQDim is p.PQDim, or cuVS's choice for dim when 0, and
+// PQLen = ceil(dim / PQDim). cuVS keeps references to all four: the index
+// borrows them until Close, and their owners refuse to be freed or written
+// meanwhile. The index's element type is unknown (DType returns the zero
+// DataType) until the first Extend sets it.
+//
+// C calls: cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqIndexCreate,
+// cuvsIvfPqBuildPrecomputed, and the getters as Build.
+func BuildPrecomputed(res *safe.Resources, p IndexParams, dim int, pqCenters, centers, centersRot, rotation dlpack.Tensor) (*Index, error) {
+	const op = "ivfpq.BuildPrecomputed"
+	if dim < 1 || int64(dim) > 1<<31 {
+		return nil, safe.Argf(op, "dim", "%d, want at least 1", dim)
+	}
+	if err := p.validate(op, int64(dim)); err != nil {
+		return nil, err
+	}
+	ts := []dlpack.Tensor{pqCenters, centers, centersRot, rotation}
+	rules := []*safe.Rule{&pqCentersRule, &centersRule, &centersRotRule, &rotationRule}
+	vs := make([]dlpack.View, 4)
+	for i, t := range ts {
+		if t == nil {
+			return nil, safe.Argf(op, rules[i].Arg, "nil")
+		}
+		v, err := t.View()
+		if err != nil {
+			return nil, safe.Argf(op, rules[i].Arg, "%w", err)
+		}
+		if err := rules[i].Check(op, &v); err != nil {
+			return nil, err
+		}
+		vs[i] = v
+	}
+	pqDim := int64(p.PQDim)
+	if pqDim == 0 {
+		pqDim = int64(calcPQDim(uint32(dim)))
+	}
+	pqLen := (int64(dim) + pqDim - 1) / pqDim
+	books := pqDim
+	if p.CodebookKind == PerCluster {
+		books = int64(p.NLists)
+	}
+	nl := int64(p.NLists)
+	want := [][]int64{
+		{books, pqLen, 1 << p.PQBits},
+		{nl, (int64(dim) + 1 + 7) / 8 * 8},
+		{nl, pqLen * pqDim},
+		{pqLen * pqDim, int64(dim)},
+	}
+	for i := range vs {
+		for j, w := range want[i] {
+			if vs[i].Dim(j) != w {
+				return nil, safe.Argf(op, rules[i].Arg, "shape %v, want %v for these parameters", vs[i].Shape(), want[i])
+			}
+		}
+	}
+	cp, err := p.toC(op)
+	if err != nil {
+		return nil, err
+	}
+	defer generated.CuvsIvfPqIndexParamsDestroy(cp)
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	for i := range vs {
+		r, err := vs[i].Retain(idx.label())
+		if err != nil {
+			idx.fail()
+			return nil, safe.Argf(op, rules[i].Arg, "%w", err)
+		}
+		idx.left.borrows = append(idx.left.borrows, r)
+	}
+	in := []*dlpack.View{&vs[0], &vs[1], &vs[2], &vs[3]}
+	if err := callWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfPqBuildPrecomputed(h, cp, uint32(dim), t[0], t[1], t[2], t[3], idx.h)
+	}); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	if err := idx.refresh(op); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	idx.layout, idx.layoutKnown = p.CodesLayout, true
+	return idx, nil
+}
+
+// callWith runs one C call with inputs bound; used by the rare operations
+// (build, extend), not by Search. Go memory among the inputs is pinned only
+// for the call, so the stream is synchronized before it ends.
+func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generated.CuvsResources_t, []*generated.DLManagedTensor) error) error {
+	c := dlpack.Begin(op)
+	defer c.End()
+	ts := make([]*generated.DLManagedTensor, len(in))
+	sync := false
+	for i, v := range in {
+		t, err := c.In(v)
+		if err != nil {
+			return safe.Argf(op, "input", "%w", err)
+		}
+		ts[i] = t
+		sync = sync || v.Device().Type == dlpack.CPU
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	if err := f(h, ts); err != nil {
+		return safe.Wrap(op, err)
+	}
+	if sync {
+		return safe.Wrap(op, generated.CuvsStreamSync(h))
+	}
+	return nil
+}
+
+// Size returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
+// when the index was made and kept up to date by Extend).
+func (idx *Index) Size() int64 { return idx.size.Load() }
+
+// Dim returns the vectors' dimension (cuvsIvfPqIndexGetDim).
+func (idx *Index) Dim() int64 { return idx.dim }
+
+// NLists returns the number of inverted lists (cuvsIvfPqIndexGetNLists).
+func (idx *Index) NLists() int64 { return idx.nLists }
+
+// PQDim returns the number of PQ sub-spaces, the codes per vector
+// (cuvsIvfPqIndexGetPqDim).
+func (idx *Index) PQDim() int64 { return idx.pqDim }
+
+// PQBits returns the bits per PQ code (cuvsIvfPqIndexGetPqBits).
+func (idx *Index) PQBits() int64 { return idx.pqBits }
+
+// PQLen returns the length of a PQ sub-space, ceil(Dim/PQDim)
+// (cuvsIvfPqIndexGetPqLen).
+func (idx *Index) PQLen() int64 { return idx.pqLen }
+
+// RotDim returns the dimension of the rotated space, PQLen × PQDim.
+func (idx *Index) RotDim() int64 { return idx.pqLen * idx.pqDim }
+
+// CodeBytes returns the bytes of one vector's packed codes,
+// ceil(PQDim × PQBits / 8): the width of Transform's and UnpackListCodes's
+// codes.
+func (idx *Index) CodeBytes() int64 { return (idx.pqDim*idx.pqBits + 7) / 8 }
+
+// DType returns the element type of the vectors the index was built or
+// extended with, or the zero DataType while it is unknown: cuVS records it
+// in Build and the first Extend, not in BuildPrecomputed or Deserialize.
+// While it is unknown, Search, Extend and Transform accept any of float32,
+// float16, int8 and uint8.
+func (idx *Index) DType() dlpack.DataType { return unpackDType(idx.dtype.Load()) }
+
+// checkDType checks an input's element type against the index's, when
+// known.
+func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
+	if want := idx.DType(); want != (dlpack.DataType{}) && dt != want {
+		return safe.Argf(op, arg, "dtype %s, the index holds %s", dt, want)
+	}
+	return nil
+}
+
+// Extend adds rows to the index (cuvsIvfPqExtend): vectors (n × Dim(), the
+// index's element type, host or device memory, copied and compressed) with
+// ids (n int64, in the same kind of memory: both host, or both device,
+// pinned or managed). ids nil numbers the rows Size(), Size()+1, ...: the
+// ids Build gave when the index has only those. Ids need not be unique or
+// in order; Search returns them.
+//
+// It needs the index alone: it refuses (safe.ErrBusy) while searches are in
+// flight, and searches meanwhile are refused the same way. The views into
+// the index expire (it refuses while one is in use).
+//
+// C calls: cuvsIvfPqExtend, cuvsStreamSync for tensors in Go memory,
+// cuvsIvfPqIndexGetSize; with ids nil and vectors not in Go memory, also
+// those of safe.DeviceVectorFrom and its Close (cuvsRMMAlloc,
+// cuvsMatrixCopy, cuvsStreamSync, cuvsRMMFree).
+func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error {
+	const op = "ivfpq.Index.Extend"
+	if vectors == nil {
+		return safe.Argf(op, "vectors", "nil")
+	}
+	vv, err := vectors.View()
+	if err != nil {
+		return safe.Argf(op, "vectors", "%w", err)
+	}
+	if err := vectorsRule.Check(op, &vv); err != nil {
+		return err
+	}
+	if err := idx.checkDType(op, "vectors", vv.DType()); err != nil {
+		return err
+	}
+	if vv.Dim(1) != idx.dim {
+		return safe.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.dim)
+	}
+	n := vv.Dim(0)
+	if n < 1 {
+		return safe.Argf(op, "vectors", "no rows")
+	}
+	var iv dlpack.View
+	if ids != nil {
+		if iv, err = ids.View(); err != nil {
+			return safe.Argf(op, "ids", "%w", err)
+		}
+		if err := idsRule.Check(op, &iv); err != nil {
+			return err
+		}
+		if iv.Dim(0) != n {
+			return safe.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
+		}
+		if deviceCompatible(&iv) != deviceCompatible(&vv) {
+			return safe.Argf(op, "ids", "%s memory with vectors in %s memory: both must be host or both device memory", iv.Device(), vv.Device())
+		}
+	}
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	ok, closed := idx.state.TryExclusive()
+	if !ok {
+		if closed {
+			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+		}
+		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
+	}
+	defer idx.state.LeaveExclusive()
+	if err := idx.expireViews(op); err != nil {
+		return err
+	}
+	if ids == nil {
+		gen := make([]int64, n)
+		for i := range gen {
+			gen[i] = idx.size.Load() + int64(i)
+		}
+		if deviceCompatible(&vv) {
+			d, err := safe.DeviceVectorFrom(res, gen)
+			if err != nil {
+				return fmt.Errorf("%s: the ids: %w", op, err)
+			}
+			defer d.Close()
+			iv, _ = d.View()
+		} else {
+			iv, _ = dlpack.NewHostVector(gen).View()
+		}
+	}
+	extended := false
+	err = callWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		err := generated.CuvsIvfPqExtend(h, t[0], t[1], idx.h)
+		extended = err == nil
+		return err
+	})
+	if extended {
+		// cuVS added exactly the new rows, and set the dtype if it was
+		// unknown; the count must follow even if the sync after it failed.
+		idx.size.Add(n)
+		idx.readDType()
+	}
+	return err
+}
+
+// Search finds the k nearest rows for each query, k being the number of
+// columns of neighbors, among the rows of the params.NProbes lists nearest
+// to the query. queries is n × Dim() of the index's element type (any of
+// the four while DType is unknown); neighbors (int64: the ids given to
+// Extend, 0..rows-1 for Build's rows) and distances (float32, approximate:
+// computed from the compressed codes) are n × k; all in device memory. The
+// results are ready once res's stream is synchronized (res.Sync).
+//
+// cuVS's IVF-PQ C API takes no filter. Search allocates nothing on the Go
+// heap when its tensors are pointers (e.g. *safe.DeviceMatrix), and holds no
+// lock across the C call: any number of goroutines may search one index,
+// each with its own Resources. cuVS v26.06 cannot search an index whose
+// CodesLayout is Flat: Search refuses it when the layout is known.
+//
+// C calls: cuvsIvfPqSearch (the parameters are handed to C as a Go value,
+// which cuVS copies).
+func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
+	const op = "ivfpq.Index.Search"
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	c := dlpack.Begin(op)
+	defer c.End()
+	return idx.search(op, c, res, params, queries, neighbors, distances)
+}
+
+// searchDType is the element type a search binds queries with: the index's,
+// or, while unknown, the queries' own (whose rule still limits it).
+func (idx *Index) searchDType(queries dlpack.Tensor) dlpack.DataType {
+	dt := idx.DType()
+	if dt == (dlpack.DataType{}) && queries != nil {
+		if qv, err := queries.View(); err == nil {
+			dt = qv.DType()
+		}
+	}
+	return dt
+}
+
+func (idx *Index) checkSearch(op string, params *SearchParams) error {
+	if params == nil {
+		return safe.Argf(op, "params", "nil")
+	}
+	if err := params.validate(op); err != nil {
+		return err
+	}
+	if idx.layoutKnown && idx.layout != Interleaved {
+		return safe.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
+	}
+	return nil
+}
+
+func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
+	if err := idx.checkSearch(op, params); err != nil {
+		return err
+	}
+	var t safe.SearchTensors
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, idx.size.Load(), &t); err != nil {
+		return err
+	}
+	cp := params.cValue()
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	err = generated.CuvsIvfPqSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances)
+	res.Unlock()
+	return safe.Wrap(op, err)
+}
+
+// Transform encodes input (n × Dim(), device memory) as the index would
+// store it (cuvsIvfPqTransform): labels (n uint32) receives each row's
+// nearest list, codes (n × CodeBytes() uint8) its packed PQ codes. All in
+// device memory; ready once res is synchronized.
+func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, codes dlpack.TensorMut) error {
+	const op = "ivfpq.Index.Transform"
+	if input == nil || labels == nil || codes == nil {
+		return safe.Argf(op, "input/labels/codes", "nil tensor")
+	}
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	iv, err := input.View()
+	if err != nil {
+		return safe.Argf(op, "input", "%w", err)
+	}
+	lm, err := labels.ViewMut()
+	if err != nil {
+		return safe.Argf(op, "labels", "%w", err)
+	}
+	cm, err := codes.ViewMut()
+	if err != nil {
+		return safe.Argf(op, "codes", "%w", err)
+	}
+	if err := inputRule.Check(op, &iv); err != nil {
+		return err
+	}
+	if err := idx.checkDType(op, "input", iv.DType()); err != nil {
+		return err
+	}
+	if iv.Dim(1) != idx.dim {
+		return safe.Argf(op, "input", "%d columns, the index has dimension %d", iv.Dim(1), idx.dim)
+	}
+	if err := labelsRule.CheckMut(op, &lm); err != nil {
+		return err
+	}
+	if err := codesRule.CheckMut(op, &cm); err != nil {
+		return err
+	}
+	n := iv.Dim(0)
+	if lm.Dim(0) != n {
+		return safe.Argf(op, "labels", "%d entries for %d rows", lm.Dim(0), n)
+	}
+	if cm.Dim(0) != n || cm.Dim(1) != idx.CodeBytes() {
+		return safe.Argf(op, "codes", "shape %v, want [%d %d]", cm.Shape(), n, idx.CodeBytes())
+	}
+	c := dlpack.Begin(op)
+	defer c.End()
+	it, err := c.In(&iv)
+	if err != nil {
+		return safe.Argf(op, "input", "%w", err)
+	}
+	lt, err := c.Out(&lm)
+	if err != nil {
+		return safe.Argf(op, "labels", "%w", err)
+	}
+	ct, err := c.Out(&cm)
+	if err != nil {
+		return safe.Argf(op, "codes", "%w", err)
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	return safe.Wrap(op, generated.CuvsIvfPqTransform(h, idx.h, it, lt, ct))
+}
+
+// ListSizesToHost returns the number of rows in each list, read from the
+// index (cuvsIvfPqIndexGetListSizes, then cuvsMatrixCopy and
+// cuvsStreamSync into Go memory).
+func (idx *Index) ListSizesToHost(res *safe.Resources) ([]uint32, error) {
+	const op = "ivfpq.Index.ListSizesToHost"
+	if err := idx.enter(op); err != nil {
+		return nil, err
+	}
+	defer idx.state.Leave()
+	return idx.listSizes(op, res)
+}
+
+func (idx *Index) listSizes(op string, res *safe.Resources) ([]uint32, error) {
+	mt := cDLManaged()
+	defer cFree(unsafe.Pointer(mt))
+	if err := generated.CuvsIvfPqIndexGetListSizes(idx.h, mt); err != nil {
+		return nil, safe.Wrap(op, err)
+	}
+	im, err := dlpack.Import(mt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	defer im.Close()
+	v, err := im.View()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out := make([]uint32, v.Len())
+	hm, err := dlpack.NewHostVector(out).ViewMut()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := safe.Copy(res, &v, &hm); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
+
+// UnpackListCodes copies the packed PQ codes of rows offset, offset+1, ...
+// of list label into codes (n × CodeBytes() uint8, device memory, n rows
+// unpacked) (cuvsIvfPqIndexUnpackContiguousListData); ready once res is
+// synchronized. The rows must exist (offset + n ≤ the list's size), and the
+// index's layout must be Interleaved (cuVS v26.06 unpacks no other).
+//
+// C calls: cuvsIvfPqIndexGetListSizes, cuvsMatrixCopy, cuvsStreamSync (to
+// check the range), cuvsIvfPqIndexUnpackContiguousListData.
+func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, codes dlpack.TensorMut) error {
+	const op = "ivfpq.Index.UnpackListCodes"
+	if codes == nil {
+		return safe.Argf(op, "codes", "nil")
+	}
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	if int64(label) >= idx.nLists {
+		return safe.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
+	}
+	if idx.layoutKnown && idx.layout != Interleaved {
+		return safe.Argf(op, "index", "the index's codes layout is %s: cuVS unpacks only Interleaved", idx.layout)
+	}
+	cm, err := codes.ViewMut()
+	if err != nil {
+		return safe.Argf(op, "codes", "%w", err)
+	}
+	if err := codesRule.CheckMut(op, &cm); err != nil {
+		return err
+	}
+	if cm.Dim(1) != idx.CodeBytes() {
+		return safe.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.CodeBytes())
+	}
+	if idx.size.Load() == 0 {
+		return safe.Argf(op, "label", "the index holds no rows")
+	}
+	sizes, err := idx.listSizes(op, res)
+	if err != nil {
+		return err
+	}
+	if int64(offset)+cm.Dim(0) > int64(sizes[label]) {
+		return safe.Argf(op, "offset", "rows %d..%d of list %d, which holds %d", offset, int64(offset)+cm.Dim(0), label, sizes[label])
+	}
+	c := dlpack.Begin(op)
+	defer c.End()
+	ct, err := c.Out(&cm)
+	if err != nil {
+		return safe.Argf(op, "codes", "%w", err)
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	return safe.Wrap(op, generated.CuvsIvfPqIndexUnpackContiguousListData(h, idx.h, ct, label, offset))
+}
+
+// Serialize writes the index to a file (cuvsIvfPqSerialize).
+func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	const op = "ivfpq.Index.Serialize"
+	if err := idx.enter(op); err != nil {
+		return err
+	}
+	defer idx.state.Leave()
+	p, err := safe.CPath(op, path)
+	if err != nil {
+		return err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		return err
+	}
+	defer res.Unlock()
+	return safe.Wrap(op, generated.CuvsIvfPqSerialize(h, &p[0], idx.h))
+}
+
+// Deserialize reads an index written by Serialize. The index owns its data.
+// cuVS's file does not record the element type: DType is unknown until the
+// first Extend, and Search accepts queries of any of the four types (the
+// index's codes are the same whatever type the vectors had). Nor does the
+// C API report the codes layout, so Search leaves a Flat index for cuVS to
+// refuse.
+//
+// C calls: cuvsIvfPqIndexCreate, cuvsIvfPqDeserialize, and the getters as
+// Build.
+func Deserialize(res *safe.Resources, path string) (*Index, error) {
+	const op = "ivfpq.Deserialize"
+	p, err := safe.CPath(op, path)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	h, err := res.Lock(op)
+	if err != nil {
+		idx.fail()
+		return nil, err
+	}
+	err = generated.CuvsIvfPqDeserialize(h, &p[0], idx.h)
+	res.Unlock()
+	if err != nil {
+		idx.fail()
+		return nil, safe.Wrap(op, err)
+	}
+	if err := idx.refresh(op); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	return idx, nil
+}
+
+// Centers returns a read-only view of the coarse cluster centres, NLists ×
+// Dim float32 in device memory, strided (rows of CentersPadded's width)
+// (cuvsIvfPqIndexGetCenters). Like every view of the index, it expires
+// when the index is closed or extended; while it is bound to a call or
+// retained (by an index made with BuildPrecomputed, say), the index refuses
+// Close and Extend.
+func (idx *Index) Centers() (dlpack.View, error) {
+	return idx.internalView("ivfpq.Index.Centers", generated.CuvsIvfPqIndexGetCenters)
+}
+
+// CentersPadded returns a view of the centres as the index stores them,
+// NLists × round_up(Dim+1, 8) float32, each row the centre, its squared
+// norm and zeros (cuvsIvfPqIndexGetCentersPadded).
+func (idx *Index) CentersPadded() (dlpack.View, error) {
+	return idx.internalView("ivfpq.Index.CentersPadded", generated.CuvsIvfPqIndexGetCentersPadded)
+}
+
+// PQCenters returns a view of the PQ codebooks, float32 [PQDim (or NLists
+// for PerCluster codebooks), PQLen, 2^PQBits] (cuvsIvfPqIndexGetPqCenters).
+func (idx *Index) PQCenters() (dlpack.View, error) {
+	return idx.internalView("ivfpq.Index.PQCenters", generated.CuvsIvfPqIndexGetPqCenters)
+}
+
+// CentersRot returns a view of the centres in the rotated space, NLists ×
+// RotDim float32 (cuvsIvfPqIndexGetCentersRot).
+func (idx *Index) CentersRot() (dlpack.View, error) {
+	return idx.internalView("ivfpq.Index.CentersRot", generated.CuvsIvfPqIndexGetCentersRot)
+}
+
+// RotationMatrix returns a view of the rotation, RotDim × Dim float32
+// (cuvsIvfPqIndexGetRotationMatrix).
+func (idx *Index) RotationMatrix() (dlpack.View, error) {
+	return idx.internalView("ivfpq.Index.RotationMatrix", generated.CuvsIvfPqIndexGetRotationMatrix)
+}
+
+// ListSizes returns a view of the lists' sizes, NLists uint32 in device
+// memory (cuvsIvfPqIndexGetListSizes); ListSizesToHost copies them.
+func (idx *Index) ListSizes() (dlpack.View, error) {
+	return idx.internalView("ivfpq.Index.ListSizes", generated.CuvsIvfPqIndexGetListSizes)
+}
+
+// ListIndices returns a view of the ids stored in list label, int64 in
+// device memory (cuvsIvfPqIndexGetListIndices). Its length is the list's
+// capacity: only the first ListSizes()[label] entries are ids, the rest
+// are cuVS's filler. The index must hold rows (cuVS allocates no lists
+// before).
+func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
+	const op = "ivfpq.Index.ListIndices"
+	if int64(label) >= idx.nLists {
+		return dlpack.View{}, safe.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
+	}
+	if idx.size.Load() == 0 {
+		return dlpack.View{}, safe.Argf(op, "label", "the index holds no rows: cuVS has no lists yet")
+	}
+	return idx.internalView(op, func(h generated.CuvsIvfPqIndex_t, mt *generated.DLManagedTensor) error {
+		return generated.CuvsIvfPqIndexGetListIndices(h, label, mt)
+	})
+}
+
+func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
+	// idx.mu, not a shared use: Close and Extend, which expire the views,
+	// hold it, so a view is never added behind their back.
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.state.Closed() {
+		return dlpack.View{}, fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	mt := cDLManaged()
+	if err := get(idx.h, mt); err != nil {
+		cFree(unsafe.Pointer(mt))
+		return dlpack.View{}, safe.Wrap(op, err)
+	}
+	im, err := dlpack.Import(mt)
+	if err != nil {
+		cFree(unsafe.Pointer(mt))
+		return dlpack.View{}, fmt.Errorf("%s: %w", op, err)
+	}
+	im.Owner().SetLabel(op)
+	v, err := im.View()
+	if err != nil {
+		im.Close()
+		cFree(unsafe.Pointer(mt))
+		return dlpack.View{}, fmt.Errorf("%s: %w", op, err)
+	}
+	idx.imported = append(idx.imported, importedView{im, mt})
+	return v, nil
+}
+
+// expireViews closes the views handed out into the index's memory; it
+// refuses while one is borrowed. idx.mu is held.
+func (idx *Index) expireViews(op string) error {
+	for i, iv := range idx.imported {
+		// Close calls cuVS's deleter, which frees the shape and strides it
+		// allocated; the struct itself is ours.
+		if err := iv.im.Close(); err != nil {
+			idx.imported = idx.imported[i:]
+			return fmt.Errorf("%s: a view of the index is in use: %w", op, err)
+		}
+		cFree(unsafe.Pointer(iv.mt))
+	}
+	idx.imported = nil
+	return nil
+}
+
+// Close frees the index, waiting for searches in flight, expires its views
+// and ends its borrows (BuildPrecomputed's tensors). It refuses while a view
+// of the index is in use (bound to a call, or retained by another index).
+// Closing twice is harmless; if freeing the index fails, the index keeps its
+// borrows and a later Close tries again. C call: cuvsIvfPqIndexDestroy.
+func (idx *Index) Close() error {
+	const op = "ivfpq.Index.Close"
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.destroyed {
+		return nil
+	}
+	if !idx.state.Closed() {
+		if err := idx.expireViews(op); err != nil {
+			return err
+		}
+		idx.state.Close()
+		idx.clean.Stop()
+	}
+	if err := generated.CuvsIvfPqIndexDestroy(idx.h); err != nil {
+		return safe.Wrap(op, err)
+	}
+	idx.destroyed = true
+	liveIndexes.Dec()
+	for _, r := range idx.left.borrows {
+		r.End()
+	}
+	idx.left.borrows = nil
+	return nil
+}
+
+// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
+var liveIndexes = live.New("ivfpq.Index")
