@@ -263,6 +263,9 @@ def run_gpu():
     want = (0.5 + np.arange(12, dtype=np.float64)).reshape(3, 4)
     exports = 0
     for dev in range(ndev):
+        # PyTorch exports a tensor only from its own device's context
+        # ("Can't export tensors on a different CUDA device index").
+        torch.cuda.set_device(dev)
         # Go -> PyTorch, through the protocol and through a bare capsule.
         for how in ("torch.from_dlpack", "torch.utils.dlpack.from_dlpack(capsule)"):
             with Released(1, "%s cuda:%d" % (how, dev)):
