@@ -119,14 +119,14 @@ const unbound = -1
 // thread.
 func newBoundResources(op string, n int) (*Resources, error) {
 	if n < 0 {
-		return nil, Argf(op, "OnDevice", "device %d is negative", n)
+		return nil, argf(op, "OnDevice", "device %d is negative", n)
 	}
 	count, err := DeviceCount()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if n >= count {
-		return nil, Argf(op, "OnDevice", "device %d, the process sees %d CUDA device(s)", n, count)
+		return nil, argf(op, "OnDevice", "device %d, the process sees %d CUDA device(s)", n, count)
 	}
 	d := int32(n)
 	runtime.LockOSThread()
@@ -141,7 +141,7 @@ func newBoundResources(op string, n int) (*Resources, error) {
 	}
 	var h generated.CuvsResources_t
 	if err := generated.CuvsResourcesCreate(&h); err != nil {
-		return nil, Wrap(op, err)
+		return nil, wrap(op, err)
 	}
 	// cuVS's resources learn their device at the first question: ask it now,
 	// with n current, so that the handle is n's whatever happens later.
@@ -151,7 +151,7 @@ func newBoundResources(op string, n int) (*Resources, error) {
 		if err == nil {
 			return nil, fmt.Errorf("%s: resources made with device %d current report device %d", op, n, id)
 		}
-		return nil, Wrap(op, err)
+		return nil, wrap(op, err)
 	}
 	liveResources.Inc()
 	r := &Resources{h: h, dev: d}
@@ -190,7 +190,7 @@ func poolOn(op string, d int32) error {
 		return nil
 	}
 	if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(devicePools.initial), int32(devicePools.max), devicePools.managed); err != nil {
-		return Wrap(op+": enabling the memory pool on device "+fmt.Sprint(d), err)
+		return wrap(op+": enabling the memory pool on device "+fmt.Sprint(d), err)
 	}
 	devicePools.done[d] = true
 	return nil
@@ -275,7 +275,7 @@ func (r *Resources) deviceID(op string) (int32, error) {
 // pinned and managed memory are reachable from every device and pass. It
 // costs two comparisons once r's device is known (an unbound handle asks
 // cuVS once).
-func (r *Resources) CheckDevice(op, arg string, dev dlpack.Device) error {
+func (r *Resources) checkDevice(op, arg string, dev dlpack.Device) error {
 	if dev.Type != dlpack.CUDA || r == nil {
 		return nil
 	}
@@ -284,7 +284,7 @@ func (r *Resources) CheckDevice(op, arg string, dev dlpack.Device) error {
 		return err
 	}
 	if dev.ID != want {
-		return Argf(op, arg, "memory of CUDA device %d, the resources work on device %d", dev.ID, want)
+		return argf(op, arg, "memory of CUDA device %d, the resources work on device %d", dev.ID, want)
 	}
 	return nil
 }
@@ -295,5 +295,5 @@ func cudaOrCuvs(op string, err error) error {
 	if _, ok := err.(*cudart.Error); ok {
 		return cudaError(op, err)
 	}
-	return Wrap(op, err)
+	return wrap(op, err)
 }

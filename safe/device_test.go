@@ -3,6 +3,7 @@ package safe_test
 import (
 	"errors"
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 	"strings"
 	"sync"
@@ -215,28 +216,28 @@ func TestWrongDeviceTensorRefused(t *testing.T) {
 	defer safetest.Close(t, d1)
 
 	qv, _ := q1.View()
-	if err := res1.CheckDevice("op", "queries", qv.Device()); err != nil {
+	if err := kit.CheckDevice(res1, "op", "queries", qv.Device()); err != nil {
 		t.Errorf("device 1 tensor on device 1 resources: %v", err)
 	}
-	err = res0.CheckDevice("op", "queries", qv.Device())
+	err = kit.CheckDevice(res0, "op", "queries", qv.Device())
 	var ae *safe.ArgError
 	if !errors.As(err, &ae) || ae.Arg != "queries" || !strings.Contains(ae.Reason, "device 1") {
 		t.Errorf("device 1 tensor on device 0 resources: %v, want an *ArgError", err)
 	}
 	// host memory is anyone's
-	if err := res0.CheckDevice("op", "queries", dlpack.HostDevice); err != nil {
+	if err := kit.CheckDevice(res0, "op", "queries", dlpack.HostDevice); err != nil {
 		t.Error(err)
 	}
 
-	rules := safe.SearchRules{
-		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
-		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
-		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	rules := kit.SearchRules{
+		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: kit.Rule{Arg: "distances", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
 	}
 	bind := func(res *safe.Resources, nb dlpack.TensorMut, d dlpack.TensorMut) error {
 		c := dlpack.Begin("test")
 		defer c.End()
-		var st safe.SearchTensors
+		var st kit.SearchTensors
 		return rules.BindOn("test", res, c, q1, nb, d, dlpack.Float32, 2, 10, &st)
 	}
 	if err := bind(res1, nb1, d1); err != nil {
@@ -253,7 +254,7 @@ func TestWrongDeviceTensorRefused(t *testing.T) {
 	}
 
 	// Copy's argument rule, through Rule.CheckOn
-	rule := safe.Rule{Arg: "dataset", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
+	rule := kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
 	if err := rule.CheckOn("test", res0, &qv); !errors.As(err, &ae) || ae.Arg != "dataset" {
 		t.Errorf("Rule.CheckOn: %v", err)
 	}
@@ -268,7 +269,7 @@ func TestDoubleCatchesForgottenDevice(t *testing.T) {
 	ctl := safetest.Double(t, "its per-thread device tracking")
 	devices(t, 2)
 	res := boundResources(t, 1)
-	h, err := res.Lock("test")
+	h, err := kit.Lock(res, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func TestDoubleCatchesForgottenDevice(t *testing.T) {
 	ctl.SetCurrentDevice(0)
 	err = generated.CuvsStreamSync(h)
 	ctl.SetCurrentDevice(1)
-	res.Unlock()
+	kit.Unlock(res)
 	if err == nil || !strings.Contains(err.Error(), "invalid device context") {
 		t.Errorf("a call on device 1's resources with device 0 current: %v", err)
 	}
@@ -339,10 +340,10 @@ func BenchmarkResourcesLock(b *testing.B) {
 		}
 		defer res.Close()
 		for b.Loop() {
-			if _, err := res.Lock("bench"); err != nil {
+			if _, err := kit.Lock(res, "bench"); err != nil {
 				b.Fatal(err)
 			}
-			res.Unlock()
+			kit.Unlock(res)
 		}
 	})
 	for _, d := range []int{0, 1} {
@@ -359,10 +360,10 @@ func BenchmarkResourcesLock(b *testing.B) {
 			}
 			defer res.Close()
 			for b.Loop() {
-				if _, err := res.Lock("bench"); err != nil {
+				if _, err := kit.Lock(res, "bench"); err != nil {
 					b.Fatal(err)
 				}
-				res.Unlock()
+				kit.Unlock(res)
 			}
 		})
 	}

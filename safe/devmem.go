@@ -65,21 +65,21 @@ func freeDevice(a deviceAlloc) {
 // resource belongs to the device, not to the handle that allocated from it.
 func rmmFree(op string, res *Resources, p unsafe.Pointer, bytes uint64) error {
 	liveDevice.Dec()
-	h, err := res.Lock(op)
+	h, err := res.lock(op)
 	if err != nil {
 		tmp, terr := res.sibling() // on res's device
 		if terr != nil {
 			return err
 		}
 		defer tmp.Close()
-		if h, err = tmp.Lock(op); err != nil {
+		if h, err = tmp.lock(op); err != nil {
 			return err
 		}
-		defer tmp.Unlock()
+		defer tmp.unlock()
 	} else {
-		defer res.Unlock()
+		defer res.unlock()
 	}
-	return Wrap(op, generated.CuvsRMMFree(h, p, bytes))
+	return wrap(op, generated.CuvsRMMFree(h, p, bytes))
 }
 
 // NewDeviceMatrix allocates an uninitialized rows×cols matrix on res's
@@ -91,14 +91,14 @@ func NewDeviceMatrix[T dlpack.DType](res *Resources, rows, cols int) (*DeviceMat
 
 func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) (*DeviceMatrix[T], error) {
 	if rows < 0 {
-		return nil, Argf(op, "rows", "%d is negative", rows)
+		return nil, argf(op, "rows", "%d is negative", rows)
 	}
 	if cols < 1 {
-		return nil, Argf(op, "cols", "%d, want at least 1", cols)
+		return nil, argf(op, "cols", "%d, want at least 1", cols)
 	}
 	esz := dlpack.DataTypeOf[T]().ElemSize()
 	if int64(rows) > math.MaxInt64/int64(cols)/esz {
-		return nil, Argf(op, "rows", "%d×%d elements of %d bytes overflow", rows, cols, esz)
+		return nil, argf(op, "rows", "%d×%d elements of %d bytes overflow", rows, cols, esz)
 	}
 	bytes := uint64(rows) * uint64(cols) * uint64(esz)
 	id, err := res.DeviceID()
@@ -107,15 +107,15 @@ func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) 
 	}
 	m := &DeviceMatrix[T]{res: res, rows: int64(rows), cols: int64(cols), dev: dlpack.Device{Type: dlpack.CUDA, ID: int32(id)}}
 	if bytes > 0 {
-		h, err := res.Lock(op)
+		h, err := res.lock(op)
 		if err != nil {
 			return nil, err
 		}
 		var p unsafe.Pointer
 		err = generated.CuvsRMMAlloc(h, &p, bytes)
-		res.Unlock()
+		res.unlock()
 		if err != nil {
-			return nil, Wrap(op, err)
+			return nil, wrap(op, err)
 		}
 		liveDevice.Inc()
 		m.ptr = p
@@ -124,7 +124,7 @@ func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) 
 	m.owner.SetLabel(fmt.Sprintf("DeviceMatrix[%s] %d×%d", dlpack.DataTypeOf[T](), rows, cols))
 	if m.view, m.viewMut, err = m.wholeViews(2); err != nil {
 		m.Close()
-		return nil, Wrap(op, err)
+		return nil, wrap(op, err)
 	}
 	return m, nil
 }
@@ -149,7 +149,7 @@ func (m *DeviceMatrix[T]) wholeViews(rank int) (dlpack.View, dlpack.ViewMut, err
 func DeviceMatrixFrom[T dlpack.DType](res *Resources, data []T, rows, cols int) (*DeviceMatrix[T], error) {
 	const op = "safe.DeviceMatrixFrom"
 	if rows < 0 || cols < 1 || len(data) != rows*cols {
-		return nil, Argf(op, "data", "len %d does not hold %d×%d elements", len(data), rows, cols)
+		return nil, argf(op, "data", "len %d does not hold %d×%d elements", len(data), rows, cols)
 	}
 	m, err := newDeviceMatrix[T](op, res, rows, cols)
 	if err != nil {
@@ -184,7 +184,7 @@ func (m *DeviceMatrix[T]) ViewMut() (dlpack.ViewMut, error) { return m.viewMut, 
 // matrix's memory and borrow state (no copy).
 func (m *DeviceMatrix[T]) RowsView(start, end int) (dlpack.View, error) {
 	if start < 0 || end < start || int64(end) > m.rows {
-		return dlpack.View{}, Argf("safe.DeviceMatrix.RowsView", "rows", "[%d, %d) is not within [0, %d)", start, end, m.rows)
+		return dlpack.View{}, argf("safe.DeviceMatrix.RowsView", "rows", "[%d, %d) is not within [0, %d)", start, end, m.rows)
 	}
 	p := m.ptr
 	if p != nil {
@@ -202,18 +202,18 @@ func (m *DeviceMatrix[T]) RowsView(start, end int) (dlpack.View, error) {
 func (m *DeviceMatrix[T]) CopyFromHost(res *Resources, src []T) error {
 	const op = "safe.DeviceMatrix.CopyFromHost"
 	if int64(len(src)) != m.rows*m.cols {
-		return Argf(op, "src", "len %d, the matrix holds %d×%d", len(src), m.rows, m.cols)
+		return argf(op, "src", "len %d, the matrix holds %d×%d", len(src), m.rows, m.cols)
 	}
 	if len(src) == 0 {
 		return nil
 	}
 	hv, err := dlpack.FromRawParts(unsafe.Pointer(unsafe.SliceData(src)), dlpack.HostDevice, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
 	if err != nil {
-		return Wrap(op, err)
+		return wrap(op, err)
 	}
 	dv, err := m.ViewMut()
 	if err != nil {
-		return Wrap(op, err)
+		return wrap(op, err)
 	}
 	return copyViews(op, res, &hv, &dv)
 }
@@ -223,18 +223,18 @@ func (m *DeviceMatrix[T]) CopyFromHost(res *Resources, src []T) error {
 func (m *DeviceMatrix[T]) CopyToHost(res *Resources, dst []T) error {
 	const op = "safe.DeviceMatrix.CopyToHost"
 	if int64(len(dst)) != m.rows*m.cols {
-		return Argf(op, "dst", "len %d, the matrix holds %d×%d", len(dst), m.rows, m.cols)
+		return argf(op, "dst", "len %d, the matrix holds %d×%d", len(dst), m.rows, m.cols)
 	}
 	if len(dst) == 0 {
 		return nil
 	}
 	hv, err := dlpack.FromRawPartsMut(unsafe.Pointer(unsafe.SliceData(dst)), dlpack.HostDevice, []int64{m.rows, m.cols}, nil, dlpack.DataTypeOf[T]())
 	if err != nil {
-		return Wrap(op, err)
+		return wrap(op, err)
 	}
 	dv, err := m.View()
 	if err != nil {
-		return Wrap(op, err)
+		return wrap(op, err)
 	}
 	return copyViews(op, res, &dv, &hv)
 }
@@ -251,11 +251,11 @@ func (m *DeviceMatrix[T]) CopyFrom(res *Resources, src dlpack.Tensor) error {
 	const op = "safe.DeviceMatrix.CopyFrom"
 	sv, err := src.View()
 	if err != nil {
-		return Argf(op, "src", "%w", err)
+		return argf(op, "src", "%w", err)
 	}
 	dv, err := m.ViewMut()
 	if err != nil {
-		return Wrap(op, err)
+		return wrap(op, err)
 	}
 	return Copy(res, &sv, &dv)
 }
@@ -265,22 +265,22 @@ func (m *DeviceMatrix[T]) CopyFrom(res *Resources, src dlpack.Tensor) error {
 func Copy(res *Resources, src *dlpack.View, dst *dlpack.ViewMut) error {
 	const op = "safe.Copy"
 	if src.DType() != dst.DType() {
-		return Argf(op, "dst", "dtype %s, src is %s", dst.DType(), src.DType())
+		return argf(op, "dst", "dtype %s, src is %s", dst.DType(), src.DType())
 	}
 	if src.NDim() != dst.NDim() || src.NDim() > 2 {
-		return Argf(op, "dst", "rank %d and %d: both must be the same, 1 or 2", src.NDim(), dst.NDim())
+		return argf(op, "dst", "rank %d and %d: both must be the same, 1 or 2", src.NDim(), dst.NDim())
 	}
 	for i := 0; i < src.NDim(); i++ {
 		if src.Dim(i) != dst.Dim(i) {
-			return Argf(op, "dst", "shape %v, src is %v", dst.Shape(), src.Shape())
+			return argf(op, "dst", "shape %v, src is %v", dst.Shape(), src.Shape())
 		}
 	}
 	// cuvsMatrixCopy honours row strides only: columns must be contiguous.
 	if n := src.NDim(); src.Dim(n-1) > 1 && src.Stride(n-1) != 1 {
-		return Argf(op, "src", "strides %v: the last dimension must be contiguous", src.Strides())
+		return argf(op, "src", "strides %v: the last dimension must be contiguous", src.Strides())
 	}
 	if n := dst.NDim(); dst.Dim(n-1) > 1 && dst.Stride(n-1) != 1 {
-		return Argf(op, "dst", "strides %v: the last dimension must be contiguous", dst.Strides())
+		return argf(op, "dst", "strides %v: the last dimension must be contiguous", dst.Strides())
 	}
 	return copyViews(op, res, src, dst)
 }
@@ -290,28 +290,28 @@ func copyViews(op string, res *Resources, src *dlpack.View, dst *dlpack.ViewMut)
 	defer c.End()
 	s, err := c.In(src)
 	if err != nil {
-		return Wrap(op, err)
+		return wrap(op, err)
 	}
 	d, err := c.Out(dst)
 	if err != nil {
-		return Wrap(op, err)
+		return wrap(op, err)
 	}
-	return CopyBound(op, res, s, d)
+	return copyBound(op, res, s, d)
 }
 
 // CopyBound copies between two tensors already bound to a call
 // (cuvsMatrixCopy) and waits for the copy (cuvsStreamSync): Go memory is
 // pinned only until its call ends.
-func CopyBound(op string, res *Resources, src, dst *generated.DLManagedTensor) error {
-	h, err := res.Lock(op)
+func copyBound(op string, res *Resources, src, dst *generated.DLManagedTensor) error {
+	h, err := res.lock(op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
+	defer res.unlock()
 	if err := generated.CuvsMatrixCopy(h, src, dst); err != nil {
-		return Wrap(op, err)
+		return wrap(op, err)
 	}
-	return Wrap(op, generated.CuvsStreamSync(h))
+	return wrap(op, generated.CuvsStreamSync(h))
 }
 
 // Close frees the device memory. It refuses, with an error naming the

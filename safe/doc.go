@@ -1,6 +1,8 @@
 // Package safe is the safe layer of the Go bindings for NVIDIA cuVS: loading
-// the library, resources, device and pinned memory, filters, and the errors
-// and rules that the algorithm packages (safe/bruteforce, safe/cagra) share.
+// the library, resources, device and pinned memory, filters, results and
+// the errors that the algorithm packages (safe/bruteforce, safe/cagra,
+// safe/ivfflat, safe/ivfpq, safe/ivfsq, safe/refine, and safe/batch on top
+// of them) share.
 // Nothing in its API is a cgo type, and misuse comes back as an error, not
 // as undefined behaviour in C.
 //
@@ -48,9 +50,9 @@
 // memory resource (cuvsRMMAlloc); PinnedMatrix owns page-locked host memory
 // (cuvsRMMHostAlloc), readable from Go and usable as device memory by cuVS;
 // dlpack.NewHostMatrix lends a Go slice without copying, for the arguments
-// that accept host memory. A Rule says which memory, element types, rank and
-// layout each argument of each cuVS function accepts: they are checked
-// before any C call, and a refusal is an *ArgError that names the argument.
+// that accept host memory. Which memory, element types, rank and layout
+// each argument of each cuVS function accepts is checked before any C
+// call, and a refusal is an *ArgError that names the argument.
 // Copy and the DeviceMatrix copy methods move data between host and device
 // (cuvsMatrixCopy).
 //

@@ -3,10 +3,9 @@ package safe
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe/internal/base"
 )
 
 // Sentinel errors, for errors.Is.
@@ -82,65 +81,24 @@ func (e *ArgError) Is(target error) bool { return target == ErrInvalidArgument }
 // Unwrap returns the cause, if any.
 func (e *ArgError) Unwrap() error { return e.Err }
 
-// Argf returns an *ArgError. As with fmt.Errorf, an error given for a %w
-// verb is kept as the cause (ArgError.Err).
-func Argf(op, arg, format string, args ...any) error {
-	e := fmt.Errorf(format, args...)
-	a := &ArgError{Op: op, Arg: arg, Reason: e.Error()}
-	switch u := e.(type) {
-	case interface{ Unwrap() error }:
-		a.Err = u.Unwrap()
-	case interface{ Unwrap() []error }:
-		a.Err = e // several causes: errors.Is/As search them all
-	}
-	return a
+// argf returns an *ArgError; an error given for a %w verb is its cause.
+// (safe/internal/kit.Argf is the algorithm packages' twin.)
+func argf(op, arg, format string, args ...any) error {
+	reason, cause := base.Arg(format, args...)
+	return &ArgError{Op: op, Arg: arg, Reason: reason, Err: cause}
 }
 
-// location matches the source-location prefixes of cuVS's error texts:
-// RAFT's "RAFT failure at file=... line=...: " (RAFT_EXPECTS, RAFT_FAIL),
-// "exception occurred! file=... line=...: " (RAFT's THROW) and CUDA's
-// "CUDA error encountered at: file=... line=...: ".
-var location = regexp.MustCompile(`^.*?(?:(?:failure|error encountered) at:?|exception occurred!) ?file=\S+ line=\d+:\s*`)
-
-// outOfMemory matches the texts of allocation failures: RMM's
-// rmm::out_of_memory ("std::bad_alloc: out_of_memory: ..."), its pools'
-// "Maximum pool size exceeded", CUDA's cudaErrorMemoryAllocation, and a
-// plain std::bad_alloc.
-var outOfMemory = regexp.MustCompile(`out_of_memory|[Oo]ut of memory|Maximum pool size exceeded|cudaErrorMemoryAllocation|std::bad_alloc`)
-
-// Reason extracts the human part of a cuVS error text: its first line,
-// without the source location.
-func Reason(text string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	return strings.TrimSpace(location.ReplaceAllString(line, ""))
-}
-
-// Wrap turns an error from package generated into the safe layer's: a
-// *generated.Error becomes an *Error for op; other errors are wrapped with
-// op. nil stays nil.
-func Wrap(op string, err error) error {
+// wrap turns an error from package generated into an *Error for op; other
+// errors are wrapped with op. nil stays nil. (kit.Wrap is its twin.)
+func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var ge *generated.Error
 	if errors.As(err, &ge) {
-		return &Error{Op: op, Func: ge.Func, Reason: Reason(ge.Text), Text: ge.Text, OutOfMemory: outOfMemory.MatchString(ge.Text)}
+		return &Error{Op: op, Func: ge.Func, Reason: base.Reason(ge.Text), Text: ge.Text, OutOfMemory: base.OutOfMemory(ge.Text)}
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
 func closedError(op string) error { return fmt.Errorf("%s: %w", op, ErrClosed) }
-
-// CPath returns path as a NUL-terminated byte slice for a C call, refusing
-// paths that C cannot represent.
-func CPath(op, path string) ([]byte, error) {
-	if path == "" {
-		return nil, Argf(op, "path", "empty")
-	}
-	for i := 0; i < len(path); i++ {
-		if path[i] == 0 {
-			return nil, Argf(op, "path", "contains a NUL byte")
-		}
-	}
-	return append([]byte(path), 0), nil
-}

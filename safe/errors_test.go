@@ -2,6 +2,7 @@ package safe_test
 
 import (
 	"errors"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -144,7 +145,7 @@ func TestReasonFormats(t *testing.T) {
 		"CUDA error encountered at: file=/a/c.cu line=3: call='cudaMalloc', Reason=cudaErrorMemoryAllocation":          "call='cudaMalloc', Reason=cudaErrorMemoryAllocation",
 		"plain text": "plain text",
 	} {
-		if got := safe.Reason(text); got != want {
+		if got := kit.Reason(text); got != want {
 			t.Errorf("Reason(%q) = %q, want %q", text, got, want)
 		}
 	}

@@ -3,6 +3,7 @@ package safe_test
 import (
 	"errors"
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"log"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -105,7 +106,7 @@ func ExampleNewBitsetFilterAllowing() {
 		log.Fatal(err)
 	}
 	defer f.Close()
-	fmt.Println(f.Kind(), f.Rows(), safe.Words(f.Rows()))
+	fmt.Println(f.Kind(), f.Rows(), kit.Words(f.Rows()))
 	// Output:
 	// bitset 70 3
 }

@@ -48,11 +48,11 @@ type Filter struct {
 	words    *DeviceVector[uint32]
 }
 
-// Words returns the number of 32-bit words a bitset for rows rows holds.
-func Words(rows int64) int64 { return (rows + 31) / 32 }
+// wordsFor returns the number of 32-bit words a bitset for rows rows holds.
+func wordsFor(rows int64) int64 { return (rows + 31) / 32 }
 
 // NewBitsetFilter uploads a bitset for an index of rows rows; words must
-// hold exactly Words(rows) words, and bits past rows must be zero.
+// hold exactly (rows+31)/32 words, and bits past rows must be zero.
 func NewBitsetFilter(res *Resources, rows int64, words []uint32) (*Filter, error) {
 	const op = "safe.NewBitsetFilter"
 	if err := checkWords(op, rows, 1, words); err != nil {
@@ -66,12 +66,12 @@ func NewBitsetFilter(res *Resources, rows int64, words []uint32) (*Filter, error
 func NewBitsetFilterAllowing(res *Resources, rows int64, allowed []int64) (*Filter, error) {
 	const op = "safe.NewBitsetFilterAllowing"
 	if rows < 1 {
-		return nil, Argf(op, "rows", "%d, want at least 1", rows)
+		return nil, argf(op, "rows", "%d, want at least 1", rows)
 	}
-	words := make([]uint32, Words(rows))
+	words := make([]uint32, wordsFor(rows))
 	for _, id := range allowed {
 		if id < 0 || id >= rows {
-			return nil, Argf(op, "allowed", "id %d is not a row of an index of %d rows", id, rows)
+			return nil, argf(op, "allowed", "id %d is not a row of an index of %d rows", id, rows)
 		}
 		words[id/32] |= 1 << (id % 32)
 	}
@@ -79,18 +79,18 @@ func NewBitsetFilterAllowing(res *Resources, rows int64, allowed []int64) (*Filt
 }
 
 // NewBitmapFilter uploads a bitmap for queries queries over an index of rows
-// rows: Words(queries*rows) words, bit q*rows+i for query q and row i
+// rows: (queries*rows+31)/32 words, bit q*rows+i for query q and row i
 // (brute force only).
 func NewBitmapFilter(res *Resources, queries, rows int64, words []uint32) (*Filter, error) {
 	const op = "safe.NewBitmapFilter"
 	if queries < 1 {
-		return nil, Argf(op, "queries", "%d, want at least 1", queries)
+		return nil, argf(op, "queries", "%d, want at least 1", queries)
 	}
 	if rows < 1 {
-		return nil, Argf(op, "rows", "%d, want at least 1", rows)
+		return nil, argf(op, "rows", "%d, want at least 1", rows)
 	}
 	if rows > math.MaxInt64/queries {
-		return nil, Argf(op, "queries", "%d×%d bits overflow", queries, rows)
+		return nil, argf(op, "queries", "%d×%d bits overflow", queries, rows)
 	}
 	if err := checkWords(op, queries*rows, 1, words); err != nil {
 		return nil, err
@@ -100,15 +100,15 @@ func NewBitmapFilter(res *Resources, queries, rows int64, words []uint32) (*Filt
 
 func checkWords(op string, rows, sets int64, words []uint32) error {
 	if rows < 1 {
-		return Argf(op, "rows", "%d, want at least 1", rows)
+		return argf(op, "rows", "%d, want at least 1", rows)
 	}
-	if want := sets * Words(rows); int64(len(words)) != want {
-		return Argf(op, "words", "%d words, want %d for %d rows", len(words), want, rows)
+	if want := sets * wordsFor(rows); int64(len(words)) != want {
+		return argf(op, "words", "%d words, want %d for %d rows", len(words), want, rows)
 	}
 	if tail := rows % 32; tail != 0 {
 		for s := int64(0); s < sets; s++ {
-			if w := words[(s+1)*Words(rows)-1]; w>>tail != 0 {
-				return Argf(op, "words", "bits set past row %d", rows-1)
+			if w := words[(s+1)*wordsFor(rows)-1]; w>>tail != 0 {
+				return argf(op, "words", "bits set past row %d", rows-1)
 			}
 		}
 	}
@@ -180,33 +180,23 @@ func (f *Filter) AllowedFor(q int64) int64 {
 // Close frees the filter's device memory; it refuses while a search uses it.
 func (f *Filter) Close() error { return f.words.Close() }
 
-// Bind checks f against an index of rows rows searched with nQueries
-// queries, binds its memory to call c and returns the C filter. A nil f is
-// no filter. kinds lists the kinds the algorithm supports.
-func (f *Filter) Bind(op string, c dlpack.Call, rows, nQueries int64, kinds ...FilterKind) (generated.CuvsFilter, error) {
-	if f == nil {
-		return generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER}, nil
-	}
-	ok := false
-	for _, k := range kinds {
-		ok = ok || k == f.kind
-	}
-	if !ok {
-		return generated.CuvsFilter{}, Argf(op, "filter", "a %s filter is not supported here", f.kind)
-	}
+// bind checks f (not nil) against an index of rows rows searched with
+// nQueries queries, binds its memory to call c and returns the C filter
+// (through kit.BindFilter, which checks the kind first).
+func (f *Filter) bind(op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error) {
 	if f.rows != rows {
-		return generated.CuvsFilter{}, Argf(op, "filter", "made for %d rows, the index has %d", f.rows, rows)
+		return generated.CuvsFilter{}, argf(op, "filter", "made for %d rows, the index has %d", f.rows, rows)
 	}
 	if f.kind == Bitmap && f.queries != nQueries {
-		return generated.CuvsFilter{}, Argf(op, "filter", "bitmap for %d queries, got %d", f.queries, nQueries)
+		return generated.CuvsFilter{}, argf(op, "filter", "bitmap for %d queries, got %d", f.queries, nQueries)
 	}
 	v, err := f.words.View()
 	if err != nil {
-		return generated.CuvsFilter{}, Argf(op, "filter", "%w", err)
+		return generated.CuvsFilter{}, argf(op, "filter", "%w", err)
 	}
 	t, err := c.In(&v)
 	if err != nil {
-		return generated.CuvsFilter{}, Argf(op, "filter", "%w", err)
+		return generated.CuvsFilter{}, argf(op, "filter", "%w", err)
 	}
 	typ := generated.CuvsFilterType_BITSET
 	if f.kind == Bitmap {

@@ -94,7 +94,7 @@ func Load(opts ...Option) error {
 	if c.pool {
 		if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(c.poolInitial), int32(c.poolMax), c.poolManaged); err != nil {
 			generated.Unload()
-			return Wrap("safe.Load: enabling the memory pool", err)
+			return wrap("safe.Load: enabling the memory pool", err)
 		}
 		rememberPool(c.poolInitial, c.poolMax, c.poolManaged) // for the other devices (device.go)
 	}
@@ -112,7 +112,7 @@ func (v Version) String() string { return fmt.Sprintf("%d.%02d.%02d", v.Major, v
 func LibraryVersion() (Version, error) {
 	var major, minor, patch uint16
 	if err := generated.CuvsVersionGet(&major, &minor, &patch); err != nil {
-		return Version{}, Wrap("safe.LibraryVersion", err)
+		return Version{}, wrap("safe.LibraryVersion", err)
 	}
 	return Version{int(major), int(minor), int(patch)}, nil
 }
@@ -169,15 +169,15 @@ const (
 // SetLogLevel sets cuVS's logging threshold (process-wide).
 func SetLogLevel(l LogLevel) error {
 	if l < LogTrace || l > LogOff {
-		return Argf("safe.SetLogLevel", "level", "%d is not a log level", int(l))
+		return argf("safe.SetLogLevel", "level", "%d is not a log level", int(l))
 	}
-	return Wrap("safe.SetLogLevel", generated.CuvsSetLogLevel(l))
+	return wrap("safe.SetLogLevel", generated.CuvsSetLogLevel(l))
 }
 
 // GetLogLevel returns cuVS's logging threshold.
 func GetLogLevel() (LogLevel, error) {
 	l, err := generated.CuvsGetLogLevel()
-	return l, Wrap("safe.GetLogLevel", err)
+	return l, wrap("safe.GetLogLevel", err)
 }
 
 // EnableMemoryPool switches the process's device memory resource to a pool
@@ -185,17 +185,17 @@ func GetLogLevel() (LogLevel, error) {
 func EnableMemoryPool(initialPercent, maxPercent int, managed bool) error {
 	const op = "safe.EnableMemoryPool"
 	if initialPercent <= 0 || initialPercent > 100 {
-		return Argf(op, "initialPercent", "%d is not in 1..100", initialPercent)
+		return argf(op, "initialPercent", "%d is not in 1..100", initialPercent)
 	}
 	if maxPercent < initialPercent || maxPercent > 100 {
-		return Argf(op, "maxPercent", "%d is not in %d..100", maxPercent, initialPercent)
+		return argf(op, "maxPercent", "%d is not in %d..100", maxPercent, initialPercent)
 	}
-	return Wrap(op, generated.CuvsRMMPoolMemoryResourceEnable(int32(initialPercent), int32(maxPercent), managed))
+	return wrap(op, generated.CuvsRMMPoolMemoryResourceEnable(int32(initialPercent), int32(maxPercent), managed))
 }
 
 // ResetMemoryResource returns the process to cuVS's default device memory
 // resource, releasing a pool. No device memory allocated from the pool may
 // be in use.
 func ResetMemoryResource() error {
-	return Wrap("safe.ResetMemoryResource", generated.CuvsRMMMemoryResourceReset())
+	return wrap("safe.ResetMemoryResource", generated.CuvsRMMMemoryResourceReset())
 }

@@ -33,8 +33,5 @@ const (
 // String returns cuVS's name of the metric, e.g. "L2Expanded".
 func (m Metric) String() string { return generated.CuvsDistanceType(m).String() }
 
-// C returns the metric as the C enum.
-func (m Metric) C() generated.CuvsDistanceType { return generated.CuvsDistanceType(m) }
-
 // Valid reports whether m is one of the metrics above.
 func (m Metric) Valid() bool { return m >= L2Expanded && m <= BitwiseHamming }

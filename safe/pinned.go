@@ -36,20 +36,20 @@ func freeHost(a hostAlloc) { _ = hostFreeBytes(a.ptr, a.bytes) }
 func NewPinnedMatrix[T dlpack.DType](rows, cols int) (*PinnedMatrix[T], error) {
 	const op = "safe.NewPinnedMatrix"
 	if rows < 0 {
-		return nil, Argf(op, "rows", "%d is negative", rows)
+		return nil, argf(op, "rows", "%d is negative", rows)
 	}
 	if cols < 1 {
-		return nil, Argf(op, "cols", "%d, want at least 1", cols)
+		return nil, argf(op, "cols", "%d, want at least 1", cols)
 	}
 	esz := dlpack.DataTypeOf[T]().ElemSize()
 	if int64(rows) > math.MaxInt64/int64(cols)/esz {
-		return nil, Argf(op, "rows", "%d×%d elements of %d bytes overflow", rows, cols, esz)
+		return nil, argf(op, "rows", "%d×%d elements of %d bytes overflow", rows, cols, esz)
 	}
 	m := &PinnedMatrix[T]{rows: int64(rows), cols: int64(cols)}
 	if bytes := uint64(rows) * uint64(cols) * uint64(esz); bytes > 0 {
 		p, err := hostAllocBytes(bytes)
 		if err != nil {
-			return nil, Wrap(op, err)
+			return nil, wrap(op, err)
 		}
 		m.ptr = p
 		m.clean = runtime.AddCleanup(m, freeHost, hostAlloc{p, bytes})
@@ -59,12 +59,12 @@ func NewPinnedMatrix[T dlpack.DType](rows, cols int) (*PinnedMatrix[T], error) {
 	v, err := dlpack.FromRawParts(m.ptr, dev, shape, nil, dlpack.DataTypeOf[T]())
 	if err != nil {
 		m.Close()
-		return nil, Wrap(op, err)
+		return nil, wrap(op, err)
 	}
 	vm, err := dlpack.FromRawPartsMut(m.ptr, dev, shape, nil, dlpack.DataTypeOf[T]())
 	if err != nil {
 		m.Close()
-		return nil, Wrap(op, err)
+		return nil, wrap(op, err)
 	}
 	m.view, m.viewMut = v.WithOwner(&m.owner), vm.WithOwner(&m.owner)
 	return m, nil
@@ -110,5 +110,5 @@ func (m *PinnedMatrix[T]) Close() error {
 	}
 	m.clean.Stop()
 	bytes := uint64(m.rows) * uint64(m.cols) * uint64(dlpack.DataTypeOf[T]().ElemSize())
-	return Wrap("safe.PinnedMatrix.Close", hostFreeBytes(m.ptr, bytes))
+	return wrap("safe.PinnedMatrix.Close", hostFreeBytes(m.ptr, bytes))
 }

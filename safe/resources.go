@@ -48,7 +48,7 @@ func NewResources(opts ...ResourcesOption) (*Resources, error) {
 	}
 	var h generated.CuvsResources_t
 	if err := generated.CuvsResourcesCreate(&h); err != nil {
-		return nil, Wrap(op, err)
+		return nil, wrap(op, err)
 	}
 	liveResources.Inc()
 	r := &Resources{h: h, dev: unbound}
@@ -89,9 +89,9 @@ func (r *Resources) Close() error {
 // when another is), and Unlock restores the thread's device and unlocks it:
 // Lock and Unlock must be called on the same goroutine, with only C calls
 // on r between them.
-func (r *Resources) Lock(op string) (generated.CuvsResources_t, error) {
+func (r *Resources) lock(op string) (generated.CuvsResources_t, error) {
 	if r == nil {
-		return 0, Argf(op, "res", "nil *Resources")
+		return 0, argf(op, "res", "nil *Resources")
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -108,7 +108,7 @@ func (r *Resources) Lock(op string) (generated.CuvsResources_t, error) {
 }
 
 // Unlock ends what Lock began.
-func (r *Resources) Unlock() {
+func (r *Resources) unlock() {
 	if r.dev != unbound {
 		r.leave()
 	}
@@ -118,37 +118,37 @@ func (r *Resources) Unlock() {
 // Sync waits until the work queued on r's stream is done.
 func (r *Resources) Sync() error {
 	const op = "safe.Resources.Sync"
-	h, err := r.Lock(op)
+	h, err := r.lock(op)
 	if err != nil {
 		return err
 	}
-	defer r.Unlock()
-	return Wrap(op, generated.CuvsStreamSync(h))
+	defer r.unlock()
+	return wrap(op, generated.CuvsStreamSync(h))
 }
 
 // SetStream makes r queue its work on s, a cudaStream_t the caller owns and
 // keeps alive while r uses it.
 func (r *Resources) SetStream(s Stream) error {
 	const op = "safe.Resources.SetStream"
-	h, err := r.Lock(op)
+	h, err := r.lock(op)
 	if err != nil {
 		return err
 	}
-	defer r.Unlock()
-	return Wrap(op, generated.CuvsStreamSet(h, generated.CudaStream_t(s)))
+	defer r.unlock()
+	return wrap(op, generated.CuvsStreamSet(h, generated.CudaStream_t(s)))
 }
 
 // Stream returns the stream r queues its work on.
 func (r *Resources) Stream() (Stream, error) {
 	const op = "safe.Resources.Stream"
-	h, err := r.Lock(op)
+	h, err := r.lock(op)
 	if err != nil {
 		return 0, err
 	}
-	defer r.Unlock()
+	defer r.unlock()
 	var s generated.CudaStream_t
 	if err := generated.CuvsStreamGet(h, &s); err != nil {
-		return 0, Wrap(op, err)
+		return 0, wrap(op, err)
 	}
 	return Stream(uintptr(s)), nil
 }
@@ -156,14 +156,14 @@ func (r *Resources) Stream() (Stream, error) {
 // DeviceID returns the CUDA device r works on.
 func (r *Resources) DeviceID() (int, error) {
 	const op = "safe.Resources.DeviceID"
-	h, err := r.Lock(op)
+	h, err := r.lock(op)
 	if err != nil {
 		return 0, err
 	}
-	defer r.Unlock()
+	defer r.unlock()
 	var id int32
 	if err := generated.CuvsDeviceIdGet(h, &id); err != nil {
-		return 0, Wrap(op, err)
+		return 0, wrap(op, err)
 	}
 	return int(id), nil
 }

@@ -2,6 +2,7 @@ package safe_test
 
 import (
 	"errors"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +41,7 @@ func TestReason(t *testing.T) {
 		"std::bad_alloc": "std::bad_alloc",
 		"":               "",
 	} {
-		if got := safe.Reason(text); got != want {
+		if got := kit.Reason(text); got != want {
 			t.Errorf("Reason(%q) = %q, want %q", text, got, want)
 		}
 	}
@@ -299,7 +300,7 @@ func TestFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, f)
-	if f.Rows() != 70 || f.Kind() != safe.Bitset || safe.Words(70) != 3 {
+	if f.Rows() != 70 || f.Kind() != safe.Bitset || kit.Words(70) != 3 {
 		t.Errorf("filter %v rows %d", f.Kind(), f.Rows())
 	}
 	if f.Allowed() != 3 || f.AllowedFor(5) != 3 {
@@ -307,7 +308,7 @@ func TestFilters(t *testing.T) {
 	}
 	// A bitmap of 2 queries × 70 rows (query 1's bits straddle words):
 	// query 0 sees rows 0-4, query 1 rows 31 and 69.
-	words := make([]uint32, safe.Words(140))
+	words := make([]uint32, kit.Words(140))
 	for _, b := range []int{0, 1, 2, 3, 4, 70 + 31, 70 + 69} {
 		words[b/32] |= 1 << (b % 32)
 	}
@@ -333,13 +334,13 @@ func TestFilters(t *testing.T) {
 }
 
 func TestCPath(t *testing.T) {
-	if _, err := safe.CPath("op", ""); err == nil {
+	if _, err := kit.CPath("op", ""); err == nil {
 		t.Error("empty path accepted")
 	}
-	if _, err := safe.CPath("op", "a\x00b"); err == nil {
+	if _, err := kit.CPath("op", "a\x00b"); err == nil {
 		t.Error("NUL accepted")
 	}
-	if p, err := safe.CPath("op", "/tmp/x"); err != nil || string(p) != "/tmp/x\x00" {
+	if p, err := kit.CPath("op", "/tmp/x"); err != nil || string(p) != "/tmp/x\x00" {
 		t.Errorf("got %q, %v", p, err)
 	}
 }

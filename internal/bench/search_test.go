@@ -354,7 +354,7 @@ func benchBruteForce(b *testing.B) {
 	bitset, err := safe.NewBitsetFilterAllowing(res, nRows, allowed)
 	must(b, err)
 	closeAtEnd(b, bitset)
-	words := make([]uint32, safe.Words(nQueries*nRows))
+	words := make([]uint32, (nQueries*nRows+31)/32)
 	for i := range words {
 		words[i] = 0x55555555
 	}

@@ -52,15 +52,17 @@ func newPQ(t *testing.T) *pqFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The handle is used without the lock: the tests are single-threaded.
-	h, err := res.Lock("test")
-	if err != nil {
+	// Raw calls use a handle of their own (safe hands out none).
+	var h generated.CuvsResources_t
+	if err := generated.CuvsResourcesCreate(&h); err != nil {
 		t.Fatal(err)
 	}
-	res.Unlock()
 	f := &pqFixture{t: t, ctl: pqCtl, res: res, h: h}
 	t.Cleanup(func() {
 		if err := res.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := generated.CuvsResourcesDestroy(h); err != nil {
 			t.Error(err)
 		}
 		for kind, p := range pqCtl.Counters() {
@@ -154,7 +156,7 @@ func raftReason(t *testing.T, what string, err error, reason string) {
 	if !strings.HasPrefix(ge.Text, "RAFT failure at file=") || !strings.Contains(ge.Text, "Obtained") {
 		t.Errorf("%s: text %q is not in RAFT's format", what, ge.Text)
 	}
-	if got := safe.Reason(ge.Text); got != reason {
+	if got := firstReason(ge.Text); got != reason {
 		t.Errorf("%s: reason %q, want %q", what, got, reason)
 	}
 }
@@ -271,13 +273,7 @@ func (f *pqFixture) newTensor() *generated.DLManagedTensor {
 	return (*generated.DLManagedTensor)(f.calloc(unsafe.Sizeof(generated.DLManagedTensor{})))
 }
 
-func cPath(s string) *byte {
-	p, err := safe.CPath("test", s)
-	if err != nil {
-		panic(err)
-	}
-	return &p[0]
-}
+func cPath(s string) *byte { return &append([]byte(s), 0)[0] }
 
 // The views: shape and strides allocated by the library, a deleter that
 // frees only those; Deserialize leaves the dtype alone; BuildPrecomputed
@@ -397,4 +393,16 @@ func slicesEqual(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// firstReason is the first line of a RAFT error text after its
+// "file=... line=N: " location.
+func firstReason(text string) string {
+	line, _, _ := strings.Cut(text, "\n")
+	if i := strings.Index(line, " line="); i >= 0 {
+		if j := strings.Index(line[i:], ": "); j >= 0 {
+			return strings.TrimSpace(line[i+j+2:])
+		}
+	}
+	return strings.TrimSpace(line)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -69,15 +70,15 @@ func (o Options) withDefaults(op string, rows int64) (Options, error) {
 	}
 	switch {
 	case o.MaxK < 1:
-		return o, safe.Argf(op, "MaxK", "%d, want at least 1", o.MaxK)
+		return o, kit.Argf(op, "MaxK", "%d, want at least 1", o.MaxK)
 	case int64(o.MaxK) > rows:
-		return o, safe.Argf(op, "MaxK", "%d exceeds the index's %d rows", o.MaxK, rows)
+		return o, kit.Argf(op, "MaxK", "%d exceeds the index's %d rows", o.MaxK, rows)
 	case o.MaxBatch < 1:
-		return o, safe.Argf(op, "MaxBatch", "%d, want at least 1 (0 for the default)", o.MaxBatch)
+		return o, kit.Argf(op, "MaxBatch", "%d, want at least 1 (0 for the default)", o.MaxBatch)
 	case o.MaxWait < 0:
-		return o, safe.Argf(op, "MaxWait", "%v is negative", o.MaxWait)
+		return o, kit.Argf(op, "MaxWait", "%v is negative", o.MaxWait)
 	case o.Slots < 1:
-		return o, safe.Argf(op, "Slots", "%d, want at least 1 (0 for the default)", o.Slots)
+		return o, kit.Argf(op, "Slots", "%d, want at least 1 (0 for the default)", o.Slots)
 	}
 	return o, nil
 }
@@ -156,10 +157,10 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], error) {
 	const op = "batch.New"
 	if s == nil {
-		return nil, safe.Argf(op, "s", "nil Searcher")
+		return nil, kit.Argf(op, "s", "nil Searcher")
 	}
 	if dt := dlpack.DataTypeOf[T](); s.DType() != dt {
-		return nil, safe.Argf(op, "T", "%s, the index holds %s", dt, s.DType())
+		return nil, kit.Argf(op, "T", "%s, the index holds %s", dt, s.DType())
 	}
 	nt := dlpack.DataTypeOf[N]()
 	ok := false
@@ -167,7 +168,7 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 		ok = ok || t == nt
 	}
 	if !ok {
-		return nil, safe.Argf(op, "N", "%s, the index writes %v", nt, s.NeighborTypes())
+		return nil, kit.Argf(op, "N", "%s, the index writes %v", nt, s.NeighborTypes())
 	}
 	o, err := o.withDefaults(op, s.Rows())
 	if err != nil {
@@ -211,10 +212,10 @@ func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (neighbo
 	const op = "batch.Batcher.Search"
 	in := b.b
 	if in.dim < 1 || len(queries) == 0 || len(queries)%in.dim != 0 {
-		return nil, nil, safe.Argf(op, "queries", "len %d is not a positive multiple of the dimension %d", len(queries), in.dim)
+		return nil, nil, kit.Argf(op, "queries", "len %d is not a positive multiple of the dimension %d", len(queries), in.dim)
 	}
 	if k < 1 || k > in.maxK {
-		return nil, nil, safe.Argf(op, "k", "%d, want 1..%d (MaxK)", k, in.maxK)
+		return nil, nil, kit.Argf(op, "k", "%d, want 1..%d (MaxK)", k, in.maxK)
 	}
 	rows := len(queries) / in.dim
 	neighbors, distances = make([]N, rows*k), make([]float32, rows*k)
@@ -249,18 +250,18 @@ func (b *Batcher[T, N]) MaxBatch() int { return b.b.maxBatch }
 
 func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neighbors []N, distances []float32) error {
 	if b.dim < 1 || len(queries) == 0 || len(queries)%b.dim != 0 {
-		return safe.Argf(op, "queries", "len %d is not a positive multiple of the dimension %d", len(queries), b.dim)
+		return kit.Argf(op, "queries", "len %d is not a positive multiple of the dimension %d", len(queries), b.dim)
 	}
 	rows := len(queries) / b.dim
 	if rows > b.maxBatch {
-		return safe.Argf(op, "queries", "%d rows, a batch holds at most %d (MaxBatch)", rows, b.maxBatch)
+		return kit.Argf(op, "queries", "%d rows, a batch holds at most %d (MaxBatch)", rows, b.maxBatch)
 	}
 	if len(distances) != len(neighbors) {
-		return safe.Argf(op, "distances", "len %d, neighbors has %d", len(distances), len(neighbors))
+		return kit.Argf(op, "distances", "len %d, neighbors has %d", len(distances), len(neighbors))
 	}
 	k := len(neighbors) / rows
 	if k < 1 || k > b.maxK || k*rows != len(neighbors) {
-		return safe.Argf(op, "neighbors", "len %d for %d rows: want rows×k with k in 1..%d (MaxK)", len(neighbors), rows, b.maxK)
+		return kit.Argf(op, "neighbors", "len %d for %d rows: want rows×k with k in 1..%d (MaxK)", len(neighbors), rows, b.maxK)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"runtime"
 	"slices"
@@ -453,7 +454,7 @@ func TestValidation(t *testing.T) {
 	if _, err := CAGRA(nil, cagraDefaults(t), nil); !arg(err, "idx") {
 		t.Errorf("nil index: %v", err)
 	}
-	bm, err := safe.NewBitmapFilter(f.res, 2, nRows, make([]uint32, safe.Words(2*nRows)))
+	bm, err := safe.NewBitmapFilter(f.res, 2, nRows, make([]uint32, kit.Words(2*nRows)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // Searcher is what a Batcher searches: an index with its search parameters
@@ -49,10 +50,10 @@ type cagraSearcher struct {
 func CAGRA(idx *cagra.Index, params cagra.SearchParams, filter *safe.Filter) (Searcher, error) {
 	const op = "batch.CAGRA"
 	if idx == nil {
-		return nil, safe.Argf(op, "idx", "nil")
+		return nil, kit.Argf(op, "idx", "nil")
 	}
 	if filter != nil && filter.Kind() != safe.Bitset {
-		return nil, safe.Argf(op, "filter", "a %s: CAGRA filters with a bitset only", filter.Kind())
+		return nil, kit.Argf(op, "filter", "a %s: CAGRA filters with a bitset only", filter.Kind())
 	}
 	return &cagraSearcher{idx: idx, params: params, filter: filter}, nil
 }
@@ -87,10 +88,10 @@ type bruteForceSearcher struct {
 func BruteForce(idx *bruteforce.Index, filter *safe.Filter) (Searcher, error) {
 	const op = "batch.BruteForce"
 	if idx == nil {
-		return nil, safe.Argf(op, "idx", "nil")
+		return nil, kit.Argf(op, "idx", "nil")
 	}
 	if filter != nil && filter.Kind() != safe.Bitset {
-		return nil, safe.Argf(op, "filter", "a %s: a batch's rows belong to different requests each time, so only a bitset can be shared", filter.Kind())
+		return nil, kit.Argf(op, "filter", "a %s: a batch's rows belong to different requests each time, so only a bitset can be shared", filter.Kind())
 	}
 	return &bruteForceSearcher{idx: idx, filter: filter}, nil
 }

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -156,7 +157,7 @@ func (s *slot[T, N]) search(sr Searcher, n int) error {
 	const op = "batch.Batcher.Search"
 	v, err := s.rows(n)
 	if err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	err = s.copy(op, &v.pinQ, &v.devQ, nil, nil)
 	if err == nil {
@@ -179,32 +180,32 @@ func (s *slot[T, N]) copy(op string, src *dlpack.View, dst *dlpack.ViewMut, src2
 	sv, dv := *src, *dst
 	a, err := c.In(&sv)
 	if err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	b, err := c.Out(&dv)
 	if err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	var a2, b2 *generated.DLManagedTensor
 	if src2 != nil {
 		sv2, dv2 := *src2, *dst2
 		if a2, err = c.In(&sv2); err != nil {
-			return safe.Wrap(op, err)
+			return kit.Wrap(op, err)
 		}
 		if b2, err = c.Out(&dv2); err != nil {
-			return safe.Wrap(op, err)
+			return kit.Wrap(op, err)
 		}
 	}
-	h, err := s.res.Lock(op)
+	h, err := kit.Lock(s.res, op)
 	if err != nil {
 		return err
 	}
-	defer s.res.Unlock()
+	defer kit.Unlock(s.res)
 	if err := generated.CuvsMatrixCopy(h, a, b); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	if a2 != nil {
-		return safe.Wrap(op, generated.CuvsMatrixCopy(h, a2, b2))
+		return kit.Wrap(op, generated.CuvsMatrixCopy(h, a2, b2))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ package bruteforce
 import (
 	"bufio"
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"io"
 	"os"
 	"runtime"
@@ -32,11 +33,11 @@ import (
 
 // The tensor rules of brute force, in one place.
 var (
-	datasetRule = safe.Rule{Arg: "dataset", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true, ColMajor: true}
-	searchRules = safe.SearchRules{
-		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true},
-		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
-		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true, ColMajor: true}
+	searchRules = kit.SearchRules{
+		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true},
+		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: kit.Rule{Arg: "distances", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
 	}
 )
 
@@ -84,7 +85,7 @@ func destroyIndex(l *leftovers) {
 func newIndex(op string) (*Index, error) {
 	var h generated.CuvsBruteForceIndex_t
 	if err := generated.CuvsBruteForceIndexCreate(&h); err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	liveIndexes.Inc()
 	idx := &Index{h: h}
@@ -98,20 +99,20 @@ func newIndex(op string) (*Index, error) {
 func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, error) {
 	const op = "bruteforce.Build"
 	if dataset == nil {
-		return nil, safe.Argf(op, "dataset", "nil")
+		return nil, kit.Argf(op, "dataset", "nil")
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return nil, safe.Argf(op, "dataset", "%w", err)
+		return nil, kit.Argf(op, "dataset", "%w", err)
 	}
 	if err := datasetRule.CheckOn(op, res, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
-		return nil, safe.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
+		return nil, kit.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
 	}
 	if !p.Metric.Valid() {
-		return nil, safe.Argf(op, "params.Metric", "%d is not a metric", p.Metric)
+		return nil, kit.Argf(op, "params.Metric", "%d is not a metric", p.Metric)
 	}
 	idx, err := newIndex(op)
 	if err != nil {
@@ -122,7 +123,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, e
 	// cuVS keeps a reference to the dataset: hold it until Close.
 	if idx.left.dataset, err = dv.Retain(idx.label); err != nil {
 		idx.destroy()
-		return nil, safe.Argf(op, "dataset", "%w", err)
+		return nil, kit.Argf(op, "dataset", "%w", err)
 	}
 	if err := idx.build(op, res, &dv, p); err != nil {
 		idx.left.dataset.End()
@@ -137,14 +138,14 @@ func (idx *Index) build(op string, res *safe.Resources, dv *dlpack.View, p Build
 	defer c.End()
 	t, err := c.In(dv)
 	if err != nil {
-		return safe.Argf(op, "dataset", "%w", err)
+		return kit.Argf(op, "dataset", "%w", err)
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	return safe.Wrap(op, generated.CuvsBruteForceBuild(h, t, p.Metric.C(), p.MetricArg, idx.h))
+	defer kit.Unlock(res)
+	return kit.Wrap(op, generated.CuvsBruteForceBuild(h, t, kit.CMetric(p.Metric), p.MetricArg, idx.h))
 }
 
 func (idx *Index) destroy() {
@@ -176,7 +177,7 @@ func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
 	switch idx.metric {
 	case safe.L2Expanded, safe.L2SqrtExpanded, safe.InnerProduct, safe.CosineExpanded:
 	default:
-		return safe.Argf(op, "filter", "a filtered search needs L2Expanded, L2SqrtExpanded, InnerProduct or CosineExpanded; the index uses %v", idx.metric)
+		return kit.Argf(op, "filter", "a filtered search needs L2Expanded, L2SqrtExpanded, InnerProduct or CosineExpanded; the index uses %v", idx.metric)
 	}
 	if k <= f.Allowed() {
 		return nil
@@ -184,11 +185,11 @@ func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
 	if f.Kind() == safe.Bitmap {
 		for q := int64(0); ; q++ {
 			if n := f.AllowedFor(q); n < k {
-				return safe.Argf(op, "filter", "the bitmap lets query %d see %d rows, fewer than k = %d", q, n, k)
+				return kit.Argf(op, "filter", "the bitmap lets query %d see %d rows, fewer than k = %d", q, n, k)
 			}
 		}
 	}
-	return safe.Argf(op, "filter", "the bitset lets %d rows through, fewer than k = %d", f.Allowed(), k)
+	return kit.Argf(op, "filter", "the bitset lets %d rows through, fewer than k = %d", f.Allowed(), k)
 }
 
 // Search finds the k nearest rows of the index for each query, k being the
@@ -213,24 +214,24 @@ func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, 
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	var t safe.SearchTensors
+	var t kit.SearchTensors
 	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, &t); err != nil {
 		return err
 	}
-	f, err := filter.Bind(op, c, idx.rows, t.N, safe.Bitset, safe.Bitmap)
+	f, err := kit.BindFilter(filter, op, c, idx.rows, t.N, safe.Bitset, safe.Bitmap)
 	if err != nil {
 		return err
 	}
 	if err := idx.checkFilter(op, filter, t.K); err != nil {
 		return err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
 	err = generated.CuvsBruteForceSearch(h, idx.h, t.Queries, t.Neighbors, t.Distances, f)
-	res.Unlock()
-	return safe.Wrap(op, err)
+	kit.Unlock(res)
+	return kit.Wrap(op, err)
 }
 
 // Serialize writes the index, with its dataset, to a file.
@@ -240,16 +241,16 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
 	defer idx.state.Leave()
-	p, err := safe.CPath(op, path)
+	p, err := kit.CPath(op, path)
 	if err != nil {
 		return err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	return safe.Wrap(op, generated.CuvsBruteForceSerialize(h, &p[0], idx.h))
+	defer kit.Unlock(res)
+	return kit.Wrap(op, generated.CuvsBruteForceSerialize(h, &p[0], idx.h))
 }
 
 // Deserialize reads an index written by Serialize. The index owns its copy
@@ -260,7 +261,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	p, err := safe.CPath(op, path)
+	p, err := kit.CPath(op, path)
 	if err != nil {
 		return nil, err
 	}
@@ -268,16 +269,16 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		idx.destroy()
 		return nil, err
 	}
 	err = generated.CuvsBruteForceDeserialize(h, &p[0], idx.h)
-	res.Unlock()
+	kit.Unlock(res)
 	if err != nil {
 		idx.destroy()
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
 	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
@@ -350,7 +351,7 @@ func (idx *Index) Close() error {
 	if idx.left.dataset != nil {
 		idx.left.dataset.End()
 	}
-	return safe.Wrap("bruteforce.Index.Close", err)
+	return kit.Wrap("bruteforce.Index.Close", err)
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

@@ -2,6 +2,7 @@ package bruteforce_test
 
 import (
 	"errors"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -139,7 +140,7 @@ func TestFilters(t *testing.T) {
 	f.check(t, func(i int) bool { return i%3 == 0 })
 
 	// A bitmap: query q may see rows with i%nq != q.
-	words := make([]uint32, safe.Words(nq*rows))
+	words := make([]uint32, kit.Words(nq*rows))
 	for q := 0; q < nq; q++ {
 		for i := 0; i < rows; i++ {
 			if i%nq != q {
@@ -221,7 +222,7 @@ func TestFilterFewerRowsThanK(t *testing.T) {
 	f.check(t, func(i int) bool { return i%40 == 3 && i < 40*k })
 
 	// A bitmap: query 5 sees 2 rows, the others all rows; the error names it.
-	words := make([]uint32, safe.Words(nq*rows))
+	words := make([]uint32, kit.Words(nq*rows))
 	for q := 0; q < nq; q++ {
 		for i := 0; i < rows; i++ {
 			if q != 5 || i == 10 || i == 20 {

@@ -2,6 +2,7 @@ package bruteforce
 
 import (
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -63,11 +64,11 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		s.Leave()
 		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err == nil {
 		err = generated.CuvsBruteForceSearch(h, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
-		res.Unlock()
-		err = safe.Wrap(op, err)
+		kit.Unlock(res)
+		err = kit.Wrap(op, err)
 	}
 	p.idx.state.Leave()
 	s.Leave()

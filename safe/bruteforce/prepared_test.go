@@ -2,6 +2,7 @@ package bruteforce_test
 
 import (
 	"errors"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -14,7 +15,7 @@ import (
 func TestPrepared(t *testing.T) {
 	f := setup(t)
 	idx := f.build(t)
-	words := make([]uint32, safe.Words(nq*rows))
+	words := make([]uint32, kit.Words(nq*rows))
 	for q := 0; q < nq; q++ {
 		for i := 0; i < rows; i++ {
 			if i%2 == q%2 {

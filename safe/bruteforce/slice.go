@@ -4,6 +4,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // SearchSlice is the one-call search from Go memory: queries holds n×Dim()
@@ -25,7 +26,7 @@ func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, queries []T, k
 func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, queries []T, k int, filter *safe.Filter, out *safe.Results) error {
 	const op = "bruteforce.SearchSlice"
 	if idx == nil {
-		return safe.Argf(op, "idx", "nil *Index")
+		return kit.Argf(op, "idx", "nil *Index")
 	}
 	return hostsearch.Search(op, res, &idx.slices, int(idx.Dim()), queries, k,
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {

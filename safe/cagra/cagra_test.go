@@ -2,6 +2,7 @@ package cagra_test
 
 import (
 	"errors"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"os"
 	"path/filepath"
@@ -1135,7 +1136,7 @@ func TestValidation(t *testing.T) {
 	graphI32 := newDevice[int32](t, f.res, rows, degree)
 	graphShort := newDevice[uint32](t, f.res, rows-1, degree)
 	graphWide := newDevice[uint32](t, f.res, rows, rows)
-	bitmap, err := safe.NewBitmapFilter(f.res, nq, rows, make([]uint32, safe.Words(nq*rows)))
+	bitmap, err := safe.NewBitmapFilter(f.res, nq, rows, make([]uint32, kit.Words(nq*rows)))
 	if err != nil {
 		t.Fatal(err)
 	}

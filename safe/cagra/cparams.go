@@ -7,6 +7,7 @@ package cagra
 import "C"
 
 import (
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"unsafe"
 
@@ -40,40 +41,40 @@ func cAlloc[T any]() *T {
 
 func (p *IndexParams) validate(op string) error {
 	if !p.Metric.Valid() {
-		return safe.Argf(op, "params.Metric", "%d is not a metric", p.Metric)
+		return kit.Argf(op, "params.Metric", "%d is not a metric", p.Metric)
 	}
 	if p.GraphDegree < 1 {
-		return safe.Argf(op, "params.GraphDegree", "%d, want at least 1", p.GraphDegree)
+		return kit.Argf(op, "params.GraphDegree", "%d, want at least 1", p.GraphDegree)
 	}
 	if p.IntermediateGraphDegree < p.GraphDegree {
-		return safe.Argf(op, "params.IntermediateGraphDegree", "%d is below GraphDegree %d", p.IntermediateGraphDegree, p.GraphDegree)
+		return kit.Argf(op, "params.IntermediateGraphDegree", "%d is below GraphDegree %d", p.IntermediateGraphDegree, p.GraphDegree)
 	}
 	switch p.BuildAlgo {
 	case AutoSelect, IVFPQ, NNDescent, IterativeSearch, ACE:
 	default:
-		return safe.Argf(op, "params.BuildAlgo", "%d is not a graph build algorithm", p.BuildAlgo)
+		return kit.Argf(op, "params.BuildAlgo", "%d is not a graph build algorithm", p.BuildAlgo)
 	}
 	if p.NNDescentIterations < 0 {
-		return safe.Argf(op, "params.NNDescentIterations", "%d is negative", p.NNDescentIterations)
+		return kit.Argf(op, "params.NNDescentIterations", "%d is negative", p.NNDescentIterations)
 	}
 	if g := p.IVFPQ; g != nil && g.Build != nil {
 		switch b := g.Build; {
 		case !b.Metric.Valid():
-			return safe.Argf(op, "params.IVFPQ.Build.Metric", "%d is not a metric", b.Metric)
+			return kit.Argf(op, "params.IVFPQ.Build.Metric", "%d is not a metric", b.Metric)
 		case b.CodebookKind != 0 && b.CodebookKind != 1:
-			return safe.Argf(op, "params.IVFPQ.Build.CodebookKind", "%d is neither 0 (per subspace) nor 1 (per cluster)", b.CodebookKind)
+			return kit.Argf(op, "params.IVFPQ.Build.CodebookKind", "%d is neither 0 (per subspace) nor 1 (per cluster)", b.CodebookKind)
 		case b.CodesLayout != 0 && b.CodesLayout != 1:
-			return safe.Argf(op, "params.IVFPQ.Build.CodesLayout", "%d is neither 0 (flat) nor 1 (interleaved)", b.CodesLayout)
+			return kit.Argf(op, "params.IVFPQ.Build.CodesLayout", "%d is neither 0 (flat) nor 1 (interleaved)", b.CodesLayout)
 		}
 	}
 	if p.ACE != nil {
 		for i := 0; i < len(p.ACE.BuildDir); i++ {
 			if p.ACE.BuildDir[i] == 0 {
-				return safe.Argf(op, "params.ACE.BuildDir", "contains a NUL byte")
+				return kit.Argf(op, "params.ACE.BuildDir", "contains a NUL byte")
 			}
 		}
 		if p.ACE.NPartitions < 0 || p.ACE.EFConstruction < 0 || p.ACE.MaxHostMemoryGB < 0 || p.ACE.MaxGPUMemoryGB < 0 {
-			return safe.Argf(op, "params.ACE", "negative size in %+v", *p.ACE)
+			return kit.Argf(op, "params.ACE", "negative size in %+v", *p.ACE)
 		}
 	}
 	return nil
@@ -84,11 +85,11 @@ func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 	c := &cIndexParams{}
 	if err := generated.CuvsCagraIndexParamsCreate(&c.p); err != nil {
 		c.p = nil
-		return c, safe.Wrap(op, err)
+		return c, kit.Wrap(op, err)
 	}
 	c.created = c.p.GraphBuildParams
 	d := c.p
-	d.Metric = p.Metric.C()
+	d.Metric = kit.CMetric(p.Metric)
 	d.IntermediateGraphDegree = uint64(p.IntermediateGraphDegree)
 	d.GraphDegree = uint64(p.GraphDegree)
 	d.BuildAlgo = generated.CuvsCagraGraphBuildAlgo(p.BuildAlgo)
@@ -113,10 +114,10 @@ func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 		if g.Build != nil {
 			if err := generated.CuvsIvfPqIndexParamsCreate(&ip.IvfPqBuildParams); err != nil {
 				ip.IvfPqBuildParams = nil
-				return c, safe.Wrap(op, err)
+				return c, kit.Wrap(op, err)
 			}
 			b, bp := g.Build, ip.IvfPqBuildParams
-			bp.Metric, bp.MetricArg, bp.AddDataOnBuild = b.Metric.C(), b.MetricArg, b.AddDataOnBuild
+			bp.Metric, bp.MetricArg, bp.AddDataOnBuild = kit.CMetric(b.Metric), b.MetricArg, b.AddDataOnBuild
 			bp.NLists, bp.KmeansNIters, bp.KmeansTrainsetFraction = b.NLists, b.KMeansNIters, b.KMeansTrainsetFraction
 			bp.PqBits, bp.PqDim, bp.CodebookKind = b.PQBits, b.PQDim, generated.CuvsIvfPqCodebookGen(b.CodebookKind)
 			bp.ForceRandomRotation, bp.ConservativeMemoryAllocation = b.ForceRandomRotation, b.ConservativeMemoryAllocation
@@ -125,7 +126,7 @@ func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 		if g.Search != nil {
 			if err := generated.CuvsIvfPqSearchParamsCreate(&ip.IvfPqSearchParams); err != nil {
 				ip.IvfPqSearchParams = nil
-				return c, safe.Wrap(op, err)
+				return c, kit.Wrap(op, err)
 			}
 			s, sp := g.Search, ip.IvfPqSearchParams
 			sp.NProbes, sp.MaxInternalBatchSize, sp.PreferredShmemCarveout = s.NProbes, s.MaxInternalBatchSize, s.PreferredShmemCarveout
@@ -137,7 +138,7 @@ func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 	if cp := p.Compression; cp != nil {
 		if err := generated.CuvsCagraCompressionParamsCreate(&c.compression); err != nil {
 			c.compression = nil
-			return c, safe.Wrap(op, err)
+			return c, kit.Wrap(op, err)
 		}
 		cc := c.compression
 		cc.PqBits, cc.PqDim, cc.VqNCenters, cc.KmeansNIters = cp.PQBits, cp.PQDim, cp.VQNCenters, cp.KMeansNIters
@@ -214,14 +215,14 @@ func (p *IndexParams) checkCompression(op string, rows, dim int64) error {
 		return nil
 	}
 	if p.Metric != safe.L2Expanded {
-		return safe.Argf(op, "params.Compression", "compression supports L2Expanded only, Metric is %s", p.Metric)
+		return kit.Argf(op, "params.Compression", "compression supports L2Expanded only, Metric is %s", p.Metric)
 	}
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"VQKMeansTrainsetFraction", c.VQKMeansTrainsetFraction}, {"PQKMeansTrainsetFraction", c.PQKMeansTrainsetFraction}} {
 		if !(f.v >= 0 && f.v <= 1) {
-			return safe.Argf(op, "params.Compression."+f.name, "%g is not a fraction in [0, 1] (0: cuVS chooses)", f.v)
+			return kit.Argf(op, "params.Compression."+f.name, "%g is not a fraction in [0, 1] (0: cuVS chooses)", f.v)
 		}
 	}
 	bits := int64(c.PQBits)
@@ -229,17 +230,17 @@ func (p *IndexParams) checkCompression(op string, rows, dim int64) error {
 		bits = 8
 	}
 	if bits < 4 || bits > 16 {
-		return safe.Argf(op, "params.Compression.PQBits", "%d, want 4 to 16 (0: 8)", c.PQBits)
+		return kit.Argf(op, "params.Compression.PQBits", "%d, want 4 to 16 (0: 8)", c.PQBits)
 	}
 	if centers := int64(1) << bits; rows < centers {
-		return safe.Argf(op, "params.Compression.PQBits", "%d bits make %d PQ centers, but the dataset has only %d rows to train them: lower PQBits (at least 4) or compress a larger dataset", bits, centers, rows)
+		return kit.Argf(op, "params.Compression.PQBits", "%d bits make %d PQ centers, but the dataset has only %d rows to train them: lower PQBits (at least 4) or compress a larger dataset", bits, centers, rows)
 	}
 	pqDim := int64(c.PQDim)
 	if pqDim == 0 {
 		pqDim = (dim + 3) / 4
 	}
 	if pqDim > dim || dim%pqDim != 0 {
-		return safe.Argf(op, "params.Compression.PQDim", "%d does not divide the dimension %d: choose a divisor of %d (0: ceil(dim/4), which must divide it too)", pqDim, dim, dim)
+		return kit.Argf(op, "params.Compression.PQDim", "%d does not divide the dimension %d: choose a divisor of %d (0: ceil(dim/4), which must divide it too)", pqDim, dim, dim)
 	}
 	vq := int64(c.VQNCenters)
 	if vq == 0 {
@@ -250,7 +251,7 @@ func (p *IndexParams) checkCompression(op string, rows, dim int64) error {
 		frac = min(1, 100*float64(vq)/float64(rows))
 	}
 	if train := int64(float64(rows) * frac); train < vq {
-		return safe.Argf(op, "params.Compression.VQNCenters", "%d VQ centers, but only %d rows train them (%d rows × VQKMeansTrainsetFraction %g): lower VQNCenters or raise the fraction", vq, train, rows, frac)
+		return kit.Argf(op, "params.Compression.VQNCenters", "%d VQ centers, but only %d rows train them (%d rows × VQKMeansTrainsetFraction %g): lower VQNCenters or raise the fraction", vq, train, rows, frac)
 	}
 	return nil
 }

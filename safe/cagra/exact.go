@@ -3,6 +3,7 @@ package cagra
 import (
 	"bufio"
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"os"
 	"unsafe"
@@ -139,7 +140,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 		}
 	}()
 	if err := generated.CuvsCagraIndexGetDataset(idx.h, e.mt); err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(e.mt)
 	if err != nil {
@@ -151,7 +152,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 		return nil, fmt.Errorf("%s: the index's dataset: %w", op, err)
 	}
 	if v.NDim() != 2 || v.Dim(0) != idx.rows.Load() || v.Dim(1) != idx.dim {
-		return nil, safe.Argf(op, "params.FilterExactBelow", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterExactBelow < 0 to search the graph anyway", v.Shape())
+		return nil, kit.Argf(op, "params.FilterExactBelow", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterExactBelow < 0 to search the graph anyway", v.Shape())
 	}
 	call := dlpack.Begin(op) // ends before a failed build's release
 	defer call.End()
@@ -168,21 +169,21 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 	}
 	var bf generated.CuvsBruteForceIndex_t // a local: e holds Go pointers
 	if err := generated.CuvsBruteForceIndexCreate(&bf); err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	e.bf = bf
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return nil, err
 	}
-	err = generated.CuvsBruteForceBuild(h, src, safe.L2Expanded.C(), 0, e.bf)
+	err = generated.CuvsBruteForceBuild(h, src, kit.CMetric(safe.L2Expanded), 0, e.bf)
 	if err == nil {
 		// Other goroutines search it on their own streams.
 		err = generated.CuvsStreamSync(h)
 	}
-	res.Unlock()
+	kit.Unlock(res)
 	if err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	ok = true
 	idx.left.exact = e
@@ -229,9 +230,9 @@ func (e *exactState) packCopy(res *safe.Resources, v *dlpack.View) (dlpack.View,
 // dataset: the true nearest allowed rows, sentinels past the allowed count.
 // It synchronizes res's stream unless neighbors are int64 and at least k
 // rows are allowed (then it is one asynchronous C call).
-func (idx *Index) searchExact(op string, res *safe.Resources, t *safe.SearchTensors, f generated.CuvsFilter, allowed int64) error {
+func (idx *Index) searchExact(op string, res *safe.Resources, t *kit.SearchTensors, f generated.CuvsFilter, allowed int64) error {
 	if why := idx.noExact(); why != "" {
-		return safe.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterExactBelow < 0 to search the graph anyway (CAGRA then fills slots it cannot reach with SentinelID)", allowed, idx.rows.Load(), why)
+		return kit.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterExactBelow < 0 to search the graph anyway (CAGRA then fills slots it cannot reach with SentinelID)", allowed, idx.rows.Load(), why)
 	}
 	bf, err := idx.exactIndex(op, res)
 	if err != nil {
@@ -241,13 +242,13 @@ func (idx *Index) searchExact(op string, res *safe.Resources, t *safe.SearchTens
 	kk := min(k, allowed)
 	wide := t.Neighbors.DlTensor.Dtype.Bits == 64
 	if kk == k && wide {
-		h, err := res.Lock(op)
+		h, err := kit.Lock(res, op)
 		if err != nil {
 			return err
 		}
 		err = generated.CuvsBruteForceSearch(h, bf, t.Queries, t.Neighbors, t.Distances, f)
-		res.Unlock()
-		return safe.Wrap(op, err)
+		kit.Unlock(res)
+		return kit.Wrap(op, err)
 	}
 	// Brute force must not be asked for more neighbors than rows allowed
 	// (the real library then returns uninitialised memory): search kk into
@@ -297,7 +298,7 @@ func (idx *Index) searchExact(op string, res *safe.Resources, t *safe.SearchTens
 		if i == 1 {
 			dst = t.Distances
 		}
-		if err := safe.CopyBound(op, res, st, dst); err != nil {
+		if err := kit.CopyBound(op, res, st, dst); err != nil {
 			return err
 		}
 	}
@@ -306,7 +307,7 @@ func (idx *Index) searchExact(op string, res *safe.Resources, t *safe.SearchTens
 
 // exactInto searches kk neighbors into scratch device memory and copies
 // them to ids and dists (n × kk, host).
-func (idx *Index) exactInto(op string, res *safe.Resources, bf generated.CuvsBruteForceIndex_t, t *safe.SearchTensors, f generated.CuvsFilter, ids []int64, dists []float32, n, kk int64) error {
+func (idx *Index) exactInto(op string, res *safe.Resources, bf generated.CuvsBruteForceIndex_t, t *kit.SearchTensors, f generated.CuvsFilter, ids []int64, dists []float32, n, kk int64) error {
 	nb, err := safe.NewDeviceMatrix[int64](res, int(n), int(kk))
 	if err != nil {
 		return err
@@ -337,19 +338,19 @@ func (idx *Index) exactInto(op string, res *safe.Resources, bf generated.CuvsBru
 			return err
 		}
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
 	err = generated.CuvsBruteForceSearch(h, bf, t.Queries, bound[0], bound[1], f)
-	res.Unlock()
+	kit.Unlock(res)
 	if err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
-	if err := safe.CopyBound(op, res, bound[0], bound[2]); err != nil {
+	if err := kit.CopyBound(op, res, bound[0], bound[2]); err != nil {
 		return err
 	}
-	return safe.CopyBound(op, res, bound[1], bound[3])
+	return kit.CopyBound(op, res, bound[1], bound[3])
 }
 
 // fill writes n rows of k values into out: each row's kk values from in,

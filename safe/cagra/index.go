@@ -3,6 +3,7 @@ package cagra
 import (
 	"errors"
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -20,13 +21,13 @@ var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, d
 
 // The tensor rules of CAGRA, in one place.
 var (
-	datasetRule = safe.Rule{Arg: "dataset", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	extendRule  = safe.Rule{Arg: "additional", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	graphRule   = safe.Rule{Arg: "graph", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 2, RowMajor: true}
-	searchRules = safe.SearchRules{
-		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
-		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, Rank: 2, RowMajor: true},
-		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	extendRule  = kit.Rule{Arg: "additional", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	graphRule   = kit.Rule{Arg: "graph", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 2, RowMajor: true}
+	searchRules = kit.SearchRules{
+		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
+		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: kit.Rule{Arg: "distances", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
 	}
 )
 
@@ -81,7 +82,7 @@ func destroyIndex(l *leftovers) {
 func newIndex(op string) (*Index, error) {
 	var h generated.CuvsCagraIndex_t
 	if err := generated.CuvsCagraIndexCreate(&h); err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	liveIndexes.Inc()
 	idx := &Index{h: h}
@@ -98,13 +99,13 @@ func (idx *Index) label() string { return fmt.Sprintf("cagra.Index(%p)", idx) }
 func (idx *Index) refresh(op string) error {
 	var rows, dim, degree int64
 	if err := generated.CuvsCagraIndexGetSize(idx.h, &rows); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	if err := generated.CuvsCagraIndexGetDims(idx.h, &dim); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	if err := generated.CuvsCagraIndexGetGraphDegree(idx.h, &degree); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	idx.rows.Store(rows)
 	idx.dim = dim
@@ -122,7 +123,7 @@ func (idx *Index) graphRows(op string) (int64, error) {
 	mt := cDLManaged()
 	defer cFree(unsafe.Pointer(mt))
 	if err := generated.CuvsCagraIndexGetGraph(idx.h, mt); err != nil {
-		return 0, safe.Wrap(op, err)
+		return 0, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
 	if err != nil {
@@ -141,7 +142,7 @@ func (idx *Index) refuseOnDisk(op string) error {
 	if !idx.onDisk {
 		return nil
 	}
-	return safe.Argf(op, "index", "%w: %s", ErrOnDisk, onDiskHelp)
+	return kit.Argf(op, "index", "%w: %s", ErrOnDisk, onDiskHelp)
 }
 
 // fail destroys a half-made index.
@@ -201,29 +202,29 @@ func hostMemory(v *dlpack.View) bool { return v.Device().Type == dlpack.CPU }
 func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
 	const op = "cagra.Build"
 	if dataset == nil {
-		return nil, safe.Argf(op, "dataset", "nil")
+		return nil, kit.Argf(op, "dataset", "nil")
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return nil, safe.Argf(op, "dataset", "%w", err)
+		return nil, kit.Argf(op, "dataset", "%w", err)
 	}
 	if err := datasetRule.CheckOn(op, res, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 2 || dv.Dim(1) < 1 {
-		return nil, safe.Argf(op, "dataset", "shape %v, want at least two rows and one column", dv.Shape())
+		return nil, kit.Argf(op, "dataset", "shape %v, want at least two rows and one column", dv.Shape())
 	}
 	if err := p.validate(op); err != nil {
 		return nil, err
 	}
 	if int64(p.GraphDegree) >= dv.Dim(0) {
-		return nil, safe.Argf(op, "params.GraphDegree", "%d, the dataset has only %d rows", p.GraphDegree, dv.Dim(0))
+		return nil, kit.Argf(op, "params.GraphDegree", "%d, the dataset has only %d rows", p.GraphDegree, dv.Dim(0))
 	}
 	if err := p.checkCompression(op, dv.Dim(0), dv.Dim(1)); err != nil {
 		return nil, err
 	}
 	if t := dv.Device().Type; p.BuildAlgo == ACE && t != dlpack.CPU && t != dlpack.CUDAHost {
-		return nil, safe.Argf(op, "dataset", "the ACE graph build needs host memory, got %s", dv.Device())
+		return nil, kit.Argf(op, "dataset", "the ACE graph build needs host memory, got %s", dv.Device())
 	}
 	cp, err := p.toC(op)
 	defer cp.release()
@@ -238,7 +239,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 		r, err := dv.Retain(idx.label())
 		if err != nil {
 			idx.fail()
-			return nil, safe.Argf(op, "dataset", "%w", err)
+			return nil, kit.Argf(op, "dataset", "%w", err)
 		}
 		idx.left.borrows = append(idx.left.borrows, r)
 	}
@@ -280,21 +281,21 @@ func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generate
 		}
 		t, err := c.In(v)
 		if err != nil {
-			return safe.Argf(op, "input", "%w", err)
+			return kit.Argf(op, "input", "%w", err)
 		}
 		ts[i] = t
 		sync = sync || hostMemory(v)
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
+	defer kit.Unlock(res)
 	if err := f(h, ts); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	if sync {
-		return safe.Wrap(op, generated.CuvsStreamSync(h))
+		return kit.Wrap(op, generated.CuvsStreamSync(h))
 	}
 	return nil
 }
@@ -310,15 +311,15 @@ func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generate
 func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpack.Tensor) (*Index, error) {
 	const op = "cagra.IndexFromArgs"
 	if graph == nil || dataset == nil {
-		return nil, safe.Argf(op, "graph/dataset", "nil")
+		return nil, kit.Argf(op, "graph/dataset", "nil")
 	}
 	gv, err := graph.View()
 	if err != nil {
-		return nil, safe.Argf(op, "graph", "%w", err)
+		return nil, kit.Argf(op, "graph", "%w", err)
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return nil, safe.Argf(op, "dataset", "%w", err)
+		return nil, kit.Argf(op, "dataset", "%w", err)
 	}
 	if err := graphRule.CheckOn(op, res, &gv); err != nil {
 		return nil, err
@@ -327,13 +328,13 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		return nil, err
 	}
 	if gv.Dim(0) != dv.Dim(0) {
-		return nil, safe.Argf(op, "graph", "%d rows, the dataset has %d", gv.Dim(0), dv.Dim(0))
+		return nil, kit.Argf(op, "graph", "%d rows, the dataset has %d", gv.Dim(0), dv.Dim(0))
 	}
 	if gv.Dim(1) < 1 || gv.Dim(1) >= gv.Dim(0) {
-		return nil, safe.Argf(op, "graph", "degree %d for %d rows", gv.Dim(1), gv.Dim(0))
+		return nil, kit.Argf(op, "graph", "degree %d for %d rows", gv.Dim(1), gv.Dim(0))
 	}
 	if !metric.Valid() {
-		return nil, safe.Argf(op, "metric", "%d is not a metric", metric)
+		return nil, kit.Argf(op, "metric", "%d is not a metric", metric)
 	}
 	idx, err := newIndex(op)
 	if err != nil {
@@ -349,12 +350,12 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		r, err := v.Retain(idx.label())
 		if err != nil {
 			idx.fail()
-			return nil, safe.Argf(op, "graph/dataset", "%w", err)
+			return nil, kit.Argf(op, "graph/dataset", "%w", err)
 		}
 		idx.left.borrows = append(idx.left.borrows, r)
 	}
 	if err := callWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsCagraIndexFromArgs(h, metric.C(), t[0], t[1], idx.h)
+		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
 	}); err != nil {
 		idx.fail()
 		return nil, err
@@ -391,20 +392,20 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p ExtendParams) error {
 	const op = "cagra.Index.Extend"
 	if additional == nil {
-		return safe.Argf(op, "additional", "nil")
+		return kit.Argf(op, "additional", "nil")
 	}
 	av, err := additional.View()
 	if err != nil {
-		return safe.Argf(op, "additional", "%w", err)
+		return kit.Argf(op, "additional", "%w", err)
 	}
 	if err := extendRule.CheckOn(op, res, &av); err != nil {
 		return err
 	}
 	if av.DType() != idx.dtype || av.Dim(1) != idx.dim {
-		return safe.Argf(op, "additional", "%s × %d columns, the index holds %s × %d", av.DType(), av.Dim(1), idx.dtype, idx.dim)
+		return kit.Argf(op, "additional", "%s × %d columns, the index holds %s × %d", av.DType(), av.Dim(1), idx.dtype, idx.dim)
 	}
 	if av.Dim(0) < 1 {
-		return safe.Argf(op, "additional", "no rows")
+		return kit.Argf(op, "additional", "no rows")
 	}
 	if err := idx.refuseOnDisk(op); err != nil {
 		return err
@@ -427,7 +428,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 	idx.left.exact = nil
 	var cp generated.CuvsCagraExtendParams_t
 	if err := generated.CuvsCagraExtendParamsCreate(&cp); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	defer generated.CuvsCagraExtendParamsDestroy(cp)
 	cp.MaxChunkSize = p.MaxChunkSize
@@ -485,7 +486,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if params == nil {
-		return safe.Argf(op, "params", "nil")
+		return kit.Argf(op, "params", "nil")
 	}
 	sp, err := params.withDefaults(op)
 	if err != nil {
@@ -498,11 +499,11 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		return err
 	}
 	rows := idx.rows.Load()
-	var t safe.SearchTensors
+	var t kit.SearchTensors
 	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.dim, rows, &t); err != nil {
 		return err
 	}
-	f, err := filter.Bind(op, c, rows, t.N, safe.Bitset)
+	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset)
 	if err != nil {
 		return err
 	}
@@ -513,13 +514,13 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		return err
 	}
 	cp := sp.cValue()
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
 	err = generated.CuvsCagraSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
-	res.Unlock()
-	return safe.Wrap(op, err)
+	kit.Unlock(res)
+	return kit.Wrap(op, err)
 }
 
 // Serialize writes the index to a file, with its dataset when
@@ -548,16 +549,16 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 	if err := idx.refuseOnDisk(op); err != nil {
 		return err
 	}
-	p, err := safe.CPath(op, path)
+	p, err := kit.CPath(op, path)
 	if err != nil {
 		return err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	return safe.Wrap(op, f(h, &p[0]))
+	defer kit.Unlock(res)
+	return kit.Wrap(op, f(h, &p[0]))
 }
 
 // Deserialize reads an index written by Serialize. The index owns its data.
@@ -570,7 +571,7 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "cagra.Deserialize"
-	p, err := safe.CPath(op, path)
+	p, err := kit.CPath(op, path)
 	if err != nil {
 		return nil, err
 	}
@@ -578,16 +579,16 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		idx.fail()
 		return nil, err
 	}
 	err = generated.CuvsCagraDeserialize(h, &p[0], idx.h)
-	res.Unlock()
+	kit.Unlock(res)
 	if err != nil {
 		idx.fail()
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
@@ -608,7 +609,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Filter) (*Index, error) {
 	const op = "cagra.Merge"
 	if len(indexes) < 2 {
-		return nil, safe.Argf(op, "indexes", "%d indexes, want at least 2", len(indexes))
+		return nil, kit.Argf(op, "indexes", "%d indexes, want at least 2", len(indexes))
 	}
 	if err := p.validate(op); err != nil {
 		return nil, err
@@ -617,7 +618,7 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 	var total int64
 	for i, x := range indexes {
 		if x == nil {
-			return nil, safe.Argf(op, "indexes", "entry %d is nil", i)
+			return nil, kit.Argf(op, "indexes", "entry %d is nil", i)
 		}
 		if err := x.enter(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
 			return nil, err
@@ -627,13 +628,13 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 			return nil, err
 		}
 		if x.dtype != indexes[0].dtype || x.dim != indexes[0].dim {
-			return nil, safe.Argf(op, "indexes", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.dim, indexes[0].dtype, indexes[0].dim)
+			return nil, kit.Argf(op, "indexes", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.dim, indexes[0].dtype, indexes[0].dim)
 		}
 		hs[i] = x.h
 		total += x.rows.Load()
 	}
 	if int64(p.GraphDegree) >= total {
-		return nil, safe.Argf(op, "params.GraphDegree", "%d, the indexes have only %d rows", p.GraphDegree, total)
+		return nil, kit.Argf(op, "params.GraphDegree", "%d, the indexes have only %d rows", p.GraphDegree, total)
 	}
 	kept := total
 	if filter != nil {
@@ -644,7 +645,7 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 	}
 	c := dlpack.Begin(op)
 	defer c.End()
-	f, err := filter.Bind(op, c, total, 0, safe.Bitset)
+	f, err := kit.BindFilter(filter, op, c, total, 0, safe.Bitset)
 	if err != nil {
 		return nil, err
 	}
@@ -657,17 +658,17 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 	if err != nil {
 		return nil, err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		out.fail()
 		return nil, err
 	}
 	err = generated.CuvsCagraMerge(h, cp.p, &hs[0], uint64(len(hs)), f, out.h)
-	res.Unlock()
+	kit.Unlock(res)
 	runtime.KeepAlive(hs)
 	if err != nil {
 		out.fail()
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	if err := out.refresh(op); err != nil {
 		out.fail()
@@ -704,7 +705,7 @@ func (idx *Index) internalView(op string, get func(generated.CuvsCagraIndex_t, *
 	mt := cDLManaged()
 	if err := get(idx.h, mt); err != nil {
 		cFree(unsafe.Pointer(mt))
-		return dlpack.View{}, safe.Wrap(op, err)
+		return dlpack.View{}, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
 	if err != nil {
@@ -760,7 +761,7 @@ func (idx *Index) Close() error {
 	idx.left.exact.release()
 	idx.left.exact = nil
 	if err := generated.CuvsCagraIndexDestroy(idx.h); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	idx.destroyed = true
 	liveIndexes.Dec()

@@ -2,6 +2,7 @@ package cagra
 
 import (
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"sync"
 
@@ -220,12 +221,12 @@ func DefaultIndexParams() (IndexParams, error) {
 	const op = "cagra.DefaultIndexParams"
 	var p generated.CuvsCagraIndexParams_t
 	if err := generated.CuvsCagraIndexParamsCreate(&p); err != nil {
-		return IndexParams{}, safe.Wrap(op, err)
+		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := indexParamsFromC(p)
 	// p is destroyed exactly as created (build_algo untouched), so
 	// cuvsCagraIndexParamsDestroy frees what Create allocated.
-	return out, safe.Wrap(op, generated.CuvsCagraIndexParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsCagraIndexParamsDestroy(p))
 }
 
 func indexParamsFromC(p *generated.CuvsCagraIndexParams) IndexParams {
@@ -255,17 +256,17 @@ func (h Heuristic) String() string { return generated.CuvsCagraHnswHeuristicType
 func FromHNSWParams(rows, dim int64, m, efConstruction int, h Heuristic, metric safe.Metric) (IndexParams, error) {
 	const op = "cagra.FromHNSWParams"
 	if rows < 1 || dim < 1 || m < 1 || efConstruction < 1 {
-		return IndexParams{}, safe.Argf(op, "rows/dim/m/efConstruction", "all must be positive (got %d, %d, %d, %d)", rows, dim, m, efConstruction)
+		return IndexParams{}, kit.Argf(op, "rows/dim/m/efConstruction", "all must be positive (got %d, %d, %d, %d)", rows, dim, m, efConstruction)
 	}
 	if h != SimilarSearchPerformance && h != SameGraphFootprint {
-		return IndexParams{}, safe.Argf(op, "h", "%d is not a heuristic", h)
+		return IndexParams{}, kit.Argf(op, "h", "%d is not a heuristic", h)
 	}
 	if !metric.Valid() {
-		return IndexParams{}, safe.Argf(op, "metric", "%d is not a metric", metric)
+		return IndexParams{}, kit.Argf(op, "metric", "%d is not a metric", metric)
 	}
 	var p generated.CuvsCagraIndexParams_t
 	if err := generated.CuvsCagraIndexParamsCreate(&p); err != nil {
-		return IndexParams{}, safe.Wrap(op, err)
+		return IndexParams{}, kit.Wrap(op, err)
 	}
 	created := p.GraphBuildParams // the IVF-PQ object Create allocated
 	// From 1e6 rows cuVS writes through the IVF-PQ object's build and search
@@ -275,14 +276,14 @@ func FromHNSWParams(rows, dim int64, m, efConstruction int, h Heuristic, metric 
 	if err := generated.CuvsIvfPqIndexParamsCreate(&ip.IvfPqBuildParams); err != nil {
 		ip.IvfPqBuildParams = nil
 		destroyIndexParams(p, created)
-		return IndexParams{}, safe.Wrap(op, err)
+		return IndexParams{}, kit.Wrap(op, err)
 	}
 	if err := generated.CuvsIvfPqSearchParamsCreate(&ip.IvfPqSearchParams); err != nil {
 		ip.IvfPqSearchParams = nil
 		destroyIndexParams(p, created)
-		return IndexParams{}, safe.Wrap(op, err)
+		return IndexParams{}, kit.Wrap(op, err)
 	}
-	err := generated.CuvsCagraIndexParamsFromHnswParams(p, rows, dim, int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), metric.C())
+	err := generated.CuvsCagraIndexParamsFromHnswParams(p, rows, dim, int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
 	out := indexParamsFromC(p)
 	// cuVS v26.06 writes its C++ default metric (L2Expanded) whatever
 	// metric it is given.
@@ -301,7 +302,7 @@ func FromHNSWParams(rows, dim int64, m, efConstruction int, h Heuristic, metric 
 	}
 	destroyIndexParams(p, created)
 	if err != nil {
-		return IndexParams{}, safe.Wrap(op, err)
+		return IndexParams{}, kit.Wrap(op, err)
 	}
 	return out, nil
 }
@@ -333,7 +334,7 @@ func DefaultIVFPQBuildParams() (IVFPQBuildParams, error) {
 	const op = "cagra.DefaultIVFPQBuildParams"
 	var p generated.CuvsIvfPqIndexParams_t
 	if err := generated.CuvsIvfPqIndexParamsCreate(&p); err != nil {
-		return IVFPQBuildParams{}, safe.Wrap(op, err)
+		return IVFPQBuildParams{}, kit.Wrap(op, err)
 	}
 	out := IVFPQBuildParams{
 		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
@@ -342,7 +343,7 @@ func DefaultIVFPQBuildParams() (IVFPQBuildParams, error) {
 		ForceRandomRotation: p.ForceRandomRotation, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
 		MaxTrainPointsPerPQCode: p.MaxTrainPointsPerPqCode, CodesLayout: int32(p.CodesLayout),
 	}
-	return out, safe.Wrap(op, generated.CuvsIvfPqIndexParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsIvfPqIndexParamsDestroy(p))
 }
 
 // DefaultIVFPQSearchParams returns IVF-PQ's default search parameters, read
@@ -351,14 +352,14 @@ func DefaultIVFPQSearchParams() (IVFPQSearchParams, error) {
 	const op = "cagra.DefaultIVFPQSearchParams"
 	var p generated.CuvsIvfPqSearchParams_t
 	if err := generated.CuvsIvfPqSearchParamsCreate(&p); err != nil {
-		return IVFPQSearchParams{}, safe.Wrap(op, err)
+		return IVFPQSearchParams{}, kit.Wrap(op, err)
 	}
 	out := IVFPQSearchParams{
 		NProbes: p.NProbes, LUTDtype: int32(p.LutDtype), InternalDistanceDtype: int32(p.InternalDistanceDtype),
 		CoarseSearchDtype: int32(p.CoarseSearchDtype), MaxInternalBatchSize: p.MaxInternalBatchSize,
 		PreferredShmemCarveout: p.PreferredShmemCarveout,
 	}
-	return out, safe.Wrap(op, generated.CuvsIvfPqSearchParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsIvfPqSearchParamsDestroy(p))
 }
 
 // DefaultCompressionParams returns cuVS's default VQ/PQ compression
@@ -367,13 +368,13 @@ func DefaultCompressionParams() (CompressionParams, error) {
 	const op = "cagra.DefaultCompressionParams"
 	var p generated.CuvsCagraCompressionParams_t
 	if err := generated.CuvsCagraCompressionParamsCreate(&p); err != nil {
-		return CompressionParams{}, safe.Wrap(op, err)
+		return CompressionParams{}, kit.Wrap(op, err)
 	}
 	out := CompressionParams{
 		PQBits: p.PqBits, PQDim: p.PqDim, VQNCenters: p.VqNCenters, KMeansNIters: p.KmeansNIters,
 		VQKMeansTrainsetFraction: p.VqKmeansTrainsetFraction, PQKMeansTrainsetFraction: p.PqKmeansTrainsetFraction,
 	}
-	return out, safe.Wrap(op, generated.CuvsCagraCompressionParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsCagraCompressionParamsDestroy(p))
 }
 
 // DefaultACEParams returns cuVS's default ACE graph-build parameters,
@@ -382,10 +383,10 @@ func DefaultACEParams() (ACEParams, error) {
 	const op = "cagra.DefaultACEParams"
 	var p generated.CuvsAceParams_t
 	if err := generated.CuvsAceParamsCreate(&p); err != nil {
-		return ACEParams{}, safe.Wrap(op, err)
+		return ACEParams{}, kit.Wrap(op, err)
 	}
 	out := *aceFromC(p)
-	return out, safe.Wrap(op, generated.CuvsAceParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsAceParamsDestroy(p))
 }
 
 // DefaultExtendParams returns cuVS's default extend parameters.
@@ -393,10 +394,10 @@ func DefaultExtendParams() (ExtendParams, error) {
 	const op = "cagra.DefaultExtendParams"
 	var p generated.CuvsCagraExtendParams_t
 	if err := generated.CuvsCagraExtendParamsCreate(&p); err != nil {
-		return ExtendParams{}, safe.Wrap(op, err)
+		return ExtendParams{}, kit.Wrap(op, err)
 	}
 	out := ExtendParams{MaxChunkSize: p.MaxChunkSize}
-	return out, safe.Wrap(op, generated.CuvsCagraExtendParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsCagraExtendParamsDestroy(p))
 }
 
 // DefaultSearchParams returns cuVS's default search parameters, read from
@@ -405,7 +406,7 @@ func DefaultSearchParams() (SearchParams, error) {
 	const op = "cagra.DefaultSearchParams"
 	var p generated.CuvsCagraSearchParams_t
 	if err := generated.CuvsCagraSearchParamsCreate(&p); err != nil {
-		return SearchParams{}, safe.Wrap(op, err)
+		return SearchParams{}, kit.Wrap(op, err)
 	}
 	out := SearchParams{
 		MaxQueries: int(p.MaxQueries), ITopKSize: int(p.ItopkSize), MaxIterations: int(p.MaxIterations),
@@ -416,7 +417,7 @@ func DefaultSearchParams() (SearchParams, error) {
 		RandXORMask: p.RandXorMask, Persistent: p.Persistent, PersistentLifetime: p.PersistentLifetime,
 		PersistentDeviceUsage: p.PersistentDeviceUsage, FilterExactBelow: DefaultFilterExactBelow,
 	}
-	return out, safe.Wrap(op, generated.CuvsCagraSearchParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsCagraSearchParamsDestroy(p))
 }
 
 // searchDefaults holds cuVS's defaults for the fields whose zero means
@@ -479,44 +480,44 @@ func (s *SearchParams) validate(op string) error {
 		{"TeamSize", s.TeamSize}, {"SearchWidth", s.SearchWidth}, {"MinIterations", s.MinIterations},
 		{"ThreadBlockSize", s.ThreadBlockSize}, {"HashmapMinBitlen", s.HashmapMinBitlen}} {
 		if f.v < 0 {
-			return safe.Argf(op, "params."+f.name, "%d is negative", f.v)
+			return kit.Argf(op, "params."+f.name, "%d is negative", f.v)
 		}
 	}
 	switch s.Algo {
 	case SingleCTA, MultiCTA, MultiKernel, AutoAlgo:
 	default:
-		return safe.Argf(op, "params.Algo", "%d is not a search algorithm", s.Algo)
+		return kit.Argf(op, "params.Algo", "%d is not a search algorithm", s.Algo)
 	}
 	if s.ITopKSize > 1024 && s.Algo == SingleCTA {
-		return safe.Argf(op, "params.ITopKSize", "%d, the single-CTA kernel takes at most 1024", s.ITopKSize)
+		return kit.Argf(op, "params.ITopKSize", "%d, the single-CTA kernel takes at most 1024", s.ITopKSize)
 	}
 	switch s.HashmapMode {
 	case HashFull, HashSmall, HashAuto:
 	default:
-		return safe.Argf(op, "params.HashmapMode", "%d is not a hash mode", s.HashmapMode)
+		return kit.Argf(op, "params.HashmapMode", "%d is not a hash mode", s.HashmapMode)
 	}
 	if s.HashmapMode == HashSmall && s.Algo == MultiCTA {
-		return safe.Argf(op, "params.HashmapMode", "HashSmall is not available with the MultiCTA kernel")
+		return kit.Argf(op, "params.HashmapMode", "HashSmall is not available with the MultiCTA kernel")
 	}
 	switch s.ThreadBlockSize {
 	case 0, 64, 128, 256, 512, 1024:
 	default:
-		return safe.Argf(op, "params.ThreadBlockSize", "%d, want 0, 64, 128, 256, 512 or 1024", s.ThreadBlockSize)
+		return kit.Argf(op, "params.ThreadBlockSize", "%d, want 0, 64, 128, 256, 512 or 1024", s.ThreadBlockSize)
 	}
 	if s.HashmapMinBitlen > 20 {
-		return safe.Argf(op, "params.HashmapMinBitlen", "%d, want at most 20", s.HashmapMinBitlen)
+		return kit.Argf(op, "params.HashmapMinBitlen", "%d, want at most 20", s.HashmapMinBitlen)
 	}
 	if !(s.HashmapMaxFillRate >= 0.1 && s.HashmapMaxFillRate < 0.9) {
-		return safe.Argf(op, "params.HashmapMaxFillRate", "%g is not in [0.1, 0.9)", s.HashmapMaxFillRate)
+		return kit.Argf(op, "params.HashmapMaxFillRate", "%g is not in [0.1, 0.9)", s.HashmapMaxFillRate)
 	}
 	if !(s.PersistentDeviceUsage > 0 && s.PersistentDeviceUsage <= 1) {
-		return safe.Argf(op, "params.PersistentDeviceUsage", "%g is not in (0, 1]", s.PersistentDeviceUsage)
+		return kit.Argf(op, "params.PersistentDeviceUsage", "%g is not in (0, 1]", s.PersistentDeviceUsage)
 	}
 	if !(s.PersistentLifetime > 0) || math.IsInf(float64(s.PersistentLifetime), 0) {
-		return safe.Argf(op, "params.PersistentLifetime", "%g, want a positive number of seconds", s.PersistentLifetime)
+		return kit.Argf(op, "params.PersistentLifetime", "%g, want a positive number of seconds", s.PersistentLifetime)
 	}
 	if math.IsNaN(s.FilterExactBelow) || s.FilterExactBelow > 1 {
-		return safe.Argf(op, "params.FilterExactBelow", "%g, want a fraction of the rows at most 1 (0: the default, negative: never)", s.FilterExactBelow)
+		return kit.Argf(op, "params.FilterExactBelow", "%g, want a fraction of the rows at most 1 (0: the default, negative: never)", s.FilterExactBelow)
 	}
 	return nil
 }
@@ -526,10 +527,10 @@ func (s *SearchParams) validate(op string) error {
 // ITopKSize, and a filtered search cannot use HashSmall.
 func (s *SearchParams) checkFiltered(op string, filtered bool, k int64) error {
 	if filtered && s.HashmapMode == HashSmall {
-		return safe.Argf(op, "params.HashmapMode", "HashSmall is not available with a filter")
+		return kit.Argf(op, "params.HashmapMode", "HashSmall is not available with a filter")
 	}
 	if (s.Algo == SingleCTA || s.Algo == MultiKernel) && k > int64(s.ITopKSize) {
-		return safe.Argf(op, "params.ITopKSize", "%d is below k = %d", s.ITopKSize, k)
+		return kit.Argf(op, "params.ITopKSize", "%d is below k = %d", s.ITopKSize, k)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
 )
 
@@ -43,7 +44,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	}
 	defer idx.state.Leave()
 	if params == nil {
-		return nil, safe.Argf(op, "params", "nil")
+		return nil, kit.Argf(op, "params", "nil")
 	}
 	sp, err := params.withDefaults(op)
 	if err != nil {
@@ -66,7 +67,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		p.exact, p.allowed = true, filter.Allowed()
 		if why := idx.noExact(); why != "" {
 			s.Close()
-			return nil, safe.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterExactBelow < 0 to search the graph anyway", p.allowed, rows, why)
+			return nil, kit.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterExactBelow < 0 to search the graph anyway", p.allowed, rows, why)
 		}
 	} else if err := sp.checkFiltered(op, filter != nil, p.k); err != nil {
 		s.Close()
@@ -93,20 +94,20 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	if s.Filtered && p.idx.rows.Load() != s.Rows {
 		p.idx.state.Leave()
 		s.Leave()
-		return safe.Argf(op, "filter", "made for %d rows, the index has %d since Extend: prepare again", s.Rows, p.idx.rows.Load())
+		return kit.Argf(op, "filter", "made for %d rows, the index has %d since Extend: prepare again", s.Rows, p.idx.rows.Load())
 	}
 	if p.exact {
-		t := safe.SearchTensors{Queries: s.Queries, Neighbors: s.Neighbors, Distances: s.Distances, N: p.n, K: p.k}
+		t := kit.SearchTensors{Queries: s.Queries, Neighbors: s.Neighbors, Distances: s.Distances, N: p.n, K: p.k}
 		err := p.idx.searchExact(op, res, &t, s.Filter, p.allowed)
 		p.idx.state.Leave()
 		s.Leave()
 		return err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err == nil {
 		err = generated.CuvsCagraSearch(h, p.params, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
-		res.Unlock()
-		err = safe.Wrap(op, err)
+		kit.Unlock(res)
+		err = kit.Wrap(op, err)
 	}
 	p.idx.state.Leave()
 	s.Leave()

@@ -1,6 +1,7 @@
 package cagra
 
 import (
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/x448/float16"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -24,13 +25,13 @@ import (
 func (idx *Index) WarmUp(res *safe.Resources, params *SearchParams, batch, k int, neighbors dlpack.DataType) error {
 	const op = "cagra.Index.WarmUp"
 	if batch < 1 {
-		return safe.Argf(op, "batch", "%d, want at least 1", batch)
+		return kit.Argf(op, "batch", "%d, want at least 1", batch)
 	}
 	if k < 1 {
-		return safe.Argf(op, "k", "%d, want at least 1", k)
+		return kit.Argf(op, "k", "%d, want at least 1", k)
 	}
 	if neighbors != dlpack.Uint32 && neighbors != dlpack.Int64 {
-		return safe.Argf(op, "neighbors", "dtype %s, want uint32 or int64", neighbors)
+		return kit.Argf(op, "neighbors", "dtype %s, want uint32 or int64", neighbors)
 	}
 	switch idx.DType() {
 	case dlpack.Float32:
@@ -42,7 +43,7 @@ func (idx *Index) WarmUp(res *safe.Resources, params *SearchParams, batch, k int
 	case dlpack.Uint8:
 		return warmUp[uint8](idx, res, params, batch, k, neighbors)
 	}
-	return safe.Argf(op, "index", "element type %s is not one CAGRA searches", idx.DType())
+	return kit.Argf(op, "index", "element type %s is not one CAGRA searches", idx.DType())
 }
 
 func warmUp[T dlpack.DType](idx *Index, res *safe.Resources, params *SearchParams, batch, k int, nt dlpack.DataType) (err error) {

@@ -4,6 +4,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // SearchSlice is the one-call search from Go memory: queries holds n×Dim()
@@ -26,7 +27,7 @@ func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, params *Search
 func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, filter *safe.Filter, out *safe.Results) error {
 	const op = "cagra.SearchSlice"
 	if idx == nil {
-		return safe.Argf(op, "idx", "nil *Index")
+		return kit.Argf(op, "idx", "nil *Index")
 	}
 	if params == nil {
 		p, err := DefaultSearchParams()

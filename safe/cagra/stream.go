@@ -2,6 +2,7 @@ package cagra
 
 import (
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"io"
 
 	"github.com/cuvs-go/cuvs/safe"
@@ -17,7 +18,7 @@ import (
 func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer, includeDataset bool) (int64, error) {
 	const op = "cagra.Index.SerializeTo"
 	if w == nil {
-		return 0, safe.Argf(op, "w", "nil io.Writer")
+		return 0, kit.Argf(op, "w", "nil io.Writer")
 	}
 	var serr error
 	n, err := stream.ToWriter(w, func(path string) error {
@@ -38,7 +39,7 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer, includeDataset b
 func DeserializeFrom(res *safe.Resources, r io.Reader) (*Index, error) {
 	const op = "cagra.DeserializeFrom"
 	if r == nil {
-		return nil, safe.Argf(op, "r", "nil io.Reader")
+		return nil, kit.Argf(op, "r", "nil io.Reader")
 	}
 	var idx *Index
 	var derr error

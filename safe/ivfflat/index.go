@@ -3,6 +3,7 @@ package ivfflat
 import (
 	"bufio"
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"io"
 	"os"
 	"runtime"
@@ -24,14 +25,14 @@ var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, d
 // input with from_dlpack to a device_matrix_view: device memory (CUDA,
 // pinned or managed) only, row-major.
 var (
-	datasetRule = safe.Rule{Arg: "dataset", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	vectorsRule = safe.Rule{Arg: "vectors", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	idsRule     = safe.Rule{Arg: "ids", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
-	centersRule = safe.Rule{Arg: "dst", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
-	searchRules = safe.SearchRules{
-		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
-		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
-		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	vectorsRule = kit.Rule{Arg: "vectors", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	idsRule     = kit.Rule{Arg: "ids", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
+	centersRule = kit.Rule{Arg: "dst", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
+	searchRules = kit.SearchRules{
+		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
+		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: kit.Rule{Arg: "distances", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
 	}
 )
 
@@ -60,7 +61,7 @@ func destroyIndex(h generated.CuvsIvfFlatIndex_t) {
 func newIndex(op string) (*Index, error) {
 	var h generated.CuvsIvfFlatIndex_t
 	if err := generated.CuvsIvfFlatIndexCreate(&h); err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	liveIndexes.Inc()
 	idx := &Index{h: h}
@@ -80,10 +81,10 @@ func (idx *Index) fail() {
 func (idx *Index) refresh(op string) error {
 	var nLists, dim int64
 	if err := generated.CuvsIvfFlatIndexGetNLists(idx.h, &nLists); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	if err := generated.CuvsIvfFlatIndexGetDim(idx.h, &dim); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	idx.nLists, idx.dim = nLists, dim
 	d := idx.h.Dtype
@@ -114,17 +115,17 @@ func (idx *Index) enter(op string) error {
 func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
 	const op = "ivfflat.Build"
 	if dataset == nil {
-		return nil, safe.Argf(op, "dataset", "nil")
+		return nil, kit.Argf(op, "dataset", "nil")
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return nil, safe.Argf(op, "dataset", "%w", err)
+		return nil, kit.Argf(op, "dataset", "%w", err)
 	}
 	if err := datasetRule.Check(op, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
-		return nil, safe.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
+		return nil, kit.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
 	}
 	if err := p.validate(op, dv.Dim(0), dv.Dim(1)); err != nil {
 		return nil, err
@@ -163,19 +164,19 @@ func call(op string, res *safe.Resources, in []*dlpack.View, f func(generated.Cu
 		}
 		t, err := c.In(v)
 		if err != nil {
-			return safe.Argf(op, "input", "%w", err)
+			return kit.Argf(op, "input", "%w", err)
 		}
 		ts[i] = t
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
+	defer kit.Unlock(res)
 	if err := f(h, ts); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
-	return safe.Wrap(op, generated.CuvsStreamSync(h))
+	return kit.Wrap(op, generated.CuvsStreamSync(h))
 }
 
 // Size returns the number of rows indexed. The C API has no size getter:
@@ -207,32 +208,32 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
 	const op = "ivfflat.Index.Extend"
 	if vectors == nil {
-		return safe.Argf(op, "vectors", "nil")
+		return kit.Argf(op, "vectors", "nil")
 	}
 	vv, err := vectors.View()
 	if err != nil {
-		return safe.Argf(op, "vectors", "%w", err)
+		return kit.Argf(op, "vectors", "%w", err)
 	}
 	if err := vectorsRule.Check(op, &vv); err != nil {
 		return err
 	}
 	if vv.DType() != idx.dtype || vv.Dim(1) != idx.dim {
-		return safe.Argf(op, "vectors", "%s × %d columns, the index holds %s × %d", vv.DType(), vv.Dim(1), idx.dtype, idx.dim)
+		return kit.Argf(op, "vectors", "%s × %d columns, the index holds %s × %d", vv.DType(), vv.Dim(1), idx.dtype, idx.dim)
 	}
 	n := vv.Dim(0)
 	if n < 1 {
-		return safe.Argf(op, "vectors", "no rows")
+		return kit.Argf(op, "vectors", "no rows")
 	}
 	var iv dlpack.View
 	if ids != nil {
 		if iv, err = ids.View(); err != nil {
-			return safe.Argf(op, "ids", "%w", err)
+			return kit.Argf(op, "ids", "%w", err)
 		}
 		if err := idsRule.Check(op, &iv); err != nil {
 			return err
 		}
 		if iv.Dim(0) != n {
-			return safe.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
+			return kit.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
 		}
 	}
 	idx.mu.Lock()
@@ -257,7 +258,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		}
 		defer dev.Close()
 		if iv, err = dev.View(); err != nil {
-			return safe.Argf(op, "ids", "%w", err)
+			return kit.Argf(op, "ids", "%w", err)
 		}
 	}
 	extended := false
@@ -300,28 +301,28 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if params == nil {
-		return safe.Argf(op, "params", "nil")
+		return kit.Argf(op, "params", "nil")
 	}
 	if err := params.validate(op); err != nil {
 		return err
 	}
 	rows := idx.rows.Load()
-	var t safe.SearchTensors
+	var t kit.SearchTensors
 	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, rows, &t); err != nil {
 		return err
 	}
-	f, err := filter.Bind(op, c, rows, t.N, safe.Bitset)
+	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset)
 	if err != nil {
 		return err
 	}
 	cp := generated.CuvsIvfFlatSearchParams{NProbes: params.NProbes}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
 	err = generated.CuvsIvfFlatSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
-	res.Unlock()
-	return safe.Wrap(op, err)
+	kit.Unlock(res)
+	return kit.Wrap(op, err)
 }
 
 // Centers copies the lists' centers, NLists() × Dim() float32, into dst
@@ -335,11 +336,11 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	const op = "ivfflat.Index.Centers"
 	if dst == nil {
-		return safe.Argf(op, "dst", "nil")
+		return kit.Argf(op, "dst", "nil")
 	}
 	dm, err := dst.ViewMut()
 	if err != nil {
-		return safe.Argf(op, "dst", "%w", err)
+		return kit.Argf(op, "dst", "%w", err)
 	}
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
@@ -349,7 +350,7 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	}
 	defer idx.state.Leave()
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
-		return safe.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
+		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
 	return copyCenters(op, res, &dm, func(mt *generated.DLManagedTensor) error {
 		return generated.CuvsIvfFlatIndexGetCenters(idx.h, mt)
@@ -365,7 +366,7 @@ func copyCenters(op string, res *safe.Resources, dst *dlpack.ViewMut, get func(*
 	}
 	if err := get(mt); err != nil {
 		cFree(unsafe.Pointer(mt))
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
 	if err != nil {
@@ -391,16 +392,16 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 		return err
 	}
 	defer idx.state.Leave()
-	p, err := safe.CPath(op, path)
+	p, err := kit.CPath(op, path)
 	if err != nil {
 		return err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	return safe.Wrap(op, generated.CuvsIvfFlatSerialize(h, &p[0], idx.h))
+	defer kit.Unlock(res)
+	return kit.Wrap(op, generated.CuvsIvfFlatSerialize(h, &p[0], idx.h))
 }
 
 // Deserialize reads an index written by Serialize. Its size is read from
@@ -411,7 +412,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfflat.Deserialize"
-	p, err := safe.CPath(op, path)
+	p, err := kit.CPath(op, path)
 	if err != nil {
 		return nil, err
 	}
@@ -423,16 +424,16 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		idx.fail()
 		return nil, err
 	}
 	err = generated.CuvsIvfFlatDeserialize(h, &p[0], idx.h)
-	res.Unlock()
+	kit.Unlock(res)
 	if err != nil {
 		idx.fail()
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
@@ -482,7 +483,7 @@ func (idx *Index) Close() error {
 		idx.clean.Stop()
 	}
 	if err := generated.CuvsIvfFlatIndexDestroy(idx.h); err != nil {
-		return safe.Wrap("ivfflat.Index.Close", err)
+		return kit.Wrap("ivfflat.Index.Close", err)
 	}
 	idx.destroyed = true
 	liveIndexes.Dec()

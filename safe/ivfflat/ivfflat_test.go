@@ -2,6 +2,7 @@ package ivfflat_test
 
 import (
 	"errors"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"path/filepath"
 	"testing"
@@ -391,7 +392,7 @@ func TestBadInput(t *testing.T) {
 	filter99, err := safe.NewBitsetFilterAllowing(f.res, 99, []int64{1})
 	must(t, err)
 	safetest.Close(t, filter99)
-	bitmap, err := safe.NewBitmapFilter(f.res, 4, 100, make([]uint32, safe.Words(400)))
+	bitmap, err := safe.NewBitmapFilter(f.res, 4, 100, make([]uint32, kit.Words(400)))
 	must(t, err)
 	safetest.Close(t, bitmap)
 	big, err := safe.NewDeviceMatrix[int64](f.res, 4, 101)

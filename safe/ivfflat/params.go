@@ -3,6 +3,7 @@ package ivfflat
 import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // IndexParams configures Build (cuvsIvfFlatIndexParams). Start from
@@ -53,14 +54,14 @@ func DefaultIndexParams() (IndexParams, error) {
 	const op = "ivfflat.DefaultIndexParams"
 	var p generated.CuvsIvfFlatIndexParams_t
 	if err := generated.CuvsIvfFlatIndexParamsCreate(&p); err != nil {
-		return IndexParams{}, safe.Wrap(op, err)
+		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := IndexParams{
 		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
 		NLists: p.NLists, KMeansNIters: p.KmeansNIters, KMeansTrainsetFraction: p.KmeansTrainsetFraction,
 		AdaptiveCenters: p.AdaptiveCenters, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
 	}
-	return out, safe.Wrap(op, generated.CuvsIvfFlatIndexParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsIvfFlatIndexParamsDestroy(p))
 }
 
 // DefaultSearchParams returns cuVS's default search parameters, read from
@@ -69,10 +70,10 @@ func DefaultSearchParams() (SearchParams, error) {
 	const op = "ivfflat.DefaultSearchParams"
 	var p generated.CuvsIvfFlatSearchParams_t
 	if err := generated.CuvsIvfFlatSearchParamsCreate(&p); err != nil {
-		return SearchParams{}, safe.Wrap(op, err)
+		return SearchParams{}, kit.Wrap(op, err)
 	}
 	out := SearchParams{NProbes: p.NProbes}
-	return out, safe.Wrap(op, generated.CuvsIvfFlatSearchParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsIvfFlatSearchParamsDestroy(p))
 }
 
 // supportedMetric reports whether IVF-Flat's search kernels implement m
@@ -88,22 +89,22 @@ func supportedMetric(m safe.Metric) bool {
 
 func (p *IndexParams) validate(op string, rows, dim int64) error {
 	if !supportedMetric(p.Metric) {
-		return safe.Argf(op, "params.Metric", "%s is not supported by IVF-Flat (L2Expanded, L2SqrtExpanded, InnerProduct, CosineExpanded)", p.Metric)
+		return kit.Argf(op, "params.Metric", "%s is not supported by IVF-Flat (L2Expanded, L2SqrtExpanded, InnerProduct, CosineExpanded)", p.Metric)
 	}
 	if p.NLists < 1 {
-		return safe.Argf(op, "params.NLists", "0, want at least 1")
+		return kit.Argf(op, "params.NLists", "0, want at least 1")
 	}
 	if int64(p.NLists) > rows {
-		return safe.Argf(op, "params.NLists", "%d, the dataset has only %d rows", p.NLists, rows)
+		return kit.Argf(op, "params.NLists", "%d, the dataset has only %d rows", p.NLists, rows)
 	}
 	if p.KMeansNIters < 1 {
-		return safe.Argf(op, "params.KMeansNIters", "0, want at least 1")
+		return kit.Argf(op, "params.KMeansNIters", "0, want at least 1")
 	}
 	if !(p.KMeansTrainsetFraction > 0 && p.KMeansTrainsetFraction <= 1) {
-		return safe.Argf(op, "params.KMeansTrainsetFraction", "%g is not in (0, 1]", p.KMeansTrainsetFraction)
+		return kit.Argf(op, "params.KMeansTrainsetFraction", "%g is not in (0, 1]", p.KMeansTrainsetFraction)
 	}
 	if p.Metric == safe.CosineExpanded && dim < 2 {
-		return safe.Argf(op, "params.Metric", "CosineExpanded needs at least two dimensions, the dataset has %d", dim)
+		return kit.Argf(op, "params.Metric", "CosineExpanded needs at least two dimensions, the dataset has %d", dim)
 	}
 	return nil
 }
@@ -111,7 +112,7 @@ func (p *IndexParams) validate(op string, rows, dim int64) error {
 // cValue is the C struct: plain values, read by cuVS during the call only.
 func (p *IndexParams) cValue() generated.CuvsIvfFlatIndexParams {
 	return generated.CuvsIvfFlatIndexParams{
-		Metric: p.Metric.C(), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
+		Metric: kit.CMetric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
 		NLists: p.NLists, KmeansNIters: p.KMeansNIters, KmeansTrainsetFraction: p.KMeansTrainsetFraction,
 		AdaptiveCenters: p.AdaptiveCenters, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
 	}
@@ -119,7 +120,7 @@ func (p *IndexParams) cValue() generated.CuvsIvfFlatIndexParams {
 
 func (s *SearchParams) validate(op string) error {
 	if s.NProbes < 1 {
-		return safe.Argf(op, "params.NProbes", "0, want at least 1")
+		return kit.Argf(op, "params.NProbes", "0, want at least 1")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package ivfpq
 
 import (
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -21,20 +22,20 @@ var (
 
 // The tensor rules of IVF-PQ, in one place (c/src/neighbors/ivf_pq.cpp).
 var (
-	datasetRule    = safe.Rule{Arg: "dataset", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	vectorsRule    = safe.Rule{Arg: "vectors", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	idsRule        = safe.Rule{Arg: "ids", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
-	pqCentersRule  = safe.Rule{Arg: "pqCenters", Memory: safe.DeviceMemory, DTypes: f32, Rank: 3, RowMajor: true}
-	centersRule    = safe.Rule{Arg: "centers", Memory: safe.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
-	centersRotRule = safe.Rule{Arg: "centersRot", Memory: safe.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
-	rotationRule   = safe.Rule{Arg: "rotation", Memory: safe.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
-	inputRule      = safe.Rule{Arg: "input", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	labelsRule     = safe.Rule{Arg: "labels", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 1, RowMajor: true}
-	codesRule      = safe.Rule{Arg: "codes", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint8}, Rank: 2, RowMajor: true}
-	searchRules    = safe.SearchRules{
-		Queries:   safe.Rule{Arg: "queries", Memory: safe.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
-		Neighbors: safe.Rule{Arg: "neighbors", Memory: safe.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
-		Distances: safe.Rule{Arg: "distances", Memory: safe.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true},
+	datasetRule    = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	vectorsRule    = kit.Rule{Arg: "vectors", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	idsRule        = kit.Rule{Arg: "ids", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
+	pqCentersRule  = kit.Rule{Arg: "pqCenters", Memory: kit.DeviceMemory, DTypes: f32, Rank: 3, RowMajor: true}
+	centersRule    = kit.Rule{Arg: "centers", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
+	centersRotRule = kit.Rule{Arg: "centersRot", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
+	rotationRule   = kit.Rule{Arg: "rotation", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
+	inputRule      = kit.Rule{Arg: "input", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	labelsRule     = kit.Rule{Arg: "labels", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 1, RowMajor: true}
+	codesRule      = kit.Rule{Arg: "codes", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint8}, Rank: 2, RowMajor: true}
+	searchRules    = kit.SearchRules{
+		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
+		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
+		Distances: kit.Rule{Arg: "distances", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true},
 	}
 )
 
@@ -84,7 +85,7 @@ func destroyIndex(l *leftovers) {
 func newIndex(op string) (*Index, error) {
 	var h generated.CuvsIvfPqIndex_t
 	if err := generated.CuvsIvfPqIndexCreate(&h); err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	liveIndexes.Inc()
 	idx := &Index{h: h}
@@ -142,7 +143,7 @@ func (idx *Index) refresh(op string) error {
 	for i, get := range gets {
 		var x int64
 		if err := get(idx.h, &x); err != nil {
-			return safe.Wrap(op, err)
+			return kit.Wrap(op, err)
 		}
 		v[i] = x
 	}
@@ -183,26 +184,26 @@ func deviceCompatible(v *dlpack.View) bool {
 func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
 	const op = "ivfpq.Build"
 	if dataset == nil {
-		return nil, safe.Argf(op, "dataset", "nil")
+		return nil, kit.Argf(op, "dataset", "nil")
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return nil, safe.Argf(op, "dataset", "%w", err)
+		return nil, kit.Argf(op, "dataset", "%w", err)
 	}
 	if err := datasetRule.Check(op, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
-		return nil, safe.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
+		return nil, kit.Argf(op, "dataset", "shape %v, want at least one row and one column", dv.Shape())
 	}
 	if dv.Dim(1) > 1<<31 {
-		return nil, safe.Argf(op, "dataset", "dimension %d is too large", dv.Dim(1))
+		return nil, kit.Argf(op, "dataset", "dimension %d is too large", dv.Dim(1))
 	}
 	if err := p.validate(op, dv.Dim(1)); err != nil {
 		return nil, err
 	}
 	if int64(p.NLists) > dv.Dim(0) {
-		return nil, safe.Argf(op, "params.NLists", "%d lists for %d rows: want at most one list per row", p.NLists, dv.Dim(0))
+		return nil, kit.Argf(op, "params.NLists", "%d lists for %d rows: want at most one list per row", p.NLists, dv.Dim(0))
 	}
 	cp, err := p.toC(op)
 	if err != nil {
@@ -248,21 +249,21 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 func BuildPrecomputed(res *safe.Resources, p IndexParams, dim int, pqCenters, centers, centersRot, rotation dlpack.Tensor) (*Index, error) {
 	const op = "ivfpq.BuildPrecomputed"
 	if dim < 1 || int64(dim) > 1<<31 {
-		return nil, safe.Argf(op, "dim", "%d, want at least 1", dim)
+		return nil, kit.Argf(op, "dim", "%d, want at least 1", dim)
 	}
 	if err := p.validate(op, int64(dim)); err != nil {
 		return nil, err
 	}
 	ts := []dlpack.Tensor{pqCenters, centers, centersRot, rotation}
-	rules := []*safe.Rule{&pqCentersRule, &centersRule, &centersRotRule, &rotationRule}
+	rules := []*kit.Rule{&pqCentersRule, &centersRule, &centersRotRule, &rotationRule}
 	vs := make([]dlpack.View, 4)
 	for i, t := range ts {
 		if t == nil {
-			return nil, safe.Argf(op, rules[i].Arg, "nil")
+			return nil, kit.Argf(op, rules[i].Arg, "nil")
 		}
 		v, err := t.View()
 		if err != nil {
-			return nil, safe.Argf(op, rules[i].Arg, "%w", err)
+			return nil, kit.Argf(op, rules[i].Arg, "%w", err)
 		}
 		if err := rules[i].Check(op, &v); err != nil {
 			return nil, err
@@ -288,7 +289,7 @@ func BuildPrecomputed(res *safe.Resources, p IndexParams, dim int, pqCenters, ce
 	for i := range vs {
 		for j, w := range want[i] {
 			if vs[i].Dim(j) != w {
-				return nil, safe.Argf(op, rules[i].Arg, "shape %v, want %v for these parameters", vs[i].Shape(), want[i])
+				return nil, kit.Argf(op, rules[i].Arg, "shape %v, want %v for these parameters", vs[i].Shape(), want[i])
 			}
 		}
 	}
@@ -305,7 +306,7 @@ func BuildPrecomputed(res *safe.Resources, p IndexParams, dim int, pqCenters, ce
 		r, err := vs[i].Retain(idx.label())
 		if err != nil {
 			idx.fail()
-			return nil, safe.Argf(op, rules[i].Arg, "%w", err)
+			return nil, kit.Argf(op, rules[i].Arg, "%w", err)
 		}
 		idx.left.borrows = append(idx.left.borrows, r)
 	}
@@ -335,21 +336,21 @@ func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generate
 	for i, v := range in {
 		t, err := c.In(v)
 		if err != nil {
-			return safe.Argf(op, "input", "%w", err)
+			return kit.Argf(op, "input", "%w", err)
 		}
 		ts[i] = t
 		sync = sync || v.Device().Type == dlpack.CPU
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
+	defer kit.Unlock(res)
 	if err := f(h, ts); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	if sync {
-		return safe.Wrap(op, generated.CuvsStreamSync(h))
+		return kit.Wrap(op, generated.CuvsStreamSync(h))
 	}
 	return nil
 }
@@ -394,7 +395,7 @@ func (idx *Index) DType() dlpack.DataType { return unpackDType(idx.dtype.Load())
 // known.
 func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 	if want := idx.DType(); want != (dlpack.DataType{}) && dt != want {
-		return safe.Argf(op, arg, "dtype %s, the index holds %s", dt, want)
+		return kit.Argf(op, arg, "dtype %s, the index holds %s", dt, want)
 	}
 	return nil
 }
@@ -417,11 +418,11 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error {
 	const op = "ivfpq.Index.Extend"
 	if vectors == nil {
-		return safe.Argf(op, "vectors", "nil")
+		return kit.Argf(op, "vectors", "nil")
 	}
 	vv, err := vectors.View()
 	if err != nil {
-		return safe.Argf(op, "vectors", "%w", err)
+		return kit.Argf(op, "vectors", "%w", err)
 	}
 	if err := vectorsRule.Check(op, &vv); err != nil {
 		return err
@@ -430,25 +431,25 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 		return err
 	}
 	if vv.Dim(1) != idx.dim {
-		return safe.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.dim)
+		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.dim)
 	}
 	n := vv.Dim(0)
 	if n < 1 {
-		return safe.Argf(op, "vectors", "no rows")
+		return kit.Argf(op, "vectors", "no rows")
 	}
 	var iv dlpack.View
 	if ids != nil {
 		if iv, err = ids.View(); err != nil {
-			return safe.Argf(op, "ids", "%w", err)
+			return kit.Argf(op, "ids", "%w", err)
 		}
 		if err := idsRule.Check(op, &iv); err != nil {
 			return err
 		}
 		if iv.Dim(0) != n {
-			return safe.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
+			return kit.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
 		}
 		if deviceCompatible(&iv) != deviceCompatible(&vv) {
-			return safe.Argf(op, "ids", "%s memory with vectors in %s memory: both must be host or both device memory", iv.Device(), vv.Device())
+			return kit.Argf(op, "ids", "%s memory with vectors in %s memory: both must be host or both device memory", iv.Device(), vv.Device())
 		}
 	}
 	idx.mu.Lock()
@@ -536,13 +537,13 @@ func (idx *Index) searchDType(queries dlpack.Tensor) dlpack.DataType {
 
 func (idx *Index) checkSearch(op string, params *SearchParams) error {
 	if params == nil {
-		return safe.Argf(op, "params", "nil")
+		return kit.Argf(op, "params", "nil")
 	}
 	if err := params.validate(op); err != nil {
 		return err
 	}
 	if idx.layoutKnown && idx.layout != Interleaved {
-		return safe.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
+		return kit.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
 	}
 	return nil
 }
@@ -551,18 +552,18 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err := idx.checkSearch(op, params); err != nil {
 		return err
 	}
-	var t safe.SearchTensors
+	var t kit.SearchTensors
 	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, idx.size.Load(), &t); err != nil {
 		return err
 	}
 	cp := params.cValue()
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
 	err = generated.CuvsIvfPqSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances)
-	res.Unlock()
-	return safe.Wrap(op, err)
+	kit.Unlock(res)
+	return kit.Wrap(op, err)
 }
 
 // Transform encodes input (n × Dim(), device memory) as the index would
@@ -572,7 +573,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, codes dlpack.TensorMut) error {
 	const op = "ivfpq.Index.Transform"
 	if input == nil || labels == nil || codes == nil {
-		return safe.Argf(op, "input/labels/codes", "nil tensor")
+		return kit.Argf(op, "input/labels/codes", "nil tensor")
 	}
 	if err := idx.enter(op); err != nil {
 		return err
@@ -580,15 +581,15 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	defer idx.state.Leave()
 	iv, err := input.View()
 	if err != nil {
-		return safe.Argf(op, "input", "%w", err)
+		return kit.Argf(op, "input", "%w", err)
 	}
 	lm, err := labels.ViewMut()
 	if err != nil {
-		return safe.Argf(op, "labels", "%w", err)
+		return kit.Argf(op, "labels", "%w", err)
 	}
 	cm, err := codes.ViewMut()
 	if err != nil {
-		return safe.Argf(op, "codes", "%w", err)
+		return kit.Argf(op, "codes", "%w", err)
 	}
 	if err := inputRule.Check(op, &iv); err != nil {
 		return err
@@ -597,7 +598,7 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 		return err
 	}
 	if iv.Dim(1) != idx.dim {
-		return safe.Argf(op, "input", "%d columns, the index has dimension %d", iv.Dim(1), idx.dim)
+		return kit.Argf(op, "input", "%d columns, the index has dimension %d", iv.Dim(1), idx.dim)
 	}
 	if err := labelsRule.CheckMut(op, &lm); err != nil {
 		return err
@@ -607,31 +608,31 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	}
 	n := iv.Dim(0)
 	if lm.Dim(0) != n {
-		return safe.Argf(op, "labels", "%d entries for %d rows", lm.Dim(0), n)
+		return kit.Argf(op, "labels", "%d entries for %d rows", lm.Dim(0), n)
 	}
 	if cm.Dim(0) != n || cm.Dim(1) != idx.CodeBytes() {
-		return safe.Argf(op, "codes", "shape %v, want [%d %d]", cm.Shape(), n, idx.CodeBytes())
+		return kit.Argf(op, "codes", "shape %v, want [%d %d]", cm.Shape(), n, idx.CodeBytes())
 	}
 	c := dlpack.Begin(op)
 	defer c.End()
 	it, err := c.In(&iv)
 	if err != nil {
-		return safe.Argf(op, "input", "%w", err)
+		return kit.Argf(op, "input", "%w", err)
 	}
 	lt, err := c.Out(&lm)
 	if err != nil {
-		return safe.Argf(op, "labels", "%w", err)
+		return kit.Argf(op, "labels", "%w", err)
 	}
 	ct, err := c.Out(&cm)
 	if err != nil {
-		return safe.Argf(op, "codes", "%w", err)
+		return kit.Argf(op, "codes", "%w", err)
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	return safe.Wrap(op, generated.CuvsIvfPqTransform(h, idx.h, it, lt, ct))
+	defer kit.Unlock(res)
+	return kit.Wrap(op, generated.CuvsIvfPqTransform(h, idx.h, it, lt, ct))
 }
 
 // ListSizesToHost returns the number of rows in each list, read from the
@@ -650,7 +651,7 @@ func (idx *Index) listSizes(op string, res *safe.Resources) ([]uint32, error) {
 	mt := cDLManaged()
 	defer cFree(unsafe.Pointer(mt))
 	if err := generated.CuvsIvfPqIndexGetListSizes(idx.h, mt); err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
 	if err != nil {
@@ -683,50 +684,50 @@ func (idx *Index) listSizes(op string, res *safe.Resources) ([]uint32, error) {
 func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, codes dlpack.TensorMut) error {
 	const op = "ivfpq.Index.UnpackListCodes"
 	if codes == nil {
-		return safe.Argf(op, "codes", "nil")
+		return kit.Argf(op, "codes", "nil")
 	}
 	if err := idx.enter(op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
 	if int64(label) >= idx.nLists {
-		return safe.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
+		return kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
 	if idx.layoutKnown && idx.layout != Interleaved {
-		return safe.Argf(op, "index", "the index's codes layout is %s: cuVS unpacks only Interleaved", idx.layout)
+		return kit.Argf(op, "index", "the index's codes layout is %s: cuVS unpacks only Interleaved", idx.layout)
 	}
 	cm, err := codes.ViewMut()
 	if err != nil {
-		return safe.Argf(op, "codes", "%w", err)
+		return kit.Argf(op, "codes", "%w", err)
 	}
 	if err := codesRule.CheckMut(op, &cm); err != nil {
 		return err
 	}
 	if cm.Dim(1) != idx.CodeBytes() {
-		return safe.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.CodeBytes())
+		return kit.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.CodeBytes())
 	}
 	if idx.size.Load() == 0 {
-		return safe.Argf(op, "label", "the index holds no rows")
+		return kit.Argf(op, "label", "the index holds no rows")
 	}
 	sizes, err := idx.listSizes(op, res)
 	if err != nil {
 		return err
 	}
 	if int64(offset)+cm.Dim(0) > int64(sizes[label]) {
-		return safe.Argf(op, "offset", "rows %d..%d of list %d, which holds %d", offset, int64(offset)+cm.Dim(0), label, sizes[label])
+		return kit.Argf(op, "offset", "rows %d..%d of list %d, which holds %d", offset, int64(offset)+cm.Dim(0), label, sizes[label])
 	}
 	c := dlpack.Begin(op)
 	defer c.End()
 	ct, err := c.Out(&cm)
 	if err != nil {
-		return safe.Argf(op, "codes", "%w", err)
+		return kit.Argf(op, "codes", "%w", err)
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	return safe.Wrap(op, generated.CuvsIvfPqIndexUnpackContiguousListData(h, idx.h, ct, label, offset))
+	defer kit.Unlock(res)
+	return kit.Wrap(op, generated.CuvsIvfPqIndexUnpackContiguousListData(h, idx.h, ct, label, offset))
 }
 
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
@@ -736,16 +737,16 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 		return err
 	}
 	defer idx.state.Leave()
-	p, err := safe.CPath(op, path)
+	p, err := kit.CPath(op, path)
 	if err != nil {
 		return err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	return safe.Wrap(op, generated.CuvsIvfPqSerialize(h, &p[0], idx.h))
+	defer kit.Unlock(res)
+	return kit.Wrap(op, generated.CuvsIvfPqSerialize(h, &p[0], idx.h))
 }
 
 // Deserialize reads an index written by Serialize. The index owns its data.
@@ -759,7 +760,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Build.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfpq.Deserialize"
-	p, err := safe.CPath(op, path)
+	p, err := kit.CPath(op, path)
 	if err != nil {
 		return nil, err
 	}
@@ -767,16 +768,16 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		idx.fail()
 		return nil, err
 	}
 	err = generated.CuvsIvfPqDeserialize(h, &p[0], idx.h)
-	res.Unlock()
+	kit.Unlock(res)
 	if err != nil {
 		idx.fail()
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
@@ -834,10 +835,10 @@ func (idx *Index) ListSizes() (dlpack.View, error) {
 func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
 	const op = "ivfpq.Index.ListIndices"
 	if int64(label) >= idx.nLists {
-		return dlpack.View{}, safe.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
+		return dlpack.View{}, kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
 	if idx.size.Load() == 0 {
-		return dlpack.View{}, safe.Argf(op, "label", "the index holds no rows: cuVS has no lists yet")
+		return dlpack.View{}, kit.Argf(op, "label", "the index holds no rows: cuVS has no lists yet")
 	}
 	return idx.internalView(op, func(h generated.CuvsIvfPqIndex_t, mt *generated.DLManagedTensor) error {
 		return generated.CuvsIvfPqIndexGetListIndices(h, label, mt)
@@ -855,7 +856,7 @@ func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *
 	mt := cDLManaged()
 	if err := get(idx.h, mt); err != nil {
 		cFree(unsafe.Pointer(mt))
-		return dlpack.View{}, safe.Wrap(op, err)
+		return dlpack.View{}, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
 	if err != nil {
@@ -909,7 +910,7 @@ func (idx *Index) Close() error {
 		idx.clean.Stop()
 	}
 	if err := generated.CuvsIvfPqIndexDestroy(idx.h); err != nil {
-		return safe.Wrap(op, err)
+		return kit.Wrap(op, err)
 	}
 	idx.destroyed = true
 	liveIndexes.Dec()

@@ -1,6 +1,7 @@
 package ivfpq
 
 import (
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"strconv"
 
 	"github.com/cuvs-go/cuvs/generated"
@@ -183,7 +184,7 @@ func DefaultIndexParams() (IndexParams, error) {
 	const op = "ivfpq.DefaultIndexParams"
 	var p generated.CuvsIvfPqIndexParams_t
 	if err := generated.CuvsIvfPqIndexParamsCreate(&p); err != nil {
-		return IndexParams{}, safe.Wrap(op, err)
+		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := IndexParams{
 		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
@@ -192,7 +193,7 @@ func DefaultIndexParams() (IndexParams, error) {
 		ForceRandomRotation: p.ForceRandomRotation, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
 		MaxTrainPointsPerPQCode: p.MaxTrainPointsPerPqCode, CodesLayout: CodesLayout(p.CodesLayout),
 	}
-	return out, safe.Wrap(op, generated.CuvsIvfPqIndexParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsIvfPqIndexParamsDestroy(p))
 }
 
 // DefaultSearchParams returns cuVS's defaults, read from the loaded
@@ -203,14 +204,14 @@ func DefaultSearchParams() (SearchParams, error) {
 	const op = "ivfpq.DefaultSearchParams"
 	var p generated.CuvsIvfPqSearchParams_t
 	if err := generated.CuvsIvfPqSearchParamsCreate(&p); err != nil {
-		return SearchParams{}, safe.Wrap(op, err)
+		return SearchParams{}, kit.Wrap(op, err)
 	}
 	out := SearchParams{
 		NProbes: p.NProbes, LUTDtype: CUDAType(p.LutDtype), InternalDistanceDtype: CUDAType(p.InternalDistanceDtype),
 		CoarseSearchDtype: CUDAType(p.CoarseSearchDtype), MaxInternalBatchSize: p.MaxInternalBatchSize,
 		PreferredShmemCarveout: p.PreferredShmemCarveout,
 	}
-	return out, safe.Wrap(op, generated.CuvsIvfPqSearchParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsIvfPqSearchParamsDestroy(p))
 }
 
 // metricOK reports whether IVF-PQ supports m (its search kernels do
@@ -243,23 +244,23 @@ func calcPQDim(dim uint32) uint32 {
 func (p *IndexParams) validate(op string, dim int64) error {
 	switch {
 	case !metricOK(p.Metric):
-		return safe.Argf(op, "params.Metric", "%s: IVF-PQ supports L2Expanded, L2SqrtExpanded, InnerProduct and CosineExpanded", p.Metric)
+		return kit.Argf(op, "params.Metric", "%s: IVF-PQ supports L2Expanded, L2SqrtExpanded, InnerProduct and CosineExpanded", p.Metric)
 	case p.NLists < 1:
-		return safe.Argf(op, "params.NLists", "0, want at least 1")
+		return kit.Argf(op, "params.NLists", "0, want at least 1")
 	case p.NLists > 1<<24:
-		return safe.Argf(op, "params.NLists", "%d exceeds cuVS's limit of %d lists", p.NLists, 1<<24)
+		return kit.Argf(op, "params.NLists", "%d exceeds cuVS's limit of %d lists", p.NLists, 1<<24)
 	case p.KMeansNIters < 1:
-		return safe.Argf(op, "params.KMeansNIters", "0, want at least 1")
+		return kit.Argf(op, "params.KMeansNIters", "0, want at least 1")
 	case !(p.KMeansTrainsetFraction > 0 && p.KMeansTrainsetFraction <= 1):
-		return safe.Argf(op, "params.KMeansTrainsetFraction", "%g is not in (0, 1]", p.KMeansTrainsetFraction)
+		return kit.Argf(op, "params.KMeansTrainsetFraction", "%g is not in (0, 1]", p.KMeansTrainsetFraction)
 	case p.PQBits < 4 || p.PQBits > 8:
-		return safe.Argf(op, "params.PQBits", "%d is not in [4, 8]", p.PQBits)
+		return kit.Argf(op, "params.PQBits", "%d is not in [4, 8]", p.PQBits)
 	case p.CodebookKind != PerSubspace && p.CodebookKind != PerCluster:
-		return safe.Argf(op, "params.CodebookKind", "%d is not a codebook kind", p.CodebookKind)
+		return kit.Argf(op, "params.CodebookKind", "%d is not a codebook kind", p.CodebookKind)
 	case p.CodesLayout != Flat && p.CodesLayout != Interleaved:
-		return safe.Argf(op, "params.CodesLayout", "%d is not a codes layout", p.CodesLayout)
+		return kit.Argf(op, "params.CodesLayout", "%d is not a codes layout", p.CodesLayout)
 	case p.MaxTrainPointsPerPQCode < 1:
-		return safe.Argf(op, "params.MaxTrainPointsPerPQCode", "0, want at least 1")
+		return kit.Argf(op, "params.MaxTrainPointsPerPQCode", "0, want at least 1")
 	}
 	if dim > 0 {
 		pqDim := p.PQDim
@@ -268,9 +269,9 @@ func (p *IndexParams) validate(op string, dim int64) error {
 		}
 		if pqDim*p.PQBits%8 != 0 {
 			if p.PQDim == 0 {
-				return safe.Argf(op, "params.PQDim", "0 makes cuVS choose %d for dimension %d, and %d × PQBits %d is not a multiple of 8: set PQDim", pqDim, dim, pqDim, p.PQBits)
+				return kit.Argf(op, "params.PQDim", "0 makes cuVS choose %d for dimension %d, and %d × PQBits %d is not a multiple of 8: set PQDim", pqDim, dim, pqDim, p.PQBits)
 			}
-			return safe.Argf(op, "params.PQDim", "%d × PQBits %d is not a multiple of 8", pqDim, p.PQBits)
+			return kit.Argf(op, "params.PQDim", "%d × PQBits %d is not a multiple of 8", pqDim, p.PQBits)
 		}
 	}
 	return nil
@@ -281,9 +282,9 @@ func (p *IndexParams) validate(op string, dim int64) error {
 func (p *IndexParams) toC(op string) (generated.CuvsIvfPqIndexParams_t, error) {
 	var c generated.CuvsIvfPqIndexParams_t
 	if err := generated.CuvsIvfPqIndexParamsCreate(&c); err != nil {
-		return nil, safe.Wrap(op, err)
+		return nil, kit.Wrap(op, err)
 	}
-	c.Metric, c.MetricArg, c.AddDataOnBuild = p.Metric.C(), p.MetricArg, p.AddDataOnBuild
+	c.Metric, c.MetricArg, c.AddDataOnBuild = kit.CMetric(p.Metric), p.MetricArg, p.AddDataOnBuild
 	c.NLists, c.KmeansNIters, c.KmeansTrainsetFraction = p.NLists, p.KMeansNIters, p.KMeansTrainsetFraction
 	c.PqBits, c.PqDim, c.CodebookKind = p.PQBits, p.PQDim, generated.CuvsIvfPqCodebookGen(p.CodebookKind)
 	c.ForceRandomRotation, c.ConservativeMemoryAllocation = p.ForceRandomRotation, p.ConservativeMemoryAllocation
@@ -294,19 +295,19 @@ func (p *IndexParams) toC(op string) (generated.CuvsIvfPqIndexParams_t, error) {
 func (s *SearchParams) validate(op string) error {
 	switch {
 	case s.NProbes < 1:
-		return safe.Argf(op, "params.NProbes", "0, want at least 1")
+		return kit.Argf(op, "params.NProbes", "0, want at least 1")
 	case s.LUTDtype != CUDAFloat32 && s.LUTDtype != CUDAFloat16 && s.LUTDtype != CUDAUint8:
-		return safe.Argf(op, "params.LUTDtype", "%s: want CUDAFloat32, CUDAFloat16 or CUDAUint8", s.LUTDtype)
+		return kit.Argf(op, "params.LUTDtype", "%s: want CUDAFloat32, CUDAFloat16 or CUDAUint8", s.LUTDtype)
 	case s.InternalDistanceDtype != CUDAFloat32 && s.InternalDistanceDtype != CUDAFloat16:
-		return safe.Argf(op, "params.InternalDistanceDtype", "%s: want CUDAFloat32 or CUDAFloat16", s.InternalDistanceDtype)
+		return kit.Argf(op, "params.InternalDistanceDtype", "%s: want CUDAFloat32 or CUDAFloat16", s.InternalDistanceDtype)
 	case s.LUTDtype.size() > s.InternalDistanceDtype.size():
-		return safe.Argf(op, "params.LUTDtype", "%s is larger than InternalDistanceDtype %s", s.LUTDtype, s.InternalDistanceDtype)
+		return kit.Argf(op, "params.LUTDtype", "%s is larger than InternalDistanceDtype %s", s.LUTDtype, s.InternalDistanceDtype)
 	case s.CoarseSearchDtype != CUDAFloat32 && s.CoarseSearchDtype != CUDAFloat16 && s.CoarseSearchDtype != CUDAInt8:
-		return safe.Argf(op, "params.CoarseSearchDtype", "%s: want CUDAFloat32, CUDAFloat16 or CUDAInt8", s.CoarseSearchDtype)
+		return kit.Argf(op, "params.CoarseSearchDtype", "%s: want CUDAFloat32, CUDAFloat16 or CUDAInt8", s.CoarseSearchDtype)
 	case s.MaxInternalBatchSize < 1:
-		return safe.Argf(op, "params.MaxInternalBatchSize", "0, want at least 1")
+		return kit.Argf(op, "params.MaxInternalBatchSize", "0, want at least 1")
 	case !(s.PreferredShmemCarveout >= 0 && s.PreferredShmemCarveout <= 1):
-		return safe.Argf(op, "params.PreferredShmemCarveout", "%g is not in [0, 1]", s.PreferredShmemCarveout)
+		return kit.Argf(op, "params.PreferredShmemCarveout", "%g is not in [0, 1]", s.PreferredShmemCarveout)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
 )
 
@@ -62,11 +63,11 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		s.Leave()
 		return err
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err == nil {
 		err = generated.CuvsIvfPqSearch(h, p.params, p.idx.h, s.Queries, s.Neighbors, s.Distances)
-		res.Unlock()
-		err = safe.Wrap(op, err)
+		kit.Unlock(res)
+		err = kit.Wrap(op, err)
 	}
 	p.idx.state.Leave()
 	s.Leave()

@@ -3,6 +3,7 @@ package ivfsq
 import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // IndexParams configures Build (cuvsIvfSqIndexParams). Start from
@@ -50,14 +51,14 @@ func DefaultIndexParams() (IndexParams, error) {
 	const op = "ivfsq.DefaultIndexParams"
 	var p generated.CuvsIvfSqIndexParams_t
 	if err := generated.CuvsIvfSqIndexParamsCreate(&p); err != nil {
-		return IndexParams{}, safe.Wrap(op, err)
+		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := IndexParams{
 		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
 		NLists: p.NLists, KMeansNIters: p.KmeansNIters, MaxTrainPointsPerCluster: p.MaxTrainPointsPerCluster,
 		ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
 	}
-	return out, safe.Wrap(op, generated.CuvsIvfSqIndexParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsIvfSqIndexParamsDestroy(p))
 }
 
 // DefaultSearchParams returns cuVS's default search parameters, read from
@@ -66,39 +67,39 @@ func DefaultSearchParams() (SearchParams, error) {
 	const op = "ivfsq.DefaultSearchParams"
 	var p generated.CuvsIvfSqSearchParams_t
 	if err := generated.CuvsIvfSqSearchParamsCreate(&p); err != nil {
-		return SearchParams{}, safe.Wrap(op, err)
+		return SearchParams{}, kit.Wrap(op, err)
 	}
 	out := SearchParams{NProbes: p.NProbes}
-	return out, safe.Wrap(op, generated.CuvsIvfSqSearchParamsDestroy(p))
+	return out, kit.Wrap(op, generated.CuvsIvfSqSearchParamsDestroy(p))
 }
 
 func (p *IndexParams) validate(op string, rows, dim int64) error {
 	switch p.Metric {
 	case safe.L2Expanded, safe.L2SqrtExpanded, safe.InnerProduct, safe.CosineExpanded:
 	default:
-		return safe.Argf(op, "params.Metric", "%s is not supported by IVF-SQ (L2Expanded, L2SqrtExpanded, InnerProduct, CosineExpanded)", p.Metric)
+		return kit.Argf(op, "params.Metric", "%s is not supported by IVF-SQ (L2Expanded, L2SqrtExpanded, InnerProduct, CosineExpanded)", p.Metric)
 	}
 	if p.NLists < 1 {
-		return safe.Argf(op, "params.NLists", "0, want at least 1")
+		return kit.Argf(op, "params.NLists", "0, want at least 1")
 	}
 	if int64(p.NLists) > rows {
-		return safe.Argf(op, "params.NLists", "%d, the dataset has only %d rows", p.NLists, rows)
+		return kit.Argf(op, "params.NLists", "%d, the dataset has only %d rows", p.NLists, rows)
 	}
 	if p.KMeansNIters < 1 {
-		return safe.Argf(op, "params.KMeansNIters", "0, want at least 1")
+		return kit.Argf(op, "params.KMeansNIters", "0, want at least 1")
 	}
 	if p.MaxTrainPointsPerCluster < 1 {
-		return safe.Argf(op, "params.MaxTrainPointsPerCluster", "0, want at least 1")
+		return kit.Argf(op, "params.MaxTrainPointsPerCluster", "0, want at least 1")
 	}
 	if p.Metric == safe.CosineExpanded && dim < 2 {
-		return safe.Argf(op, "params.Metric", "CosineExpanded needs at least two dimensions, the dataset has %d", dim)
+		return kit.Argf(op, "params.Metric", "CosineExpanded needs at least two dimensions, the dataset has %d", dim)
 	}
 	return nil
 }
 
 func (p *IndexParams) cValue() generated.CuvsIvfSqIndexParams {
 	return generated.CuvsIvfSqIndexParams{
-		Metric: p.Metric.C(), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
+		Metric: kit.CMetric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
 		NLists: p.NLists, KmeansNIters: p.KMeansNIters, MaxTrainPointsPerCluster: p.MaxTrainPointsPerCluster,
 		ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
 	}
@@ -106,7 +107,7 @@ func (p *IndexParams) cValue() generated.CuvsIvfSqIndexParams {
 
 func (s *SearchParams) validate(op string) error {
 	if s.NProbes < 1 {
-		return safe.Argf(op, "params.NProbes", "0, want at least 1")
+		return kit.Argf(op, "params.NProbes", "0, want at least 1")
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
 )
 
@@ -29,7 +30,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	}
 	defer idx.state.Leave()
 	if params == nil {
-		return nil, safe.Argf(op, "params", "nil")
+		return nil, kit.Argf(op, "params", "nil")
 	}
 	if err := params.validate(op); err != nil {
 		return nil, err
@@ -57,13 +58,13 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	if rows := p.idx.rows.Load(); rows != s.Rows && (s.Filtered || rows < s.Rows) {
 		p.idx.state.Leave()
 		s.Leave()
-		return safe.Argf(op, "index", "prepared for %d rows, the index has %d since Extend: prepare again", s.Rows, rows)
+		return kit.Argf(op, "index", "prepared for %d rows, the index has %d since Extend: prepare again", s.Rows, rows)
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err == nil {
 		err = generated.CuvsIvfSqSearch(h, p.params, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
-		res.Unlock()
-		err = safe.Wrap(op, err)
+		kit.Unlock(res)
+		err = kit.Wrap(op, err)
 	}
 	p.idx.state.Leave()
 	s.Leave()

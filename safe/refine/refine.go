@@ -15,6 +15,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 var (
@@ -23,11 +24,11 @@ var (
 
 	// The tensor rules of refine, in one place; where they may live is
 	// checked across them (all device-compatible or all host).
-	datasetRule    = safe.Rule{Arg: "dataset", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	queriesRule    = safe.Rule{Arg: "queries", Memory: safe.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
-	candidatesRule = safe.Rule{Arg: "candidates", Memory: safe.AnyMemory, DTypes: int64s, Rank: 2, RowMajor: true}
-	neighborsRule  = safe.Rule{Arg: "neighbors", Memory: safe.AnyMemory, DTypes: int64s, Rank: 2, RowMajor: true}
-	distancesRule  = safe.Rule{Arg: "distances", Memory: safe.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true}
+	datasetRule    = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	queriesRule    = kit.Rule{Arg: "queries", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	candidatesRule = kit.Rule{Arg: "candidates", Memory: kit.AnyMemory, DTypes: int64s, Rank: 2, RowMajor: true}
+	neighborsRule  = kit.Rule{Arg: "neighbors", Memory: kit.AnyMemory, DTypes: int64s, Rank: 2, RowMajor: true}
+	distancesRule  = kit.Rule{Arg: "distances", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true}
 )
 
 // MaxDeviceK is the largest k the GPU refine takes (its top-k kernels'
@@ -69,30 +70,30 @@ func Metrics(device bool) []safe.Metric {
 func Refine(res *safe.Resources, dataset, queries, candidates dlpack.Tensor, neighbors, distances dlpack.TensorMut, metric safe.Metric) error {
 	const op = "refine.Refine"
 	if dataset == nil || queries == nil || candidates == nil || neighbors == nil || distances == nil {
-		return safe.Argf(op, "dataset/queries/candidates/neighbors/distances", "nil tensor")
+		return kit.Argf(op, "dataset/queries/candidates/neighbors/distances", "nil tensor")
 	}
 	dv, err := dataset.View()
 	if err != nil {
-		return safe.Argf(op, "dataset", "%w", err)
+		return kit.Argf(op, "dataset", "%w", err)
 	}
 	qv, err := queries.View()
 	if err != nil {
-		return safe.Argf(op, "queries", "%w", err)
+		return kit.Argf(op, "queries", "%w", err)
 	}
 	cv, err := candidates.View()
 	if err != nil {
-		return safe.Argf(op, "candidates", "%w", err)
+		return kit.Argf(op, "candidates", "%w", err)
 	}
 	nm, err := neighbors.ViewMut()
 	if err != nil {
-		return safe.Argf(op, "neighbors", "%w", err)
+		return kit.Argf(op, "neighbors", "%w", err)
 	}
 	dm, err := distances.ViewMut()
 	if err != nil {
-		return safe.Argf(op, "distances", "%w", err)
+		return kit.Argf(op, "distances", "%w", err)
 	}
 	for _, c := range []struct {
-		r *safe.Rule
+		r *kit.Rule
 		v *dlpack.View
 	}{{&datasetRule, &dv}, {&queriesRule, &qv}, {&candidatesRule, &cv}} {
 		if err := c.r.Check(op, c.v); err != nil {
@@ -111,30 +112,30 @@ func Refine(res *safe.Resources, dataset, queries, candidates dlpack.Tensor, nei
 		dev dlpack.Device
 	}{{"queries", qv.Device()}, {"candidates", cv.Device()}, {"neighbors", nm.Device()}, {"distances", dm.Device()}} {
 		if deviceCompatible(o.dev) != onDevice {
-			return safe.Argf(op, o.arg, "%s memory, the dataset is in %s memory: all must be device-compatible or all host", o.dev, dv.Device())
+			return kit.Argf(op, o.arg, "%s memory, the dataset is in %s memory: all must be device-compatible or all host", o.dev, dv.Device())
 		}
 	}
 	if qv.DType() != dv.DType() {
-		return safe.Argf(op, "queries", "dtype %s, the dataset is %s", qv.DType(), dv.DType())
+		return kit.Argf(op, "queries", "dtype %s, the dataset is %s", qv.DType(), dv.DType())
 	}
 	if qv.Dim(1) != dv.Dim(1) {
-		return safe.Argf(op, "queries", "%d columns, the dataset has %d", qv.Dim(1), dv.Dim(1))
+		return kit.Argf(op, "queries", "%d columns, the dataset has %d", qv.Dim(1), dv.Dim(1))
 	}
 	n, c, k := qv.Dim(0), cv.Dim(1), nm.Dim(1)
 	if cv.Dim(0) != n {
-		return safe.Argf(op, "candidates", "%d rows for %d queries", cv.Dim(0), n)
+		return kit.Argf(op, "candidates", "%d rows for %d queries", cv.Dim(0), n)
 	}
 	if nm.Dim(0) != n || dm.Dim(0) != n {
-		return safe.Argf(op, "neighbors/distances", "%d and %d rows for %d queries", nm.Dim(0), dm.Dim(0), n)
+		return kit.Argf(op, "neighbors/distances", "%d and %d rows for %d queries", nm.Dim(0), dm.Dim(0), n)
 	}
 	if dm.Dim(1) != k {
-		return safe.Argf(op, "distances", "%d columns, neighbors has %d (k)", dm.Dim(1), k)
+		return kit.Argf(op, "distances", "%d columns, neighbors has %d (k)", dm.Dim(1), k)
 	}
 	if k < 1 || k > c {
-		return safe.Argf(op, "neighbors", "k = %d, want 1 to the %d candidates", k, c)
+		return kit.Argf(op, "neighbors", "k = %d, want 1 to the %d candidates", k, c)
 	}
 	if onDevice && k > MaxDeviceK {
-		return safe.Argf(op, "neighbors", "k = %d, the GPU refine takes at most %d", k, MaxDeviceK)
+		return kit.Argf(op, "neighbors", "k = %d, the GPU refine takes at most %d", k, MaxDeviceK)
 	}
 	ok := false
 	for _, m := range Metrics(onDevice) {
@@ -145,7 +146,7 @@ func Refine(res *safe.Resources, dataset, queries, candidates dlpack.Tensor, nei
 		if onDevice {
 			where = "device"
 		}
-		return safe.Argf(op, "metric", "%s is not supported in %s memory (%v)", metric, where, Metrics(onDevice))
+		return kit.Argf(op, "metric", "%s is not supported in %s memory (%v)", metric, where, Metrics(onDevice))
 	}
 	call := dlpack.Begin(op)
 	defer call.End()
@@ -153,29 +154,29 @@ func Refine(res *safe.Resources, dataset, queries, candidates dlpack.Tensor, nei
 	for i, v := range []*dlpack.View{&dv, &qv, &cv} {
 		t, err := call.In(v)
 		if err != nil {
-			return safe.Argf(op, [...]string{"dataset", "queries", "candidates"}[i], "%w", err)
+			return kit.Argf(op, [...]string{"dataset", "queries", "candidates"}[i], "%w", err)
 		}
 		ts = append(ts, t)
 	}
 	nt, err := call.Out(&nm)
 	if err != nil {
-		return safe.Argf(op, "neighbors", "%w", err)
+		return kit.Argf(op, "neighbors", "%w", err)
 	}
 	dt, err := call.Out(&dm)
 	if err != nil {
-		return safe.Argf(op, "distances", "%w", err)
+		return kit.Argf(op, "distances", "%w", err)
 	}
-	h, err := res.Lock(op)
+	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	defer res.Unlock()
-	if err := generated.CuvsRefine(h, ts[0], ts[1], ts[2], metric.C(), nt, dt); err != nil {
-		return safe.Wrap(op, err)
+	defer kit.Unlock(res)
+	if err := generated.CuvsRefine(h, ts[0], ts[1], ts[2], kit.CMetric(metric), nt, dt); err != nil {
+		return kit.Wrap(op, err)
 	}
 	if !onDevice {
 		// Go memory is pinned only for the call.
-		return safe.Wrap(op, generated.CuvsStreamSync(h))
+		return kit.Wrap(op, generated.CuvsStreamSync(h))
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ package hostsearch
 
 import (
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"sync"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -102,16 +103,16 @@ type Searcher func(res *safe.Resources, queries dlpack.Tensor, neighbors, distan
 // when large enough. The device buffers come from p and go back to it.
 func Search[T dlpack.DType](op string, res *safe.Resources, p *Pool, dim int, queries []T, k int, search Searcher, out *safe.Results) error {
 	if out == nil {
-		return safe.Argf(op, "out", "nil *safe.Results")
+		return kit.Argf(op, "out", "nil *safe.Results")
 	}
 	if dim < 1 {
-		return safe.Argf(op, "queries", "the index has dimension %d", dim)
+		return kit.Argf(op, "queries", "the index has dimension %d", dim)
 	}
 	if len(queries) == 0 || len(queries)%dim != 0 {
-		return safe.Argf(op, "queries", "%d values, want a positive multiple of the index's dimension %d", len(queries), dim)
+		return kit.Argf(op, "queries", "%d values, want a positive multiple of the index's dimension %d", len(queries), dim)
 	}
 	if k < 1 {
-		return safe.Argf(op, "k", "%d, want at least 1", k)
+		return kit.Argf(op, "k", "%d, want at least 1", k)
 	}
 	rows := len(queries) / dim
 	b, ok := p.take(rows, k)

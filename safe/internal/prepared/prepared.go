@@ -7,6 +7,7 @@ package prepared
 
 import (
 	"fmt"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -38,21 +39,21 @@ type Search struct {
 // Search, not its caller, writes them (SetQueries). filter, if not nil,
 // must be one of kinds.
 // name prefixes the Search's own operations (e.g. "cagra.Prepared").
-func New(op, name string, rules *safe.SearchRules, queries, neighbors, distances dlpack.TensorMut, dtype dlpack.DataType, dim, rows int64, filter *safe.Filter, kinds ...safe.FilterKind) (*Search, error) {
+func New(op, name string, rules *kit.SearchRules, queries, neighbors, distances dlpack.TensorMut, dtype dlpack.DataType, dim, rows int64, filter *safe.Filter, kinds ...safe.FilterKind) (*Search, error) {
 	if queries == nil || neighbors == nil || distances == nil {
-		return nil, safe.Argf(op, "queries/neighbors/distances", "nil tensor")
+		return nil, kit.Argf(op, "queries/neighbors/distances", "nil tensor")
 	}
 	qm, err := queries.ViewMut()
 	if err != nil {
-		return nil, safe.Argf(op, rules.Queries.Arg, "%w", err)
+		return nil, kit.Argf(op, rules.Queries.Arg, "%w", err)
 	}
 	nm, err := neighbors.ViewMut()
 	if err != nil {
-		return nil, safe.Argf(op, rules.Neighbors.Arg, "%w", err)
+		return nil, kit.Argf(op, rules.Neighbors.Arg, "%w", err)
 	}
 	dm, err := distances.ViewMut()
 	if err != nil {
-		return nil, safe.Argf(op, rules.Distances.Arg, "%w", err)
+		return nil, kit.Argf(op, rules.Distances.Arg, "%w", err)
 	}
 	qv, _ := qm.View()
 	if _, err := rules.Check(op, &qv, &nm, &dm, dtype, dim, rows); err != nil {
@@ -66,17 +67,17 @@ func New(op, name string, rules *safe.SearchRules, queries, neighbors, distances
 	s.call = dlpack.Begin(op)
 	if s.Queries, err = s.call.Out(&qm); err != nil {
 		s.call.End()
-		return nil, safe.Argf(op, rules.Queries.Arg, "%w", err)
+		return nil, kit.Argf(op, rules.Queries.Arg, "%w", err)
 	}
 	if s.Neighbors, err = s.call.Out(&nm); err != nil {
 		s.call.End()
-		return nil, safe.Argf(op, rules.Neighbors.Arg, "%w", err)
+		return nil, kit.Argf(op, rules.Neighbors.Arg, "%w", err)
 	}
 	if s.Distances, err = s.call.Out(&dm); err != nil {
 		s.call.End()
-		return nil, safe.Argf(op, rules.Distances.Arg, "%w", err)
+		return nil, kit.Argf(op, rules.Distances.Arg, "%w", err)
 	}
-	if s.Filter, err = filter.Bind(op, s.call, rows, qm.Dim(0), kinds...); err != nil {
+	if s.Filter, err = kit.BindFilter(filter, op, s.call, rows, qm.Dim(0), kinds...); err != nil {
 		s.call.End()
 		return nil, err
 	}
@@ -98,17 +99,17 @@ func (s *Search) Closed() error { return fmt.Errorf("%s: %w", s.name, safe.ErrCl
 func (s *Search) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
 	op := s.name + ".SetQueries"
 	if src == nil {
-		return safe.Argf(op, "src", "nil")
+		return kit.Argf(op, "src", "nil")
 	}
 	sv, err := src.View()
 	if err != nil {
-		return safe.Argf(op, "src", "%w", err)
+		return kit.Argf(op, "src", "%w", err)
 	}
 	if err := checkShape(op, "src", sv.DType(), sv.NDim(), sv.Dim, s.qDType, s.qShape); err != nil {
 		return err
 	}
 	if sv.Dim(1) > 1 && sv.Stride(1) != 1 {
-		return safe.Argf(op, "src", "strides %v: rows must be contiguous", sv.Strides())
+		return kit.Argf(op, "src", "strides %v: rows must be contiguous", sv.Strides())
 	}
 	return s.copy(op, res, func(c dlpack.Call) (src, dst *generated.DLManagedTensor, err error) {
 		src, err = c.In(&sv)
@@ -130,13 +131,13 @@ func (s *Search) Results(res *safe.Resources, neighbors, distances dlpack.Tensor
 		}
 		m, err := t.ViewMut()
 		if err != nil {
-			return safe.Argf(op, arg, "%w", err)
+			return kit.Argf(op, arg, "%w", err)
 		}
 		if err := checkShape(op, arg, m.DType(), m.NDim(), m.Dim, dt, s.nShape); err != nil {
 			return err
 		}
 		if m.Dim(1) > 1 && m.Stride(1) != 1 {
-			return safe.Argf(op, arg, "strides %v: rows must be contiguous", m.Strides())
+			return kit.Argf(op, arg, "strides %v: rows must be contiguous", m.Strides())
 		}
 		if err := s.copy(op, res, func(c dlpack.Call) (src, dst *generated.DLManagedTensor, err error) {
 			dst, err = c.Out(&m)
@@ -150,7 +151,7 @@ func (s *Search) Results(res *safe.Resources, neighbors, distances dlpack.Tensor
 
 func checkShape(op, arg string, dt dlpack.DataType, ndim int, dim func(int) int64, want dlpack.DataType, shape [2]int64) error {
 	if dt != want || ndim != 2 || dim(0) != shape[0] || dim(1) != shape[1] {
-		return safe.Argf(op, arg, "want %s [%d %d]", want, shape[0], shape[1])
+		return kit.Argf(op, arg, "want %s [%d %d]", want, shape[0], shape[1])
 	}
 	return nil
 }
@@ -164,9 +165,9 @@ func (s *Search) copy(op string, res *safe.Resources, bind func(dlpack.Call) (sr
 	defer c.End()
 	from, to, err := bind(c)
 	if err != nil {
-		return safe.Argf(op, "tensor", "%w", err)
+		return kit.Argf(op, "tensor", "%w", err)
 	}
-	return safe.CopyBound(op, res, from, to)
+	return kit.CopyBound(op, res, from, to)
 }
 
 // Close ends the borrows, waiting for a run or copy in flight. Closing

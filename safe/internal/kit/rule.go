@@ -1,7 +1,8 @@
-package safe
+package kit
 
 import (
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/safe"
 )
 
 // Memory says where an argument's memory may live, in cuVS's terms.
@@ -57,12 +58,12 @@ func (r *Rule) Check(op string, v *dlpack.View) error {
 }
 
 // CheckOn is Check for an argument of a call made on res: it also refuses
-// memory of another CUDA device than res's (Resources.CheckDevice).
-func (r *Rule) CheckOn(op string, res *Resources, v *dlpack.View) error {
+// memory of another CUDA device than res's (CheckDevice).
+func (r *Rule) CheckOn(op string, res *safe.Resources, v *dlpack.View) error {
 	if err := r.Check(op, v); err != nil {
 		return err
 	}
-	return res.CheckDevice(op, r.Arg, v.Device())
+	return CheckDevice(res, op, r.Arg, v.Device())
 }
 
 // CheckMut is Check for a writable view (an output), without making a

@@ -1,8 +1,9 @@
-package safe
+package kit
 
 import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
 )
 
 // SearchRules is an algorithm's table for a k-nearest-neighbour search:
@@ -58,21 +59,21 @@ func (r *SearchRules) Bind(op string, c dlpack.Call, queries dlpack.Tensor, neig
 }
 
 // BindOn is Bind for a search made on res: it also refuses tensors in the
-// memory of another CUDA device than res's (Resources.CheckDevice).
-func (r *SearchRules) BindOn(op string, res *Resources, c dlpack.Call, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, dtype dlpack.DataType, dim, rows int64, t *SearchTensors) error {
+// memory of another CUDA device than res's (CheckDevice).
+func (r *SearchRules) BindOn(op string, res *safe.Resources, c dlpack.Call, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, dtype dlpack.DataType, dim, rows int64, t *SearchTensors) error {
 	if err := r.Bind(op, c, queries, neighbors, distances, dtype, dim, rows, t); err != nil {
 		return err
 	}
-	return res.CheckDevice(op, r.Queries.Arg, t.Device)
+	return CheckDevice(res, op, r.Queries.Arg, t.Device)
 }
 
 // CheckOn is Check for a search made on res: it also refuses tensors in the
-// memory of another CUDA device than res's (Resources.CheckDevice).
-func (r *SearchRules) CheckOn(op string, res *Resources, queries *dlpack.View, neighbors, distances *dlpack.ViewMut, dtype dlpack.DataType, dim, rows int64) (k int64, err error) {
+// memory of another CUDA device than res's (CheckDevice).
+func (r *SearchRules) CheckOn(op string, res *safe.Resources, queries *dlpack.View, neighbors, distances *dlpack.ViewMut, dtype dlpack.DataType, dim, rows int64) (k int64, err error) {
 	if k, err = r.Check(op, queries, neighbors, distances, dtype, dim, rows); err != nil {
 		return 0, err
 	}
-	return k, res.CheckDevice(op, r.Queries.Arg, queries.Device())
+	return k, CheckDevice(res, op, r.Queries.Arg, queries.Device())
 }
 
 // Check is what Bind checks before binding, for views already in hand:

@@ -1,0 +1,21 @@
+package safe
+
+import (
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe/internal/base"
+)
+
+// The algorithm packages reach a Resources' handle and a Filter's memory
+// through safe/internal/kit, which calls these: nothing exported here hands
+// out a C handle.
+func init() {
+	base.Lock = func(res any, op string) (generated.CuvsResources_t, error) { return res.(*Resources).lock(op) }
+	base.Unlock = func(res any) { res.(*Resources).unlock() }
+	base.CheckDevice = func(res any, op, arg string, dev dlpack.Device) error {
+		return res.(*Resources).checkDevice(op, arg, dev)
+	}
+	base.BindFilter = func(f any, op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error) {
+		return f.(*Filter).bind(op, c, rows, nQueries)
+	}
+}

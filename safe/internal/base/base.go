@@ -1,0 +1,79 @@
+// Package base sits below package safe and its toolkit, safe/internal/kit:
+// the error-text helpers both use, and the hooks through which kit reaches
+// safe's unexported internals (a Resources' handle, a Filter's memory).
+// Package safe sets the hooks in its init; nothing else may.
+//
+// The hooks take the safe types as any, since this package cannot name
+// them (safe imports it); kit's typed functions are the only callers.
+package base
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+)
+
+// Hooks into package safe, set by its init.
+var (
+	// Lock takes a *safe.Resources for one C call and returns its handle.
+	Lock func(res any, op string) (generated.CuvsResources_t, error)
+	// Unlock ends what Lock began.
+	Unlock func(res any)
+	// CheckDevice refuses memory of another CUDA device than the
+	// *safe.Resources'.
+	CheckDevice func(res any, op, arg string, dev dlpack.Device) error
+	// BindFilter checks a *safe.Filter against an index of rows rows
+	// searched with nQueries queries and binds its memory to c.
+	BindFilter func(f any, op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error)
+)
+
+// location matches the source-location prefixes of cuVS's error texts:
+// RAFT's "RAFT failure at file=... line=...: " (RAFT_EXPECTS, RAFT_FAIL),
+// "exception occurred! file=... line=...: " (RAFT's THROW) and CUDA's
+// "CUDA error encountered at: file=... line=...: ".
+var location = regexp.MustCompile(`^.*?(?:(?:failure|error encountered) at:?|exception occurred!) ?file=\S+ line=\d+:\s*`)
+
+// Reason extracts the human part of a cuVS error text: its first line,
+// without the source location.
+func Reason(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	return strings.TrimSpace(location.ReplaceAllString(line, ""))
+}
+
+// outOfMemory matches the texts of allocation failures: RMM's
+// rmm::out_of_memory ("std::bad_alloc: out_of_memory: ..."), its pools'
+// "Maximum pool size exceeded", CUDA's cudaErrorMemoryAllocation, and a
+// plain std::bad_alloc.
+var outOfMemory = regexp.MustCompile(`out_of_memory|[Oo]ut of memory|Maximum pool size exceeded|cudaErrorMemoryAllocation|std::bad_alloc`)
+
+// OutOfMemory reports whether a cuVS error text is an allocation failure.
+func OutOfMemory(text string) bool { return outOfMemory.MatchString(text) }
+
+// Arg formats an argument error's reason as fmt.Errorf would and returns
+// its cause: the error given for a %w verb (the formatted error itself when
+// there are several), or nil.
+func Arg(format string, args ...any) (reason string, cause error) {
+	e := fmt.Errorf(format, args...)
+	switch u := e.(type) {
+	case interface{ Unwrap() error }:
+		return e.Error(), u.Unwrap()
+	case interface{ Unwrap() []error }:
+		return e.Error(), e
+	}
+	return e.Error(), nil
+}
+
+// CPath returns path as a NUL-terminated byte slice for a C call, or why C
+// cannot take it.
+func CPath(path string) ([]byte, string) {
+	if path == "" {
+		return nil, "empty"
+	}
+	if strings.IndexByte(path, 0) >= 0 {
+		return nil, "contains a NUL byte"
+	}
+	return append([]byte(path), 0), ""
+}

@@ -1,0 +1,104 @@
+// Package kit is the toolkit of the safe layer's algorithm packages
+// (safe/bruteforce, safe/cagra, safe/ivfflat, ...): argument errors, the
+// wrapping of cuVS's errors, tensor rules, the binding of a search's
+// tensors and filter, and access to a Resources' C handle. It is internal:
+// what a user calls lives in package safe, which hands out no C handle.
+package kit
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/base"
+)
+
+// Argf returns a *safe.ArgError. As with fmt.Errorf, an error given for a
+// %w verb is kept as the cause (safe.ArgError.Err).
+func Argf(op, arg, format string, args ...any) error {
+	reason, cause := base.Arg(format, args...)
+	return &safe.ArgError{Op: op, Arg: arg, Reason: reason, Err: cause}
+}
+
+// Wrap turns an error from package generated into the safe layer's: a
+// *generated.Error becomes a *safe.Error for op; other errors are wrapped
+// with op. nil stays nil.
+func Wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ge *generated.Error
+	if errors.As(err, &ge) {
+		return &safe.Error{Op: op, Func: ge.Func, Reason: base.Reason(ge.Text), Text: ge.Text, OutOfMemory: base.OutOfMemory(ge.Text)}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Reason extracts the human part of a cuVS error text: its first line,
+// without the source location.
+func Reason(text string) string { return base.Reason(text) }
+
+// CPath returns path as a NUL-terminated byte slice for a C call, refusing
+// paths that C cannot represent.
+func CPath(op, path string) ([]byte, error) {
+	b, why := base.CPath(path)
+	if why != "" {
+		return nil, Argf(op, "path", "%s", why)
+	}
+	return b, nil
+}
+
+// Lock takes res for one C call (with its device current, for a Resources
+// made with safe.OnDevice) and returns its handle; Unlock gives it back, on
+// the same goroutine. A nil or closed res is refused.
+func Lock(res *safe.Resources, op string) (generated.CuvsResources_t, error) {
+	return base.Lock(res, op)
+}
+
+// Unlock ends what Lock began.
+func Unlock(res *safe.Resources) { base.Unlock(res) }
+
+// CheckDevice refuses, with an *ArgError naming arg, memory of another CUDA
+// device than res's.
+func CheckDevice(res *safe.Resources, op, arg string, dev dlpack.Device) error {
+	return base.CheckDevice(res, op, arg, dev)
+}
+
+// BindFilter checks f against an index of rows rows searched with nQueries
+// queries, binds its memory to call c and returns the C filter. A nil f is
+// no filter. kinds lists the kinds the algorithm supports.
+func BindFilter(f *safe.Filter, op string, c dlpack.Call, rows, nQueries int64, kinds ...safe.FilterKind) (generated.CuvsFilter, error) {
+	if f == nil {
+		return generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER}, nil
+	}
+	ok := false
+	for _, k := range kinds {
+		ok = ok || k == f.Kind()
+	}
+	if !ok {
+		return generated.CuvsFilter{}, Argf(op, "filter", "a %s filter is not supported here", f.Kind())
+	}
+	return base.BindFilter(f, op, c, rows, nQueries)
+}
+
+// CopyBound copies between two tensors already bound to a call
+// (cuvsMatrixCopy) and waits for the copy.
+func CopyBound(op string, res *safe.Resources, src, dst *generated.DLManagedTensor) error {
+	h, err := Lock(res, op)
+	if err != nil {
+		return err
+	}
+	defer Unlock(res)
+	if err := generated.CuvsMatrixCopy(h, src, dst); err != nil {
+		return Wrap(op, err)
+	}
+	return Wrap(op, generated.CuvsStreamSync(h))
+}
+
+// Words returns the number of 32-bit words a bitset for rows rows holds.
+func Words(rows int64) int64 { return (rows + 31) / 32 }
+
+// CMetric returns a metric as the C enum.
+func CMetric(m safe.Metric) generated.CuvsDistanceType { return generated.CuvsDistanceType(m) }
