@@ -106,7 +106,7 @@ func ExampleNewBitsetFilterAllowing() {
 		log.Fatal(err)
 	}
 	defer f.Close()
-	fmt.Println(f.Kind(), f.Rows(), kit.Words(f.Rows()))
+	fmt.Println(f.Kind(), f.Rows(), kit.Words(int64(f.Rows())))
 	// Output:
 	// bitset 70 3
 }

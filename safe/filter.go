@@ -51,20 +51,22 @@ type Filter struct {
 // wordsFor returns the number of 32-bit words a bitset for rows rows holds.
 func wordsFor(rows int64) int64 { return (rows + 31) / 32 }
 
-// NewBitsetFilter uploads a bitset for an index of rows rows; words must
-// hold exactly (rows+31)/32 words, and bits past rows must be zero.
-func NewBitsetFilter(res *Resources, rows int64, words []uint32) (*Filter, error) {
+// NewBitsetFilter uploads a bitset for an index of n rows; words must
+// hold exactly (n+31)/32 words, and bits past row n-1 must be zero.
+func NewBitsetFilter(res *Resources, n int, words []uint32) (*Filter, error) {
 	const op = "safe.NewBitsetFilter"
+	rows := int64(n)
 	if err := checkWords(op, rows, 1, words); err != nil {
 		return nil, err
 	}
 	return uploadFilter(op, res, Bitset, rows, 0, words)
 }
 
-// NewBitsetFilterAllowing builds and uploads a bitset for an index of rows
+// NewBitsetFilterAllowing builds and uploads a bitset for an index of n
 // rows that lets exactly the ids in allowed through.
-func NewBitsetFilterAllowing(res *Resources, rows int64, allowed []int64) (*Filter, error) {
+func NewBitsetFilterAllowing(res *Resources, n int, allowed []int64) (*Filter, error) {
 	const op = "safe.NewBitsetFilterAllowing"
+	rows := int64(n)
 	if rows < 1 {
 		return nil, argf(op, "rows", "%d, want at least 1", rows)
 	}
@@ -78,11 +80,12 @@ func NewBitsetFilterAllowing(res *Resources, rows int64, allowed []int64) (*Filt
 	return uploadFilter(op, res, Bitset, rows, 0, words)
 }
 
-// NewBitmapFilter uploads a bitmap for queries queries over an index of rows
-// rows: (queries*rows+31)/32 words, bit q*rows+i for query q and row i
+// NewBitmapFilter uploads a bitmap for nQueries queries over an index of n
+// rows: (nQueries*n+31)/32 words, bit q*n+i for query q and row i
 // (brute force only).
-func NewBitmapFilter(res *Resources, queries, rows int64, words []uint32) (*Filter, error) {
+func NewBitmapFilter(res *Resources, nQueries, n int, words []uint32) (*Filter, error) {
 	const op = "safe.NewBitmapFilter"
+	queries, rows := int64(nQueries), int64(n)
 	if queries < 1 {
 		return nil, argf(op, "queries", "%d, want at least 1", queries)
 	}
@@ -158,23 +161,23 @@ func countBits(words []uint32, lo, hi int64) int64 {
 func (f *Filter) Kind() FilterKind { return f.kind }
 
 // Rows returns the index row count the filter is for.
-func (f *Filter) Rows() int64 { return f.rows }
+func (f *Filter) Rows() int { return int(f.rows) }
 
 // Allowed returns how many rows the filter lets through: for a bitset, the
 // bits set; for a bitmap, the fewest any one query may return (see
 // AllowedFor). A search for more neighbors than that cannot be filled.
-func (f *Filter) Allowed() int64 { return f.allowed }
+func (f *Filter) Allowed() int { return int(f.allowed) }
 
 // AllowedFor returns how many rows query q may return: the bitset's count
 // for every q; for a bitmap, query q's (0 for a q out of range).
-func (f *Filter) AllowedFor(q int64) int64 {
+func (f *Filter) AllowedFor(q int) int {
 	if f.kind != Bitmap {
-		return f.allowed
+		return int(f.allowed)
 	}
-	if q < 0 || q >= int64(len(f.perQuery)) {
+	if q < 0 || q >= len(f.perQuery) {
 		return 0
 	}
-	return f.perQuery[q]
+	return int(f.perQuery[q])
 }
 
 // Close frees the filter's device memory; it refuses while a search uses it.

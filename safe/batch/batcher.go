@@ -170,12 +170,12 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	if !ok {
 		return nil, kit.Argf(op, "N", "%s, the index writes %v", nt, s.NeighborTypes())
 	}
-	o, err := o.withDefaults(op, s.Rows())
+	o, err := o.withDefaults(op, int64(s.Rows()))
 	if err != nil {
 		return nil, err
 	}
 	b := &batcher[T, N]{
-		s: s, dim: int(s.Dim()), maxK: o.MaxK, maxBatch: o.MaxBatch, maxWait: o.MaxWait,
+		s: s, dim: s.Dim(), maxK: o.MaxK, maxBatch: o.MaxBatch, maxWait: o.MaxWait,
 		sizes: make([]int64, o.MaxBatch+1),
 	}
 	b.idle.L = &b.mu

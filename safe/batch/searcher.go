@@ -20,9 +20,9 @@ type Searcher interface {
 	// DType is the element type of the queries (and of the index).
 	DType() dlpack.DataType
 	// Dim is the width of a query.
-	Dim() int64
+	Dim() int
 	// Rows is the number of rows indexed: a request's k may not exceed it.
-	Rows() int64
+	Rows() int
 	// NeighborTypes lists the neighbor id types SearchBatch can write
 	// (dlpack.Uint32, dlpack.Int64).
 	NeighborTypes() []dlpack.DataType
@@ -59,8 +59,8 @@ func CAGRA(idx *cagra.Index, params cagra.SearchParams, filter *safe.Filter) (Se
 }
 
 func (s *cagraSearcher) DType() dlpack.DataType { return s.idx.DType() }
-func (s *cagraSearcher) Dim() int64             { return s.idx.Dim() }
-func (s *cagraSearcher) Rows() int64            { return s.idx.Rows() }
+func (s *cagraSearcher) Dim() int               { return s.idx.Dim() }
+func (s *cagraSearcher) Rows() int              { return s.idx.Rows() }
 func (s *cagraSearcher) NeighborTypes() []dlpack.DataType {
 	return []dlpack.DataType{dlpack.Uint32, dlpack.Int64}
 }
@@ -97,8 +97,8 @@ func BruteForce(idx *bruteforce.Index, filter *safe.Filter) (Searcher, error) {
 }
 
 func (s *bruteForceSearcher) DType() dlpack.DataType { return s.idx.DType() }
-func (s *bruteForceSearcher) Dim() int64             { return s.idx.Dim() }
-func (s *bruteForceSearcher) Rows() int64            { return s.idx.Rows() }
+func (s *bruteForceSearcher) Dim() int               { return s.idx.Dim() }
+func (s *bruteForceSearcher) Rows() int              { return s.idx.Rows() }
 func (s *bruteForceSearcher) NeighborTypes() []dlpack.DataType {
 	return []dlpack.DataType{dlpack.Int64}
 }

@@ -155,10 +155,10 @@ func (idx *Index) destroy() {
 }
 
 // Rows returns the number of rows indexed.
-func (idx *Index) Rows() int64 { return idx.rows }
+func (idx *Index) Rows() int { return int(idx.rows) }
 
 // Dim returns the dimension of the vectors.
-func (idx *Index) Dim() int64 { return idx.dim }
+func (idx *Index) Dim() int { return int(idx.dim) }
 
 // DType returns the element type of the vectors.
 func (idx *Index) DType() dlpack.DataType { return idx.dtype }
@@ -179,12 +179,12 @@ func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
 	default:
 		return kit.Argf(op, "filter", "a filtered search needs L2Expanded, L2SqrtExpanded, InnerProduct or CosineExpanded; the index uses %v", idx.metric)
 	}
-	if k <= f.Allowed() {
+	if k <= int64(f.Allowed()) {
 		return nil
 	}
 	if f.Kind() == safe.Bitmap {
-		for q := int64(0); ; q++ {
-			if n := f.AllowedFor(q); n < k {
+		for q := 0; ; q++ {
+			if n := int64(f.AllowedFor(q)); n < k {
 				return kit.Argf(op, "filter", "the bitmap lets query %d see %d rows, fewer than k = %d", q, n, k)
 			}
 		}

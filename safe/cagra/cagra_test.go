@@ -730,7 +730,7 @@ func TestExtendBusy(t *testing.T) {
 		break
 	}
 	ctl.SetCallDelay(0)
-	if idx.Rows() != int64(len(all)/dim) {
+	if idx.Rows() != int(len(all)/dim) {
 		t.Errorf("rows %d, want %d", idx.Rows(), len(all)/dim)
 	}
 	search(t, f, idx, f.n64, all, nil, nil)
@@ -1070,7 +1070,7 @@ func TestMerge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if merged.Rows() != int64(cuts[n]) || merged.GraphDegree() != degree {
+		if merged.Rows() != cuts[n] || merged.GraphDegree() != degree {
 			t.Fatalf("merged %d: %d rows, degree %d", n, merged.Rows(), merged.GraphDegree())
 		}
 		search(t, f, merged, f.n64, f.data[:cuts[n]*dim], nil, nil)
@@ -1101,7 +1101,7 @@ func TestMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, merged)
-	if merged.Rows() != int64(len(allowed)) {
+	if merged.Rows() != len(allowed) {
 		t.Fatalf("filtered merge: %d rows, want %d", merged.Rows(), len(allowed))
 	}
 	search(t, f, merged, f.n32, kept, nil, nil)

@@ -75,7 +75,7 @@ func (s *SearchParams) wantsExact(f *safe.Filter, rows, k int64) bool {
 	if th < 0 {
 		return false
 	}
-	a := f.Allowed()
+	a := int64(f.Allowed())
 	return a < k || float64(a) < th*float64(rows)
 }
 

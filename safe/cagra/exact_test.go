@@ -56,7 +56,7 @@ func TestExactFilter(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer filter.Close()
-			if filter.Allowed() != int64(len(c.allowed)) {
+			if filter.Allowed() != len(c.allowed) {
 				t.Fatalf("Allowed() = %d, want %d", filter.Allowed(), len(c.allowed))
 			}
 			ok := func(i int) bool { return slices.Contains(c.allowed, int64(i)) }

@@ -128,7 +128,7 @@ func ExampleIndex_Search_filtered() {
 	defer idx.Close()
 
 	var allowed []int64
-	for row := int64(0); row < idx.Rows(); row++ {
+	for row := int64(0); row < int64(idx.Rows()); row++ {
 		if (row/8)%2 == 0 { // point (row/8, row%8)
 			allowed = append(allowed, row)
 		}

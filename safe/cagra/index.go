@@ -370,13 +370,13 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 
 // Rows returns the number of rows indexed (cuvsCagraIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Rows() int64 { return idx.rows.Load() }
+func (idx *Index) Rows() int { return int(idx.rows.Load()) }
 
 // Dim returns the vectors' dimension (cuvsCagraIndexGetDims).
-func (idx *Index) Dim() int64 { return idx.dim }
+func (idx *Index) Dim() int { return int(idx.dim) }
 
 // GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree).
-func (idx *Index) GraphDegree() int64 { return idx.degree.Load() }
+func (idx *Index) GraphDegree() int { return int(idx.degree.Load()) }
 
 // DType returns the element type of the vectors.
 func (idx *Index) DType() dlpack.DataType { return idx.dtype }
@@ -508,7 +508,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		return err
 	}
 	if sp.wantsExact(filter, rows, t.K) {
-		return idx.searchExact(op, res, &t, f, filter.Allowed())
+		return idx.searchExact(op, res, &t, f, int64(filter.Allowed()))
 	}
 	if err := sp.checkFiltered(op, filter != nil, t.K); err != nil {
 		return err
@@ -638,7 +638,7 @@ func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Fi
 	}
 	kept := total
 	if filter != nil {
-		kept = filter.Allowed()
+		kept = int64(filter.Allowed())
 	}
 	if err := p.checkCompression(op, kept, indexes[0].dim); err != nil {
 		return nil, err

@@ -253,7 +253,7 @@ func (h Heuristic) String() string { return generated.CuvsCagraHnswHeuristicType
 
 // FromHNSWParams returns the CAGRA parameters cuVS derives from HNSW's M and
 // ef_construction for a rows × dim dataset (cuvsCagraIndexParamsFromHnswParams).
-func FromHNSWParams(rows, dim int64, m, efConstruction int, h Heuristic, metric safe.Metric) (IndexParams, error) {
+func FromHNSWParams(rows, dim int, m, efConstruction int, h Heuristic, metric safe.Metric) (IndexParams, error) {
 	const op = "cagra.FromHNSWParams"
 	if rows < 1 || dim < 1 || m < 1 || efConstruction < 1 {
 		return IndexParams{}, kit.Argf(op, "rows/dim/m/efConstruction", "all must be positive (got %d, %d, %d, %d)", rows, dim, m, efConstruction)
@@ -283,7 +283,7 @@ func FromHNSWParams(rows, dim int64, m, efConstruction int, h Heuristic, metric 
 		destroyIndexParams(p, created)
 		return IndexParams{}, kit.Wrap(op, err)
 	}
-	err := generated.CuvsCagraIndexParamsFromHnswParams(p, rows, dim, int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
+	err := generated.CuvsCagraIndexParamsFromHnswParams(p, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
 	out := indexParamsFromC(p)
 	// cuVS v26.06 writes its C++ default metric (L2Expanded) whatever
 	// metric it is given.

@@ -64,7 +64,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	nv, _ := neighbors.ViewMut() // checked by prepared.New
 	p := &Prepared{idx: idx, s: s, n: nv.Dim(0), k: nv.Dim(1)}
 	if sp.wantsExact(filter, rows, p.k) {
-		p.exact, p.allowed = true, filter.Allowed()
+		p.exact, p.allowed = true, int64(filter.Allowed())
 		if why := idx.noExact(); why != "" {
 			s.Close()
 			return nil, kit.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterExactBelow < 0 to search the graph anyway", p.allowed, rows, why)

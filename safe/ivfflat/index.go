@@ -182,13 +182,13 @@ func call(op string, res *safe.Resources, in []*dlpack.View, f func(generated.Cu
 // Size returns the number of rows indexed. The C API has no size getter:
 // the count is kept by Build and Extend, and read from the file by
 // Deserialize.
-func (idx *Index) Size() int64 { return idx.rows.Load() }
+func (idx *Index) Size() int { return int(idx.rows.Load()) }
 
 // Dim returns the vectors' dimension (cuvsIvfFlatIndexGetDim).
-func (idx *Index) Dim() int64 { return idx.dim }
+func (idx *Index) Dim() int { return int(idx.dim) }
 
 // NLists returns the number of lists (cuvsIvfFlatIndexGetNLists).
-func (idx *Index) NLists() int64 { return idx.nLists }
+func (idx *Index) NLists() int { return int(idx.nLists) }
 
 // DType returns the element type of the vectors.
 func (idx *Index) DType() dlpack.DataType { return idx.dtype }

@@ -357,32 +357,32 @@ func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generate
 
 // Size returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Size() int64 { return idx.size.Load() }
+func (idx *Index) Size() int { return int(idx.size.Load()) }
 
 // Dim returns the vectors' dimension (cuvsIvfPqIndexGetDim).
-func (idx *Index) Dim() int64 { return idx.dim }
+func (idx *Index) Dim() int { return int(idx.dim) }
 
 // NLists returns the number of inverted lists (cuvsIvfPqIndexGetNLists).
-func (idx *Index) NLists() int64 { return idx.nLists }
+func (idx *Index) NLists() int { return int(idx.nLists) }
 
 // PQDim returns the number of PQ sub-spaces, the codes per vector
 // (cuvsIvfPqIndexGetPqDim).
-func (idx *Index) PQDim() int64 { return idx.pqDim }
+func (idx *Index) PQDim() int { return int(idx.pqDim) }
 
 // PQBits returns the bits per PQ code (cuvsIvfPqIndexGetPqBits).
-func (idx *Index) PQBits() int64 { return idx.pqBits }
+func (idx *Index) PQBits() int { return int(idx.pqBits) }
 
 // PQLen returns the length of a PQ sub-space, ceil(Dim/PQDim)
 // (cuvsIvfPqIndexGetPqLen).
-func (idx *Index) PQLen() int64 { return idx.pqLen }
+func (idx *Index) PQLen() int { return int(idx.pqLen) }
 
 // RotDim returns the dimension of the rotated space, PQLen × PQDim.
-func (idx *Index) RotDim() int64 { return idx.pqLen * idx.pqDim }
+func (idx *Index) RotDim() int { return int(idx.pqLen * idx.pqDim) }
 
 // CodeBytes returns the bytes of one vector's packed codes,
 // ceil(PQDim × PQBits / 8): the width of Transform's and UnpackListCodes's
 // codes.
-func (idx *Index) CodeBytes() int64 { return (idx.pqDim*idx.pqBits + 7) / 8 }
+func (idx *Index) CodeBytes() int { return int((idx.pqDim*idx.pqBits + 7) / 8) }
 
 // DType returns the element type of the vectors the index was built or
 // extended with, or the zero DataType while it is unknown: cuVS records it
@@ -610,7 +610,7 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if lm.Dim(0) != n {
 		return kit.Argf(op, "labels", "%d entries for %d rows", lm.Dim(0), n)
 	}
-	if cm.Dim(0) != n || cm.Dim(1) != idx.CodeBytes() {
+	if cm.Dim(0) != n || cm.Dim(1) != int64(idx.CodeBytes()) {
 		return kit.Argf(op, "codes", "shape %v, want [%d %d]", cm.Shape(), n, idx.CodeBytes())
 	}
 	c := dlpack.Begin(op)
@@ -703,7 +703,7 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if err := codesRule.CheckMut(op, &cm); err != nil {
 		return err
 	}
-	if cm.Dim(1) != idx.CodeBytes() {
+	if cm.Dim(1) != int64(idx.CodeBytes()) {
 		return kit.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.CodeBytes())
 	}
 	if idx.size.Load() == 0 {

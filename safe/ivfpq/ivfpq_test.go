@@ -269,8 +269,8 @@ func TestBuildSearch(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			idx := build(t, f.res, ds, params(t))
-			got := []int64{idx.Size(), idx.Dim(), idx.NLists(), idx.PQDim(), idx.PQBits(), idx.PQLen(), idx.RotDim(), idx.CodeBytes()}
-			if want := []int64{rows, dim, nLists, dim / 2, 8, 2, dim, dim / 2}; !slices.Equal(got, want) {
+			got := []int{idx.Size(), idx.Dim(), idx.NLists(), idx.PQDim(), idx.PQBits(), idx.PQLen(), idx.RotDim(), idx.CodeBytes()}
+			if want := []int{rows, dim, nLists, dim / 2, 8, 2, dim, dim / 2}; !slices.Equal(got, want) {
 				t.Errorf("size, dim, lists, pq dim, pq bits, pq len, rot dim, code bytes: %v, want %v", got, want)
 			}
 			if idx.DType() != dlpack.Float32 {
@@ -512,7 +512,7 @@ func TestExtend(t *testing.T) {
 	if err := idx.Extend(f.res, hostMatrix(t, slices.Clone(f.data[:half*dim]), half, dim), nil); err != nil {
 		t.Fatal(err)
 	}
-	if idx.Size() != int64(half) {
+	if idx.Size() != int(half) {
 		t.Fatalf("size %d", idx.Size())
 	}
 	// the second half from the device, numbered 1000..1999 by Extend
@@ -579,8 +579,8 @@ func TestSerialize(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, back)
-	got := []int64{back.Size(), back.Dim(), back.NLists(), back.PQDim(), back.PQBits(), back.PQLen()}
-	if want := []int64{rows, dim, nLists, dim / 2, 8, 2}; !slices.Equal(got, want) {
+	got := []int{back.Size(), back.Dim(), back.NLists(), back.PQDim(), back.PQBits(), back.PQLen()}
+	if want := []int{rows, dim, nLists, dim / 2, 8, 2}; !slices.Equal(got, want) {
 		t.Errorf("deserialized shape %v, want %v", got, want)
 	}
 	if back.DType() != (dlpack.DataType{}) {

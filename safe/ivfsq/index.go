@@ -181,13 +181,13 @@ func call(op string, res *safe.Resources, in []*dlpack.View, f func(generated.Cu
 
 // Size returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
 // after every change).
-func (idx *Index) Size() int64 { return idx.rows.Load() }
+func (idx *Index) Size() int { return int(idx.rows.Load()) }
 
 // Dim returns the vectors' dimension (cuvsIvfSqIndexGetDim).
-func (idx *Index) Dim() int64 { return idx.dim }
+func (idx *Index) Dim() int { return int(idx.dim) }
 
 // NLists returns the number of lists (cuvsIvfSqIndexGetNLists).
-func (idx *Index) NLists() int64 { return idx.nLists }
+func (idx *Index) NLists() int { return int(idx.nLists) }
 
 // DType returns the element type the index was built (or first extended)
 // from. cuVS does not keep it in the file: it is the zero DataType after
