@@ -40,7 +40,7 @@ func newErrorsFixture(t *testing.T) *errorsFixture {
 		t.Fatal(err)
 	}
 	safetest.Close(t, f.distances)
-	if f.idx, err = bruteforce.Build(f.res, f.dataset, bruteforce.DefaultBuildParams()); err != nil {
+	if f.idx, err = bruteforce.Build(f.res, f.dataset, nil); err != nil {
 		t.Fatal(err)
 	}
 	safetest.Close(t, f.idx)

@@ -65,11 +65,9 @@ func run(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	params, err := cagra.DefaultIndexParams()
-	if err != nil {
-		return err
-	}
-	index, err := cagra.Build(res, dataset, params)
+	// nil params: cuVS's defaults (start from cagra.DefaultIndexParams to
+	// change some).
+	index, err := cagra.Build(res, dataset, nil)
 	if err != nil {
 		return err
 	}

@@ -231,7 +231,7 @@ func build(res *safe.Resources, c config) (*cagra.Index, time.Duration, error) {
 	p.IntermediateGraphDegree = 2 * c.graphDegree
 	p.BuildAlgo = cagra.NNDescent
 	t0 := time.Now()
-	idx, err := cagra.Build(res, data, p) // host data: copied, waited for
+	idx, err := cagra.Build(res, data, &p) // host data: copied, waited for
 	return idx, time.Since(t0), err
 }
 

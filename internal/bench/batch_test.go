@@ -60,7 +60,7 @@ func cagraIndex(b *testing.B, res *safe.Resources) *cagra.Index {
 	closeAtEnd(b, ds)
 	p, err := cagra.DefaultIndexParams()
 	must(b, err)
-	idx, err := cagra.Build(res, ds, p)
+	idx, err := cagra.Build(res, ds, &p)
 	must(b, err)
 	closeAtEnd(b, idx)
 	return idx
@@ -143,7 +143,7 @@ func benchBatcherBruteForce(b *testing.B) {
 	ds, err := safe.DeviceMatrixFrom(res, safetest.Random(1, nRows, dim), nRows, dim)
 	must(b, err)
 	closeAtEnd(b, ds)
-	idx, err := bruteforce.Build(res, ds, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(res, ds, nil)
 	must(b, err)
 	closeAtEnd(b, idx)
 	s, err := batch.BruteForce(idx, nil)

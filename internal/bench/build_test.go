@@ -68,7 +68,7 @@ func BenchmarkBuildFromGoSlice(b *testing.B) {
 	p, err := cagra.DefaultIndexParams()
 	must(b, err)
 	build := func(b *testing.B, t dlpack.Tensor) {
-		idx, err := cagra.Build(res, t, p)
+		idx, err := cagra.Build(res, t, &p)
 		must(b, err)
 		must(b, idx.Close())
 	}

@@ -22,7 +22,7 @@ func BenchmarkIVFFlatSearch(b *testing.B) {
 	p, err := ivfflat.DefaultIndexParams()
 	must(b, err)
 	p.NLists = 16
-	idx, err := ivfflat.Build(res, dataset, p)
+	idx, err := ivfflat.Build(res, dataset, &p)
 	must(b, err)
 	closeAtEnd(b, idx)
 	sp := &ivfflat.SearchParams{NProbes: 4}
@@ -105,7 +105,7 @@ func TestIVFFlatSearchAllocatesNothing(t *testing.T) {
 	p, err := ivfflat.DefaultIndexParams()
 	must2(t, err)
 	p.NLists = 16
-	idx, err := ivfflat.Build(res, dataset, p)
+	idx, err := ivfflat.Build(res, dataset, &p)
 	must2(t, err)
 	defer idx.Close()
 	q, err := safe.DeviceMatrixFrom(res, safetest.Random(2, nQueries, dim), nQueries, dim)

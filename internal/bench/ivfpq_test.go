@@ -18,7 +18,7 @@ func ivfpqIndex(b *testing.B, res *safe.Resources) (*ivfpq.Index, ivfpq.SearchPa
 	p, err := ivfpq.DefaultIndexParams()
 	must(b, err)
 	p.NLists, p.KMeansNIters = 8, 5
-	idx, err := ivfpq.Build(res, host, p)
+	idx, err := ivfpq.Build(res, host, &p)
 	must(b, err)
 	closeAtEnd(b, idx)
 	sp, err := ivfpq.DefaultSearchParams()

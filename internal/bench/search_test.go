@@ -198,7 +198,7 @@ func benchCagra(b *testing.B) {
 	// the safe layer's
 	p, err := cagra.DefaultIndexParams()
 	must(b, err)
-	idx, err := cagra.Build(res, host, p)
+	idx, err := cagra.Build(res, host, &p)
 	must(b, err)
 	closeAtEnd(b, idx)
 	sparams, err := cagra.DefaultSearchParams()
@@ -342,7 +342,7 @@ func benchBruteForce(b *testing.B) {
 	must(b, generated.CuvsBruteForceBuild(h, dt, generated.CuvsDistanceType_L2Expanded, 2, rawIdx))
 	c.End()
 
-	idx, err := bruteforce.Build(res, dataset, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(res, dataset, nil)
 	must(b, err)
 	closeAtEnd(b, idx)
 	dev := deviceTensors[int64](b, res)

@@ -42,7 +42,7 @@ func TestCAGRA(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.GraphDegree, p.IntermediateGraphDegree = 32, 64
-	idx, err := cagra.Build(res, ds, p)
+	idx, err := cagra.Build(res, ds, &p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer dataset.Close()
-	idx, err := bruteforce.Build(res, dataset, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(res, dataset, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

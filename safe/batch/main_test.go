@@ -44,7 +44,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	safetest.Close(t, ds)
-	if f.idx, err = bruteforce.Build(f.res, ds, bruteforce.DefaultBuildParams()); err != nil {
+	if f.idx, err = bruteforce.Build(f.res, ds, nil); err != nil {
 		t.Fatal(err)
 	}
 	safetest.Close(t, f.idx)

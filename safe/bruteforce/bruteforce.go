@@ -47,8 +47,14 @@ type BuildParams struct {
 	MetricArg float32     // the p of LpUnexpanded; default 2
 }
 
-// DefaultBuildParams returns cuVS's defaults.
-func DefaultBuildParams() BuildParams { return BuildParams{Metric: safe.L2Expanded, MetricArg: 2} }
+// DefaultBuildParams returns cuVS's defaults (L2Expanded, MetricArg 2).
+// Brute force has no params struct in C, so the error is always nil: the
+// signature is every package's DefaultXParams'. The zero BuildParams is
+// L2Expanded too; a zero MetricArg matters only to LpUnexpanded, which
+// refuses it.
+func DefaultBuildParams() (BuildParams, error) {
+	return BuildParams{Metric: safe.L2Expanded, MetricArg: 2}, nil
+}
 
 // Index is a brute-force index. Any number of goroutines may search it at
 // once, each with its own safe.Resources. Close waits for searches in flight.
@@ -96,8 +102,14 @@ func newIndex(op string) (*Index, error) {
 
 // Build makes an index over dataset (rows × dim, float32 or float16, device
 // memory, row- or column-major). The index borrows dataset until Close.
-func Build(res *safe.Resources, dataset dlpack.Tensor, p BuildParams) (*Index, error) {
+// Nil params means cuVS's defaults (DefaultBuildParams).
+func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*Index, error) {
 	const op = "bruteforce.Build"
+	pd, perr := kit.Or(params, DefaultBuildParams)
+	if perr != nil {
+		return nil, perr
+	}
+	p := *pd
 	if dataset == nil {
 		return nil, kit.Argf(op, "dataset", "nil")
 	}

@@ -63,7 +63,7 @@ func setup(t *testing.T) *fixture {
 
 func (f *fixture) build(t *testing.T) *bruteforce.Index {
 	t.Helper()
-	idx, err := bruteforce.Build(f.res, f.dataset, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(f.res, f.dataset, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestFilterFewerRowsThanK(t *testing.T) {
 // cosine distances: a filter with another metric is refused in Go.
 func TestFilterNeedsMetric(t *testing.T) {
 	f := setup(t)
-	idx, err := bruteforce.Build(f.res, f.dataset, bruteforce.BuildParams{Metric: safe.L1})
+	idx, err := bruteforce.Build(f.res, f.dataset, &bruteforce.BuildParams{Metric: safe.L1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestSerializeDeserialize(t *testing.T) {
 
 func TestIndexBorrowsDataset(t *testing.T) {
 	f := setup(t)
-	idx, err := bruteforce.Build(f.res, f.dataset, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(f.res, f.dataset, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,10 +353,10 @@ func TestValidation(t *testing.T) {
 		{"distances", idx.Search(f.res, f.queries, f.neighbors, wrongK, nil)},
 		{"neighbors", idx.Search(f.res, f.queries, bigK, bigD, nil)},
 		{"queries/neighbors/distances", idx.Search(f.res, nil, f.neighbors, f.distances, nil)},
-		{"dataset", func() error { _, err := bruteforce.Build(f.res, f64, bruteforce.DefaultBuildParams()); return err }()},
-		{"dataset", func() error { _, err := bruteforce.Build(f.res, hostQ, bruteforce.DefaultBuildParams()); return err }()},
+		{"dataset", func() error { _, err := bruteforce.Build(f.res, f64, nil); return err }()},
+		{"dataset", func() error { _, err := bruteforce.Build(f.res, hostQ, nil); return err }()},
 		{"params.Metric", func() error {
-			_, err := bruteforce.Build(f.res, f.dataset, bruteforce.BuildParams{Metric: 99})
+			_, err := bruteforce.Build(f.res, f.dataset, &bruteforce.BuildParams{Metric: 99})
 			return err
 		}()},
 	} {
@@ -378,7 +378,7 @@ func TestFaults(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bf.idx")
 	for _, fn := range []string{"cuvsBruteForceIndexCreate", "cuvsBruteForceBuild"} {
 		ctl.FailNext(fn, "injected")
-		if _, err := bruteforce.Build(f.res, f.dataset, bruteforce.DefaultBuildParams()); !isCuvs(err, fn) {
+		if _, err := bruteforce.Build(f.res, f.dataset, nil); !isCuvs(err, fn) {
 			t.Errorf("%s: %v", fn, err)
 		}
 	}
@@ -472,7 +472,7 @@ func TestSerializeFloat16(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, queries)
-	idx, err := bruteforce.Build(res, points, bruteforce.BuildParams{Metric: safe.InnerProduct})
+	idx, err := bruteforce.Build(res, points, &bruteforce.BuildParams{Metric: safe.InnerProduct})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func TestSerializeFloat16(t *testing.T) {
 func TestDroppedIndexReleasesDataset(t *testing.T) {
 	f := setup(t)
 	func() {
-		if _, err := bruteforce.Build(f.res, f.dataset, bruteforce.DefaultBuildParams()); err != nil {
+		if _, err := bruteforce.Build(f.res, f.dataset, nil); err != nil {
 			t.Fatal(err)
 		}
 	}()

@@ -38,12 +38,12 @@ func TestSearchOnDevice(t *testing.T) {
 	}
 	data := safetest.Random(1, rows, dim)
 	dataset := mat(1, data, rows, dim)
-	idx, err := bruteforce.Build(res[1], dataset, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(res[1], dataset, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	safetest.Close(t, idx)
-	if _, err := bruteforce.Build(res[0], dataset, bruteforce.DefaultBuildParams()); !errors.Is(err, safe.ErrInvalidArgument) {
+	if _, err := bruteforce.Build(res[0], dataset, nil); !errors.Is(err, safe.ErrInvalidArgument) {
 		t.Errorf("device 1's dataset built on device 0: %v", err)
 	}
 	qs := data[:nq*dim] // rows of the dataset: each finds itself first

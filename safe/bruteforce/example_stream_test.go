@@ -26,7 +26,7 @@ func ExampleIndex_SerializeTo() {
 		log.Fatal(err)
 	}
 	defer dataset.Close()
-	idx, err := bruteforce.Build(res, dataset, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(res, dataset, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

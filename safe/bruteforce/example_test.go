@@ -36,7 +36,7 @@ func Example() {
 	}
 	defer dataset.Close() // after the index's Close: the index borrows it
 
-	idx, err := bruteforce.Build(res, dataset, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(res, dataset, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func ExampleIndex_Search_filtered() {
 		log.Fatal(err)
 	}
 	defer dataset.Close()
-	idx, err := bruteforce.Build(res, dataset, bruteforce.DefaultBuildParams())
+	idx, err := bruteforce.Build(res, dataset, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

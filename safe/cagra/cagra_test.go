@@ -104,7 +104,7 @@ func params(t *testing.T) cagra.IndexParams {
 
 func build(t *testing.T, res *safe.Resources, dataset dlpack.Tensor, p cagra.IndexParams) *cagra.Index {
 	t.Helper()
-	idx, err := cagra.Build(res, dataset, p)
+	idx, err := cagra.Build(res, dataset, &p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestBuildAlgorithms(t *testing.T) {
 			}
 			t.Run(v.name+"/"+src, func(t *testing.T) {
 				safetest.Check(t)
-				idx, err := cagra.Build(f.res, dataset, p)
+				idx, err := cagra.Build(f.res, dataset, &p)
 				if p.Compression != nil {
 					// 200 rows cannot train 256 PQ centers: the real
 					// library fails inside the build, Go refuses first.
@@ -509,7 +509,7 @@ func TestBuildAlgorithms(t *testing.T) {
 					if err := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"), true); !errors.Is(err, cagra.ErrOnDisk) {
 						t.Errorf("serialize of a disk-mode index: %v", err)
 					}
-					if err := idx.Extend(f.res, hostData, cagra.ExtendParams{}); !errors.Is(err, cagra.ErrOnDisk) {
+					if err := idx.Extend(f.res, hostData, &cagra.ExtendParams{}); !errors.Is(err, cagra.ErrOnDisk) {
 						t.Errorf("extend of a disk-mode index: %v", err)
 					}
 					return
@@ -592,7 +592,7 @@ func TestExtend(t *testing.T) {
 	}
 	// From host memory...
 	more := safetest.Random(3, 50, dim)
-	if err := idx.Extend(f.res, hostMatrix(t, more, 50, dim), ep); err != nil {
+	if err := idx.Extend(f.res, hostMatrix(t, more, 50, dim), &ep); err != nil {
 		t.Fatal(err)
 	}
 	all := append(slices.Clone(f.data), more...)
@@ -607,7 +607,7 @@ func TestExtend(t *testing.T) {
 	// ... and from device memory, in small chunks.
 	more2 := safetest.Random(4, 30, dim)
 	ep.MaxChunkSize = 7
-	if err := idx.Extend(f.res, deviceMatrix(t, f.res, more2, 30, dim), ep); err != nil {
+	if err := idx.Extend(f.res, deviceMatrix(t, f.res, more2, 30, dim), &ep); err != nil {
 		t.Fatal(err)
 	}
 	all = append(all, more2...)
@@ -644,7 +644,7 @@ func TestExtend(t *testing.T) {
 	comp.PQBits = 4 // 16 PQ centers: 200 rows cannot train the default 256
 	p.Compression = &comp
 	cidx := build(t, f.res, f.dataset, p)
-	err = cidx.Extend(f.res, deviceMatrix(t, f.res, more2, 30, dim), ep)
+	err = cidx.Extend(f.res, deviceMatrix(t, f.res, more2, 30, dim), &ep)
 	if !isCuvs(err, "cuvsCagraExtend", "cagra::extend only supports an uncompressed dataset index") {
 		t.Errorf("extending a compressed index: %v", err)
 	}
@@ -682,7 +682,7 @@ func TestExtendBusy(t *testing.T) {
 	for attempt := 0; ; attempt++ {
 		done := hold("cuvsCagraSearch", func() error { return idx.Search(sres, &f.sp, f.queries, f.n64, f.dist, nil) })
 		before := calls()
-		err := idx.Extend(f.res, moreDev, ep)
+		err := idx.Extend(f.res, moreDev, &ep)
 		inFlight := running(done)
 		if serr := <-done; serr != nil {
 			t.Fatal(serr)
@@ -707,7 +707,7 @@ func TestExtendBusy(t *testing.T) {
 
 	// An Extend in flight refuses searches and serialization.
 	for attempt := 0; ; attempt++ {
-		done := hold("cuvsCagraExtend", func() error { return idx.Extend(sres, moreDev, ep) })
+		done := hold("cuvsCagraExtend", func() error { return idx.Extend(sres, moreDev, &ep) })
 		serr := idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil)
 		werr := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"), true)
 		inFlight := running(done)
@@ -1066,7 +1066,7 @@ func TestMerge(t *testing.T) {
 		parts = append(parts, build(t, f.res, src, p))
 	}
 	for _, n := range []int{2, 3} {
-		merged, err := cagra.Merge(f.res, params(t), parts[:n], nil)
+		merged, err := cagra.Merge(f.res, ptr(params(t)), parts[:n], nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1096,7 +1096,7 @@ func TestMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, bs)
-	merged, err := cagra.Merge(f.res, params(t), parts, bs)
+	merged, err := cagra.Merge(f.res, ptr(params(t)), parts, bs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1165,7 +1165,7 @@ func TestValidation(t *testing.T) {
 		return p
 	}
 	buildErr := func(ds dlpack.Tensor, p cagra.IndexParams) func() error {
-		return func() error { return errOf(cagra.Build(f.res, ds, p)) }
+		return func() error { return errOf(cagra.Build(f.res, ds, &p)) }
 	}
 	searchErr := func(s *cagra.SearchParams, q dlpack.Tensor, n, d dlpack.TensorMut, filter *safe.Filter) func() error {
 		return func() error { return idx.Search(f.res, s, q, n, d, filter) }
@@ -1187,7 +1187,6 @@ func TestValidation(t *testing.T) {
 		{"k > rows", "neighbors", searchErr(&f.sp, f.queries, bigN, bigD, nil)},
 		{"nil queries", "queries/neighbors/distances", searchErr(&f.sp, nil, f.n64, f.dist, nil)},
 		{"nil neighbors", "queries/neighbors/distances", searchErr(&f.sp, f.queries, nil, f.dist, nil)},
-		{"nil params", "params", searchErr(nil, f.queries, f.n64, f.dist, nil)},
 		{"bitmap filter", "filter", searchErr(&f.sp, f.queries, f.n64, f.dist, bitmap)},
 		{"filter for other rows", "filter", searchErr(&f.sp, f.queries, f.n64, f.dist, otherRows)},
 		{"expired view", "queries", func() error {
@@ -1246,11 +1245,11 @@ func TestValidation(t *testing.T) {
 			p.IVFPQ = &cagra.IVFPQGraphParams{Build: &cagra.IVFPQBuildParams{CodesLayout: -1}}
 		}))},
 		// Extend.
-		{"nil additional", "additional", func() error { return idx.Extend(f.res, nil, ep) }},
-		{"float64 additional", "additional", func() error { return idx.Extend(f.res, f64, ep) }},
-		{"additional of another dimension", "additional", func() error { return idx.Extend(f.res, narrow, ep) }},
-		{"int8 additional", "additional", func() error { return idx.Extend(f.res, q8, ep) }},
-		{"no additional rows", "additional", func() error { return idx.Extend(f.res, empty, ep) }},
+		{"nil additional", "additional", func() error { return idx.Extend(f.res, nil, &ep) }},
+		{"float64 additional", "additional", func() error { return idx.Extend(f.res, f64, &ep) }},
+		{"additional of another dimension", "additional", func() error { return idx.Extend(f.res, narrow, &ep) }},
+		{"int8 additional", "additional", func() error { return idx.Extend(f.res, q8, &ep) }},
+		{"no additional rows", "additional", func() error { return idx.Extend(f.res, empty, &ep) }},
 		// Serialization.
 		{"empty path", "path", func() error { return idx.Serialize(f.res, "", true) }},
 		{"NUL in path", "path", func() error { return idx.Serialize(f.res, "a\x00b", true) }},
@@ -1265,17 +1264,17 @@ func TestValidation(t *testing.T) {
 		{"float64 args dataset", "dataset", func() error { return errOf(cagra.IndexFromArgs(f.res, safe.L2Expanded, graph, f64)) }},
 		{"args metric", "metric", func() error { return errOf(cagra.IndexFromArgs(f.res, 999, graph, f.dataset)) }},
 		// Merge.
-		{"one index", "indexes", func() error { return errOf(cagra.Merge(f.res, base, []*cagra.Index{idx}, nil)) }},
-		{"nil index", "indexes", func() error { return errOf(cagra.Merge(f.res, base, []*cagra.Index{idx, nil}, nil)) }},
-		{"dimensions differ", "indexes", func() error { return errOf(cagra.Merge(f.res, base, []*cagra.Index{idx, small}, nil)) }},
+		{"one index", "indexes", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx}, nil)) }},
+		{"nil index", "indexes", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx, nil}, nil)) }},
+		{"dimensions differ", "indexes", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx, small}, nil)) }},
 		{"merge params", "params.IntermediateGraphDegree", func() error {
-			return errOf(cagra.Merge(f.res, ip(func(p *cagra.IndexParams) { p.IntermediateGraphDegree = 1 }), []*cagra.Index{idx, idx}, nil))
+			return errOf(cagra.Merge(f.res, ptr(ip(func(p *cagra.IndexParams) { p.IntermediateGraphDegree = 1 })), []*cagra.Index{idx, idx}, nil))
 		}},
 		{"merge degree", "params.GraphDegree", func() error {
-			return errOf(cagra.Merge(f.res, ip(func(p *cagra.IndexParams) { p.GraphDegree, p.IntermediateGraphDegree = 2*rows, 2*rows }), []*cagra.Index{idx, idx}, nil))
+			return errOf(cagra.Merge(f.res, ptr(ip(func(p *cagra.IndexParams) { p.GraphDegree, p.IntermediateGraphDegree = 2*rows, 2*rows })), []*cagra.Index{idx, idx}, nil))
 		}},
-		{"merge bitmap", "filter", func() error { return errOf(cagra.Merge(f.res, base, []*cagra.Index{idx, idx}, bitmap)) }},
-		{"merge filter rows", "filter", func() error { return errOf(cagra.Merge(f.res, base, []*cagra.Index{idx, idx}, otherRows)) }},
+		{"merge bitmap", "filter", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx, idx}, bitmap)) }},
+		{"merge filter rows", "filter", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx, idx}, otherRows)) }},
 		// Resources.
 		{"nil resources", "res", func() error { return idx.Search(nil, &f.sp, f.queries, f.n64, f.dist, nil) }},
 	}
@@ -1308,7 +1307,7 @@ func TestValidation(t *testing.T) {
 // Everything refuses a closed index with safe.ErrClosed.
 func TestClosed(t *testing.T) {
 	f := setup(t)
-	idx, err := cagra.Build(f.res, f.dataset, params(t))
+	idx, err := cagra.Build(f.res, f.dataset, ptr(params(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1323,12 +1322,12 @@ func TestClosed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x")
 	for name, err := range map[string]error{
 		"Search":             idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil),
-		"Extend":             idx.Extend(f.res, f.queries, ep),
+		"Extend":             idx.Extend(f.res, f.queries, &ep),
 		"Serialize":          idx.Serialize(f.res, path, true),
 		"SerializeToHnswlib": idx.SerializeToHnswlib(f.res, path),
 		"Dataset":            errOf(idx.Dataset()),
 		"Graph":              errOf(idx.Graph()),
-		"Merge":              errOf(cagra.Merge(f.res, params(t), []*cagra.Index{live, idx}, nil)),
+		"Merge":              errOf(cagra.Merge(f.res, ptr(params(t)), []*cagra.Index{live, idx}, nil)),
 	} {
 		if !errors.Is(err, safe.ErrClosed) {
 			t.Errorf("%s on a closed index: %v", name, err)
@@ -1343,7 +1342,7 @@ func TestClosed(t *testing.T) {
 	if err := live.Search(res, &f.sp, f.queries, f.n64, f.dist, nil); !errors.Is(err, safe.ErrClosed) {
 		t.Errorf("search with closed resources: %v", err)
 	}
-	if _, err := cagra.Build(res, f.dataset, params(t)); !errors.Is(err, safe.ErrClosed) {
+	if _, err := cagra.Build(res, f.dataset, ptr(params(t))); !errors.Is(err, safe.ErrClosed) {
 		t.Errorf("build with closed resources: %v", err)
 	}
 }
@@ -1415,21 +1414,21 @@ func TestFaults(t *testing.T) {
 		{"FromHNSWParams", func() error {
 			return errOf(cagra.FromHNSWParams(2_000_000, 128, 16, 200, cagra.SimilarSearchPerformance, safe.L2Expanded))
 		}},
-		{"Build host IVF-PQ compressed", func() error { return closeIndex(cagra.Build(f.res, hostData, full)) }},
-		{"Build device IVF-PQ compressed", func() error { return closeIndex(cagra.Build(f.res, f.dataset, full)) }},
-		{"Build host ACE", func() error { return closeIndex(cagra.Build(f.res, hostData, aceParams)) }},
-		{"Build device", func() error { return closeIndex(cagra.Build(f.res, f.dataset, plain)) }},
+		{"Build host IVF-PQ compressed", func() error { return closeIndex(cagra.Build(f.res, hostData, &full)) }},
+		{"Build device IVF-PQ compressed", func() error { return closeIndex(cagra.Build(f.res, f.dataset, &full)) }},
+		{"Build host ACE", func() error { return closeIndex(cagra.Build(f.res, hostData, &aceParams)) }},
+		{"Build device", func() error { return closeIndex(cagra.Build(f.res, f.dataset, &plain)) }},
 		{"Search uint32", func() error { return idx.Search(f.res, &f.sp, f.queries, f.n32, f.dist, nil) }},
 		{"Search int64 filtered", func() error { return idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, bs) }},
-		{"Extend host", func() error { return idx.Extend(f.res, hostMore, cagra.ExtendParams{}) }},
-		{"Extend device", func() error { return idx.Extend(f.res, devMore, cagra.ExtendParams{}) }},
+		{"Extend host", func() error { return idx.Extend(f.res, hostMore, &cagra.ExtendParams{}) }},
+		{"Extend device", func() error { return idx.Extend(f.res, devMore, &cagra.ExtendParams{}) }},
 		{"Serialize", func() error { return idx.Serialize(f.res, filepath.Join(dir, "s.idx"), true) }},
 		{"SerializeToHnswlib", func() error { return idx.SerializeToHnswlib(f.res, filepath.Join(dir, "h.bin")) }},
 		{"Deserialize", func() error { return closeIndex(cagra.Deserialize(f.res, path)) }},
 		{"IndexFromArgs host", func() error { return closeIndex(cagra.IndexFromArgs(f.res, safe.L2Expanded, hostGraph, hostData)) }},
 		{"IndexFromArgs device", func() error { return closeIndex(cagra.IndexFromArgs(f.res, safe.L2Expanded, devGraph, f.dataset)) }},
 		{"Merge", func() error {
-			return closeIndex(cagra.Merge(f.res, mergeParams, []*cagra.Index{other, other}, mergeFilter))
+			return closeIndex(cagra.Merge(f.res, &mergeParams, []*cagra.Index{other, other}, mergeFilter))
 		}},
 		{"Dataset", func() error { return errOf(idx.Dataset()) }},
 		{"Graph", func() error { return errOf(idx.Graph()) }},
@@ -1610,7 +1609,7 @@ func (b *blockingTensor) View() (dlpack.View, error) {
 func TestConcurrentSearch(t *testing.T) {
 	f := setup(t)
 	ctl := safetest.Double(t, "its control surface")
-	idx, err := cagra.Build(f.res, f.dataset, params(t))
+	idx, err := cagra.Build(f.res, f.dataset, ptr(params(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1687,7 +1686,7 @@ func TestConcurrentSearch(t *testing.T) {
 	// Extend is refused while searches are in flight (the held one at least).
 	ep, _ := cagra.DefaultExtendParams()
 	for i := 0; i < 5; i++ {
-		if err := idx.Extend(f.res, f.queries, ep); !errors.Is(err, safe.ErrBusy) {
+		if err := idx.Extend(f.res, f.queries, &ep); !errors.Is(err, safe.ErrBusy) {
 			t.Fatalf("Extend during searches: %v", err)
 		}
 	}
@@ -1715,3 +1714,6 @@ func TestConcurrentSearch(t *testing.T) {
 		t.Errorf("search after Close: %v", err)
 	}
 }
+
+// ptr returns a pointer to a copy of v (params for a call from a helper).
+func ptr[T any](v T) *T { return &v }

@@ -177,7 +177,7 @@ func TestCompressionRefusals(t *testing.T) {
 		set(&c)
 		p := params(t)
 		p.Compression = &c
-		if _, err := cagra.Build(f.res, f.dataset, p); !isArg(err, field) {
+		if _, err := cagra.Build(f.res, f.dataset, &p); !isArg(err, field) {
 			t.Errorf("%s: %v", field, err)
 		}
 	}
@@ -185,7 +185,7 @@ func TestCompressionRefusals(t *testing.T) {
 	c.PQBits = 4
 	p := params(t)
 	p.Metric, p.Compression = safe.InnerProduct, &c
-	if _, err := cagra.Build(f.res, f.dataset, p); !isArg(err, "params.Compression") {
+	if _, err := cagra.Build(f.res, f.dataset, &p); !isArg(err, "params.Compression") {
 		t.Errorf("compression with InnerProduct: %v", err)
 	}
 }

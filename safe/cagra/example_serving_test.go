@@ -57,7 +57,7 @@ func Example_serving() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	idx, err := cagra.Build(res, dataset, ip)
+	idx, err := cagra.Build(res, dataset, &ip)
 	if err != nil {
 		log.Fatal(err)
 	}

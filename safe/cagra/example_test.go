@@ -47,7 +47,7 @@ func Example() {
 	}
 	p.BuildAlgo = cagra.NNDescent
 	p.GraphDegree, p.IntermediateGraphDegree = 8, 16
-	idx, err := cagra.Build(res, points, p)
+	idx, err := cagra.Build(res, points, &p)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func ExampleIndex_Search_filtered() {
 		log.Fatal(err)
 	}
 	p.GraphDegree, p.IntermediateGraphDegree = 8, 16
-	idx, err := cagra.Build(res, data, p)
+	idx, err := cagra.Build(res, data, &p)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func ExampleDeserialize() {
 	points, _ := dlpack.NewHostMatrix(grid(8), 64, 2)
 	p, _ := cagra.DefaultIndexParams()
 	p.GraphDegree, p.IntermediateGraphDegree = 8, 16
-	idx, err := cagra.Build(res, points, p)
+	idx, err := cagra.Build(res, points, &p)
 	if err != nil {
 		log.Fatal(err)
 	}

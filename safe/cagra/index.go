@@ -199,8 +199,14 @@ func hostMemory(v *dlpack.View) bool { return v.Device().Type == dlpack.CPU }
 // cuvsCagraCompressionParamsCreate/Destroy), cuvsCagraIndexCreate,
 // cuvsCagraBuild, cuvsStreamSync for a dataset in Go memory, and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
-func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
+// Nil params means cuVS's defaults (DefaultIndexParams).
+func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "cagra.Build"
+	pd, perr := kit.Or(params, DefaultIndexParams)
+	if perr != nil {
+		return nil, perr
+	}
+	p := *pd
 	if dataset == nil {
 		return nil, kit.Argf(op, "dataset", "nil")
 	}
@@ -389,8 +395,14 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 //
 // C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend, and
 // cuvsStreamSync for rows in Go memory.
-func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p ExtendParams) error {
+// Nil params means cuVS's defaults (DefaultExtendParams).
+func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *ExtendParams) error {
 	const op = "cagra.Index.Extend"
+	pd, perr := kit.Or(params, DefaultExtendParams)
+	if perr != nil {
+		return perr
+	}
+	p := *pd
 	if additional == nil {
 		return kit.Argf(op, "additional", "nil")
 	}
@@ -471,6 +483,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, p Extend
 // C calls: cuvsCagraSearch; on the exact path cuvsCagraIndexGetDataset,
 // cuvsBruteForceIndexCreate/Build (once), cuvsBruteForceSearch, and
 // cuvsMatrixCopy/cuvsStreamSync where results pass through the host.
+// Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "cagra.Index.Search"
 	if err := idx.enter(op); err != nil {
@@ -486,7 +499,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if params == nil {
-		return kit.Argf(op, "params", "nil")
+		params = &zeroSearchParams // its zeros are cuVS's defaults
 	}
 	sp, err := params.withDefaults(op)
 	if err != nil {
@@ -606,8 +619,14 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 //
 // C calls: those of Build's parameters, cuvsCagraIndexCreate,
 // cuvsCagraMerge, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
-func Merge(res *safe.Resources, p IndexParams, indexes []*Index, filter *safe.Filter) (*Index, error) {
+// Nil params means cuVS's defaults (DefaultIndexParams).
+func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *safe.Filter) (*Index, error) {
 	const op = "cagra.Merge"
+	pd, perr := kit.Or(params, DefaultIndexParams)
+	if perr != nil {
+		return nil, perr
+	}
+	p := *pd
 	if len(indexes) < 2 {
 		return nil, kit.Argf(op, "indexes", "%d indexes, want at least 2", len(indexes))
 	}

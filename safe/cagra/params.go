@@ -534,3 +534,7 @@ func (s *SearchParams) checkFiltered(op string, filtered bool, k int64) error {
 	}
 	return nil
 }
+
+// zeroSearchParams is what a nil *SearchParams means: every field zero,
+// that is cuVS's default (see SearchParams).
+var zeroSearchParams SearchParams

@@ -37,6 +37,7 @@ type Prepared struct {
 // the tensors for repeated Runs. A filter selective enough for the exact
 // path (SearchParams.FilterExactBelow) is decided here: such Runs are
 // exact brute-force searches, which allocate and may synchronize the stream.
+// Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "cagra.Index.Prepare"
 	if err := idx.enter(op); err != nil {
@@ -44,7 +45,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	}
 	defer idx.state.Leave()
 	if params == nil {
-		return nil, kit.Argf(op, "params", "nil")
+		params = &zeroSearchParams // its zeros are cuVS's defaults
 	}
 	sp, err := params.withDefaults(op)
 	if err != nil {

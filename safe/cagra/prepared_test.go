@@ -104,7 +104,7 @@ func TestPreparedFilterAndExtend(t *testing.T) {
 	recallAtLeast(t, ids, safetest.ExactKNN(f.data, f.qs, dim, k, safetest.L2, func(i int) bool { return i%4 == 0 }), minRecall)
 	// After Extend the filter is too short for the index: Run refuses.
 	more := safetest.Random(9, 10, dim)
-	if err := idx.Extend(f.res, hostMatrix(t, more, 10, dim), cagra.ExtendParams{}); err != nil {
+	if err := idx.Extend(f.res, hostMatrix(t, more, 10, dim), &cagra.ExtendParams{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ps.Run(f.res); !errors.Is(err, safe.ErrInvalidArgument) {
@@ -127,7 +127,6 @@ func TestPreparedValidation(t *testing.T) {
 		{"queries", errOf(idx.Prepare(&f.sp, hostQ, f.n32, f.dist, nil))},
 		{"neighbors", errOf(idx.Prepare(&f.sp, q, n32, f.dist, nil))},
 		{"neighbors", errOf(idx.Prepare(&f.sp, q, bigK, bigD, nil))},
-		{"params", errOf(idx.Prepare(nil, q, f.n32, f.dist, nil))},
 	} {
 		if !isArg(c.err, c.arg) {
 			t.Errorf("want an error about %s, got %v", c.arg, c.err)
@@ -208,7 +207,7 @@ func TestPreparedCleanup(t *testing.T) {
 func TestDroppedIndexReleasesDataset(t *testing.T) {
 	f := setup(t)
 	func() {
-		if _, err := cagra.Build(f.res, f.dataset, params(t)); err != nil {
+		if _, err := cagra.Build(f.res, f.dataset, ptr(params(t))); err != nil {
 			t.Fatal(err)
 		}
 	}()

@@ -10,7 +10,7 @@ import (
 // SearchSlice is the one-call search from Go memory: queries holds n×Dim()
 // values of the index's element type, row-major; the result holds each
 // query's k nearest rows (int64 ids; a slot CAGRA could not fill holds
-// SentinelID), nearest first. params nil means DefaultSearchParams; filter
+// SentinelID), nearest first. params nil means cuVS's defaults; filter
 // nil searches every row.
 //
 // The device buffers it needs are kept by the index and reused, so a loop
@@ -28,13 +28,6 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	const op = "cagra.SearchSlice"
 	if idx == nil {
 		return kit.Argf(op, "idx", "nil *Index")
-	}
-	if params == nil {
-		p, err := DefaultSearchParams()
-		if err != nil {
-			return err
-		}
-		params = &p
 	}
 	return hostsearch.Search(op, res, &idx.slices, int(idx.Dim()), queries, k,
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {

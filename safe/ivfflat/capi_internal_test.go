@@ -28,7 +28,7 @@ func testIndex(t *testing.T) (*safe.Resources, *safe.DeviceMatrix[float32], *Ind
 		t.Fatal(err)
 	}
 	p.NLists = 4
-	idx, err := Build(res, ds, p)
+	idx, err := Build(res, ds, &p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	p.NLists = 2
-	idx, err := ivfflat.Build(res, dataset, p)
+	idx, err := ivfflat.Build(res, dataset, &p)
 	if err != nil {
 		log.Fatal(err)
 	}

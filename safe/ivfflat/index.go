@@ -112,8 +112,14 @@ func (idx *Index) enter(op string) error {
 //
 // C calls: cuvsIvfFlatIndexCreate, cuvsIvfFlatBuild, cuvsStreamSync,
 // cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
-func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
+// Nil params means cuVS's defaults (DefaultIndexParams).
+func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "ivfflat.Build"
+	pd, perr := kit.Or(params, DefaultIndexParams)
+	if perr != nil {
+		return nil, perr
+	}
+	p := *pd
 	if dataset == nil {
 		return nil, kit.Argf(op, "dataset", "nil")
 	}
@@ -288,6 +294,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // (e.g. *safe.DeviceMatrix) and holds no lock across the C call.
 //
 // C calls: cuvsIvfFlatSearch.
+// Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "ivfflat.Index.Search"
 	if err := idx.enter(op); err != nil {
@@ -301,7 +308,10 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if params == nil {
-		return kit.Argf(op, "params", "nil")
+		var err error
+		if params, err = searchDefaults.Get(); err != nil {
+			return err
+		}
 	}
 	if err := params.validate(op); err != nil {
 		return err

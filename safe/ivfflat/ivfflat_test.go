@@ -70,7 +70,7 @@ func params(t *testing.T) ivfflat.IndexParams {
 
 func (f *fixture) build(t *testing.T, p ivfflat.IndexParams) *ivfflat.Index {
 	t.Helper()
-	idx, err := ivfflat.Build(f.res, f.dataset, p)
+	idx, err := ivfflat.Build(f.res, f.dataset, &p)
 	must(t, err)
 	safetest.Close(t, idx)
 	return idx
@@ -358,7 +358,7 @@ func TestClosed(t *testing.T) {
 	f := newFixture(t, 100, 1, 1)
 	p := params(t)
 	p.NLists = 4
-	idx, err := ivfflat.Build(f.res, f.dataset, p)
+	idx, err := ivfflat.Build(f.res, f.dataset, &p)
 	must(t, err)
 	must(t, idx.Close())
 	must(t, idx.Close())
@@ -427,7 +427,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range builds {
 		t.Run("Build/"+c.name, func(t *testing.T) {
-			idx, err := ivfflat.Build(f.res, c.dataset, c.p)
+			idx, err := ivfflat.Build(f.res, c.dataset, &c.p)
 			if !errors.Is(err, safe.ErrInvalidArgument) {
 				if idx != nil {
 					idx.Close()
@@ -444,7 +444,6 @@ func TestBadInput(t *testing.T) {
 		d      dlpack.TensorMut
 		filter *safe.Filter
 	}{
-		{"nil params", nil, f.queries, f.neighbors, f.distances, nil},
 		{"no probes", &ivfflat.SearchParams{}, f.queries, f.neighbors, f.distances, nil},
 		{"host queries", &ivfflat.SearchParams{NProbes: 1}, hostQ, f.neighbors, f.distances, nil},
 		{"narrow queries", &ivfflat.SearchParams{NProbes: 1}, narrow, f.neighbors, f.distances, nil},
@@ -500,9 +499,9 @@ func TestFaults(t *testing.T) {
 	}{
 		{"cuvsIvfFlatIndexParamsCreate", func() error { _, err := ivfflat.DefaultIndexParams(); return err }},
 		{"cuvsIvfFlatSearchParamsCreate", func() error { _, err := ivfflat.DefaultSearchParams(); return err }},
-		{"cuvsIvfFlatIndexCreate", func() error { _, err := ivfflat.Build(f.res, f.dataset, p); return err }},
-		{"cuvsIvfFlatBuild", func() error { _, err := ivfflat.Build(f.res, f.dataset, p); return err }},
-		{"cuvsIvfFlatIndexGetNLists", func() error { _, err := ivfflat.Build(f.res, f.dataset, p); return err }},
+		{"cuvsIvfFlatIndexCreate", func() error { _, err := ivfflat.Build(f.res, f.dataset, &p); return err }},
+		{"cuvsIvfFlatBuild", func() error { _, err := ivfflat.Build(f.res, f.dataset, &p); return err }},
+		{"cuvsIvfFlatIndexGetNLists", func() error { _, err := ivfflat.Build(f.res, f.dataset, &p); return err }},
 		{"cuvsIvfFlatIndexGetDim", func() error { _, err := ivfflat.Deserialize(f.res, path); return err }},
 		{"cuvsIvfFlatDeserialize", func() error { _, err := ivfflat.Deserialize(f.res, path); return err }},
 		{"cuvsIvfFlatSearch", func() error { return idx.Search(f.res, sp, f.queries, f.neighbors, f.distances, nil) }},

@@ -22,6 +22,7 @@ type Prepared struct {
 // neighbors (int64, n × k) and distances (float32, n × k) with params and
 // an optional bitset filter, exactly as Search would, and binds the tensors
 // for repeated Runs.
+// Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "ivfflat.Index.Prepare"
 	if err := idx.enter(op); err != nil {
@@ -29,7 +30,10 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	}
 	defer idx.state.Leave()
 	if params == nil {
-		return nil, kit.Argf(op, "params", "nil")
+		var err error
+		if params, err = searchDefaults.Get(); err != nil {
+			return nil, err
+		}
 	}
 	if err := params.validate(op); err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func TestSearchAllocs(t *testing.T) {
 	}
 	p, _ := ivfpq.DefaultIndexParams()
 	p.NLists, p.KMeansNIters = 8, 5
-	idx, err := ivfpq.Build(res, host, p)
+	idx, err := ivfpq.Build(res, host, &p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func Example_refine() {
 		log.Fatal(err)
 	}
 	p.NLists, p.PQDim, p.PQBits = 16, 4, 4
-	idx, err := ivfpq.Build(res, dataset, p)
+	idx, err := ivfpq.Build(res, dataset, &p)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	p.NLists, p.PQDim, p.PQBits = 16, 4, 8 // 4 codes of 8 bits: 4 bytes a row instead of 32
-	idx, err := ivfpq.Build(res, data, p)
+	idx, err := ivfpq.Build(res, data, &p)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -181,8 +181,14 @@ func deviceCompatible(v *dlpack.View) bool {
 // C calls: cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqIndexCreate,
 // cuvsIvfPqBuild, cuvsStreamSync for a dataset in Go memory, and the
 // getters cuvsIvfPqIndexGetSize/GetDim/GetNLists/GetPqDim/GetPqBits/GetPqLen.
-func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
+// Nil params means cuVS's defaults (DefaultIndexParams).
+func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "ivfpq.Build"
+	pd, perr := kit.Or(params, DefaultIndexParams)
+	if perr != nil {
+		return nil, perr
+	}
+	p := *pd
 	if dataset == nil {
 		return nil, kit.Argf(op, "dataset", "nil")
 	}
@@ -246,8 +252,14 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, e
 //
 // C calls: cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqIndexCreate,
 // cuvsIvfPqBuildPrecomputed, and the getters as Build.
-func BuildPrecomputed(res *safe.Resources, p IndexParams, dim int, pqCenters, centers, centersRot, rotation dlpack.Tensor) (*Index, error) {
+// Nil params means cuVS's defaults (DefaultIndexParams).
+func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCenters, centers, centersRot, rotation dlpack.Tensor) (*Index, error) {
 	const op = "ivfpq.BuildPrecomputed"
+	pd, perr := kit.Or(params, DefaultIndexParams)
+	if perr != nil {
+		return nil, perr
+	}
+	p := *pd
 	if dim < 1 || int64(dim) > 1<<31 {
 		return nil, kit.Argf(op, "dim", "%d, want at least 1", dim)
 	}
@@ -512,6 +524,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 //
 // C calls: cuvsIvfPqSearch (the parameters are handed to C as a Go value,
 // which cuVS copies).
+// Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
 	const op = "ivfpq.Index.Search"
 	if err := idx.enter(op); err != nil {
@@ -535,21 +548,27 @@ func (idx *Index) searchDType(queries dlpack.Tensor) dlpack.DataType {
 	return dt
 }
 
-func (idx *Index) checkSearch(op string, params *SearchParams) error {
+// checkSearch checks params and the index for a search, and returns the
+// params to use: nil is DefaultSearchParams.
+func (idx *Index) checkSearch(op string, params *SearchParams) (*SearchParams, error) {
 	if params == nil {
-		return kit.Argf(op, "params", "nil")
+		var err error
+		if params, err = searchDefaults.Get(); err != nil {
+			return nil, err
+		}
 	}
 	if err := params.validate(op); err != nil {
-		return err
+		return nil, err
 	}
 	if idx.layoutKnown && idx.layout != Interleaved {
-		return kit.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
+		return nil, kit.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
 	}
-	return nil
+	return params, nil
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
-	if err := idx.checkSearch(op, params); err != nil {
+	params, err := idx.checkSearch(op, params)
+	if err != nil {
 		return err
 	}
 	var t kit.SearchTensors

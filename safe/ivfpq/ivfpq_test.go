@@ -119,7 +119,7 @@ func params(t *testing.T) ivfpq.IndexParams {
 
 func build(t *testing.T, res *safe.Resources, dataset dlpack.Tensor, p ivfpq.IndexParams) *ivfpq.Index {
 	t.Helper()
-	idx, err := ivfpq.Build(res, dataset, p)
+	idx, err := ivfpq.Build(res, dataset, &p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,7 +632,7 @@ func TestBuildPrecomputed(t *testing.T) {
 	crotDev := deviceMatrix(t, f.res, toHost[float32](t, f.res, crot), nLists, dim)
 	rotDev := deviceMatrix(t, f.res, toHost[float32](t, f.res, rot), dim, dim)
 
-	idx, err := ivfpq.BuildPrecomputed(f.res, p, dim, pqcView, cenDev, crotDev, rotDev)
+	idx, err := ivfpq.BuildPrecomputed(f.res, &p, dim, pqcView, cenDev, crotDev, rotDev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -670,7 +670,7 @@ func TestBuildPrecomputed(t *testing.T) {
 	}
 
 	// Straight from the source's views: the source cannot close first.
-	view, err := ivfpq.BuildPrecomputed(f.res, p, dim, pqc, cen, crot, rot)
+	view, err := ivfpq.BuildPrecomputed(f.res, &p, dim, pqc, cen, crot, rot)
 	if err != nil {
 		t.Fatal(err)
 	}

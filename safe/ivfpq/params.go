@@ -323,3 +323,7 @@ func (s *SearchParams) cValue() generated.CuvsIvfPqSearchParams {
 		MaxInternalBatchSize:  s.MaxInternalBatchSize, PreferredShmemCarveout: s.PreferredShmemCarveout,
 	}
 }
+
+// searchDefaults are DefaultSearchParams, read once: what a nil
+// *SearchParams means.
+var searchDefaults = kit.Defaults[SearchParams]{Read: DefaultSearchParams}

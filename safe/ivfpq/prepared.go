@@ -27,13 +27,15 @@ type Prepared struct {
 // neighbors (int64, n × k) and distances (float32, n × k) with params,
 // exactly as Search would, and binds the tensors for repeated Runs. k may
 // not exceed the index's size when prepared.
+// Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut) (*Prepared, error) {
 	const op = "ivfpq.Index.Prepare"
 	if err := idx.enter(op); err != nil {
 		return nil, err
 	}
 	defer idx.state.Leave()
-	if err := idx.checkSearch(op, params); err != nil {
+	params, err := idx.checkSearch(op, params)
+	if err != nil {
 		return nil, err
 	}
 	dt := idx.DType()

@@ -86,13 +86,13 @@ func TestValidation(t *testing.T) {
 		return p
 	}
 	buildErr := func(ds dlpack.Tensor, p ivfpq.IndexParams) func() error {
-		return func() error { return errOf(ivfpq.Build(f.res, ds, p)) }
+		return func() error { return errOf(ivfpq.Build(f.res, ds, &p)) }
 	}
 	search := func(x *ivfpq.Index, p *ivfpq.SearchParams, q dlpack.Tensor, n, d dlpack.TensorMut) func() error {
 		return func() error { return x.Search(f.res, p, q, n, d) }
 	}
 	pre := func(p ivfpq.IndexParams, d int, a, b, c, e dlpack.Tensor) func() error {
-		return func() error { return errOf(ivfpq.BuildPrecomputed(f.res, p, d, a, b, c, e)) }
+		return func() error { return errOf(ivfpq.BuildPrecomputed(f.res, &p, d, a, b, c, e)) }
 	}
 	cases := []struct {
 		name, arg string
@@ -115,7 +115,6 @@ func TestValidation(t *testing.T) {
 		{"Build layout", "params.CodesLayout", buildErr(f.dataset, ip(func(p *ivfpq.IndexParams) { p.CodesLayout = 2 }))},
 		{"Build 0 train points", "params.MaxTrainPointsPerPQCode", buildErr(f.dataset, ip(func(p *ivfpq.IndexParams) { p.MaxTrainPointsPerPQCode = 0 }))},
 		{"Build zero params", "params.NLists", buildErr(f.dataset, ivfpq.IndexParams{})},
-		{"Search nil params", "params", search(idx, nil, f.queries, f.nb, f.dist)},
 		{"Search zero params", "params.NProbes", search(idx, &ivfpq.SearchParams{}, f.queries, f.nb, f.dist)},
 		{"Search LUT int8", "params.LUTDtype", search(idx, sp(func(s *ivfpq.SearchParams) { s.LUTDtype = ivfpq.CUDAInt8 }), f.queries, f.nb, f.dist)},
 		{"Search LUT wider than distances", "params.LUTDtype", search(idx, sp(func(s *ivfpq.SearchParams) { s.InternalDistanceDtype = ivfpq.CUDAFloat16 }), f.queries, f.nb, f.dist)},
@@ -204,7 +203,7 @@ func TestLibraryRefusal(t *testing.T) {
 
 func TestClosed(t *testing.T) {
 	f := setup(t)
-	idx, err := ivfpq.Build(f.res, f.dataset, params(t))
+	idx, err := ivfpq.Build(f.res, f.dataset, ptr(params(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +240,7 @@ func TestClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	res.Close()
-	if _, err := ivfpq.Build(res, f.dataset, params(t)); !errors.Is(err, safe.ErrClosed) {
+	if _, err := ivfpq.Build(res, f.dataset, ptr(params(t))); !errors.Is(err, safe.ErrClosed) {
 		t.Errorf("build with closed resources: %v", err)
 	}
 }
@@ -294,9 +293,9 @@ func TestFaults(t *testing.T) {
 	}{
 		{"DefaultIndexParams", func() error { return errOf(ivfpq.DefaultIndexParams()) }},
 		{"DefaultSearchParams", func() error { return errOf(ivfpq.DefaultSearchParams()) }},
-		{"Build host", func() error { return closeIndex(ivfpq.Build(f.res, hostData, p)) }},
-		{"Build device", func() error { return closeIndex(ivfpq.Build(f.res, f.dataset, p)) }},
-		{"BuildPrecomputed", func() error { return closeIndex(ivfpq.BuildPrecomputed(f.res, p, dim, pqc, cen, crot, rot)) }},
+		{"Build host", func() error { return closeIndex(ivfpq.Build(f.res, hostData, &p)) }},
+		{"Build device", func() error { return closeIndex(ivfpq.Build(f.res, f.dataset, &p)) }},
+		{"BuildPrecomputed", func() error { return closeIndex(ivfpq.BuildPrecomputed(f.res, &p, dim, pqc, cen, crot, rot)) }},
 		{"Search", func() error { return idx.Search(f.res, &f.sp, f.queries, f.nb, f.dist) }},
 		{"Extend host", func() error { return idx.Extend(f.res, hostMore, nil) }},
 		{"Extend device", func() error { return idx.Extend(f.res, f.queries, nil) }},
@@ -387,3 +386,6 @@ func injectEach(t *testing.T, name string, op func() error) {
 }
 
 func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
+
+// ptr returns a pointer to a copy of v (params for a call from a helper).
+func ptr[T any](v T) *T { return &v }

@@ -36,7 +36,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	p.NLists = 16
-	idx, err := ivfsq.Build(res, dataset, p)
+	idx, err := ivfsq.Build(res, dataset, &p)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -116,8 +116,14 @@ func (idx *Index) enter(op string) error {
 //
 // C calls: cuvsIvfSqIndexCreate, cuvsIvfSqBuild, cuvsStreamSync,
 // cuvsIvfSqIndexGetSize/GetNLists/GetDim.
-func Build(res *safe.Resources, dataset dlpack.Tensor, p IndexParams) (*Index, error) {
+// Nil params means cuVS's defaults (DefaultIndexParams).
+func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "ivfsq.Build"
+	pd, perr := kit.Or(params, DefaultIndexParams)
+	if perr != nil {
+		return nil, perr
+	}
+	p := *pd
 	if dataset == nil {
 		return nil, kit.Argf(op, "dataset", "nil")
 	}
@@ -321,6 +327,7 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // ready once res's stream is synchronized.
 //
 // C calls: cuvsIvfSqSearch.
+// Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "ivfsq.Index.Search"
 	if err := idx.enter(op); err != nil {
@@ -334,7 +341,10 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if params == nil {
-		return kit.Argf(op, "params", "nil")
+		var err error
+		if params, err = searchDefaults.Get(); err != nil {
+			return err
+		}
 	}
 	if err := params.validate(op); err != nil {
 		return err

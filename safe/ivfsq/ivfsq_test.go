@@ -70,7 +70,7 @@ func params(t *testing.T) ivfsq.IndexParams {
 
 func (f *fixture) build(t *testing.T, p ivfsq.IndexParams) *ivfsq.Index {
 	t.Helper()
-	idx, err := ivfsq.Build(f.res, f.dataset, p)
+	idx, err := ivfsq.Build(f.res, f.dataset, &p)
 	must(t, err)
 	safetest.Close(t, idx)
 	return idx
@@ -375,7 +375,7 @@ func TestClosed(t *testing.T) {
 	f := newFixture(t, 100, 1, 1)
 	p := params(t)
 	p.NLists = 4
-	idx, err := ivfsq.Build(f.res, f.dataset, p)
+	idx, err := ivfsq.Build(f.res, f.dataset, &p)
 	must(t, err)
 	must(t, idx.Close())
 	must(t, idx.Close())
@@ -449,7 +449,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, c := range builds {
 		t.Run("Build/"+c.name, func(t *testing.T) {
-			idx, err := ivfsq.Build(f.res, c.dataset, c.p)
+			idx, err := ivfsq.Build(f.res, c.dataset, &c.p)
 			if !errors.Is(err, safe.ErrInvalidArgument) {
 				if idx != nil {
 					idx.Close()
@@ -466,7 +466,6 @@ func TestBadInput(t *testing.T) {
 		d      dlpack.TensorMut
 		filter *safe.Filter
 	}{
-		{"nil params", nil, f.queries, f.neighbors, f.distances, nil},
 		{"no probes", &ivfsq.SearchParams{}, f.queries, f.neighbors, f.distances, nil},
 		{"host queries", &ivfsq.SearchParams{NProbes: 1}, hostQ, f.neighbors, f.distances, nil},
 		{"narrow queries", &ivfsq.SearchParams{NProbes: 1}, narrow, f.neighbors, f.distances, nil},
@@ -522,11 +521,11 @@ func TestFaults(t *testing.T) {
 	}{
 		{"cuvsIvfSqIndexParamsCreate", func() error { _, err := ivfsq.DefaultIndexParams(); return err }},
 		{"cuvsIvfSqSearchParamsCreate", func() error { _, err := ivfsq.DefaultSearchParams(); return err }},
-		{"cuvsIvfSqIndexCreate", func() error { _, err := ivfsq.Build(f.res, f.dataset, p); return err }},
-		{"cuvsIvfSqBuild", func() error { _, err := ivfsq.Build(f.res, f.dataset, p); return err }},
-		{"cuvsIvfSqIndexGetNLists", func() error { _, err := ivfsq.Build(f.res, f.dataset, p); return err }},
+		{"cuvsIvfSqIndexCreate", func() error { _, err := ivfsq.Build(f.res, f.dataset, &p); return err }},
+		{"cuvsIvfSqBuild", func() error { _, err := ivfsq.Build(f.res, f.dataset, &p); return err }},
+		{"cuvsIvfSqIndexGetNLists", func() error { _, err := ivfsq.Build(f.res, f.dataset, &p); return err }},
 		{"cuvsIvfSqIndexGetDim", func() error { _, err := ivfsq.Deserialize(f.res, path); return err }},
-		{"cuvsIvfSqIndexGetSize", func() error { _, err := ivfsq.Build(f.res, f.dataset, p); return err }},
+		{"cuvsIvfSqIndexGetSize", func() error { _, err := ivfsq.Build(f.res, f.dataset, &p); return err }},
 		{"cuvsIvfSqDeserialize", func() error { _, err := ivfsq.Deserialize(f.res, path); return err }},
 		{"cuvsIvfSqSearch", func() error { return idx.Search(f.res, sp, f.queries, f.neighbors, f.distances, nil) }},
 		{"cuvsIvfSqSerialize", func() error { return idx.Serialize(f.res, path) }},
@@ -558,7 +557,7 @@ func TestHostMemory(t *testing.T) {
 	f := newFixture(t, rows, nq, k)
 	host, err := dlpack.NewHostMatrix(f.data[:(rows/2)*dim], rows/2, dim)
 	must(t, err)
-	idx, err := ivfsq.Build(f.res, host, params(t))
+	idx, err := ivfsq.Build(f.res, host, ptr(params(t)))
 	must(t, err)
 	safetest.Close(t, idx)
 	rest, err := dlpack.NewHostMatrix(f.data[(rows/2)*dim:], rows-rows/2, dim)
@@ -573,3 +572,6 @@ func TestHostMemory(t *testing.T) {
 		t.Errorf("recall@%d = %.3f", k, r)
 	}
 }
+
+// ptr returns a pointer to a copy of v (params for a call from a helper).
+func ptr[T any](v T) *T { return &v }

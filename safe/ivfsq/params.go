@@ -111,3 +111,7 @@ func (s *SearchParams) validate(op string) error {
 	}
 	return nil
 }
+
+// searchDefaults are DefaultSearchParams, read once: what a nil
+// *SearchParams means.
+var searchDefaults = kit.Defaults[SearchParams]{Read: DefaultSearchParams}

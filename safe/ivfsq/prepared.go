@@ -23,6 +23,7 @@ type Prepared struct {
 // an optional bitset filter, exactly as Search would (float32 or float16
 // queries, whatever the index was built from), and binds the tensors
 // for repeated Runs.
+// Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "ivfsq.Index.Prepare"
 	if err := idx.enter(op); err != nil {
@@ -30,7 +31,10 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	}
 	defer idx.state.Leave()
 	if params == nil {
-		return nil, kit.Argf(op, "params", "nil")
+		var err error
+		if params, err = searchDefaults.Get(); err != nil {
+			return nil, err
+		}
 	}
 	if err := params.validate(op); err != nil {
 		return nil, err

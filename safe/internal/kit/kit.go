@@ -8,6 +8,7 @@ package kit
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -102,3 +103,41 @@ func Words(rows int64) int64 { return (rows + 31) / 32 }
 
 // CMetric returns a metric as the C enum.
 func CMetric(m safe.Metric) generated.CuvsDistanceType { return generated.CuvsDistanceType(m) }
+
+// Defaults is a params struct read once from the library (an algorithm's
+// DefaultSearchParams, say), for calls given nil params: the first Get
+// reads it, later ones return the same value, which callers only read.
+type Defaults[P any] struct {
+	Read func() (P, error)
+	mu   sync.Mutex
+	ok   bool
+	p    P
+}
+
+// Get returns the defaults, reading them on the first call (a failed read
+// is retried by the next Get).
+func (d *Defaults[P]) Get() (*P, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.ok {
+		p, err := d.Read()
+		if err != nil {
+			return nil, err
+		}
+		d.p, d.ok = p, true
+	}
+	return &d.p, nil
+}
+
+// Or returns p, or, when p is nil, a fresh copy of what read returns: the
+// defaults of a build's params.
+func Or[P any](p *P, read func() (P, error)) (*P, error) {
+	if p != nil {
+		return p, nil
+	}
+	d, err := read()
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
