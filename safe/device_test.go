@@ -3,7 +3,6 @@ package safe_test
 import (
 	"errors"
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/cuvsdouble"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // devices gives the test n CUDA devices: on the double it sets its fake

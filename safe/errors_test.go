@@ -2,13 +2,13 @@ package safe_test
 
 import (
 	"errors"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // errorsFixture is a brute-force index and a search's device tensors.

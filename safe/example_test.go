@@ -3,11 +3,11 @@ package safe_test
 import (
 	"errors"
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"log"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // Load the library, make a Resources (one per goroutine that calls cuVS),

@@ -2,7 +2,6 @@ package safe_test
 
 import (
 	"errors"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/cuvsdouble"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 func TestLoadIsIdempotentAndEnablesThePool(t *testing.T) {

@@ -3,7 +3,6 @@ package batch
 import (
 	"context"
 	"errors"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"runtime"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // The tests run against the ABI test double, or against

@@ -2,11 +2,11 @@ package batch
 
 import (
 	"errors"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // slot is one batch in flight: its own Resources (its own CUDA stream), its

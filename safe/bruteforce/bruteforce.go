@@ -16,7 +16,6 @@ package bruteforce
 import (
 	"bufio"
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"io"
 	"os"
 	"runtime"
@@ -28,6 +27,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 

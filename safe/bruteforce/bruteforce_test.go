@@ -2,7 +2,6 @@ package bruteforce_test
 
 import (
 	"errors"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // The tests run against the ABI test double, or against the libcuvs_c that

@@ -2,12 +2,12 @@ package bruteforce
 
 import (
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
 )
 

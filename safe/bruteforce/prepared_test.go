@@ -2,12 +2,12 @@ package bruteforce_test
 
 import (
 	"errors"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // A prepared search gives exact results batch after batch, with a bitmap

@@ -2,10 +2,10 @@ package bruteforce
 
 import (
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"io"
 
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/stream"
 )
 

@@ -2,7 +2,6 @@ package cagra_test
 
 import (
 	"errors"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // The tests run against the ABI test double, never a real libcuvs_c. The

@@ -7,12 +7,12 @@ package cagra
 import "C"
 
 import (
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // cIndexParams is IndexParams materialized for one C call.

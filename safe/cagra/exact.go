@@ -3,7 +3,6 @@ package cagra
 import (
 	"bufio"
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"os"
 	"unsafe"
@@ -13,6 +12,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 

@@ -3,7 +3,6 @@ package cagra
 import (
 	"errors"
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, dlpack.Uint8}

@@ -2,12 +2,12 @@ package cagra
 
 import (
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"sync"
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // GraphBuildAlgo is how Build makes the kNN graph CAGRA prunes.

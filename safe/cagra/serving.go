@@ -1,11 +1,11 @@
 package cagra
 
 import (
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/x448/float16"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // WarmUp pays, before a service takes traffic, what the first search of a

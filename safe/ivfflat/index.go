@@ -3,7 +3,6 @@ package ivfflat
 import (
 	"bufio"
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"io"
 	"os"
 	"runtime"
@@ -16,6 +15,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 

@@ -1,11 +1,11 @@
 package ivfpq
 
 import (
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"strconv"
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // CodebookKind is how Build trains the PQ codebooks

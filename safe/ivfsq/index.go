@@ -2,7 +2,6 @@ package ivfsq
 
 import (
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16}

@@ -2,7 +2,6 @@ package ivfsq_test
 
 import (
 	"errors"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"math"
 	"path/filepath"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
 )
 

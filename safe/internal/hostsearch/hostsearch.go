@@ -6,11 +6,11 @@ package hostsearch
 
 import (
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"sync"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // MaxFree is how many idle buffer sets a Pool keeps: as many concurrent

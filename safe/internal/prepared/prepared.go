@@ -7,13 +7,13 @@ package prepared
 
 import (
 	"fmt"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // Search holds a prepared search's bound tensors.
