@@ -15,6 +15,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
@@ -51,6 +52,7 @@ type Index struct {
 	mu        sync.Mutex // Close, Extend
 	destroyed bool
 	clean     runtime.Cleanup
+	slices    hostsearch.Pool // SearchSlice's device buffers
 }
 
 func destroyIndex(h generated.CuvsIvfFlatIndex_t) {
@@ -496,6 +498,7 @@ func (idx *Index) Close() error {
 		return kit.Wrap("ivfflat.Index.Close", err)
 	}
 	idx.destroyed = true
+	_ = idx.slices.Close()
 	liveIndexes.Dec()
 	return nil
 }

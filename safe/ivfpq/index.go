@@ -12,6 +12,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
@@ -65,6 +66,7 @@ type Index struct {
 	imported  []importedView
 	destroyed bool
 	clean     runtime.Cleanup
+	slices    hostsearch.Pool // SearchSlice's device buffers
 }
 
 // leftovers is what an index holds in C and in borrows: shared with its
@@ -932,6 +934,7 @@ func (idx *Index) Close() error {
 		return kit.Wrap(op, err)
 	}
 	idx.destroyed = true
+	_ = idx.slices.Close()
 	liveIndexes.Dec()
 	for _, r := range idx.left.borrows {
 		r.End()

@@ -12,6 +12,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
+	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
@@ -52,6 +53,7 @@ type Index struct {
 	mu        sync.Mutex // Close, Extend
 	destroyed bool
 	clean     runtime.Cleanup
+	slices    hostsearch.Pool // SearchSlice's device buffers
 }
 
 func destroyIndex(h generated.CuvsIvfSqIndex_t) {
@@ -487,6 +489,7 @@ func (idx *Index) Close() error {
 		return kit.Wrap("ivfsq.Index.Close", err)
 	}
 	idx.destroyed = true
+	_ = idx.slices.Close()
 	liveIndexes.Dec()
 	return nil
 }
