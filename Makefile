@@ -83,6 +83,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzFromRawParts -fuzztime 30s ./dlpack
 	$(GO) test -run '^$$' -fuzz FuzzReadScalar -fuzztime 30s ./safe/internal/npy
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 30s ./gen/internal/emit
+	$(GO) test -run '^$$' -fuzz FuzzSearchParams -fuzztime 30s ./safe/cagra
 
 clean:
 	rm -rf build bench.out
