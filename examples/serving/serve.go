@@ -466,7 +466,7 @@ func (w *batchWorker) search() error {
 
 // newBatcher makes the Batcher of -mode batch and warms up its slots.
 func newBatcher(idx *cagra.Index, sp *cagra.SearchParams, c config) (*batch.Batcher[float32, uint32], error) {
-	s, err := batch.CAGRA(idx, *sp, nil)
+	s, err := batch.CAGRA(idx, sp, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func benchBatcherWith(b *testing.B, goroutines int, setup func()) {
 	idx := cagraIndex(b, res)
 	sp, err := cagra.DefaultSearchParams()
 	must(b, err)
-	s, err := batch.CAGRA(idx, sp, nil)
+	s, err := batch.CAGRA(idx, &sp, nil)
 	must(b, err)
 	bt, err := batch.New[float32, uint32](s, batch.Options{MaxK: k})
 	must(b, err)

@@ -159,7 +159,7 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	if s == nil {
 		return nil, kit.Argf(op, "s", "nil Searcher")
 	}
-	if dt := dlpack.DataTypeOf[T](); s.DType() != dt {
+	if dt := dlpack.DataTypeOf[T](); s.DType() != dt && s.DType() != (dlpack.DataType{}) {
 		return nil, kit.Argf(op, "T", "%s, the index holds %s", dt, s.DType())
 	}
 	nt := dlpack.DataTypeOf[N]()

@@ -12,14 +12,14 @@ import (
 	"github.com/cuvs-go/cuvs/safe/cagra"
 )
 
-func cagraDefaults(t *testing.T) cagra.SearchParams {
+func cagraDefaults(t *testing.T) *cagra.SearchParams {
 	t.Helper()
 	sp, err := cagra.DefaultSearchParams()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sp.ITopKSize = 64
-	return sp
+	return &sp
 }
 
 // TestCAGRA searches a CAGRA index through a Batcher from many goroutines,

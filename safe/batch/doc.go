@@ -11,7 +11,7 @@
 // filter fixed: CAGRA and BruteForce adapt this module's indexes; others
 // plug in by implementing the interface) and is shared by every goroutine:
 //
-//	s, _ := batch.CAGRA(idx, params, nil)
+//	s, _ := batch.CAGRA(idx, &params, nil)
 //	b, _ := batch.New[float32, uint32](s, batch.Options{MaxK: 10})
 //	defer b.Close()
 //	// in any number of goroutines:

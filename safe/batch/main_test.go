@@ -451,7 +451,7 @@ func TestValidation(t *testing.T) {
 	if _, err := BruteForce(nil, nil); !arg(err, "idx") {
 		t.Errorf("nil index: %v", err)
 	}
-	if _, err := CAGRA(nil, cagraDefaults(t), nil); !arg(err, "idx") {
+	if _, err := CAGRA(nil, nil, nil); !arg(err, "idx") {
 		t.Errorf("nil index: %v", err)
 	}
 	bm, err := safe.NewBitmapFilter(f.res, 2, nRows, make([]uint32, kit.Words(2*nRows)))

@@ -6,6 +6,8 @@ import (
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/ivfflat"
+	"github.com/cuvs-go/cuvs/safe/ivfpq"
 )
 
 // Searcher is what a Batcher searches: an index with its search parameters
@@ -13,11 +15,14 @@ import (
 // each slot with its own Resources, so SearchBatch must allow concurrent
 // calls on different Resources (every index of the safe layer does).
 //
-// CAGRA and BruteForce adapt this module's indexes; another index type (an
-// IVF-Flat or IVF-PQ index, say) plugs in by implementing these five
-// methods, usually in a few lines around its Search.
+// CAGRA, BruteForce, IVFFlat and IVFPQ adapt this module's indexes; another
+// index type plugs in by implementing these five methods, usually in a few
+// lines around its Search.
 type Searcher interface {
-	// DType is the element type of the queries (and of the index).
+	// DType is the element type of the queries (and of the index); the
+	// zero DataType when the index does not know it yet (an IVF-PQ index
+	// deserialized and not extended), which lets any T through to the
+	// index's own check.
 	DType() dlpack.DataType
 	// Dim is the width of a query.
 	Dim() int
@@ -33,52 +38,70 @@ type Searcher interface {
 	SearchBatch(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error
 }
 
-// cagraSearcher adapts a CAGRA index.
-type cagraSearcher struct {
-	idx    *cagra.Index
-	params cagra.SearchParams
-	filter *safe.Filter
+// index is what the adapters need of an index of this module.
+type index interface {
+	DType() dlpack.DataType
+	Dim() int
+}
+
+// adapter is a Searcher made of an index and its search, with the
+// parameters and filter bound.
+type adapter struct {
+	idx    index
+	rows   func() int
+	types  []dlpack.DataType
+	search func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+}
+
+func (a *adapter) DType() dlpack.DataType           { return a.idx.DType() }
+func (a *adapter) Dim() int                         { return a.idx.Dim() }
+func (a *adapter) Rows() int                        { return a.rows() }
+func (a *adapter) NeighborTypes() []dlpack.DataType { return a.types }
+func (a *adapter) SearchBatch(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+	return a.search(res, q, n, d)
+}
+
+var int64Only = []dlpack.DataType{dlpack.Int64}
+
+// checkBitset refuses a filter a batch cannot share: a bitmap's bits belong
+// to query positions, and a request's position changes from batch to batch.
+func checkBitset(op string, filter *safe.Filter) error {
+	if filter != nil && filter.Kind() != safe.Bitset {
+		return kit.Argf(op, "filter", "a %s: a batch's rows belong to different requests each time, so only a bitset can be shared", filter.Kind())
+	}
+	return nil
 }
 
 // CAGRA adapts a CAGRA index for a Batcher: every batch is searched with
-// params (copied) and filter, a bitset for the index's rows or nil. Neighbor
-// ids may be uint32 or int64. One filter serves every request: for requests
-// with different filters, make one Batcher per filter. The index must
-// outlive the Batcher (close the Batcher first).
+// params (copied; nil: cuVS's defaults) and filter, a bitset for the
+// index's rows or nil. Neighbor ids may be uint32 or int64. One filter
+// serves every request: for requests with different filters, make one
+// Batcher per filter. The index must outlive the Batcher (close the Batcher
+// first).
 //
 // C calls: cuvsCagraSearch, per batch.
-func CAGRA(idx *cagra.Index, params cagra.SearchParams, filter *safe.Filter) (Searcher, error) {
+func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (Searcher, error) {
 	const op = "batch.CAGRA"
 	if idx == nil {
 		return nil, kit.Argf(op, "idx", "nil")
 	}
-	if filter != nil && filter.Kind() != safe.Bitset {
-		return nil, kit.Argf(op, "filter", "a %s: CAGRA filters with a bitset only", filter.Kind())
+	if err := checkBitset(op, filter); err != nil {
+		return nil, err
 	}
-	return &cagraSearcher{idx: idx, params: params, filter: filter}, nil
-}
-
-func (s *cagraSearcher) DType() dlpack.DataType { return s.idx.DType() }
-func (s *cagraSearcher) Dim() int               { return s.idx.Dim() }
-func (s *cagraSearcher) Rows() int              { return s.idx.Rows() }
-func (s *cagraSearcher) NeighborTypes() []dlpack.DataType {
-	return []dlpack.DataType{dlpack.Uint32, dlpack.Int64}
-}
-func (s *cagraSearcher) SearchBatch(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-	return s.idx.Search(res, &s.params, q, n, d, s.filter)
-}
-
-// bruteForceSearcher adapts a brute-force index.
-type bruteForceSearcher struct {
-	idx    *bruteforce.Index
-	filter *safe.Filter
+	var p cagra.SearchParams // zero: cuVS's defaults
+	if params != nil {
+		p = *params
+	}
+	return &adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64},
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, &p, q, n, d, filter)
+		}}, nil
 }
 
 // BruteForce adapts a brute-force index for a Batcher: every batch is
-// searched with filter, a bitset for the index's rows or nil. A bitmap,
-// whose bits belong to query positions, is refused: a request's position in
-// a batch changes from batch to batch. Neighbor ids are int64. The index
-// must outlive the Batcher (close the Batcher first).
+// searched with filter, a bitset for the index's rows or nil (a bitmap is
+// refused). Neighbor ids are int64. The index must outlive the Batcher
+// (close the Batcher first).
 //
 // Brute force is exact: a query's neighbors from a batch are those of a
 // search of that query alone (distances may differ in the last bits, as
@@ -90,18 +113,59 @@ func BruteForce(idx *bruteforce.Index, filter *safe.Filter) (Searcher, error) {
 	if idx == nil {
 		return nil, kit.Argf(op, "idx", "nil")
 	}
-	if filter != nil && filter.Kind() != safe.Bitset {
-		return nil, kit.Argf(op, "filter", "a %s: a batch's rows belong to different requests each time, so only a bitset can be shared", filter.Kind())
+	if err := checkBitset(op, filter); err != nil {
+		return nil, err
 	}
-	return &bruteForceSearcher{idx: idx, filter: filter}, nil
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, q, n, d, filter)
+		}}, nil
 }
 
-func (s *bruteForceSearcher) DType() dlpack.DataType { return s.idx.DType() }
-func (s *bruteForceSearcher) Dim() int               { return s.idx.Dim() }
-func (s *bruteForceSearcher) Rows() int              { return s.idx.Rows() }
-func (s *bruteForceSearcher) NeighborTypes() []dlpack.DataType {
-	return []dlpack.DataType{dlpack.Int64}
+// IVFFlat adapts an IVF-Flat index for a Batcher: every batch is searched
+// with params (copied; nil: cuVS's defaults) and filter, a bitset for the
+// index's rows or nil. Neighbor ids are int64. The index must outlive the
+// Batcher, and not be extended while it serves (Extend refuses while a
+// batch searches).
+//
+// C calls: cuvsIvfFlatSearch, per batch.
+func IVFFlat(idx *ivfflat.Index, params *ivfflat.SearchParams, filter *safe.Filter) (Searcher, error) {
+	const op = "batch.IVFFlat"
+	if idx == nil {
+		return nil, kit.Argf(op, "idx", "nil")
+	}
+	if err := checkBitset(op, filter); err != nil {
+		return nil, err
+	}
+	p, err := kit.Or(params, ivfflat.DefaultSearchParams)
+	if err != nil {
+		return nil, err
+	}
+	sp := *p
+	return &adapter{idx: idx, rows: idx.Size, types: int64Only,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, &sp, q, n, d, filter)
+		}}, nil
 }
-func (s *bruteForceSearcher) SearchBatch(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-	return s.idx.Search(res, q, n, d, s.filter)
+
+// IVFPQ adapts an IVF-PQ index for a Batcher: every batch is searched with
+// params (copied; nil: cuVS's defaults). cuVS's IVF-PQ search takes no
+// filter. Neighbor ids are int64. The index must outlive the Batcher, and
+// not be extended while it serves.
+//
+// C calls: cuvsIvfPqSearch, per batch.
+func IVFPQ(idx *ivfpq.Index, params *ivfpq.SearchParams) (Searcher, error) {
+	const op = "batch.IVFPQ"
+	if idx == nil {
+		return nil, kit.Argf(op, "idx", "nil")
+	}
+	p, err := kit.Or(params, ivfpq.DefaultSearchParams)
+	if err != nil {
+		return nil, err
+	}
+	sp := *p
+	return &adapter{idx: idx, rows: idx.Size, types: int64Only,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, &sp, q, n, d)
+		}}, nil
 }
