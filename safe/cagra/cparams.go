@@ -208,7 +208,8 @@ func cFree(p unsafe.Pointer) { C.free(p) }
 // parameters cuVS v26.06 would fail on inside the build (vpq_dataset.cuh):
 // zeros are first replaced as cuVS replaces them (PQBits 8, PQDim
 // ceil(dim/4), VQNCenters sqrt(rows) rounded up to 8, the VQ training
-// fraction min(1, 100·VQNCenters/rows)).
+// fraction min(1, 100·VQNCenters/rows), the PQ one min(1,
+// 1000·2^PQBits/rows)).
 func (p *IndexParams) checkCompression(op string, rows, dim int64) error {
 	c := p.Compression
 	if c == nil {
@@ -234,6 +235,15 @@ func (p *IndexParams) checkCompression(op string, rows, dim int64) error {
 	}
 	if centers := int64(1) << bits; rows < centers {
 		return kit.Argf(op, "params.Compression.PQBits", "%d bits make %d PQ centers, but the dataset has only %d rows to train them: lower PQBits (at least 4) or compress a larger dataset", bits, centers, rows)
+	}
+	// The PQ codebooks train on floor(rows·fraction / 2^bits) rows per
+	// center (vpq_dataset.cuh, pq.cuh): fewer than one fails.
+	pqFrac := c.PQKMeansTrainsetFraction
+	if pqFrac == 0 {
+		pqFrac = min(1, 1000*float64(int64(1)<<bits)/float64(rows))
+	}
+	if per := int64(float64(rows) * pqFrac / float64(int64(1)<<bits)); per < 1 {
+		return kit.Argf(op, "params.Compression.PQKMeansTrainsetFraction", "%g of %d rows trains fewer rows than the %d PQ centers of %d bits: raise the fraction or lower PQBits", pqFrac, rows, int64(1)<<bits, bits)
 	}
 	pqDim := int64(c.PQDim)
 	if pqDim == 0 {

@@ -172,6 +172,7 @@ func TestCompressionRefusals(t *testing.T) {
 		"params.Compression.PQDim":                    func(c *cagra.CompressionParams) { c.PQBits, c.PQDim = 4, 3 },
 		"params.Compression.VQNCenters":               func(c *cagra.CompressionParams) { c.PQBits, c.VQNCenters = 4, 300 },
 		"params.Compression.VQKMeansTrainsetFraction": func(c *cagra.CompressionParams) { c.PQBits, c.VQKMeansTrainsetFraction = 4, 2 },
+		"params.Compression.PQKMeansTrainsetFraction": func(c *cagra.CompressionParams) { c.PQBits, c.PQKMeansTrainsetFraction = 4, 0.05 }, // 10 rows for 16 centers
 	} {
 		c := def
 		set(&c)

@@ -187,7 +187,11 @@ func printTable(w io.Writer, rows []*row, config []string) {
 		}
 		var other []string
 		for _, u := range r.units {
-			if u != "sec/op" && u != "B/op" && u != "allocs/op" {
+			switch {
+			case u == "sec/op" || u == "B/op" || u == "allocs/op":
+			case strings.HasSuffix(u, "-sec/op"): // benchstat's scaling of a custom x-ns/op
+				other = append(other, duration(r.metrics[u].value)+" "+strings.TrimSuffix(u, "sec/op")+"time/op")
+			default:
 				other = append(other, count(r.metrics[u].value)+" "+u)
 			}
 		}
