@@ -69,4 +69,17 @@ func TestSearchOnDevice(t *testing.T) {
 	if err := idx.Search(res[1], mat(0, qs, nq, dim), nb, dist, nil); !errors.As(err, &ae) {
 		t.Errorf("device 0's queries on device 1's resources: %v", err)
 	}
+	// A search prepared on device 1's tensors refuses device 0's resources.
+	queries := mat(1, qs, nq, dim)
+	p, err := idx.Prepare(queries, nb, dist, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Run(res[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(res[0]); !errors.As(err, &ae) || ae.Arg != "res" {
+		t.Errorf("a search prepared on device 1 run on device 0's resources: %v", err)
+	}
 }

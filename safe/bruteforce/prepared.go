@@ -64,7 +64,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		s.Leave()
 		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
-	h, err := kit.Lock(res, op)
+	h, err := s.Lock(op, res)
 	if err == nil {
 		err = generated.CuvsBruteForceSearch(h, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
 		kit.Unlock(res)

@@ -104,7 +104,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		s.Leave()
 		return err
 	}
-	h, err := kit.Lock(res, op)
+	h, err := s.Lock(op, res)
 	if err == nil {
 		err = generated.CuvsCagraSearch(h, p.params, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
 		kit.Unlock(res)

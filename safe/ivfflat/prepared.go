@@ -63,7 +63,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		s.Leave()
 		return kit.Argf(op, "index", "prepared for %d rows, the index has %d since Extend: prepare again", s.Rows, rows)
 	}
-	h, err := kit.Lock(res, op)
+	h, err := s.Lock(op, res)
 	if err == nil {
 		err = generated.CuvsIvfFlatSearch(h, p.params, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
 		kit.Unlock(res)

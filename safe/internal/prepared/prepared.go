@@ -24,6 +24,7 @@ type Search struct {
 	Rows                          int64 // the index's rows when prepared, for the filter
 
 	name   string
+	device dlpack.Device // of the bound tensors
 	call   dlpack.Call
 	qShape [2]int64
 	qDType dlpack.DataType
@@ -60,7 +61,7 @@ func New(op, name string, rules *kit.SearchRules, queries, neighbors, distances 
 		return nil, err
 	}
 	s := &Search{
-		name: name, Rows: rows, Filtered: filter != nil,
+		name: name, Rows: rows, Filtered: filter != nil, device: qm.Device(),
 		qShape: [2]int64{qm.Dim(0), qm.Dim(1)}, qDType: qm.DType(),
 		nShape: [2]int64{nm.Dim(0), nm.Dim(1)}, nDType: nm.DType(),
 	}
@@ -84,6 +85,16 @@ func New(op, name string, rules *kit.SearchRules, queries, neighbors, distances 
 	// A Search dropped without Close still ends its borrows.
 	s.clean = runtime.AddCleanup(s, dlpack.Call.End, s.call)
 	return s, nil
+}
+
+// Lock refuses resources of another CUDA device than the bound tensors'
+// (kit.CheckDevice) and takes res for a run's C call (kit.Lock); kit.Unlock
+// gives it back.
+func (s *Search) Lock(op string, res *safe.Resources) (generated.CuvsResources_t, error) {
+	if err := kit.CheckDevice(res, op, "res", s.device); err != nil {
+		return 0, err
+	}
+	return kit.Lock(res, op)
 }
 
 // Enter starts a run; it fails once Close has begun. Leave ends it.
