@@ -351,7 +351,10 @@ func (p Pair) Live() int64 { return p.Acquired - p.Released }
 // brute_force_index_data and cagra_index_data (built indexes), rmm and
 // rmm_bytes (cuvsRMMAlloc/Free), host and host_bytes (cuvsRMMHostAlloc/Free),
 // tensor_metadata (shape/strides arrays the library hands out with a deleter),
-// buffer and buffer_bytes (the double's own storage).
+// buffer and buffer_bytes (the double's own storage); ivf_flat_index_params,
+// ivf_flat_search_params, ivf_flat_index, ivf_flat_index_data and their
+// ivf_sq_* twins, ivf_pq_index and ivf_pq_index_data (IVF handles and built
+// indexes).
 type Counters map[string]Pair
 
 // Unbalanced returns the kinds whose Live count is not zero.

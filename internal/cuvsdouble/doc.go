@@ -9,8 +9,10 @@
 // # What the double is
 //
 // The C sources (embedded from csrc/) define the functions of cuVS's core C
-// API, brute force and CAGRA, and the IVF-PQ and NN-Descent parameter structs
-// CAGRA's graph build refers to, with the exact signatures of the bindings'
+// API, brute force, CAGRA, IVF-Flat, IVF-PQ, IVF-SQ and refine (indexes
+// built with a small deterministic k-means, searches that probe only
+// n_probes lists, PQ and SQ codes that lose precision), and the NN-Descent
+// parameter struct CAGRA's graph build refers to, with the exact signatures of the bindings'
 // generated declarations header (generated/cuvs_decls.h), so the same Go code
 // that drives libcuvs_c drives the double. Its semantics are honest but run on
 // the CPU:
