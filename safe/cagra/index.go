@@ -113,7 +113,7 @@ func (idx *Index) refresh(op string) error {
 	// Only code and bits: cuvsCagraDeserialize (and maybe other paths of
 	// the real library) leave lanes at the 0 cuvsCagraIndexCreate wrote.
 	d := idx.h.Dtype
-	idx.dtype = dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: 1}
+	idx.dtype = kit.DataType(d)
 	return nil
 }
 
@@ -167,18 +167,6 @@ func keepsReference(v *dlpack.View) bool {
 		return false
 	}
 	return (v.Dim(1)*v.DType().ElemSize())%16 == 0
-}
-
-// enter starts a shared use of the index (a search, a serialization),
-// refusing with safe.ErrClosed or, while Extend runs, safe.ErrBusy.
-func (idx *Index) enter(op string) error {
-	if idx.state.Enter() {
-		return nil
-	}
-	if idx.state.Closed() {
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
 }
 
 // hostMemory reports whether a view may be Go memory, which is pinned only
@@ -249,7 +237,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		}
 		idx.left.borrows = append(idx.left.borrows, r)
 	}
-	if err := callWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraBuild(h, cp.p, t[0], idx.h)
 	}); err != nil {
 		idx.fail()
@@ -271,39 +259,6 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		idx.onDisk = (p.ACE != nil && p.ACE.UseDisk) || (g == 0 && idx.rows.Load() > 0)
 	}
 	return idx, nil
-}
-
-// callWith runs one C call with inputs bound; used by the rare operations
-// (build, extend, from-args), not by Search. Go memory among the inputs is
-// pinned only for the call, so the stream is synchronized before it ends.
-func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generated.CuvsResources_t, []*generated.DLManagedTensor) error) error {
-	c := dlpack.Begin(op)
-	defer c.End()
-	ts := make([]*generated.DLManagedTensor, len(in))
-	sync := false
-	for i, v := range in {
-		if v == nil {
-			continue
-		}
-		t, err := c.In(v)
-		if err != nil {
-			return kit.Argf(op, "input", "%w", err)
-		}
-		ts[i] = t
-		sync = sync || hostMemory(v)
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	if err := f(h, ts); err != nil {
-		return kit.Wrap(op, err)
-	}
-	if sync {
-		return kit.Wrap(op, generated.CuvsStreamSync(h))
-	}
-	return nil
 }
 
 // IndexFromArgs makes an index from a graph (rows × degree, uint32, every
@@ -360,7 +315,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		}
 		idx.left.borrows = append(idx.left.borrows, r)
 	}
-	if err := callWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	if err := kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
 	}); err != nil {
 		idx.fail()
@@ -446,7 +401,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 	cp.MaxChunkSize = p.MaxChunkSize
 	added := av.Dim(0)
 	extended := false
-	err = callWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	err = kit.CallWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		err := generated.CuvsCagraExtend(h, cp, t[0], idx.h)
 		extended = err == nil
 		return err
@@ -486,7 +441,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "cagra.Index.Search"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -555,7 +510,7 @@ func (idx *Index) SerializeToHnswlib(res *safe.Resources, path string) error {
 }
 
 func (idx *Index) write(op string, res *safe.Resources, path string, f func(generated.CuvsResources_t, *byte) error) error {
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -639,7 +594,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		if x == nil {
 			return nil, kit.Argf(op, "indexes", "entry %d is nil", i)
 		}
-		if err := x.enter(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
+		if err := kit.Enter(&x.state, fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
 			return nil, err
 		}
 		defer x.state.Leave()

@@ -10,6 +10,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // What the C functions do beyond their headers, pinned down on whatever
@@ -90,7 +91,7 @@ func TestCExtendNullIDs(t *testing.T) {
 	safetest.Check(t)
 	res, ds, idx := testIndex(t)
 	v, _ := ds.View()
-	err := call("test", res, []*dlpack.View{&v, nil}, func(h generated.CuvsResources_t, ts []*generated.DLManagedTensor) error {
+	err := kit.CallWith("test", res, []*dlpack.View{&v, nil}, func(h generated.CuvsResources_t, ts []*generated.DLManagedTensor) error {
 		return generated.CuvsIvfFlatExtend(h, ts[0], nil, idx.h)
 	})
 	if err == nil {

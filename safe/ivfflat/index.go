@@ -89,22 +89,8 @@ func (idx *Index) refresh(op string) error {
 		return kit.Wrap(op, err)
 	}
 	idx.nLists, idx.dim = nLists, dim
-	d := idx.h.Dtype
-	if d.Lanes == 0 {
-		d.Lanes = 1
-	}
-	idx.dtype = dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: d.Lanes}
+	idx.dtype = kit.DataType(idx.h.Dtype)
 	return nil
-}
-
-func (idx *Index) enter(op string) error {
-	if idx.state.Enter() {
-		return nil
-	}
-	if idx.state.Closed() {
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
 }
 
 // Build trains NLists centers by k-means on dataset (rows × dim, float32,
@@ -143,7 +129,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	cp := p.cValue()
-	if err := call(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsIvfFlatBuild(h, &cp, t[0], idx.h)
 	}); err != nil {
 		idx.fail()
@@ -157,34 +143,6 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		idx.rows.Store(dv.Dim(0))
 	}
 	return idx, nil
-}
-
-// call runs one C call with inputs bound, then synchronizes the stream:
-// the inputs may be pinned or managed Go-reachable memory, and cuVS reads
-// them asynchronously.
-func call(op string, res *safe.Resources, in []*dlpack.View, f func(generated.CuvsResources_t, []*generated.DLManagedTensor) error) error {
-	c := dlpack.Begin(op)
-	defer c.End()
-	ts := make([]*generated.DLManagedTensor, len(in))
-	for i, v := range in {
-		if v == nil {
-			continue
-		}
-		t, err := c.In(v)
-		if err != nil {
-			return kit.Argf(op, "input", "%w", err)
-		}
-		ts[i] = t
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	if err := f(h, ts); err != nil {
-		return kit.Wrap(op, err)
-	}
-	return kit.Wrap(op, generated.CuvsStreamSync(h))
 }
 
 // Size returns the number of rows indexed. The C API has no size getter:
@@ -270,7 +228,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		}
 	}
 	extended := false
-	err = call(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	err = kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		err := generated.CuvsIvfFlatExtend(h, t[0], t[1], idx.h)
 		extended = err == nil
 		return err
@@ -299,7 +257,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "ivfflat.Index.Search"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -357,7 +315,7 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -400,7 +358,7 @@ func copyCenters(op string, res *safe.Resources, dst *dlpack.ViewMut, get func(*
 // Serialize writes the index to a file (cuvsIvfFlatSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfflat.Index.Serialize"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()

@@ -25,7 +25,7 @@ type Prepared struct {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "ivfflat.Index.Prepare"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return nil, err
 	}
 	defer idx.state.Leave()
@@ -54,7 +54,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := p.idx.enter(op); err != nil {
+	if err := kit.Enter(&p.idx.state, op); err != nil {
 		s.Leave()
 		return err
 	}

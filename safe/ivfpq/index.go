@@ -155,18 +155,6 @@ func (idx *Index) refresh(op string) error {
 	return nil
 }
 
-// enter starts a shared use of the index (a search, a serialization),
-// refusing with safe.ErrClosed or, while Extend runs, safe.ErrBusy.
-func (idx *Index) enter(op string) error {
-	if idx.state.Enter() {
-		return nil
-	}
-	if idx.state.Closed() {
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
-}
-
 func deviceCompatible(v *dlpack.View) bool {
 	switch v.Device().Type {
 	case dlpack.CUDA, dlpack.CUDAHost, dlpack.CUDAManaged:
@@ -222,7 +210,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err != nil {
 		return nil, err
 	}
-	if err := callWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsIvfPqBuild(h, cp, t[0], idx.h)
 	}); err != nil {
 		idx.fail()
@@ -325,7 +313,7 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		idx.left.borrows = append(idx.left.borrows, r)
 	}
 	in := []*dlpack.View{&vs[0], &vs[1], &vs[2], &vs[3]}
-	if err := callWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsIvfPqBuildPrecomputed(h, cp, uint32(dim), t[0], t[1], t[2], t[3], idx.h)
 	}); err != nil {
 		idx.fail()
@@ -337,36 +325,6 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 	}
 	idx.layout, idx.layoutKnown = p.CodesLayout, true
 	return idx, nil
-}
-
-// callWith runs one C call with inputs bound; used by the rare operations
-// (build, extend), not by Search. Go memory among the inputs is pinned only
-// for the call, so the stream is synchronized before it ends.
-func callWith(op string, res *safe.Resources, in []*dlpack.View, f func(generated.CuvsResources_t, []*generated.DLManagedTensor) error) error {
-	c := dlpack.Begin(op)
-	defer c.End()
-	ts := make([]*generated.DLManagedTensor, len(in))
-	sync := false
-	for i, v := range in {
-		t, err := c.In(v)
-		if err != nil {
-			return kit.Argf(op, "input", "%w", err)
-		}
-		ts[i] = t
-		sync = sync || v.Device().Type == dlpack.CPU
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	if err := f(h, ts); err != nil {
-		return kit.Wrap(op, err)
-	}
-	if sync {
-		return kit.Wrap(op, generated.CuvsStreamSync(h))
-	}
-	return nil
 }
 
 // Size returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
@@ -496,7 +454,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 		}
 	}
 	extended := false
-	err = callWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	err = kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		err := generated.CuvsIvfPqExtend(h, t[0], t[1], idx.h)
 		extended = err == nil
 		return err
@@ -529,7 +487,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
 	const op = "ivfpq.Index.Search"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -596,7 +554,7 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if input == nil || labels == nil || codes == nil {
 		return kit.Argf(op, "input/labels/codes", "nil tensor")
 	}
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -661,7 +619,7 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 // cuvsStreamSync into Go memory).
 func (idx *Index) ListSizesToHost(res *safe.Resources) ([]uint32, error) {
 	const op = "ivfpq.Index.ListSizesToHost"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return nil, err
 	}
 	defer idx.state.Leave()
@@ -707,7 +665,7 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if codes == nil {
 		return kit.Argf(op, "codes", "nil")
 	}
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -754,7 +712,7 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfpq.Index.Serialize"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()

@@ -101,16 +101,6 @@ func (idx *Index) refresh(op string) error {
 	return nil
 }
 
-func (idx *Index) enter(op string) error {
-	if idx.state.Enter() {
-		return nil
-	}
-	if idx.state.Closed() {
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
-}
-
 // Build trains NLists centers by k-means and an 8-bit scalar quantiser on
 // dataset (rows × dim, float32 or float16, row-major, host or device
 // memory) and, with p.AddDataOnBuild, encodes its rows with ids
@@ -147,7 +137,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	cp := p.cValue()
-	if err := call(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsIvfSqBuild(h, &cp, t[0], idx.h)
 	}); err != nil {
 		idx.fail()
@@ -158,33 +148,6 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	return idx, nil
-}
-
-// call runs one C call with inputs bound (nil views are passed as NULL),
-// then synchronizes the stream: Go memory is pinned only for the call.
-func call(op string, res *safe.Resources, in []*dlpack.View, f func(generated.CuvsResources_t, []*generated.DLManagedTensor) error) error {
-	c := dlpack.Begin(op)
-	defer c.End()
-	ts := make([]*generated.DLManagedTensor, len(in))
-	for i, v := range in {
-		if v == nil {
-			continue
-		}
-		t, err := c.In(v)
-		if err != nil {
-			return kit.Argf(op, "input", "%w", err)
-		}
-		ts[i] = t
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	if err := f(h, ts); err != nil {
-		return kit.Wrap(op, err)
-	}
-	return kit.Wrap(op, generated.CuvsStreamSync(h))
 }
 
 // Size returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
@@ -288,7 +251,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 	if pass {
 		in[1] = &iv
 	}
-	err = call(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsIvfSqExtend(h, t[0], t[1], idx.h)
 	})
 	if rerr := idx.refresh(op); err == nil {
@@ -332,7 +295,7 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "ivfsq.Index.Search"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -390,7 +353,7 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()
@@ -423,7 +386,7 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfsq.Index.Serialize"
-	if err := idx.enter(op); err != nil {
+	if err := kit.Enter(&idx.state, op); err != nil {
 		return err
 	}
 	defer idx.state.Leave()

@@ -14,6 +14,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/base"
+	"github.com/cuvs-go/cuvs/safe/internal/handle"
 )
 
 // Argf returns a *safe.ArgError. As with fmt.Errorf, an error given for a
@@ -140,4 +141,53 @@ func Or[P any](p *P, read func() (P, error)) (*P, error) {
 		return nil, err
 	}
 	return &d, nil
+}
+
+// CallWith runs one C call of a rare operation (build, extend, ...) with
+// the views in bound to it (nil ones passed as nil), on res, then waits for
+// res's stream: Go memory among the inputs is pinned only while the call
+// lasts, and the caller may free or write device inputs once it returns.
+// Search paths bind their tensors themselves and do not wait.
+func CallWith(op string, res *safe.Resources, in []*dlpack.View, f func(generated.CuvsResources_t, []*generated.DLManagedTensor) error) error {
+	c := dlpack.Begin(op)
+	defer c.End()
+	ts := make([]*generated.DLManagedTensor, len(in))
+	for i, v := range in {
+		if v == nil {
+			continue
+		}
+		t, err := c.In(v)
+		if err != nil {
+			return Argf(op, "input", "%w", err)
+		}
+		ts[i] = t
+	}
+	h, err := Lock(res, op)
+	if err != nil {
+		return err
+	}
+	defer Unlock(res)
+	if err := f(h, ts); err != nil {
+		return Wrap(op, err)
+	}
+	return Wrap(op, generated.CuvsStreamSync(h))
+}
+
+// Enter starts a shared use of an index (a search, a serialization) through
+// its state, refusing with safe.ErrClosed after Close or safe.ErrBusy while
+// an exclusive operation (Extend) runs.
+func Enter(state *handle.State, op string) error {
+	if state.Enter() {
+		return nil
+	}
+	if state.Closed() {
+		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	}
+	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
+}
+
+// DataType converts an index's C dtype, whose lanes some of cuVS's paths
+// leave 0 (deserialization), to a DLPack data type with lanes 1.
+func DataType(d generated.DLDataType) dlpack.DataType {
+	return dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: 1}
 }
