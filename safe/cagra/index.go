@@ -169,10 +169,6 @@ func keepsReference(v *dlpack.View) bool {
 	return (v.Dim(1)*v.DType().ElemSize())%16 == 0
 }
 
-// hostMemory reports whether a view may be Go memory, which is pinned only
-// while its call lasts: the stream is synchronized before the call ends.
-func hostMemory(v *dlpack.View) bool { return v.Device().Type == dlpack.CPU }
-
 // Build makes a CAGRA index from dataset (rows × dim, at least two rows;
 // float32, float16, int8 or uint8; host or device memory, row-major).
 //
