@@ -249,20 +249,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 // Serialize writes the index, with its dataset, to a file.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "bruteforce.Index.Serialize"
-	if !idx.state.Enter() {
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	defer idx.state.Leave()
-	p, err := kit.CPath(op, path)
-	if err != nil {
-		return err
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	return kit.Wrap(op, generated.CuvsBruteForceSerialize(h, &p[0], idx.h))
+	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsBruteForceSerialize(h, p, idx.h)
+	})
 }
 
 // Deserialize reads an index written by Serialize. The index owns its copy
@@ -273,24 +262,18 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	p, err := kit.CPath(op, path)
-	if err != nil {
+	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
 		return nil, err
 	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
+	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsBruteForceDeserialize(h, p, idx.h)
+	}); err != nil {
 		idx.destroy()
 		return nil, err
-	}
-	err = generated.CuvsBruteForceDeserialize(h, &p[0], idx.h)
-	kit.Unlock(res)
-	if err != nil {
-		idx.destroy()
-		return nil, kit.Wrap(op, err)
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
 	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)

@@ -358,20 +358,9 @@ func copyCenters(op string, res *safe.Resources, dst *dlpack.ViewMut, get func(*
 // Serialize writes the index to a file (cuvsIvfFlatSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfflat.Index.Serialize"
-	if err := kit.Enter(&idx.state, op); err != nil {
-		return err
-	}
-	defer idx.state.Leave()
-	p, err := kit.CPath(op, path)
-	if err != nil {
-		return err
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	return kit.Wrap(op, generated.CuvsIvfFlatSerialize(h, &p[0], idx.h))
+	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsIvfFlatSerialize(h, p, idx.h)
+	})
 }
 
 // Deserialize reads an index written by Serialize. Its size is read from
@@ -382,8 +371,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfflat.Deserialize"
-	p, err := kit.CPath(op, path)
-	if err != nil {
+	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
 		return nil, err
 	}
 	size, err := readSize(path)
@@ -394,16 +382,11 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
+	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsIvfFlatDeserialize(h, p, idx.h)
+	}); err != nil {
 		idx.fail()
 		return nil, err
-	}
-	err = generated.CuvsIvfFlatDeserialize(h, &p[0], idx.h)
-	kit.Unlock(res)
-	if err != nil {
-		idx.fail()
-		return nil, kit.Wrap(op, err)
 	}
 	if err := idx.refresh(op); err != nil {
 		idx.fail()

@@ -40,13 +40,6 @@ var (
 	}
 )
 
-// importedView is a view cuVS handed out into the index's memory: the
-// DLManagedTensor (our C memory) it filled in, imported.
-type importedView struct {
-	im *dlpack.Imported
-	mt *generated.DLManagedTensor
-}
-
 // Index is an IVF-PQ index. Any number of goroutines may search it at once,
 // each with its own safe.Resources; Extend needs it alone, and Close waits
 // for the searches in flight.
@@ -63,7 +56,7 @@ type Index struct {
 	state     handle.State
 	mu        sync.Mutex // Close, Extend, the views list
 	left      *leftovers // what a cleanup must release if Close is never called
-	imported  []importedView
+	views     kit.Views  // handed out into the index's memory
 	destroyed bool
 	clean     runtime.Cleanup
 	slices    hostsearch.Pool // SearchSlice's device buffers
@@ -434,7 +427,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
 	}
 	defer idx.state.LeaveExclusive()
-	if err := idx.expireViews(op); err != nil {
+	if err := idx.views.Expire(op); err != nil {
 		return err
 	}
 	if ids == nil {
@@ -712,20 +705,9 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfpq.Index.Serialize"
-	if err := kit.Enter(&idx.state, op); err != nil {
-		return err
-	}
-	defer idx.state.Leave()
-	p, err := kit.CPath(op, path)
-	if err != nil {
-		return err
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	return kit.Wrap(op, generated.CuvsIvfPqSerialize(h, &p[0], idx.h))
+	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsIvfPqSerialize(h, p, idx.h)
+	})
 }
 
 // Deserialize reads an index written by Serialize. The index owns its data.
@@ -739,24 +721,18 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Build.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfpq.Deserialize"
-	p, err := kit.CPath(op, path)
-	if err != nil {
+	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
 		return nil, err
 	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
+	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsIvfPqDeserialize(h, p, idx.h)
+	}); err != nil {
 		idx.fail()
 		return nil, err
-	}
-	err = generated.CuvsIvfPqDeserialize(h, &p[0], idx.h)
-	kit.Unlock(res)
-	if err != nil {
-		idx.fail()
-		return nil, kit.Wrap(op, err)
 	}
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
@@ -832,41 +808,7 @@ func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *
 	if idx.state.Closed() {
 		return dlpack.View{}, fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
-	mt := cDLManaged()
-	if err := get(idx.h, mt); err != nil {
-		cFree(unsafe.Pointer(mt))
-		return dlpack.View{}, kit.Wrap(op, err)
-	}
-	im, err := dlpack.Import(mt)
-	if err != nil {
-		cFree(unsafe.Pointer(mt))
-		return dlpack.View{}, fmt.Errorf("%s: %w", op, err)
-	}
-	im.Owner().SetLabel(op)
-	v, err := im.View()
-	if err != nil {
-		im.Close()
-		cFree(unsafe.Pointer(mt))
-		return dlpack.View{}, fmt.Errorf("%s: %w", op, err)
-	}
-	idx.imported = append(idx.imported, importedView{im, mt})
-	return v, nil
-}
-
-// expireViews closes the views handed out into the index's memory; it
-// refuses while one is borrowed. idx.mu is held.
-func (idx *Index) expireViews(op string) error {
-	for i, iv := range idx.imported {
-		// Close calls cuVS's deleter, which frees the shape and strides it
-		// allocated; the struct itself is ours.
-		if err := iv.im.Close(); err != nil {
-			idx.imported = idx.imported[i:]
-			return fmt.Errorf("%s: a view of the index is in use: %w", op, err)
-		}
-		cFree(unsafe.Pointer(iv.mt))
-	}
-	idx.imported = nil
-	return nil
+	return idx.views.Import(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
 }
 
 // Close frees the index, waiting for searches in flight, expires its views
@@ -882,7 +824,7 @@ func (idx *Index) Close() error {
 		return nil
 	}
 	if !idx.state.Closed() {
-		if err := idx.expireViews(op); err != nil {
+		if err := idx.views.Expire(op); err != nil {
 			return err
 		}
 		idx.state.Close()

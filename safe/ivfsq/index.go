@@ -386,20 +386,9 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfsq.Index.Serialize"
-	if err := kit.Enter(&idx.state, op); err != nil {
-		return err
-	}
-	defer idx.state.Leave()
-	p, err := kit.CPath(op, path)
-	if err != nil {
-		return err
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	return kit.Wrap(op, generated.CuvsIvfSqSerialize(h, &p[0], idx.h))
+	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsIvfSqSerialize(h, p, idx.h)
+	})
 }
 
 // Deserialize reads an index written by Serialize. Its DType is the zero
@@ -409,24 +398,18 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // cuvsIvfSqIndexGetSize/GetNLists/GetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfsq.Deserialize"
-	p, err := kit.CPath(op, path)
-	if err != nil {
+	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
 		return nil, err
 	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
+	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsIvfSqDeserialize(h, p, idx.h)
+	}); err != nil {
 		idx.fail()
 		return nil, err
-	}
-	err = generated.CuvsIvfSqDeserialize(h, &p[0], idx.h)
-	kit.Unlock(res)
-	if err != nil {
-		idx.fail()
-		return nil, kit.Wrap(op, err)
 	}
 	if err := idx.refresh(op); err != nil {
 		idx.fail()

@@ -191,3 +191,27 @@ func Enter(state *handle.State, op string) error {
 func DataType(d generated.DLDataType) dlpack.DataType {
 	return dlpack.DataType{Code: dlpack.TypeCode(d.Code), Bits: d.Bits, Lanes: 1}
 }
+
+// WithPath runs f, a C call taking a file name (serialize, deserialize),
+// with path as a C string on res, and wraps its error for op.
+func WithPath(op string, res *safe.Resources, path string, f func(h generated.CuvsResources_t, path *byte) error) error {
+	p, err := CPath(op, path)
+	if err != nil {
+		return err
+	}
+	h, err := Lock(res, op)
+	if err != nil {
+		return err
+	}
+	defer Unlock(res)
+	return Wrap(op, f(h, &p[0]))
+}
+
+// Serialize is WithPath inside a shared use of an index (Enter).
+func Serialize(op string, res *safe.Resources, state *handle.State, path string, f func(h generated.CuvsResources_t, path *byte) error) error {
+	if err := Enter(state, op); err != nil {
+		return err
+	}
+	defer state.Leave()
+	return WithPath(op, res, path, f)
+}

@@ -1,0 +1,70 @@
+package kit
+
+/*
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+)
+
+// Views are the views cuVS hands out into an index's own memory
+// (cuvsCagraIndexGetDataset, cuvsIvfPqIndexGetCenters, ...): each is a
+// DLManagedTensor of our C memory that cuVS fills in (shape and strides it
+// allocates, with a deleter that frees only those), imported as a view. They
+// expire together, when the index is closed or changed. The index keeps
+// them under its own lock.
+type Views struct{ list []importedView }
+
+type importedView struct {
+	im *dlpack.Imported
+	mt *generated.DLManagedTensor // C memory, ours
+}
+
+// Import has fill write a view into a DLManagedTensor of C memory and
+// returns it, imported, labelled op; it expires with Expire.
+func (vs *Views) Import(op string, fill func(*generated.DLManagedTensor) error) (dlpack.View, error) {
+	var zero generated.DLManagedTensor
+	mt := (*generated.DLManagedTensor)(C.calloc(1, C.size_t(unsafe.Sizeof(zero))))
+	if mt == nil {
+		return dlpack.View{}, fmt.Errorf("%s: out of C memory", op)
+	}
+	if err := fill(mt); err != nil {
+		C.free(unsafe.Pointer(mt))
+		return dlpack.View{}, Wrap(op, err)
+	}
+	im, err := dlpack.Import(mt)
+	if err != nil {
+		C.free(unsafe.Pointer(mt))
+		return dlpack.View{}, fmt.Errorf("%s: %w", op, err)
+	}
+	im.Owner().SetLabel(op)
+	v, err := im.View()
+	if err != nil {
+		im.Close()
+		C.free(unsafe.Pointer(mt))
+		return dlpack.View{}, fmt.Errorf("%s: %w", op, err)
+	}
+	vs.list = append(vs.list, importedView{im, mt})
+	return v, nil
+}
+
+// Expire closes every view (calling cuVS's deleter; the struct is ours);
+// it refuses, keeping the rest, while one is borrowed by a call or
+// retained.
+func (vs *Views) Expire(op string) error {
+	for i, iv := range vs.list {
+		if err := iv.im.Close(); err != nil {
+			vs.list = vs.list[i:]
+			return fmt.Errorf("%s: a view of the index is in use: %w", op, err)
+		}
+		C.free(unsafe.Pointer(iv.mt))
+	}
+	vs.list = nil
+	return nil
+}
