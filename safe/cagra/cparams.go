@@ -13,6 +13,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/ivfpq"
 )
 
 // cIndexParams is IndexParams materialized for one C call.
@@ -61,10 +62,10 @@ func (p *IndexParams) validate(op string) error {
 		switch b := g.Build; {
 		case !b.Metric.Valid():
 			return kit.Argf(op, "params.IVFPQ.Build.Metric", "%d is not a metric", b.Metric)
-		case b.CodebookKind != 0 && b.CodebookKind != 1:
-			return kit.Argf(op, "params.IVFPQ.Build.CodebookKind", "%d is neither 0 (per subspace) nor 1 (per cluster)", b.CodebookKind)
-		case b.CodesLayout != 0 && b.CodesLayout != 1:
-			return kit.Argf(op, "params.IVFPQ.Build.CodesLayout", "%d is neither 0 (flat) nor 1 (interleaved)", b.CodesLayout)
+		case b.CodebookKind != ivfpq.PerSubspace && b.CodebookKind != ivfpq.PerCluster:
+			return kit.Argf(op, "params.IVFPQ.Build.CodebookKind", "%d is neither PerSubspace nor PerCluster", b.CodebookKind)
+		case b.CodesLayout != ivfpq.Flat && b.CodesLayout != ivfpq.Interleaved:
+			return kit.Argf(op, "params.IVFPQ.Build.CodesLayout", "%d is neither Flat nor Interleaved", b.CodesLayout)
 		}
 	}
 	if p.ACE != nil {

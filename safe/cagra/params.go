@@ -8,6 +8,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/ivfpq"
 )
 
 // GraphBuildAlgo is how Build makes the kNN graph CAGRA prunes.
@@ -63,39 +64,17 @@ type IVFPQGraphParams struct {
 	RefinementRate float32            // > 1 refines the graph with exact distances
 }
 
-// IVFPQBuildParams are IVF-PQ's index parameters (cuvsIvfPqIndexParams).
-// For CAGRA's graph build, cuVS v26.06 reads AddDataOnBuild, NLists,
-// KMeansNIters, KMeansTrainsetFraction, PQBits, PQDim, CodebookKind,
-// ForceRandomRotation, ConservativeMemoryAllocation and
+// IVFPQBuildParams are IVF-PQ's index parameters: safe/ivfpq's, checked
+// as ivfpq.Build checks them. For CAGRA's graph build, cuVS v26.06 reads
+// AddDataOnBuild, NLists, KMeansNIters, KMeansTrainsetFraction, PQBits,
+// PQDim, CodebookKind, ForceRandomRotation, ConservativeMemoryAllocation and
 // MaxTrainPointsPerPQCode; the metric is IndexParams.Metric.
-type IVFPQBuildParams struct {
-	Metric                       safe.Metric
-	MetricArg                    float32
-	AddDataOnBuild               bool
-	NLists                       uint32
-	KMeansNIters                 uint32
-	KMeansTrainsetFraction       float64
-	PQBits                       uint32
-	PQDim                        uint32
-	CodebookKind                 int32 // 0 per subspace, 1 per cluster
-	ForceRandomRotation          bool
-	ConservativeMemoryAllocation bool
-	MaxTrainPointsPerPQCode      uint32
-	CodesLayout                  int32 // 0 flat, 1 interleaved
-}
+type IVFPQBuildParams = ivfpq.IndexParams
 
-// IVFPQSearchParams are IVF-PQ's search parameters (cuvsIvfPqSearchParams).
-// The dtypes are CUDA's cudaDataType_t values (0 is CUDA_R_32F, 2
-// CUDA_R_16F). For CAGRA's graph build, cuVS v26.06 reads NProbes, LUTDtype,
+// IVFPQSearchParams are IVF-PQ's search parameters: safe/ivfpq's. For
+// CAGRA's graph build, cuVS v26.06 reads NProbes, LUTDtype,
 // InternalDistanceDtype and PreferredShmemCarveout.
-type IVFPQSearchParams struct {
-	NProbes                uint32
-	LUTDtype               int32
-	InternalDistanceDtype  int32
-	CoarseSearchDtype      int32
-	MaxInternalBatchSize   uint32
-	PreferredShmemCarveout float64
-}
+type IVFPQSearchParams = ivfpq.SearchParams
 
 // ACEParams configure the ACE graph build (partitioned, for datasets larger
 // than device memory; the dataset must be in host memory).
@@ -313,15 +292,15 @@ func ivfpqFromC(ip *generated.CuvsIvfPqParams) *IVFPQGraphParams {
 		g.Build = &IVFPQBuildParams{
 			Metric: safe.Metric(b.Metric), MetricArg: b.MetricArg, AddDataOnBuild: b.AddDataOnBuild,
 			NLists: b.NLists, KMeansNIters: b.KmeansNIters, KMeansTrainsetFraction: b.KmeansTrainsetFraction,
-			PQBits: b.PqBits, PQDim: b.PqDim, CodebookKind: int32(b.CodebookKind),
+			PQBits: b.PqBits, PQDim: b.PqDim, CodebookKind: ivfpq.CodebookKind(b.CodebookKind),
 			ForceRandomRotation: b.ForceRandomRotation, ConservativeMemoryAllocation: b.ConservativeMemoryAllocation,
-			MaxTrainPointsPerPQCode: b.MaxTrainPointsPerPqCode, CodesLayout: int32(b.CodesLayout),
+			MaxTrainPointsPerPQCode: b.MaxTrainPointsPerPqCode, CodesLayout: ivfpq.CodesLayout(b.CodesLayout),
 		}
 	}
 	if s := ip.IvfPqSearchParams; s != nil {
 		g.Search = &IVFPQSearchParams{
-			NProbes: s.NProbes, LUTDtype: int32(s.LutDtype), InternalDistanceDtype: int32(s.InternalDistanceDtype),
-			CoarseSearchDtype: int32(s.CoarseSearchDtype), MaxInternalBatchSize: s.MaxInternalBatchSize,
+			NProbes: s.NProbes, LUTDtype: ivfpq.CUDAType(s.LutDtype), InternalDistanceDtype: ivfpq.CUDAType(s.InternalDistanceDtype),
+			CoarseSearchDtype: ivfpq.CUDAType(s.CoarseSearchDtype), MaxInternalBatchSize: s.MaxInternalBatchSize,
 			PreferredShmemCarveout: s.PreferredShmemCarveout,
 		}
 	}
@@ -329,38 +308,12 @@ func ivfpqFromC(ip *generated.CuvsIvfPqParams) *IVFPQGraphParams {
 }
 
 // DefaultIVFPQBuildParams returns IVF-PQ's default index parameters, read
-// from the library.
-func DefaultIVFPQBuildParams() (IVFPQBuildParams, error) {
-	const op = "cagra.DefaultIVFPQBuildParams"
-	var p generated.CuvsIvfPqIndexParams_t
-	if err := generated.CuvsIvfPqIndexParamsCreate(&p); err != nil {
-		return IVFPQBuildParams{}, kit.Wrap(op, err)
-	}
-	out := IVFPQBuildParams{
-		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
-		NLists: p.NLists, KMeansNIters: p.KmeansNIters, KMeansTrainsetFraction: p.KmeansTrainsetFraction,
-		PQBits: p.PqBits, PQDim: p.PqDim, CodebookKind: int32(p.CodebookKind),
-		ForceRandomRotation: p.ForceRandomRotation, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
-		MaxTrainPointsPerPQCode: p.MaxTrainPointsPerPqCode, CodesLayout: int32(p.CodesLayout),
-	}
-	return out, kit.Wrap(op, generated.CuvsIvfPqIndexParamsDestroy(p))
-}
+// from the library (ivfpq.DefaultIndexParams).
+func DefaultIVFPQBuildParams() (IVFPQBuildParams, error) { return ivfpq.DefaultIndexParams() }
 
 // DefaultIVFPQSearchParams returns IVF-PQ's default search parameters, read
-// from the library.
-func DefaultIVFPQSearchParams() (IVFPQSearchParams, error) {
-	const op = "cagra.DefaultIVFPQSearchParams"
-	var p generated.CuvsIvfPqSearchParams_t
-	if err := generated.CuvsIvfPqSearchParamsCreate(&p); err != nil {
-		return IVFPQSearchParams{}, kit.Wrap(op, err)
-	}
-	out := IVFPQSearchParams{
-		NProbes: p.NProbes, LUTDtype: int32(p.LutDtype), InternalDistanceDtype: int32(p.InternalDistanceDtype),
-		CoarseSearchDtype: int32(p.CoarseSearchDtype), MaxInternalBatchSize: p.MaxInternalBatchSize,
-		PreferredShmemCarveout: p.PreferredShmemCarveout,
-	}
-	return out, kit.Wrap(op, generated.CuvsIvfPqSearchParamsDestroy(p))
-}
+// from the library (ivfpq.DefaultSearchParams).
+func DefaultIVFPQSearchParams() (IVFPQSearchParams, error) { return ivfpq.DefaultSearchParams() }
 
 // DefaultCompressionParams returns cuVS's default VQ/PQ compression
 // parameters, read from the library.
