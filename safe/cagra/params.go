@@ -28,7 +28,9 @@ func (a GraphBuildAlgo) String() string { return generated.CuvsCagraGraphBuildAl
 
 // IndexParams configures Build (and Merge). Start from DefaultIndexParams,
 // which holds cuVS's defaults read from the library, and change what you
-// need; Build checks the values before any C call.
+// need; Build checks the values before any C call. The zero IndexParams is
+// refused (GraphDegree must be at least 1): pass nil params for the
+// defaults.
 type IndexParams struct {
 	// Metric is the distance: CAGRA supports L2Expanded, InnerProduct,
 	// CosineExpanded and (int8/uint8 data) BitwiseHamming.
