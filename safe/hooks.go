@@ -15,6 +15,7 @@ func init() {
 	base.CheckDevice = func(res any, op, arg string, dev dlpack.Device) error {
 		return res.(*Resources).checkDevice(op, arg, dev)
 	}
+	base.DeviceID = func(res any, op string) (int32, error) { return res.(*Resources).deviceID(op) }
 	base.BindFilter = func(f any, op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error) {
 		return f.(*Filter).bind(op, c, rows, nQueries)
 	}

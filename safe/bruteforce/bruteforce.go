@@ -59,6 +59,7 @@ func DefaultBuildParams() (BuildParams, error) {
 // Index is a brute-force index. Any number of goroutines may search it at
 // once, each with its own safe.Resources. Close waits for searches in flight.
 type Index struct {
+	dev    dlpack.Device                   // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsBruteForceIndex_t // C memory
 	rows   int64
 	dim    int64
@@ -142,6 +143,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 		idx.destroy()
 		return nil, err
 	}
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -214,6 +216,9 @@ func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
 // is synchronized (res.Sync). It calls cuvsBruteForceSearch.
 func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "bruteforce.Index.Search"
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	if !idx.state.Enter() {
 		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
@@ -277,6 +282,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
 	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 

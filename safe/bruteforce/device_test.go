@@ -69,6 +69,16 @@ func TestSearchOnDevice(t *testing.T) {
 	if err := idx.Search(res[1], mat(0, qs, nq, dim), nb, dist, nil); !errors.As(err, &ae) {
 		t.Errorf("device 0's queries on device 1's resources: %v", err)
 	}
+	// The index lives on device 1: device 0's resources, with tensors of
+	// their own device, are refused too.
+	nb0, err := safe.NewDeviceMatrix[int64](res[0], nq, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, nb0)
+	if err := idx.Search(res[0], mat(0, qs, nq, dim), nb0, mat(0, make([]float32, nq*k), nq, k), nil); !errors.As(err, &ae) || ae.Arg != "res" {
+		t.Errorf("device 1's index searched with device 0's resources and tensors: %v", err)
+	}
 	// A search prepared on device 1's tensors refuses device 0's resources.
 	queries := mat(1, qs, nq, dim)
 	p, err := idx.Prepare(queries, nb, dist, nil)

@@ -35,6 +35,7 @@ func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter
 	if err != nil {
 		return nil, err
 	}
+	s.IndexDevice = idx.dev
 	if filter != nil {
 		// prepared.New checked neighbors: a rank-2 view.
 		nv, _ := neighbors.ViewMut()

@@ -35,6 +35,7 @@ var (
 // each with its own safe.Resources; Extend needs it alone, and Close waits
 // for the searches in flight.
 type Index struct {
+	dev    dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsCagraIndex_t // C memory
 	rows   atomic.Int64               // changed by Extend
 	degree atomic.Int64
@@ -247,6 +248,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		}
 		idx.onDisk = (p.ACE != nil && p.ACE.UseDisk) || (g == 0 && idx.rows.Load() > 0)
 	}
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -315,6 +317,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		return nil, err
 	}
 	idx.metric, idx.metricKnown = metric, true
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -342,6 +345,9 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 // Nil params means cuVS's defaults (DefaultExtendParams).
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *ExtendParams) error {
 	const op = "cagra.Index.Extend"
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	pd, perr := kit.Or(params, DefaultExtendParams)
 	if perr != nil {
 		return perr
@@ -442,6 +448,9 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	if params == nil {
 		params = &zeroSearchParams // its zeros are cuVS's defaults
 	}
@@ -537,6 +546,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		return nil, err
 	}
 	idx.metric, idx.metricKnown = readMetric(path)
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -623,6 +633,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		return nil, err
 	}
 	out.metric, out.metricKnown = p.Metric, true
+	out.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return out, nil
 }
 

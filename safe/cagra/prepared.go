@@ -62,6 +62,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	if err != nil {
 		return nil, err
 	}
+	s.IndexDevice = idx.dev
 	nv, _ := neighbors.ViewMut() // checked by prepared.New
 	p := &Prepared{idx: idx, s: s, n: nv.Dim(0), k: nv.Dim(1)}
 	if sp.wantsExact(filter, rows, p.k) {

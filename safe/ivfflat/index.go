@@ -42,6 +42,7 @@ var (
 // safe.Resources; Extend needs it alone, and Close waits for the searches
 // in flight.
 type Index struct {
+	dev    dlpack.Device                // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsIvfFlatIndex_t // C memory
 	rows   atomic.Int64                 // kept here: the C API has no size getter
 	dim    int64
@@ -142,6 +143,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if p.AddDataOnBuild {
 		idx.rows.Store(dv.Dim(0))
 	}
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -173,6 +175,9 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 // cuvsStreamSync.
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
 	const op = "ivfflat.Index.Extend"
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	if vectors == nil {
 		return kit.Argf(op, "vectors", "nil")
 	}
@@ -267,6 +272,9 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	if params == nil {
 		var err error
 		if params, err = searchDefaults.Get(); err != nil {
@@ -393,6 +401,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		return nil, err
 	}
 	idx.rows.Store(size)
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 

@@ -42,6 +42,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	if err != nil {
 		return nil, err
 	}
+	s.IndexDevice = idx.dev
 	return &Prepared{idx: idx, params: &generated.CuvsIvfFlatSearchParams{NProbes: params.NProbes}, s: s}, nil
 }
 

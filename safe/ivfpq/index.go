@@ -44,6 +44,7 @@ var (
 // each with its own safe.Resources; Extend needs it alone, and Close waits
 // for the searches in flight.
 type Index struct {
+	dev   dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h     generated.CuvsIvfPqIndex_t // C memory
 	size  atomic.Int64               // changed by Extend
 	dtype atomic.Uint32              // packed dlpack.DataType; 0 while unknown
@@ -214,6 +215,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	idx.layout, idx.layoutKnown = p.CodesLayout, true
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -317,6 +319,7 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		return nil, err
 	}
 	idx.layout, idx.layoutKnown = p.CodesLayout, true
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -382,6 +385,9 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 // cuvsMatrixCopy, cuvsStreamSync, cuvsRMMFree).
 func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error {
 	const op = "ivfpq.Index.Extend"
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	if vectors == nil {
 		return kit.Argf(op, "vectors", "nil")
 	}
@@ -520,6 +526,9 @@ func (idx *Index) checkSearch(op string, params *SearchParams) (*SearchParams, e
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	params, err := idx.checkSearch(op, params)
 	if err != nil {
 		return err
@@ -738,6 +747,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		idx.fail()
 		return nil, err
 	}
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 

@@ -48,6 +48,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	if err != nil {
 		return nil, err
 	}
+	s.IndexDevice = idx.dev
 	cp := params.cValue()
 	return &Prepared{idx: idx, params: &cp, s: s}, nil
 }

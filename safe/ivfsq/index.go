@@ -43,6 +43,7 @@ func deviceCompatible(d dlpack.Device) bool {
 // each with its own safe.Resources; Extend needs it alone, and Close waits
 // for the searches in flight.
 type Index struct {
+	dev    dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsIvfSqIndex_t // C memory
 	rows   atomic.Int64
 	dim    int64
@@ -147,6 +148,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		idx.fail()
 		return nil, err
 	}
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -184,6 +186,9 @@ func (idx *Index) DType() dlpack.DataType {
 // made by the package).
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
 	const op = "ivfsq.Index.Extend"
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	if vectors == nil {
 		return kit.Argf(op, "vectors", "nil")
 	}
@@ -305,6 +310,9 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
 	if params == nil {
 		var err error
 		if params, err = searchDefaults.Get(); err != nil {
@@ -415,6 +423,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		idx.fail()
 		return nil, err
 	}
+	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 

@@ -215,3 +215,35 @@ func Serialize(op string, res *safe.Resources, state *handle.State, path string,
 	defer state.Leave()
 	return WithPath(op, res, path, f)
 }
+
+// DeviceOf returns the CUDA device res works on, as a DLPack device: where
+// an index built with res keeps its memory. A nil res gives the zero
+// Device (the caller's next use of res refuses it).
+func DeviceOf(res *safe.Resources, op string) (dlpack.Device, error) {
+	if res == nil {
+		return dlpack.Device{}, nil
+	}
+	id, err := base.DeviceID(res, op)
+	if err != nil {
+		return dlpack.Device{}, err
+	}
+	return dlpack.Device{Type: dlpack.CUDA, ID: id}, nil
+}
+
+// CheckIndexDevice refuses, with an *ArgError naming res, resources of
+// another CUDA device than dev, where an index keeps its memory: searching
+// it from another device would read memory that device cannot see. The
+// zero Device (not known) passes.
+func CheckIndexDevice(res *safe.Resources, op string, dev dlpack.Device) error {
+	if dev.Type != dlpack.CUDA || res == nil {
+		return nil
+	}
+	id, err := base.DeviceID(res, op)
+	if err != nil {
+		return err
+	}
+	if id != dev.ID {
+		return Argf(op, "res", "the index is on CUDA device %d, the resources work on device %d", dev.ID, id)
+	}
+	return nil
+}

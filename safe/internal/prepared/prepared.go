@@ -21,7 +21,8 @@ type Search struct {
 	Queries, Neighbors, Distances *generated.DLManagedTensor // C memory, bound for the Search's life
 	Filter                        generated.CuvsFilter
 	Filtered                      bool
-	Rows                          int64 // the index's rows when prepared, for the filter
+	Rows                          int64         // the index's rows when prepared, for the filter
+	IndexDevice                   dlpack.Device // where the index keeps its memory (the zero Device: not known)
 
 	name   string
 	device dlpack.Device // of the bound tensors
@@ -88,10 +89,13 @@ func New(op, name string, rules *kit.SearchRules, queries, neighbors, distances 
 }
 
 // Lock refuses resources of another CUDA device than the bound tensors'
-// (kit.CheckDevice) and takes res for a run's C call (kit.Lock); kit.Unlock
+// (kit.CheckDevice) or the index's (IndexDevice) and takes res for a run's C call (kit.Lock); kit.Unlock
 // gives it back.
 func (s *Search) Lock(op string, res *safe.Resources) (generated.CuvsResources_t, error) {
 	if err := kit.CheckDevice(res, op, "res", s.device); err != nil {
+		return 0, err
+	}
+	if err := kit.CheckIndexDevice(res, op, s.IndexDevice); err != nil {
 		return 0, err
 	}
 	return kit.Lock(res, op)
