@@ -2,6 +2,7 @@ package cagra
 
 import (
 	"bufio"
+	"io"
 	"fmt"
 	"math"
 	"os"
@@ -376,7 +377,7 @@ func readMetric(path string) (m safe.Metric, ok bool) {
 	defer f.Close()
 	r := bufio.NewReader(f)
 	var tag [4]byte
-	if _, err := r.Read(tag[:]); err != nil || tag[0] != '<' && tag[0] != '|' && tag[0] != '>' {
+	if _, err := io.ReadFull(r, tag[:]); err != nil || tag[0] != '<' && tag[0] != '|' && tag[0] != '>' {
 		return 0, false
 	}
 	var s npy.Scalar
