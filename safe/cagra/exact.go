@@ -2,8 +2,8 @@ package cagra
 
 import (
 	"bufio"
-	"io"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"unsafe"
