@@ -84,6 +84,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzReadScalar -fuzztime 30s ./safe/internal/npy
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 30s ./gen/internal/emit
 	$(GO) test -run '^$$' -fuzz FuzzSearchParams -fuzztime 30s ./safe/cagra
+	$(GO) test -run '^$$' -fuzz FuzzParams -fuzztime 30s ./safe/ivfpq
 
 clean:
 	rm -rf build bench.out
