@@ -111,14 +111,8 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 		return nil, perr
 	}
 	p := *pd
-	if dataset == nil {
-		return nil, kit.Argf(op, "dataset", "nil")
-	}
-	dv, err := dataset.View()
+	dv, err := datasetRule.Take(op, res, dataset)
 	if err != nil {
-		return nil, kit.Argf(op, "dataset", "%w", err)
-	}
-	if err := datasetRule.CheckOn(op, res, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {

@@ -175,7 +175,7 @@ func keepsReference(v *dlpack.View) bool {
 // C calls: cuvsCagraIndexParamsCreate/Destroy (and, as p asks,
 // cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqSearchParamsCreate/Destroy,
 // cuvsCagraCompressionParamsCreate/Destroy), cuvsCagraIndexCreate,
-// cuvsCagraBuild, cuvsStreamSync for a dataset in Go memory, and
+// cuvsCagraBuild, cuvsStreamSync, and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 // Nil params means cuVS's defaults (DefaultIndexParams).
 func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
@@ -185,14 +185,8 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, perr
 	}
 	p := *pd
-	if dataset == nil {
-		return nil, kit.Argf(op, "dataset", "nil")
-	}
-	dv, err := dataset.View()
+	dv, err := datasetRule.Take(op, res, dataset)
 	if err != nil {
-		return nil, kit.Argf(op, "dataset", "%w", err)
-	}
-	if err := datasetRule.CheckOn(op, res, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 2 || dv.Dim(1) < 1 {
@@ -258,8 +252,8 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 // (a host graph is copied), and the dataset when cuVS keeps a reference to
 // it (device memory with rows a multiple of 16 bytes).
 //
-// C calls: cuvsCagraIndexCreate, cuvsCagraIndexFromArgs, cuvsStreamSync for
-// tensors in Go memory, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
+// C calls: cuvsCagraIndexCreate, cuvsCagraIndexFromArgs, cuvsStreamSync,
+// and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpack.Tensor) (*Index, error) {
 	const op = "cagra.IndexFromArgs"
 	if graph == nil || dataset == nil {
@@ -340,8 +334,8 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 // searches are in flight, and searches meanwhile are refused the same way.
 // The views from Dataset and Graph expire (it refuses while one is in use).
 //
-// C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend, and
-// cuvsStreamSync for rows in Go memory.
+// C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend and
+// cuvsStreamSync.
 // Nil params means cuVS's defaults (DefaultExtendParams).
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *ExtendParams) error {
 	const op = "cagra.Index.Extend"
@@ -353,14 +347,8 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		return perr
 	}
 	p := *pd
-	if additional == nil {
-		return kit.Argf(op, "additional", "nil")
-	}
-	av, err := additional.View()
+	av, err := extendRule.Take(op, res, additional)
 	if err != nil {
-		return kit.Argf(op, "additional", "%w", err)
-	}
-	if err := extendRule.CheckOn(op, res, &av); err != nil {
 		return err
 	}
 	if av.DType() != idx.dtype || av.Dim(1) != idx.dim {

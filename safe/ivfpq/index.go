@@ -163,7 +163,7 @@ func deviceCompatible(v *dlpack.View) bool {
 // (and compresses) the data: the index keeps no reference to dataset.
 //
 // C calls: cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqIndexCreate,
-// cuvsIvfPqBuild, cuvsStreamSync for a dataset in Go memory, and the
+// cuvsIvfPqBuild, cuvsStreamSync, and the
 // getters cuvsIvfPqIndexGetSize/GetDim/GetNLists/GetPqDim/GetPqBits/GetPqLen.
 // Nil params means cuVS's defaults (DefaultIndexParams).
 func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
@@ -173,14 +173,8 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, perr
 	}
 	p := *pd
-	if dataset == nil {
-		return nil, kit.Argf(op, "dataset", "nil")
-	}
-	dv, err := dataset.View()
+	dv, err := datasetRule.Take(op, res, dataset)
 	if err != nil {
-		return nil, kit.Argf(op, "dataset", "%w", err)
-	}
-	if err := datasetRule.Check(op, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
@@ -262,7 +256,7 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		if err != nil {
 			return nil, kit.Argf(op, rules[i].Arg, "%w", err)
 		}
-		if err := rules[i].Check(op, &v); err != nil {
+		if err := rules[i].CheckOn(op, res, &v); err != nil {
 			return nil, err
 		}
 		vs[i] = v
@@ -379,7 +373,7 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 // flight, and searches meanwhile are refused the same way. The views into
 // the index expire (it refuses while one is in use).
 //
-// C calls: cuvsIvfPqExtend, cuvsStreamSync for tensors in Go memory,
+// C calls: cuvsIvfPqExtend, cuvsStreamSync,
 // cuvsIvfPqIndexGetSize; with ids nil and vectors not in Go memory, also
 // those of safe.DeviceVectorFrom and its Close (cuvsRMMAlloc,
 // cuvsMatrixCopy, cuvsStreamSync, cuvsRMMFree).
@@ -388,14 +382,8 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	if vectors == nil {
-		return kit.Argf(op, "vectors", "nil")
-	}
-	vv, err := vectors.View()
+	vv, err := vectorsRule.Take(op, res, vectors)
 	if err != nil {
-		return kit.Argf(op, "vectors", "%w", err)
-	}
-	if err := vectorsRule.Check(op, &vv); err != nil {
 		return err
 	}
 	if err := idx.checkDType(op, "vectors", vv.DType()); err != nil {
@@ -413,7 +401,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 		if iv, err = ids.View(); err != nil {
 			return kit.Argf(op, "ids", "%w", err)
 		}
-		if err := idsRule.Check(op, &iv); err != nil {
+		if err := idsRule.CheckOn(op, res, &iv); err != nil {
 			return err
 		}
 		if iv.Dim(0) != n {
@@ -572,7 +560,7 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if err != nil {
 		return kit.Argf(op, "codes", "%w", err)
 	}
-	if err := inputRule.Check(op, &iv); err != nil {
+	if err := inputRule.CheckOn(op, res, &iv); err != nil {
 		return err
 	}
 	if err := idx.checkDType(op, "input", iv.DType()); err != nil {

@@ -117,14 +117,8 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, perr
 	}
 	p := *pd
-	if dataset == nil {
-		return nil, kit.Argf(op, "dataset", "nil")
-	}
-	dv, err := dataset.View()
+	dv, err := datasetRule.Take(op, res, dataset)
 	if err != nil {
-		return nil, kit.Argf(op, "dataset", "%w", err)
-	}
-	if err := datasetRule.Check(op, &dv); err != nil {
 		return nil, err
 	}
 	if dv.Dim(0) < 1 || dv.Dim(1) < 1 {
@@ -189,14 +183,8 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	if vectors == nil {
-		return kit.Argf(op, "vectors", "nil")
-	}
-	vv, err := vectors.View()
+	vv, err := vectorsRule.Take(op, res, vectors)
 	if err != nil {
-		return kit.Argf(op, "vectors", "%w", err)
-	}
-	if err := vectorsRule.Check(op, &vv); err != nil {
 		return err
 	}
 	if vv.Dim(1) != idx.dim {
@@ -213,7 +201,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		if iv, err = ids.View(); err != nil {
 			return kit.Argf(op, "ids", "%w", err)
 		}
-		if err := idsRule.Check(op, &iv); err != nil {
+		if err := idsRule.CheckOn(op, res, &iv); err != nil {
 			return err
 		}
 		if iv.Dim(0) != n {

@@ -125,3 +125,17 @@ func searchShapes(op string, n, qCols, nRows, nCols, dRows, dCols, dim, rows int
 	}
 	return k, nil
 }
+
+// Take returns t's view checked against r for a call on res: the
+// argument's nil check, its view and CheckOn in one step, every refusal an
+// *ArgError naming r.Arg.
+func (r *Rule) Take(op string, res *safe.Resources, t dlpack.Tensor) (dlpack.View, error) {
+	if t == nil {
+		return dlpack.View{}, Argf(op, r.Arg, "nil")
+	}
+	v, err := t.View()
+	if err != nil {
+		return dlpack.View{}, Argf(op, r.Arg, "%w", err)
+	}
+	return v, r.CheckOn(op, res, &v)
+}
