@@ -20,11 +20,11 @@ import (
 // Lock locks the goroutine to its thread and, unless n is current already,
 // calls cudaSetDevice(n); Unlock restores the thread's previous device and
 // unlocks it. A Resources made without OnDevice works on whatever device is
-// current (device 0 unless the process changed it) and never calls the
-// CUDA runtime: that path costs what it always did.
+// current (device 0 unless the process changed it); its calls make no CUDA
+// runtime call (NewResources makes one: the Resources' stream).
 //
-// The CUDA runtime is opened the first time a device is asked for
-// (DeviceCount, OnDevice), from, in order: WithCUDARuntime's path,
+// The CUDA runtime is opened the first time a device or a stream is asked
+// for (DeviceCount, OnDevice, NewResources), from, in order: WithCUDARuntime's path,
 // $CUVS_CUDART_LIBRARY, the loaded cuVS library itself when it (or a
 // library it depends on) exports the device functions, then libcudart.so.13,
 // libcudart.so.12 and libcudart.so.
@@ -153,10 +153,15 @@ func newBoundResources(op string, n int) (*Resources, error) {
 		}
 		return nil, wrap(op, err)
 	}
+	s, err := ownStream(op, h)
+	if err != nil {
+		_ = generated.CuvsResourcesDestroy(h)
+		return nil, err
+	}
 	liveResources.Inc()
-	r := &Resources{h: h, dev: d}
+	r := &Resources{h: h, stream: s, dev: d}
 	r.devID.Store(d)
-	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, d})
+	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, d})
 	return r, nil
 }
 
@@ -198,23 +203,35 @@ func poolOn(op string, d int32) error {
 
 // resHandle is what the safety-net cleanup of a Resources needs.
 type resHandle struct {
-	h   generated.CuvsResources_t
-	dev int32
+	h      generated.CuvsResources_t
+	stream uintptr // owned, 0 for none
+	dev    int32
 }
 
-// destroyOn destroys h with its device current, when it has one.
+// destroyOn destroys h, then its stream, with its device current when it
+// has one.
 func destroyOn(h resHandle) error {
-	if h.dev == unbound {
-		return generated.CuvsResourcesDestroy(h.h)
+	if h.h == 0 {
+		return nil
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	prev, err := cudart.Enter(h.dev)
-	if err != nil {
-		return err
+	if h.dev != unbound {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		prev, err := cudart.Enter(h.dev)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cudart.Leave(prev, h.dev) }()
 	}
-	defer func() { _ = cudart.Leave(prev, h.dev) }()
-	return generated.CuvsResourcesDestroy(h.h)
+	err := generated.CuvsResourcesDestroy(h.h)
+	if h.stream != 0 {
+		// Work still queued on the stream completes before the device
+		// releases it.
+		if serr := cudart.DestroyStream(h.stream); err == nil {
+			err = serr
+		}
+	}
+	return err
 }
 
 // enter is Lock's part for a bound handle: the thread, then the device.

@@ -1,12 +1,14 @@
 package safe
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
+	"github.com/cuvs-go/cuvs/safe/internal/cudart"
 )
 
 // Stream is a CUDA stream (cudaStream_t), as a plain handle value.
@@ -24,14 +26,53 @@ type Stream uintptr
 // (they would race on its stream otherwise). For concurrency, give each
 // goroutine its own Resources: calls on different ones run in parallel, and
 // several may search one index at once.
+//
+// Each Resources owns a CUDA stream, created by NewResources
+// (cudaStreamCreateWithFlags, non-blocking) and destroyed by Close, and
+// every call on it queues its work there, whichever OS thread the calling
+// goroutine runs on. cuVS's own default is cudaStreamPerThread, a different
+// stream on every OS thread: since goroutines move between threads between
+// two cgo calls, a search queued from one thread and a Sync or copy made
+// from another would not be ordered, and results would be read before
+// they are written. Where no CUDA runtime with stream functions can be
+// opened (see DeviceCount for where it is looked for), the Resources uses
+// the legacy default stream instead (cudaStreamLegacy, 0x1): ordered too,
+// but shared by every Resources of the device, so their work does not
+// overlap on the GPU. Stream tells which.
+//
+// The zero Resources is not usable: every call given one returns an
+// *ArgError naming it (make one with NewResources); its Close does nothing.
 type Resources struct {
 	mu     sync.Mutex
 	h      generated.CuvsResources_t
+	stream uintptr // the stream NewResources made, 0 when on the legacy stream
 	closed bool
 	clean  runtime.Cleanup
 	dev    int32        // OnDevice's device, or unbound
 	prev   int32        // between Lock and Unlock of a bound handle: the device to restore
 	devID  atomic.Int32 // the device id once known (CheckDevice), else -1
+}
+
+// cudaStreamLegacy is the CUDA runtime's handle of the legacy default stream.
+const cudaStreamLegacy = 0x1
+
+// ownStream gives h a stream of its own, made on the calling thread's
+// current device, and returns it: 0 when no CUDA runtime with stream
+// functions could be opened, h then working on the legacy default stream.
+// On failure h is left for the caller to destroy.
+func ownStream(op string, h generated.CuvsResources_t) (uintptr, error) {
+	if openCUDART(op) != nil || !cudart.HasStreams() {
+		return 0, wrap(op, generated.CuvsStreamSet(h, cudaStreamLegacy))
+	}
+	s, err := cudart.NewStream()
+	if err != nil {
+		return 0, cudaError(op, err)
+	}
+	if err := generated.CuvsStreamSet(h, generated.CudaStream_t(s)); err != nil {
+		_ = cudart.DestroyStream(s)
+		return 0, wrap(op, err)
+	}
+	return s, nil
 }
 
 // NewResources creates a resources handle (cuvsResourcesCreate): on the
@@ -50,10 +91,15 @@ func NewResources(opts ...ResourcesOption) (*Resources, error) {
 	if err := generated.CuvsResourcesCreate(&h); err != nil {
 		return nil, wrap(op, err)
 	}
+	s, err := ownStream(op, h)
+	if err != nil {
+		_ = generated.CuvsResourcesDestroy(h)
+		return nil, err
+	}
 	liveResources.Inc()
-	r := &Resources{h: h, dev: unbound}
+	r := &Resources{h: h, stream: s, dev: unbound}
 	r.devID.Store(-1)
-	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, unbound})
+	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, unbound})
 	return r, nil
 }
 
@@ -68,15 +114,18 @@ func destroyResources(h resHandle) {
 // Close destroys the handle. Closing twice is harmless. It waits for a call
 // in progress on r to finish.
 func (r *Resources) Close() error {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.closed || r.h == 0 {
 		return nil
 	}
 	r.closed = true
 	r.clean.Stop()
 	liveResources.Dec()
-	if err := destroyOn(resHandle{r.h, r.dev}); err != nil {
+	if err := destroyOn(resHandle{r.h, r.stream, r.dev}); err != nil {
 		return cudaOrCuvs("safe.Resources.Close", err)
 	}
 	return nil
@@ -96,7 +145,11 @@ func (r *Resources) lock(op string) (generated.CuvsResources_t, error) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return 0, closedError(op)
+		return 0, fmt.Errorf("%s: res: the Resources is closed: %w", op, ErrClosed)
+	}
+	if r.h == 0 {
+		r.mu.Unlock()
+		return 0, argf(op, "res", "a zero Resources: make one with NewResources")
 	}
 	if r.dev != unbound {
 		if err := r.enter(op); err != nil {
@@ -138,7 +191,9 @@ func (r *Resources) SetStream(s Stream) error {
 	return wrap(op, generated.CuvsStreamSet(h, generated.CudaStream_t(s)))
 }
 
-// Stream returns the stream r queues its work on.
+// Stream returns the stream r queues its work on: the one NewResources made
+// for it (or the one SetStream gave), or cudaStreamLegacy (0x1) when no
+// CUDA runtime could make one.
 func (r *Resources) Stream() (Stream, error) {
 	const op = "safe.Resources.Stream"
 	h, err := r.lock(op)

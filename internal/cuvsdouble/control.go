@@ -25,6 +25,8 @@ typedef struct {
 	void (*set_device_id)(int);
 	void (*set_strict_device)(int);
 	void (*set_call_delay_us)(int);
+	void (*set_call_jitter_us)(int);
+	int64_t (*pending_ops)(void);
 	void (*set_instant)(int);
 	int (*instant)(void);
 	int (*pool_state)(int*, int*, int*);
@@ -66,6 +68,8 @@ static const char* dbl_load(void* h, dbl_api* a) {
 	DBL_LOAD(set_device_id, "cuvsdouble_set_device_id")
 	DBL_LOAD(set_strict_device, "cuvsdouble_set_strict_device")
 	DBL_LOAD(set_call_delay_us, "cuvsdouble_set_call_delay_us")
+	DBL_LOAD(set_call_jitter_us, "cuvsdouble_set_call_jitter_us")
+	DBL_LOAD(pending_ops, "cuvsdouble_pending_ops")
 	DBL_LOAD(set_instant, "cuvsdouble_set_instant")
 	DBL_LOAD(instant, "cuvsdouble_instant")
 	DBL_LOAD(pool_state, "cuvsdouble_pool_state")
@@ -102,6 +106,8 @@ static void dbl_clear_violations(dbl_api* a) { a->clear_violations(); }
 static void dbl_set_device_id(dbl_api* a, int id) { a->set_device_id(id); }
 static void dbl_set_strict_device(dbl_api* a, int on) { a->set_strict_device(on); }
 static void dbl_set_call_delay_us(dbl_api* a, int us) { a->set_call_delay_us(us); }
+static void dbl_set_call_jitter_us(dbl_api* a, int us) { a->set_call_jitter_us(us); }
+static int64_t dbl_pending_ops(dbl_api* a) { return a->pending_ops(); }
 static void dbl_set_instant(dbl_api* a, int on) { a->set_instant(on); }
 static int dbl_instant(dbl_api* a) { return a->instant(); }
 static int dbl_pool_state(dbl_api* a, int* initial, int* max, int* managed) {
@@ -500,6 +506,19 @@ func (c *Control) SetStrictDevice(on bool) {
 func (c *Control) SetCallDelay(d time.Duration) {
 	C.dbl_set_call_delay_us(c.apiOrPanic(), C.int(d/time.Microsecond))
 }
+
+// SetCallJitter makes every call that takes a cuvsResources_t sleep a
+// random time between 0 and d more (on top of SetCallDelay's), so that
+// concurrent callers interleave differently on every run: stress tests use
+// it to widen races.
+func (c *Control) SetCallJitter(d time.Duration) {
+	C.dbl_set_call_jitter_us(c.apiOrPanic(), C.int(d/time.Microsecond))
+}
+
+// PendingOps returns the number of asynchronous writes queued on streams
+// and not yet done (see the package documentation's streams section): 0
+// once every stream that had work was synchronized.
+func (c *Control) PendingOps() int64 { return int64(C.dbl_pending_ops(c.apiOrPanic())) }
 
 // SetInstant turns instant mode on or off, for benchmarks of the bindings'
 // own cost. When on, cuvsCagraSearch and cuvsBruteForceSearch return

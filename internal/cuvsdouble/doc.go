@@ -20,8 +20,20 @@
 //   - there is no GPU: "device" memory is host memory. cuvsRMMAlloc is
 //     posix_memalign (filled with 0xCD), a kDLCUDA, kDLCUDAHost or
 //     kDLCUDAManaged tensor is read through its data pointer as host memory,
-//     cuvsMatrixCopy is a strided memcpy, streams are dummy handles and
-//     cuvsStreamSync does nothing;
+//     cuvsMatrixCopy is a strided memcpy;
+//   - work is asynchronous where the GPU's is (csrc/dbl_stream.c): what a
+//     function writes into device or pinned memory the double allocated
+//     (search outputs, cuvsMatrixCopy between such buffers) is queued on the
+//     resources' stream and appears only when that stream is synchronized
+//     (cuvsStreamSync, cudaStreamSynchronize, the next call on the stream,
+//     a copy to pageable memory); until then the destination reads 0xFF
+//     bytes (NaN, -1). A fresh resources' stream is cudaStreamPerThread, as
+//     RAFT's: a different queue per OS thread, so work queued from one thread
+//     and synchronized from another is not waited for, as on a GPU. The
+//     double exports cudaStreamCreateWithFlags / cudaStreamDestroy /
+//     cudaStreamSynchronize / cudaDeviceSynchronize (streams are counted:
+//     one not destroyed is a leak). Freeing memory first completes all
+//     queued work;
 //   - brute force returns the exact k nearest neighbours (ties to the
 //     smaller row id, distances accumulated in float32 in dimension order),
 //     so results can be checked against a kNN computed in Go;

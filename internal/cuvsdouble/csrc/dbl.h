@@ -199,6 +199,7 @@ enum {
  * tracked one by one in the registry (live pointers, sizes, borrows). */
 #define DBL_KINDS(X)                                        \
   X(K_RES, "resources")                                     \
+  X(K_STREAM, "cuda_stream")                                \
   X(K_MGRES, "multi_gpu_resources")                         \
   X(K_CAGRA_INDEX_PARAMS, "cagra_index_params")             \
   X(K_CAGRA_IVFPQ_PARAMS, "cagra_ivf_pq_params")            \
@@ -317,6 +318,22 @@ DBL_HIDDEN int dbl_enter(int fn);
     if (dbl_enter(F_##name)) { return CUVS_ERROR; }     \
   } while (0)
 
+/* ---- streams (dbl_stream.c): asynchronous writes to device/pinned memory ---- */
+
+/* Runs the work queued on stream s (cudaStreamPerThread: the calling
+ * thread's), or on every stream. */
+DBL_HIDDEN void dbl_stream_flush(cudaStream_t s);
+DBL_HIDDEN void dbl_stream_flush_all(void);
+/* Makes what a function just wrote into t (device or pinned memory of the
+ * double's) visible only once stream s is flushed; t reads 0xFF bytes until
+ * then. Pageable memory is left as written. */
+DBL_HIDDEN void dbl_async_output(cudaStream_t s, const DLTensor* t);
+/* Queues a row copy on s when both sides are device or pinned memory of the
+ * double's (dst poisoned until then) and returns 1; returns 0 when the
+ * caller must copy now (pageable memory on a side). */
+DBL_HIDDEN int dbl_async_copy(cudaStream_t s, char* dst, const char* src, int64_t rows,
+                              size_t row_bytes, size_t dst_stride, size_t src_stride);
+
 /* ---- resources (dbl_core.c) ---- */
 
 typedef struct dbl_res {
@@ -326,6 +343,9 @@ typedef struct dbl_res {
   cudaStream_t stream;
   atomic_int busy;
 } dbl_res;
+
+/* dbl_async_output of a and b (NULL ones skipped) on r's stream. */
+DBL_HIDDEN void dbl_async_outputs(dbl_res* r, DLManagedTensor* a, DLManagedTensor* b);
 
 /* Validates res and marks it in use by this thread (detects two threads using
  * one cuvsResources_t at once). Pair with dbl_res_release. */

@@ -385,6 +385,7 @@ DBL_API cuvsError_t cuvsBruteForceSearch(cuvsResources_t res, cuvsBruteForceInde
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
   cuvsError_t st = bf_search(index, queries, neighbors, distances, prefilter);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, neighbors, distances);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }

@@ -44,6 +44,7 @@ static atomic_int g_ver_major = 26, g_ver_minor = 6, g_ver_patch = 0;
 static atomic_int g_log_level = 2; /* CUVS_LOG_LEVEL_INFO: spdlog's default */
 static atomic_int g_device_id = -1; /* >= 0: the id every new resources reports */
 static atomic_int g_call_delay_us = 0;
+static atomic_int g_call_jitter_us = 0; /* each call adds a random 0..jitter µs */
 atomic_int dbl_strict_device = 0;
 atomic_int dbl_instant = 0;
 
@@ -501,7 +502,15 @@ cuvsError_t dbl_res_acquire(cuvsResources_t res, dbl_res** out)
     dbl_violation("one cuvsResources_t used by two threads at the same time");
   }
   int d = atomic_load(&g_call_delay_us);
+  int j = atomic_load(&g_call_jitter_us);
+  if (j > 0) {
+    static __thread unsigned seed;
+    if (seed == 0) seed = (unsigned)(uintptr_t)&seed | 1u;
+    d += (int)(rand_r(&seed) % (unsigned)(j + 1));
+  }
   if (d > 0) usleep((useconds_t)d);
+  /* Work queued on this stream before is done before this call's. */
+  dbl_stream_flush(r->stream);
   *out = r;
   return CUVS_SUCCESS;
 }
@@ -644,8 +653,8 @@ DBL_API cuvsError_t cuvsStreamSync(cuvsResources_t res)
 {
   DBL_ENTER(cuvsStreamSync);
   dbl_res* r;
-  TRY(dbl_res_acquire(res, &r));
-  dbl_res_release(r); /* all work of the double is synchronous */
+  TRY(dbl_res_acquire(res, &r)); /* which completes the work queued on r's stream */
+  dbl_res_release(r);
   return dbl_ok();
 }
 
@@ -712,6 +721,7 @@ DBL_API cuvsError_t cuvsRMMFree(cuvsResources_t res, void* ptr, size_t bytes)
     dbl_count(K_RMM, 1, 1);
     return dbl_ok();
   }
+  dbl_stream_flush_all(); /* no queued write may outlive its buffer */
   dbl_entry e;
   int actual = -1;
   int rc = dbl_reg_remove(ptr, K_RMM, &e, &actual);
@@ -807,6 +817,7 @@ DBL_API cuvsError_t cuvsRMMHostFree(void* ptr, size_t bytes)
     dbl_count(K_HOST, 1, 1);
     return dbl_ok();
   }
+  dbl_stream_flush_all(); /* no queued write may outlive its buffer */
   dbl_entry e;
   int rc = dbl_reg_remove(ptr, K_HOST, &e, NULL);
   if (rc != 0) {
@@ -907,6 +918,7 @@ DBL_API cuvsError_t cuvsMatrixCopy(cuvsResources_t res, DLManagedTensor* src_man
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
   dbl_res_release(r);
+  cudaStream_t stream = r->stream;
   TRY(dl_strict(src, "src"));
   TRY(dl_strict(dst, "dst"));
   size_t es = dl_elem_size(src->dtype);
@@ -925,9 +937,12 @@ DBL_API cuvsError_t cuvsMatrixCopy(cuvsResources_t res, DLManagedTensor* src_man
         dbl_violation("cuvsMatrixCopy with a NULL data pointer");
         return RAFT_FAIL("cuvsdouble: NULL data pointer");
       }
-      for (int64_t i = 0; i < rows; i++) {
-        memmove((char*)dst->data + (size_t)(i * drs) * es,
-                (const char*)src->data + (size_t)(i * srs) * es, (size_t)cols * es);
+      if (!dbl_async_copy(stream, dst->data, src->data, rows, (size_t)cols * es, (size_t)drs * es,
+                          (size_t)srs * es)) {
+        for (int64_t i = 0; i < rows; i++) {
+          memmove((char*)dst->data + (size_t)(i * drs) * es,
+                  (const char*)src->data + (size_t)(i * srs) * es, (size_t)cols * es);
+        }
       }
     }
   } else {
@@ -939,7 +954,9 @@ DBL_API cuvsError_t cuvsMatrixCopy(cuvsResources_t res, DLManagedTensor* src_man
         dbl_violation("cuvsMatrixCopy with a NULL data pointer");
         return RAFT_FAIL("cuvsdouble: NULL data pointer");
       }
-      memmove(dst->data, src->data, (size_t)n * es);
+      if (!dbl_async_copy(stream, dst->data, src->data, 1, (size_t)n * es, 0, 0)) {
+        memmove(dst->data, src->data, (size_t)n * es);
+      }
     }
   }
   return dbl_ok();
@@ -1192,6 +1209,8 @@ DBL_API int cuvsdouble_instant(void) { return atomic_load(&dbl_instant); }
 
 DBL_API void cuvsdouble_set_call_delay_us(int us) { atomic_store(&g_call_delay_us, us < 0 ? 0 : us); }
 
+DBL_API void cuvsdouble_set_call_jitter_us(int us) { atomic_store(&g_call_jitter_us, us < 0 ? 0 : us); }
+
 DBL_API int cuvsdouble_pool_state(int* initial, int* max, int* managed)
 {
   if (initial) *initial = atomic_load(&g_pool_initial);
@@ -1225,6 +1244,8 @@ DBL_API void cuvsdouble_reset(void)
   atomic_store(&dbl_strict_device, 0);
   atomic_store(&dbl_instant, 0);
   atomic_store(&g_call_delay_us, 0);
+  atomic_store(&g_call_jitter_us, 0);
+  dbl_stream_flush_all();
   atomic_store(&g_pool_enabled, 0);
   atomic_store(&g_pool_initial, 0);
   atomic_store(&g_pool_max, 0);

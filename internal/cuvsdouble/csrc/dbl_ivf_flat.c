@@ -334,6 +334,7 @@ DBL_API cuvsError_t cuvsIvfFlatSearch(cuvsResources_t res, cuvsIvfFlatSearchPara
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
   cuvsError_t st = fl_search(params, index, queries, neighbors, distances, filter);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, neighbors, distances);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }

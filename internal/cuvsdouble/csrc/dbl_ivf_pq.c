@@ -1004,6 +1004,7 @@ DBL_API cuvsError_t cuvsIvfPqSearch(cuvsResources_t res, cuvsIvfPqSearchParams_t
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
   cuvsError_t st = pq_search(search_params, index, queries, neighbors, distances);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, neighbors, distances);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }

@@ -320,6 +320,7 @@ DBL_API cuvsError_t cuvsIvfSqSearch(cuvsResources_t res, cuvsIvfSqSearchParams_t
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
   cuvsError_t st = sq_search(params, index, queries, neighbors, distances, filter);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, neighbors, distances);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }

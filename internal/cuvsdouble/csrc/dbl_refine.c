@@ -157,6 +157,7 @@ DBL_API cuvsError_t cuvsRefine(cuvsResources_t res, DLManagedTensor* dataset,
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
   cuvsError_t st = rf_run(dataset, queries, candidates, metric, indices, distances);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, indices, distances);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }

@@ -2,26 +2,33 @@
 // (dlopen: building needs no CUDA headers or libraries) and sets the calling
 // OS thread's current device around the safe layer's C calls.
 //
-// Only four functions are used: cudaGetDeviceCount, cudaSetDevice,
+// Four functions are required: cudaGetDeviceCount, cudaSetDevice,
 // cudaGetDevice and cudaGetErrorString. The current device is per OS
 // thread: callers hold the thread (runtime.LockOSThread) between Enter and
-// Leave.
+// Leave. cudaStreamCreateWithFlags and cudaStreamDestroy are bound too when
+// the runtime has them (every CUDA runtime does): NewStream and
+// DestroyStream.
 package cudart
 
 /*
 #cgo LDFLAGS: -ldl
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 typedef int (*cudart_count_fn)(int*);
 typedef int (*cudart_set_fn)(int);
 typedef int (*cudart_get_fn)(int*);
 typedef const char* (*cudart_errstr_fn)(int);
+typedef int (*cudart_stream_create_fn)(void**, unsigned int);
+typedef int (*cudart_stream_destroy_fn)(void*);
 
 static cudart_count_fn cudart_count;
 static cudart_set_fn cudart_set;
 static cudart_get_fn cudart_get;
 static cudart_errstr_fn cudart_errstr;
+static cudart_stream_create_fn cudart_stream_create;   // NULL when the runtime lacks it
+static cudart_stream_destroy_fn cudart_stream_destroy; // NULL when the runtime lacks it
 void* cudart_handle; // the library opened, for gpucheck.go
 
 // Opens path (RTLD_NOLOAD: only if the process already has it) and binds the
@@ -45,6 +52,12 @@ static const char* cudart_open(const char* path, int noload) {
 	cudart_set = s;
 	cudart_get = g;
 	cudart_errstr = e;
+	cudart_stream_create = (cudart_stream_create_fn)dlsym(h, "cudaStreamCreateWithFlags");
+	cudart_stream_destroy = (cudart_stream_destroy_fn)dlsym(h, "cudaStreamDestroy");
+	if (!cudart_stream_create || !cudart_stream_destroy) {
+		cudart_stream_create = NULL;
+		cudart_stream_destroy = NULL;
+	}
 	cudart_handle = h;
 	return NULL;
 }
@@ -53,6 +66,17 @@ static int cudart_device_count(int* n) { return cudart_count(n); }
 static int cudart_set_device(int d) { return cudart_set(d); }
 static int cudart_get_device(int* d) { return cudart_get(d); }
 static const char* cudart_error_string(int rc) { return cudart_errstr(rc); }
+static int cudart_has_streams(void) { return cudart_stream_create != NULL; }
+
+// cudaStreamNonBlocking: the stream does not synchronize with the legacy
+// default stream.
+static int cudart_new_stream(uintptr_t* s) {
+	void* p = NULL;
+	int rc = cudart_stream_create(&p, 0x01);
+	*s = (uintptr_t)p;
+	return rc;
+}
+static int cudart_free_stream(uintptr_t s) { return cudart_stream_destroy((void*)s); }
 
 // One cgo call for the hot path: makes d current unless it already is.
 // *prev gets the device that was current (-1 when cudaGetDevice failed);
@@ -216,4 +240,27 @@ func Leave(prev, d int32) error {
 		return nil
 	}
 	return SetDevice(int(prev))
+}
+
+// HasStreams reports whether the open runtime can create streams.
+func HasStreams() bool { return Opened() && C.cudart_has_streams() != 0 }
+
+// NewStream creates a non-blocking stream (cudaStreamCreateWithFlags with
+// cudaStreamNonBlocking) on the calling thread's current device.
+// HasStreams must be true.
+func NewStream() (uintptr, error) {
+	var s C.uintptr_t
+	if rc := C.cudart_new_stream(&s); rc != 0 {
+		return 0, fail("cudaStreamCreateWithFlags", rc)
+	}
+	return uintptr(s), nil
+}
+
+// DestroyStream destroys a stream made by NewStream (cudaStreamDestroy:
+// work still queued on it completes first, on the device).
+func DestroyStream(s uintptr) error {
+	if rc := C.cudart_free_stream(C.uintptr_t(s)); rc != 0 {
+		return fail("cudaStreamDestroy", rc)
+	}
+	return nil
 }

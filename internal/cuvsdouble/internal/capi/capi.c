@@ -5,6 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The last opened library's cudaDeviceSynchronize, for CopyOut. */
+static int (*g_device_sync)(void);
+
+void capi_device_sync(void)
+{
+  if (g_device_sync) g_device_sync();
+}
+
 struct capi_lib {
   void* h;
   const char* (*get_err)(void);
@@ -66,6 +74,7 @@ capi_lib* capi_open(const char* path, char** err)
   }
   capi_lib* l = calloc(1, sizeof *l);
   l->h = h;
+  *(void**)&g_device_sync = dlsym(h, "cudaDeviceSynchronize");
   SYM(get_err, "cuvsGetLastErrorText");
   SYM(set_err, "cuvsSetLastErrorText");
   SYM(get_level, "cuvsGetLogLevel");

@@ -712,6 +712,9 @@ func CopyOut[T any](src unsafe.Pointer, n int) []T {
 	if n == 0 {
 		return nil
 	}
+	// Device and pinned memory is written asynchronously, on streams: wait
+	// for all of it, as a host read of device memory must.
+	C.capi_device_sync()
 	return append([]T(nil), unsafe.Slice((*T)(src), n)...)
 }
 

@@ -156,6 +156,7 @@ typedef struct {
 typedef struct capi_lib capi_lib;
 
 capi_lib* capi_open(const char* path, char** err);
+void capi_device_sync(void);
 void capi_close(capi_lib* l);
 int capi_has(capi_lib* l, const char* name);
 

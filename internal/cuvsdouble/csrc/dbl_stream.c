@@ -1,0 +1,286 @@
+/* Streams: the double's work is asynchronous where the GPU's is.
+ *
+ * On a GPU, a kernel or a copy between device (or pinned) buffers is queued
+ * on a stream and done later; only a synchronization (cuvsStreamSync,
+ * cudaStreamSynchronize, a copy to pageable memory) makes its result visible
+ * to the host. The double imitates that, so that a missing or misplaced sync
+ * fails a test here instead of giving other rows on a GPU:
+ *
+ *  - every write the double's functions make into a caller's device or
+ *    pinned buffer (memory from cuvsRMMAlloc / cuvsRMMHostAlloc: search
+ *    outputs, cuvsMatrixCopy's destination) is queued on the resources'
+ *    stream, and the destination is poisoned (0xFF bytes: NaN floats, ids
+ *    -1 / 0xFFFFFFFF) until the stream is flushed;
+ *  - a stream is flushed, in order, by cuvsStreamSync, cudaStreamSynchronize,
+ *    cudaDeviceSynchronize, and by the next call on it (work on one stream is
+ *    ordered: a search sees the copy queued before it on its stream, not one
+ *    queued on another stream);
+ *  - cuvsMatrixCopy with pageable memory (anything the double did not
+ *    allocate) on either side is synchronous, as cudaMemcpyAsync with
+ *    pageable memory is;
+ *  - the stream of a fresh resources is cudaStreamPerThread, as RAFT's: one
+ *    stream per OS thread, resolved when the work is queued. Work queued
+ *    from one thread and synchronized from another is not waited for;
+ *  - freeing memory (cuvsRMMFree, cuvsRMMHostFree) first completes every
+ *    stream's queued work, so that no queued write outlives its buffer.
+ *
+ * cudaStreamCreateWithFlags and cudaStreamDestroy make and release streams
+ * of their own (counted: a stream never destroyed is a leak). */
+
+#include "dbl.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct dbl_op {
+  char* dst;
+  const char* src; /* read when the op runs; owned (freed after) when own */
+  int64_t rows;
+  size_t row_bytes, dst_stride, src_stride;
+  int own;
+  struct dbl_op* next;
+} dbl_op;
+
+typedef struct {
+  uintptr_t key;
+  dbl_op *head, *tail;
+} dbl_queue;
+
+#define DBL_MAX_QUEUES 4096
+
+static pthread_mutex_t g_smu = PTHREAD_MUTEX_INITIALIZER;
+static dbl_queue g_queues[DBL_MAX_QUEUES];
+static int g_nqueues = 0;
+static atomic_llong g_pending = 0; /* ops queued and not yet run */
+
+/* The address of a thread-local byte: unique among live threads, never 1
+ * (the legacy stream) nor a heap address (a created stream). */
+static __thread char tls_anchor;
+
+#define STREAM_LEGACY ((uintptr_t)0x1)
+#define STREAM_PER_THREAD ((uintptr_t)0x2)
+
+static uintptr_t stream_key(cudaStream_t s)
+{
+  uintptr_t v = (uintptr_t)s;
+  /* 0 is the per-thread default stream too: RAPIDS builds with
+   * --default-stream per-thread. */
+  if (v == 0 || v == STREAM_PER_THREAD) return (uintptr_t)&tls_anchor;
+  return v;
+}
+
+static void run_op(dbl_op* op)
+{
+  for (int64_t i = 0; i < op->rows; i++) {
+    memmove(op->dst + (size_t)i * op->dst_stride, op->src + (size_t)i * op->src_stride,
+            op->row_bytes);
+  }
+  if (op->own) free((void*)op->src);
+  free(op);
+  atomic_fetch_sub(&g_pending, 1);
+}
+
+/* Runs and empties queue q. g_smu is held. */
+static void flush_locked(dbl_queue* q)
+{
+  dbl_op* op = q->head;
+  q->head = q->tail = NULL;
+  while (op) {
+    dbl_op* next = op->next;
+    run_op(op);
+    op = next;
+  }
+}
+
+static dbl_queue* find_locked(uintptr_t key, int make)
+{
+  for (int i = 0; i < g_nqueues; i++) {
+    if (g_queues[i].key == key) return &g_queues[i];
+  }
+  if (!make) return NULL;
+  for (int i = 0; i < g_nqueues; i++) { /* reuse an empty one */
+    if (g_queues[i].head == NULL) {
+      g_queues[i].key = key;
+      return &g_queues[i];
+    }
+  }
+  if (g_nqueues == DBL_MAX_QUEUES) return NULL;
+  dbl_queue* q = &g_queues[g_nqueues++];
+  q->key = key;
+  q->head = q->tail = NULL;
+  return q;
+}
+
+static void flush_key(uintptr_t key)
+{
+  if (atomic_load(&g_pending) == 0) return;
+  pthread_mutex_lock(&g_smu);
+  dbl_queue* q = find_locked(key, 0);
+  if (q) flush_locked(q);
+  pthread_mutex_unlock(&g_smu);
+}
+
+void dbl_stream_flush(cudaStream_t s) { flush_key(stream_key(s)); }
+
+void dbl_stream_flush_all(void)
+{
+  if (atomic_load(&g_pending) == 0) return;
+  pthread_mutex_lock(&g_smu);
+  for (int i = 0; i < g_nqueues; i++) flush_locked(&g_queues[i]);
+  pthread_mutex_unlock(&g_smu);
+}
+
+/* Whether [p, p+n) is memory the double allocated as device or pinned
+ * memory: where GPU writes are asynchronous. */
+static int async_memory(const void* p, size_t n)
+{
+  return p != NULL && n > 0 && dbl_reg_containing(p, n, NULL);
+}
+
+/* Queues op on s, or runs it now when the queue table is full. */
+static void enqueue(cudaStream_t s, dbl_op* op)
+{
+  atomic_fetch_add(&g_pending, 1);
+  pthread_mutex_lock(&g_smu);
+  dbl_queue* q = find_locked(stream_key(s), 1);
+  if (!q) {
+    pthread_mutex_unlock(&g_smu);
+    run_op(op);
+    return;
+  }
+  op->next = NULL;
+  if (q->tail) {
+    q->tail->next = op;
+  } else {
+    q->head = op;
+  }
+  q->tail = op;
+  pthread_mutex_unlock(&g_smu);
+}
+
+static void poison(char* dst, int64_t rows, size_t row_bytes, size_t stride)
+{
+  for (int64_t i = 0; i < rows; i++) memset(dst + (size_t)i * stride, 0xFF, row_bytes);
+}
+
+/* rows, bytes of a row and row stride in bytes of a row-major tensor. */
+static void tensor_rows(const DLTensor* t, int64_t* rows, size_t* row_bytes, size_t* stride)
+{
+  size_t es = dl_elem_size(t->dtype);
+  if (t->ndim == 0) {
+    *rows = 1;
+    *row_bytes = *stride = es;
+    return;
+  }
+  if (t->ndim == 1) {
+    *rows = 1;
+    *row_bytes = *stride = (size_t)t->shape[0] * es;
+    return;
+  }
+  int64_t cols = 1;
+  for (int i = 1; i < t->ndim; i++) cols *= t->shape[i];
+  *rows = t->shape[0];
+  *row_bytes = (size_t)cols * es;
+  *stride = t->strides ? (size_t)t->strides[0] * es : *row_bytes;
+}
+
+static size_t span_bytes(int64_t rows, size_t row_bytes, size_t stride)
+{
+  return rows <= 0 ? 0 : (size_t)(rows - 1) * stride + row_bytes;
+}
+
+void dbl_async_output(cudaStream_t s, const DLTensor* t)
+{
+  if (!t || !t->data) return;
+  int64_t rows;
+  size_t rb, st;
+  tensor_rows(t, &rows, &rb, &st);
+  if (rows <= 0 || rb == 0 || !async_memory(t->data, span_bytes(rows, rb, st))) return;
+  char* buf = malloc((size_t)rows * rb);
+  if (!buf) return; /* stays synchronous */
+  for (int64_t i = 0; i < rows; i++) memcpy(buf + (size_t)i * rb, (char*)t->data + (size_t)i * st, rb);
+  poison(t->data, rows, rb, st);
+  dbl_op* op = calloc(1, sizeof(dbl_op));
+  if (!op) { /* undo: write now */
+    for (int64_t i = 0; i < rows; i++) memcpy((char*)t->data + (size_t)i * st, buf + (size_t)i * rb, rb);
+    free(buf);
+    return;
+  }
+  *op = (dbl_op){.dst = t->data, .src = buf, .rows = rows, .row_bytes = rb, .dst_stride = st,
+                 .src_stride = rb, .own = 1};
+  enqueue(s, op);
+}
+
+void dbl_async_outputs(dbl_res* r, DLManagedTensor* a, DLManagedTensor* b)
+{
+  if (a) dbl_async_output(r->stream, &a->dl_tensor);
+  if (b) dbl_async_output(r->stream, &b->dl_tensor);
+}
+
+int dbl_async_copy(cudaStream_t s, char* dst, const char* src, int64_t rows, size_t row_bytes,
+                   size_t dst_stride, size_t src_stride)
+{
+  if (rows <= 0 || row_bytes == 0) return 0;
+  if (!async_memory(dst, span_bytes(rows, row_bytes, dst_stride)) ||
+      !async_memory(src, span_bytes(rows, row_bytes, src_stride))) {
+    return 0; /* pageable memory on a side: the caller copies now */
+  }
+  dbl_op* op = calloc(1, sizeof(dbl_op));
+  if (!op) return 0;
+  *op = (dbl_op){.dst = dst, .src = src, .rows = rows, .row_bytes = row_bytes,
+                 .dst_stride = dst_stride, .src_stride = src_stride, .own = 0};
+  poison(dst, rows, row_bytes, dst_stride);
+  enqueue(s, op);
+  return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* the CUDA runtime's stream functions                                      */
+
+typedef struct {
+  uint64_t magic;
+} dbl_stream;
+
+#define STREAM_MAGIC 0x53545245414d2121ULL
+
+DBL_API int cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags)
+{
+  (void)flags;
+  if (!s) return 1; /* cudaErrorInvalidValue */
+  dbl_stream* st = calloc(1, sizeof(dbl_stream));
+  if (!st) return 2; /* cudaErrorMemoryAllocation */
+  st->magic = STREAM_MAGIC;
+  dbl_reg_add(st, K_STREAM, sizeof(dbl_stream));
+  *s = (cudaStream_t)st;
+  return 0;
+}
+
+DBL_API int cudaStreamDestroy(cudaStream_t s)
+{
+  dbl_stream* st = (dbl_stream*)s;
+  if (dbl_reg_find(st, NULL) != K_STREAM) {
+    dbl_violation("cudaStreamDestroy of %p, which is not a live stream", (void*)s);
+    return 400; /* cudaErrorInvalidResourceHandle */
+  }
+  /* Work still queued completes before the stream is released. */
+  flush_key((uintptr_t)s);
+  dbl_reg_remove(st, K_STREAM, NULL, NULL);
+  st->magic = 0;
+  free(st);
+  return 0;
+}
+
+DBL_API int cudaStreamSynchronize(cudaStream_t s)
+{
+  flush_key(stream_key(s));
+  return 0;
+}
+
+DBL_API int cudaDeviceSynchronize(void)
+{
+  dbl_stream_flush_all();
+  return 0;
+}
+
+DBL_API int64_t cuvsdouble_pending_ops(void) { return atomic_load(&g_pending); }

@@ -1,0 +1,136 @@
+package safe_test
+
+import (
+	"errors"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
+)
+
+// queueCopy queues src → dst on res's stream (cuvsMatrixCopy) without
+// waiting for it, as a search does with its outputs.
+func queueCopy(t *testing.T, res *safe.Resources, src dlpack.Tensor, dst dlpack.TensorMut) {
+	t.Helper()
+	const op = "test.queueCopy"
+	c := dlpack.Begin(op)
+	defer c.End()
+	sv, err := src.View()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dv, err := dst.ViewMut()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.In(&sv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Out(&dv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := kit.Lock(res, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kit.Unlock(res)
+	if err := generated.CuvsMatrixCopy(h, a, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Resources queues all its work on one stream, whatever OS thread the
+// calling goroutine is on: work queued from one thread and synchronized
+// from another is waited for. With cuVS's default stream
+// (cudaStreamPerThread) it is not: this is how the batcher handed callers
+// other queries' rows on a GPU.
+func TestResourcesOrderWorkAcrossOSThreads(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	const rows, cols = 64, 16
+	src, err := safe.NewPinnedMatrix[float32](rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer safetest.Close(t, src)
+	want := src.Data()
+	for i := range want {
+		want[i] = float32(i)
+	}
+	dev, err := safe.NewDeviceMatrix[float32](res, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer safetest.Close(t, dev)
+	dst, err := safe.NewPinnedMatrix[float32](rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer safetest.Close(t, dst)
+
+	// Thread A queues host → device and keeps its thread locked while thread
+	// B (then another thread) queues device → host and synchronizes.
+	queued, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		queueCopy(t, res, src, dev)
+		close(queued)
+		<-finished
+	}()
+	<-queued
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		queueCopy(t, res, dev, dst)
+		if err := res.Sync(); err != nil {
+			t.Error(err)
+		}
+	}()
+	<-done
+	close(finished)
+	if got := dst.Data(); !slices.Equal(got, want) {
+		t.Fatalf("after Sync from another thread: %v..., want %v...", got[:8], want[:8])
+	}
+	s, err := res.Stream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s == 0 || s == 2 {
+		t.Errorf("Stream() = %#x: a default stream, not the Resources' own", s)
+	}
+}
+
+// isArg reports whether err is an *safe.ArgError naming arg.
+func isArg(err error, arg string) bool {
+	var ae *safe.ArgError
+	return errors.As(err, &ae) && ae.Arg == arg
+}
+
+// The zero Resources is refused by every call, naming it; its Close does
+// nothing.
+func TestZeroResources(t *testing.T) {
+	var r safe.Resources
+	if err := r.Sync(); !isArg(err, "res") {
+		t.Errorf("Sync on a zero Resources: %v", err)
+	}
+	if _, err := safe.NewDeviceMatrix[float32](&r, 2, 2); !isArg(err, "res") {
+		t.Errorf("NewDeviceMatrix with a zero Resources: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Errorf("Close of a zero Resources: %v", err)
+	}
+	var nilRes *safe.Resources
+	if err := nilRes.Close(); err != nil {
+		t.Errorf("Close of a nil *Resources: %v", err)
+	}
+}
