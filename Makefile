@@ -8,7 +8,7 @@ CUVS_INCLUDE_DIR ?=
 DLPACK_INCLUDE_DIR ?=
 export CUVS_INCLUDE_DIR DLPACK_INCLUDE_DIR
 
-.PHONY: all generate check-generated test test-race test-cgocheck test-conformance double lint fmt bench gpu-interop gpu-test gpu-test-smoke fuzz clean
+.PHONY: stress all generate check-generated test test-race test-cgocheck test-conformance double lint fmt bench gpu-interop gpu-test gpu-test-smoke fuzz clean
 
 all: generate test
 
@@ -77,6 +77,11 @@ bench:
 ## gpu-interop: build, on this machine, what the GPU machine runs to check DLPack interop with PyTorch and CuPy
 gpu-interop:
 	sh dlpack/gpu/build.sh build/gpu-interop
+
+## stress: the mixed-load stress test (internal/stress) for STRESS_TIME (default 1m), under -race
+STRESS_TIME ?= 1m
+stress:
+	$(GO) test -race -count=1 -run '^TestStress$$' -timeout 0 ./internal/stress -stress.time $(STRESS_TIME) -v
 
 ## fuzz: run the fuzzers for a while (their corpora are kept under testdata/fuzz)
 fuzz:

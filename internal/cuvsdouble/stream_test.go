@@ -1,0 +1,96 @@
+package cuvsdouble_test
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/internal/cuvsdouble/internal/capi"
+)
+
+// onThreads runs a on one locked OS thread and then, while a's thread stays
+// locked, b on another.
+func onThreads(a, b func()) {
+	aDone, bDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		a()
+		close(aDone)
+		<-bDone
+	}()
+	<-aDone
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		b()
+		close(bDone)
+	}()
+	<-bDone
+}
+
+// Copies between device (or pinned) memory are queued on the resources'
+// stream, cudaStreamPerThread by default: the destination reads poison
+// until that thread's stream is synchronized; a sync from another thread
+// does not wait for it. Copies with pageable memory are synchronous.
+func TestStreamsAreAsynchronousPerThread(t *testing.T) {
+	f := newFixture(t)
+	defer f.close()
+	vals := []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	src := f.f32(capi.CUDA, capi.CUDA, 4, 3, vals)
+	defer f.drop(src)
+	dst := f.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, 4, 3)
+	defer f.drop(dst)
+	peek := func() []float32 { return append([]float32(nil), unsafe.Slice((*float32)(dst.b.p), 12)...) }
+	poisoned := func(v []float32) bool {
+		for _, x := range v {
+			if !math.IsNaN(float64(x)) {
+				return false
+			}
+		}
+		return true
+	}
+	var queued, afterOther, afterOwn []float32
+	onThreads(func() {
+		f.must(f.lib.MatrixCopy(f.res, src.t, dst.t))
+		queued = peek()
+	}, func() {
+		f.must(f.lib.StreamSync(f.res))
+		afterOther = peek()
+	})
+	if !poisoned(queued) || !poisoned(afterOther) {
+		t.Fatalf("queued copy visible before its thread's stream was synchronized: %v / %v", queued, afterOther)
+	}
+	if f.ctl.PendingOps() != 1 {
+		t.Errorf("PendingOps = %d, want 1", f.ctl.PendingOps())
+	}
+	// The queue of the first thread is still there; freeing memory or a
+	// device-wide sync completes it.
+	capi.CopyOut[float32](dst.b.p, 1) // cudaDeviceSynchronize first
+	afterOwn = peek()
+	if !slices.Equal(afterOwn, vals) || f.ctl.PendingOps() != 0 {
+		t.Fatalf("after a device sync: %v, %d pending", afterOwn, f.ctl.PendingOps())
+	}
+
+	// Same thread: queue, sync, visible.
+	host := f.zeros(capi.CPU, capi.CPU, capi.Float, 32, 4, 3)
+	defer f.drop(host)
+	onThreads(func() {
+		capi.CopyIn(dst.b.p, make([]float32, 12))
+		f.must(f.lib.MatrixCopy(f.res, src.t, dst.t))
+		f.must(f.lib.StreamSync(f.res))
+		afterOwn = peek()
+		// To pageable memory: synchronous, after the work queued before it.
+		f.must(f.lib.MatrixCopy(f.res, src.t, dst.t))
+		f.must(f.lib.MatrixCopy(f.res, dst.t, host.t))
+		queued = append([]float32(nil), unsafe.Slice((*float32)(host.b.p), 12)...)
+	}, func() {})
+	if !slices.Equal(afterOwn, vals) {
+		t.Errorf("after its own thread's sync: %v", afterOwn)
+	}
+	if !slices.Equal(queued, vals) {
+		t.Errorf("copied to pageable memory: %v", queued)
+	}
+}

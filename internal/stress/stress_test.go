@@ -1,0 +1,415 @@
+// Package stress runs the safe layer under mixed concurrent load: many
+// goroutines searching shared indexes every way the API offers (Search,
+// SearchSlice, Prepared runs, batched requests), extending one index,
+// serializing and cancelling, then closing batchers in flight. Every result
+// is compared with a reference taken before the load; it fails on any wrong
+// row, panic, hang or leak, and reports the operations done.
+//
+// `make test` runs it for a few seconds; `make stress STRESS_TIME=10m` for
+// longer. On the double (the default) the copies are asynchronous and
+// every call sleeps a random time, which widens races; with
+// CUVS_TEST_LIBRARY it runs against that library as is.
+package stress_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/batch"
+	"github.com/cuvs-go/cuvs/safe/bruteforce"
+	"github.com/cuvs-go/cuvs/safe/cagra"
+)
+
+var duration = flag.Duration("stress.time", 3*time.Second, "how long TestStress puts load on")
+
+func TestMain(m *testing.M) { safetest.Main(m) }
+
+const (
+	rows, dim, k = 2000, 16, 8
+	nq           = 256 // queries: the first nq dataset rows
+	extendRows   = 16  // rows added by one Extend
+)
+
+// ref is the reference answer of each query.
+type ref struct {
+	ids   [][]int64
+	dists [][]float32
+}
+
+// check compares one result row with the reference of query q: the same ids
+// with the same distances (to float32 rounding; brute force's ties may
+// come in another order, so ids are compared as a set there).
+func (r *ref) check(q int, ids []int64, dists []float32, ordered bool) error {
+	want, wd := r.ids[q], r.dists[q]
+	for i := range want {
+		if math.Abs(float64(dists[i]-wd[i])) > 1e-4*(1+math.Abs(float64(wd[i]))) {
+			return fmt.Errorf("query %d: distances %v, want %v (ids %v, want %v)", q, dists, wd, ids, want)
+		}
+		if ordered && ids[i] != want[i] {
+			return fmt.Errorf("query %d: ids %v, want %v", q, ids, want)
+		}
+	}
+	if !ordered {
+		set := map[int64]bool{}
+		for _, id := range want {
+			set[id] = true
+		}
+		for _, id := range ids {
+			if !set[id] {
+				return fmt.Errorf("query %d: ids %v, want %v", q, ids, want)
+			}
+		}
+	}
+	return nil
+}
+
+// must is for the setup: it panics on an error.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func TestStress(t *testing.T) {
+	safetest.Check(t)
+	if ctl := safetest.Control(); ctl != nil {
+		ctl.SetCallJitter(30 * time.Microsecond)
+		defer ctl.SetCallJitter(0)
+	}
+	data := safetest.Random(7, rows, dim)
+	res := safetest.Resources(t)
+	ds := must(safe.DeviceMatrixFrom(res, data, rows, dim))
+	safetest.Close(t, ds)
+	bf := must(bruteforce.Build(res, ds, nil))
+	safetest.Close(t, bf)
+	ip := must(cagra.DefaultIndexParams())
+	ip.GraphDegree, ip.IntermediateGraphDegree = 32, 64
+	cg := must(cagra.Build(res, ds, &ip))
+	safetest.Close(t, cg)
+	grow := must(cagra.Build(res, ds, &ip)) // extended while searched
+	safetest.Close(t, grow)
+	sp := must(cagra.DefaultSearchParams())
+	sp.ITopKSize = 64
+
+	// References: each query searched alone, before any load.
+	var bfRef, cgRef ref
+	for q := range nq {
+		r := must(bruteforce.SearchSlice(res, bf, data[q*dim:(q+1)*dim], k, nil))
+		ids, d := r.Row(0)
+		bfRef.ids, bfRef.dists = append(bfRef.ids, ids), append(bfRef.dists, d)
+		r = must(cagra.SearchSlice(res, cg, &sp, data[q*dim:(q+1)*dim], k, nil))
+		ids, d = r.Row(0)
+		cgRef.ids, cgRef.dists = append(cgRef.ids, ids), append(cgRef.dists, d)
+	}
+	cgBatch := must(batch.CAGRA(cg, &sp, nil))
+	cgB := must(batch.New[float32, int64](cgBatch, batch.Options{MaxK: k, MaxBatch: 32, Slots: 3}))
+	bfBatch := must(batch.BruteForce(bf, nil))
+	bfB := must(batch.New[float32, int64](bfBatch, batch.Options{MaxK: k, MaxBatch: 32, Slots: 2}))
+
+	var (
+		ops      sync.Map // name → *atomic.Int64
+		failures atomic.Int64
+		stop     atomic.Bool
+		last     atomic.Int64 // unix nanos of the last completed operation
+	)
+	count := func(name string) {
+		c, _ := ops.LoadOrStore(name, new(atomic.Int64))
+		c.(*atomic.Int64).Add(1)
+		last.Store(time.Now().UnixNano())
+	}
+	fail := func(format string, args ...any) {
+		if failures.Add(1) <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	last.Store(time.Now().UnixNano())
+	watchdog := time.NewTicker(time.Second)
+	defer watchdog.Stop()
+	go func() {
+		for range watchdog.C {
+			if time.Since(time.Unix(0, last.Load())) > 60*time.Second {
+				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+				panic("stress: no operation completed for 60 s (a hang)")
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	worker := func(seed uint64, body func(rng *rand.Rand, res *safe.Resources)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wres, err := safe.NewResources()
+			if err != nil {
+				fail("NewResources: %v", err)
+				return
+			}
+			defer wres.Close()
+			rng := rand.New(rand.NewPCG(seed, 1))
+			for !stop.Load() {
+				body(rng, wres)
+			}
+		}()
+	}
+	batchRows := func(rng *rand.Rand) (q0, n int) {
+		n = 1 + rng.IntN(16)
+		return rng.IntN(nq - n + 1), n
+	}
+
+	// Search with device buffers, then one copy out.
+	for w := range 3 {
+		worker(uint64(100+w), func(rng *rand.Rand, wres *safe.Resources) {
+			q0, n := batchRows(rng)
+			qs, err := safe.DeviceMatrixFrom(wres, data[q0*dim:(q0+n)*dim], n, dim)
+			if err != nil {
+				fail("queries: %v", err)
+				return
+			}
+			defer qs.Close()
+			nb, _ := safe.NewDeviceMatrix[int64](wres, n, k)
+			dd, _ := safe.NewDeviceMatrix[float32](wres, n, k)
+			defer nb.Close()
+			defer dd.Close()
+			exact := rng.IntN(2) == 0
+			if exact {
+				err = bf.Search(wres, qs, nb, dd, nil)
+			} else {
+				err = cg.Search(wres, &sp, qs, nb, dd, nil)
+			}
+			if err != nil {
+				fail("Search: %v", err)
+				return
+			}
+			ids, err1 := nb.ToHost(wres)
+			ds, err2 := dd.ToHost(wres)
+			if err := errors.Join(err1, err2); err != nil {
+				fail("ToHost: %v", err)
+				return
+			}
+			r := &cgRef
+			if exact {
+				r = &bfRef
+			}
+			for i := range n {
+				if err := r.check(q0+i, ids[i*k:(i+1)*k], ds[i*k:(i+1)*k], !exact); err != nil {
+					fail("Search (exact %v, rows %d of %d): %v", exact, i, n, err)
+				}
+			}
+			count("search")
+		})
+	}
+	// SearchSlice.
+	for w := range 2 {
+		worker(uint64(200+w), func(rng *rand.Rand, wres *safe.Resources) {
+			q0, n := batchRows(rng)
+			exact := rng.IntN(2) == 0
+			var r *safe.Results
+			var err error
+			if exact {
+				r, err = bruteforce.SearchSlice(wres, bf, data[q0*dim:(q0+n)*dim], k, nil)
+			} else {
+				r, err = cagra.SearchSlice(wres, cg, &sp, data[q0*dim:(q0+n)*dim], k, nil)
+			}
+			if err != nil {
+				fail("SearchSlice: %v", err)
+				return
+			}
+			rf := &cgRef
+			if exact {
+				rf = &bfRef
+			}
+			for i := range n {
+				ids, d := r.Row(i)
+				if err := rf.check(q0+i, ids, d, !exact); err != nil {
+					fail("SearchSlice (exact %v): %v", exact, err)
+				}
+			}
+			count("slice")
+		})
+	}
+	// Prepared CAGRA runs, fresh queries each time.
+	worker(300, func(rng *rand.Rand, wres *safe.Resources) {
+		const n = 8
+		qs, _ := safe.NewDeviceMatrix[float32](wres, n, dim)
+		nb, _ := safe.NewDeviceMatrix[int64](wres, n, k)
+		dd, _ := safe.NewDeviceMatrix[float32](wres, n, k)
+		defer qs.Close()
+		defer nb.Close()
+		defer dd.Close()
+		p, err := cg.Prepare(&sp, qs, nb, dd, nil)
+		if err != nil {
+			fail("Prepare: %v", err)
+			return
+		}
+		defer p.Close()
+		ids, dists := make([]int64, n*k), make([]float32, n*k)
+		hq := must(safe.NewDeviceMatrix[int64](wres, n, k)) // Results' target: device, then ToHost
+		defer hq.Close()
+		hd := must(safe.NewDeviceMatrix[float32](wres, n, k))
+		defer hd.Close()
+		for range 10 {
+			q0 := rng.IntN(nq - n + 1)
+			src, err := safe.DeviceMatrixFrom(wres, data[q0*dim:(q0+n)*dim], n, dim)
+			if err != nil {
+				fail("queries: %v", err)
+				return
+			}
+			err = errors.Join(p.SetQueries(wres, src), p.Run(wres), p.Results(wres, hq, hd), src.Close())
+			if err == nil {
+				err = errors.Join(hq.CopyToHost(wres, ids), hd.CopyToHost(wres, dists))
+			}
+			if err != nil {
+				fail("Prepared: %v", err)
+				return
+			}
+			for i := range n {
+				if err := cgRef.check(q0+i, ids[i*k:(i+1)*k], dists[i*k:(i+1)*k], true); err != nil {
+					fail("Prepared: %v", err)
+				}
+			}
+			count("prepared")
+		}
+	})
+	// Batched requests, some cancelled.
+	var closing atomic.Bool
+	for w := range 8 {
+		worker(uint64(400+w), func(rng *rand.Rand, _ *safe.Resources) {
+			q := rng.IntN(nq)
+			b, r, ordered := cgB, &cgRef, true
+			if rng.IntN(2) == 0 {
+				b, r, ordered = bfB, &bfRef, false
+			}
+			ctx, cancel := context.Background(), context.CancelFunc(func() {})
+			if rng.IntN(4) == 0 {
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(rng.IntN(300))*time.Microsecond)
+			}
+			ids, d, err := b.Search(ctx, data[q*dim:(q+1)*dim], k)
+			cancel()
+			switch {
+			case err == nil:
+				if err := r.check(q, ids, d, ordered); err != nil {
+					fail("batch: %v", err)
+				}
+				count("batch")
+			case errors.Is(err, context.DeadlineExceeded):
+				count("batch cancelled")
+			case errors.Is(err, safe.ErrClosed) && closing.Load():
+				count("batch closed")
+				time.Sleep(100 * time.Microsecond)
+			default:
+				fail("batch: %v", err)
+			}
+		})
+	}
+	// Extend one index while others search it: no search fails, every
+	// Extend succeeds, ids stay below the row count.
+	worker(500, func(rng *rand.Rand, wres *safe.Resources) {
+		if grow.Rows()+extendRows > 6*rows {
+			time.Sleep(time.Millisecond)
+			return
+		}
+		add := safetest.Random(rng.Uint64(), extendRows, dim)
+		m, err := safe.DeviceMatrixFrom(wres, add, extendRows, dim)
+		if err != nil {
+			fail("extend rows: %v", err)
+			return
+		}
+		defer m.Close()
+		if err := grow.Extend(wres, m, nil); err != nil {
+			fail("Extend: %v", err)
+			return
+		}
+		count("extend")
+	})
+	for w := range 2 {
+		worker(uint64(600+w), func(rng *rand.Rand, wres *safe.Resources) {
+			q0, n := batchRows(rng)
+			before := grow.Rows()
+			r, err := cagra.SearchSlice(wres, grow, &sp, data[q0*dim:(q0+n)*dim], k, nil)
+			if err != nil {
+				fail("search while extending: %v", err)
+				return
+			}
+			after := grow.Rows()
+			for i := range n {
+				ids, d := r.Row(i)
+				for j, id := range ids {
+					if id < 0 || id >= int64(after) || (j > 0 && d[j] < d[j-1]) || math.IsNaN(float64(d[j])) {
+						fail("search while extending (%d → %d rows): row %d: %v %v", before, after, i, ids, d)
+						break
+					}
+				}
+			}
+			count("search while extending")
+		})
+	}
+	// Serialize while searched; now and then read it back and search it.
+	worker(700, func(rng *rand.Rand, wres *safe.Resources) {
+		var buf bytes.Buffer
+		if _, err := cg.SerializeTo(wres, &buf, true); err != nil {
+			fail("SerializeTo: %v", err)
+			return
+		}
+		count("serialize")
+		if rng.IntN(4) != 0 {
+			return
+		}
+		back, err := cagra.DeserializeFrom(wres, &buf)
+		if err != nil {
+			fail("DeserializeFrom: %v", err)
+			return
+		}
+		defer back.Close()
+		q := rng.IntN(nq)
+		r, err := cagra.SearchSlice(wres, back, &sp, data[q*dim:(q+1)*dim], k, nil)
+		if err != nil {
+			fail("search after DeserializeFrom: %v", err)
+			return
+		}
+		ids, d := r.Row(0)
+		if err := cgRef.check(q, ids, d, true); err != nil {
+			fail("deserialized: %v", err)
+		}
+		count("round trip")
+	})
+
+	time.Sleep(*duration)
+	// Close the batchers with requests in flight, then stop everything.
+	closing.Store(true)
+	if err := errors.Join(cgB.Close(), bfB.Close()); err != nil {
+		t.Error(err)
+	}
+	stop.Store(true)
+	wg.Wait()
+	var report []string
+	total := int64(0)
+	ops.Range(func(k, v any) bool {
+		n := v.(*atomic.Int64).Load()
+		total += n
+		report = append(report, fmt.Sprintf("%s %d", k, n))
+		return true
+	})
+	t.Logf("stress: %d operations in %v (%v), %d wrong", total, *duration, report, failures.Load())
+	if failures.Load() > 0 {
+		t.Errorf("%d operations failed or gave wrong rows", failures.Load())
+	}
+	for _, name := range []string{"search", "slice", "prepared", "batch", "extend", "search while extending", "serialize"} {
+		if c, ok := ops.Load(name); !ok || c.(*atomic.Int64).Load() == 0 {
+			t.Errorf("no %q operation completed", name)
+		}
+	}
+}
