@@ -27,6 +27,8 @@ typedef struct {
 	void (*set_call_delay_us)(int);
 	void (*set_call_jitter_us)(int);
 	int64_t (*pending_ops)(void);
+	void (*set_model)(int);
+	double (*model_delay_us)(int64_t, int);
 	void (*set_instant)(int);
 	int (*instant)(void);
 	int (*pool_state)(int*, int*, int*);
@@ -70,6 +72,8 @@ static const char* dbl_load(void* h, dbl_api* a) {
 	DBL_LOAD(set_call_delay_us, "cuvsdouble_set_call_delay_us")
 	DBL_LOAD(set_call_jitter_us, "cuvsdouble_set_call_jitter_us")
 	DBL_LOAD(pending_ops, "cuvsdouble_pending_ops")
+	DBL_LOAD(set_model, "cuvsdouble_set_model")
+	DBL_LOAD(model_delay_us, "cuvsdouble_model_delay_us")
 	DBL_LOAD(set_instant, "cuvsdouble_set_instant")
 	DBL_LOAD(instant, "cuvsdouble_instant")
 	DBL_LOAD(pool_state, "cuvsdouble_pool_state")
@@ -108,6 +112,8 @@ static void dbl_set_strict_device(dbl_api* a, int on) { a->set_strict_device(on)
 static void dbl_set_call_delay_us(dbl_api* a, int us) { a->set_call_delay_us(us); }
 static void dbl_set_call_jitter_us(dbl_api* a, int us) { a->set_call_jitter_us(us); }
 static int64_t dbl_pending_ops(dbl_api* a) { return a->pending_ops(); }
+static void dbl_set_model(dbl_api* a, int on) { a->set_model(on); }
+static double dbl_model_delay_us(dbl_api* a, int64_t b, int c) { return a->model_delay_us(b, c); }
 static void dbl_set_instant(dbl_api* a, int on) { a->set_instant(on); }
 static int dbl_instant(dbl_api* a) { return a->instant(); }
 static int dbl_pool_state(dbl_api* a, int* initial, int* max, int* managed) {
@@ -519,6 +525,27 @@ func (c *Control) SetCallJitter(d time.Duration) {
 // and not yet done (see the package documentation's streams section): 0
 // once every stream that had work was synchronized.
 func (c *Control) PendingOps() int64 { return int64(C.dbl_pending_ops(c.apiOrPanic())) }
+
+// SetModel turns the H200 delay model on or off (the environment variable
+// CUVS_DOUBLE_MODEL=h200 turns it on at load): every cuvsCagraSearch then
+// sleeps ModelDelay(its batch, the searches in flight), before its work (or
+// instead of it, in instant mode).
+func (c *Control) SetModel(on bool) {
+	v := 0
+	if on {
+		v = 1
+	}
+	C.dbl_set_model(c.apiOrPanic(), C.int(v))
+}
+
+// ModelDelay is the H200 delay model: how long a CAGRA search of batch
+// queries takes with concurrent searches in flight (itself included),
+// fitted to the latencies measured on an H200 (see the package
+// documentation).
+func (c *Control) ModelDelay(batch, concurrent int) time.Duration {
+	us := float64(C.dbl_model_delay_us(c.apiOrPanic(), C.int64_t(batch), C.int(concurrent)))
+	return time.Duration(us * float64(time.Microsecond))
+}
 
 // SetInstant turns instant mode on or off, for benchmarks of the bindings'
 // own cost. When on, cuvsCagraSearch and cuvsBruteForceSearch return

@@ -77,6 +77,21 @@
 // the search functions return success at once and CAGRA's build install a
 // hollow index without reading the dataset.
 //
+// # The H200 delay model
+//
+// With CUVS_DOUBLE_MODEL=h200 in the environment (or Control.SetModel),
+// every cuvsCagraSearch sleeps what a CAGRA search of its batch takes on an
+// H200 with the searches then in flight (Control.ModelDelay): fitted, within
+// about 7%, to the p50 latencies measured there (libcuvs v26.06.00, N = 100k,
+// D = 128, degree 32, itopk 64, search + sync; batch 1 to 1024, 1 to 16
+// concurrent callers). A lone search takes 341 µs plus 0.25 µs a query;
+// concurrent batches (two or more in flight) share a GPU that does about 1.25 million queries a
+// second (1.98 million for batches of 1024), and each other caller adds
+// 1.9 µs. With CUVS_DOUBLE_INSTANT=1 too, searches then return without
+// computing anything (instant mode): examples/serving against the double
+// then shows the batcher's policy at the H200's costs, without the double's
+// CPU work. The numbers mean nothing else.
+//
 // Build options leave chosen cuVS functions out of the library (Omit), to test
 // the missing-symbol path.
 package cuvsdouble

@@ -334,6 +334,11 @@ DBL_HIDDEN void dbl_async_output(cudaStream_t s, const DLTensor* t);
 DBL_HIDDEN int dbl_async_copy(cudaStream_t s, char* dst, const char* src, int64_t rows,
                               size_t row_bytes, size_t dst_stride, size_t src_stride);
 
+/* The H200 delay model (CUVS_DOUBLE_MODEL=h200): sleeps what a CAGRA search
+ * of batch rows takes on an H200 with the searches now in flight. No-op when
+ * the model is off. */
+DBL_HIDDEN void dbl_model_begin(int64_t batch);
+
 /* ---- resources (dbl_core.c) ---- */
 
 typedef struct dbl_res {

@@ -797,6 +797,7 @@ DBL_API cuvsError_t cuvsCagraSearch(cuvsResources_t res, cuvsCagraSearchParams_t
                                     DLManagedTensor* neighbors, DLManagedTensor* distances,
                                     cuvsFilter filter)
 {
+  if (queries) dbl_model_begin(queries->dl_tensor.ndim > 0 ? queries->dl_tensor.shape[0] : 1);
   if (DBL_INSTANT()) return CUVS_SUCCESS;
   DBL_ENTER(cuvsCagraSearch);
   dbl_res* r;

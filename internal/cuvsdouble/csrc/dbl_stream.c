@@ -29,7 +29,9 @@
 
 #include "dbl.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,3 +286,64 @@ DBL_API int cudaDeviceSynchronize(void)
 }
 
 DBL_API int64_t cuvsdouble_pending_ops(void) { return atomic_load(&g_pending); }
+
+/* ------------------------------------------------------------------------ */
+/* the H200 delay model (CUVS_DOUBLE_MODEL=h200)                            */
+
+/* CAGRA search + sync on an H200 (libcuvs v26.06.00, N = 100k, D = 128,
+ * degree 32, itopk 64; CUVS_C_API.md's last section), p50 in µs by batch
+ * size and concurrent callers (1 / 4 / 16):
+ *   batch 1: 341 / 351 / 370     64: 380 / 411 / 829
+ *         4: 349 / 366 / 378    256: 409 / 821 / 3285
+ *        16: 370 / 372 / 417   1024: 592 / 2069 / 8274
+ * Fitted (within ~7% of every cell): a batch of b queries with c searches in
+ * flight (itself included) takes
+ *   (base(b)^3 + work(b, c)^3)^(1/3) + 1.9 (c - 1)
+ * with base(b) = 341 + 0.25 b (one search alone), work = c b / cap(b) when
+ * c > 1 (the GPU's share: cap(b) = 1.25 queries/µs up to b = 512, rising
+ * linearly to 1.98 at 1024; 0 alone), and 1.9 µs per other caller
+ * (host-side contention). */
+
+static atomic_int g_model = -1; /* -1: not read yet; 0: off; 1: h200 */
+static atomic_int g_model_inflight = 0;
+
+static int model_on(void)
+{
+  int m = atomic_load(&g_model);
+  if (m < 0) {
+    const char* v = getenv("CUVS_DOUBLE_MODEL");
+    m = v && strcmp(v, "h200") == 0;
+    const char* inst = getenv("CUVS_DOUBLE_INSTANT");
+    if (inst && strcmp(inst, "1") == 0) atomic_store(&dbl_instant, 1);
+    atomic_store(&g_model, m);
+  }
+  return m;
+}
+
+double dbl_model_delay_us(int64_t b, int c)
+{
+  if (b < 1) b = 1;
+  if (c < 1) c = 1;
+  double base = 341.0 + 0.25 * (double)b;
+  double cap = b <= 512 ? 1.25 : 1.25 + (double)(b > 1024 ? 512 : b - 512) / 512.0 * 0.73;
+  /* Alone, a search has the GPU to itself: its cost is base(b). */
+  double work = c > 1 ? (double)c * (double)b / cap : 0.0;
+  return cbrt(base * base * base + work * work * work) + 1.9 * (double)(c - 1);
+}
+
+void dbl_model_begin(int64_t batch)
+{
+  if (!model_on()) return;
+  int c = atomic_fetch_add(&g_model_inflight, 1) + 1;
+  double us = dbl_model_delay_us(batch, c);
+  struct timespec ts = {.tv_sec = (time_t)(us / 1e6), .tv_nsec = (long)((us - (double)(time_t)(us / 1e6) * 1e6) * 1e3)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+  atomic_fetch_sub(&g_model_inflight, 1);
+}
+
+DBL_API void cuvsdouble_set_model(int on) { atomic_store(&g_model, on ? 1 : 0); }
+DBL_API double cuvsdouble_model_delay_us(int64_t batch, int concurrent)
+{
+  return dbl_model_delay_us(batch, concurrent);
+}
