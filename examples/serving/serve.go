@@ -61,7 +61,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.seed, "seed", 42, "random seed")
 	fs.StringVar(&mode, "mode", "direct", "direct: each goroutine searches on its own Resources; batch: the goroutines share a batch.Batcher")
 	fs.IntVar(&c.maxBatch, "max-batch", batch.DefaultMaxBatch, "-mode batch: most queries per batch")
-	fs.Float64Var(&maxWaitUS, "max-wait-us", float64(batch.DefaultMaxWait/time.Microsecond), "-mode batch: most microseconds a request waits for its batch to fill while others search")
+	fs.Float64Var(&maxWaitUS, "max-wait-us", float64(batch.DefaultMaxWait/time.Microsecond), "-mode batch: most microseconds a request waits for its batch to fill while others search (0: none)")
 	fs.IntVar(&c.slots, "slots", batch.DefaultSlots, "-mode batch: batches in flight, each with its own Resources")
 	fs.StringVar(&c.lib, "lib", "", "libcuvs_c.so (else $CUVS_LIBRARY, the loader's search, $CONDA_PREFIX/lib)")
 	if err := fs.Parse(args); err != nil {
@@ -106,7 +106,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	if !(maxWaitUS >= 0) {
 		return c, fmt.Errorf("-max-wait-us: %v is not a number >= 0", maxWaitUS)
 	}
-	c.maxWait = max(time.Duration(maxWaitUS*float64(time.Microsecond)), 1) // 0 would mean the default
+	c.maxWait = time.Duration(maxWaitUS * float64(time.Microsecond))
 	if c.batched && c.batch > c.maxBatch {
 		return c, fmt.Errorf("-batch %d exceeds -max-batch %d", c.batch, c.maxBatch)
 	}
@@ -203,7 +203,9 @@ func run(c config, out io.Writer) (err error) {
 		}
 		fmt.Fprintf(out, "%10d %12.1f %10.1f %10.1f %10.1f %10d\n", g, r.qps, us(r.p50), us(r.p99), us(r.max), r.searches)
 		if c.batched {
-			fmt.Fprintf(out, "# batches at %d goroutines: %d searched, mean %.1f queries, p99 %d\n", g, r.batches.Batches, r.batches.Mean(), r.batches.Percentile(99))
+			st := r.batches
+			fmt.Fprintf(out, "# batches at %d goroutines: %d searched, mean %.1f queries, p99 %d; mean queue %.0f µs per request; per batch: handoff %.0f, stage %.0f, search %.0f, deliver %.0f µs\n",
+				g, st.Batches, st.Mean(), st.Percentile(99), us(st.MeanQueue()), us(st.PerBatch(st.Times.Handoff)), us(st.PerBatch(st.Times.Stage)), us(st.PerBatch(st.Times.Search)), us(st.PerBatch(st.Times.Deliver)))
 		}
 		allocs += r.allocs
 		gcs += r.gcs

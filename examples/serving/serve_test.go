@@ -106,7 +106,7 @@ func TestServeBatch(t *testing.T) {
 	if !strings.Contains(all, "mode batch: one batch.Batcher (max batch 64, max wait 50µs, 3 slots)") {
 		t.Errorf("the output does not describe the Batcher")
 	}
-	sizes := regexp.MustCompile(`(?m)^batches at (\d+) goroutines: (\d+) searched, mean ([0-9.]+) queries, p99 (\d+)$`)
+	sizes := regexp.MustCompile(`(?m)^batches at (\d+) goroutines: (\d+) searched, mean ([0-9.]+) queries, p99 (\d+); mean queue ([0-9.]+) µs per request; per batch: handoff ([0-9.]+), stage ([0-9.]+), search ([0-9.]+), deliver ([0-9.]+) µs$`)
 	m := sizes.FindAllStringSubmatch(all, -1)
 	if len(m) != len(c.goroutines) {
 		t.Fatalf("%d lines of batch sizes, want %d", len(m), len(c.goroutines))
@@ -115,6 +115,9 @@ func TestServeBatch(t *testing.T) {
 		g, _ := strconv.Atoi(l[1])
 		mean, _ := strconv.ParseFloat(l[3], 64)
 		p99, _ := strconv.Atoi(l[4])
+		if search, _ := strconv.ParseFloat(l[8], 64); search <= 0 {
+			t.Errorf("%q: no search time accounted", l[0])
+		}
 		if g != c.goroutines[i] || mean < 1 || mean > float64(min(g, c.maxBatch)) || p99 < 1 || p99 > min(g, c.maxBatch) {
 			t.Errorf("%q: sizes out of range for %d goroutines and max batch %d", l[0], g, c.maxBatch)
 		}

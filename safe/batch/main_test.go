@@ -543,3 +543,53 @@ func TestSearchIntoAllocatesNothing(t *testing.T) {
 		t.Errorf("SearchInto with a cancellable context: %v allocations per call, want 0", a)
 	}
 }
+
+// TestFreeSlotStartsAtOnce: with the default MaxWait (0), a request that
+// finds a free slot is searched at once, alone, even while another batch
+// searches; requests that find every slot busy go out together in the
+// next free slot's batch. Stats accounts for every request.
+func TestFreeSlotStartsAtOnce(t *testing.T) {
+	f := newFixture(t)
+	g := newGate(f.s)
+	b, err := New[float32, int64](g, Options{MaxK: maxK, MaxBatch: 32, Slots: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBatcher(t, b)
+	ctx := context.Background()
+	first := start(ctx, b, safetest.Random(200, 1, dim), maxK)
+	if rows := <-g.entered; rows != 1 {
+		t.Fatalf("first batch: %d rows", rows)
+	}
+	second := start(ctx, b, safetest.Random(201, 1, dim), maxK)
+	if rows := <-g.entered; rows != 1 { // the second slot, with the first still searching
+		t.Fatalf("second batch: %d rows, want 1 at once", rows)
+	}
+	var queued []*call
+	for i := range 5 {
+		queued = append(queued, start(ctx, b, safetest.Random(uint64(210+i), 1, dim), maxK))
+	}
+	waitFor(b, func(in *batcher[float32, int64]) bool { return len(in.pending) == 5 })
+	g.release() // a slot frees and takes all five
+	if rows := <-g.entered; rows != 5 {
+		t.Fatalf("third batch: %d rows, want the 5 queued", rows)
+	}
+	g.release()
+	g.release()
+	for _, c := range append([]*call{first, second}, queued...) {
+		<-c.done
+		if c.err != nil {
+			t.Fatal(c.err)
+		}
+		if wn, wd := f.direct(t, c.q, maxK); !same(c.n, wn, c.d, wd) {
+			t.Errorf("got %v %v, a direct search gives %v %v", c.n, c.d, wn, wd)
+		}
+	}
+	st := b.Stats()
+	if st.Batches != 3 || st.Times.Requests != 7 || st.Sizes[1] != 2 || st.Sizes[5] != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	if st.Times.Search <= 0 || st.MeanQueue() < 0 || st.PerBatch(st.Times.Search) <= 0 {
+		t.Errorf("times %+v", st.Times)
+	}
+}

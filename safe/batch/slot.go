@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -24,6 +25,7 @@ type slot[T dlpack.DType, N Neighbor] struct {
 	views              []*rowViews // by row count, made on first use
 	reqs               []*request[T, N]
 	wake               chan struct{} // a batch to take; closed by Close
+	dispatched         time.Time     // when kick last woke it (under the batcher's mu)
 	dim, maxK, maxRows int
 }
 
