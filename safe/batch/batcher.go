@@ -62,6 +62,15 @@ type Options struct {
 	// searches; with more, searches on different streams overlap on the
 	// GPU.
 	Slots int
+	// DeviceBuffers gives each slot device buffers: a batch's queries are
+	// copied there from the pinned staging, searched, and the results
+	// copied back (three more C calls per batch). Without (the default), a
+	// batch searches the pinned staging itself, which cuVS accepts as
+	// device memory: the GPU reads the queries and writes the results
+	// across the bus, in the search's own kernels. Set it for a Searcher
+	// that reads its queries many times (brute force over a large dataset
+	// reads them once per tile) or that needs kDLCUDA memory.
+	DeviceBuffers bool
 }
 
 // withDefaults fills zero fields and checks every range.
@@ -186,7 +195,7 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	b.idle.L = &b.mu
 	b.pool.New = func() any { return &request[T, N]{done: make(chan struct{}, 1)} }
 	for range o.Slots {
-		sl, err := newSlot[T, N](o.MaxBatch, b.dim, o.MaxK)
+		sl, err := newSlot[T, N](o.MaxBatch, b.dim, o.MaxK, o.DeviceBuffers)
 		if err != nil {
 			for _, sl := range b.slots {
 				err = errors.Join(err, sl.close())

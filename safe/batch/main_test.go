@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -346,12 +347,25 @@ func TestCloseDrains(t *testing.T) {
 // results, its context's error with its buffers never written, or
 // ErrClosed with its buffers never written.
 func TestConcurrentCallers(t *testing.T) {
+	for _, o := range []Options{
+		{MaxK: maxK, MaxBatch: 16, Slots: 3},
+		{MaxK: maxK, MaxBatch: 16, Slots: 3, DeviceBuffers: true},
+		{MaxK: maxK, MaxBatch: 16, Slots: 3, MaxWait: 50 * time.Microsecond},
+	} {
+		t.Run(fmt.Sprintf("device buffers %v, max wait %v", o.DeviceBuffers, o.MaxWait), func(t *testing.T) {
+			concurrentCallers(t, o)
+		})
+	}
+}
+
+func concurrentCallers(t *testing.T, o Options) {
 	f := newFixture(t)
 	if ctl := safetest.Control(); ctl != nil {
 		ctl.SetCallDelay(200 * time.Microsecond) // GPU time, so that batches form
-		t.Cleanup(func() { ctl.SetCallDelay(0) })
+		ctl.SetCallJitter(100 * time.Microsecond)
+		t.Cleanup(func() { ctl.SetCallDelay(0); ctl.SetCallJitter(0) })
 	}
-	b, err := New[float32, int64](f.s, Options{MaxK: maxK, MaxBatch: 16, Slots: 3, MaxWait: 50 * time.Microsecond})
+	b, err := New[float32, int64](f.s, o)
 	if err != nil {
 		t.Fatal(err)
 	}

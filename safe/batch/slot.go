@@ -11,15 +11,16 @@ import (
 )
 
 // slot is one batch in flight: its own Resources (its own CUDA stream), its
-// staging buffers in pinned host memory and its device buffers, all
-// allocated once by New and reused by every batch the slot runs. One worker
-// goroutine runs the slot's batches, one at a time.
+// staging buffers in pinned host memory and, with Options.DeviceBuffers,
+// its device buffers, all allocated once by New and reused by every batch
+// the slot runs. One worker goroutine runs the slot's batches, one at a
+// time.
 type slot[T dlpack.DType, N Neighbor] struct {
 	res                *safe.Resources
 	pinQ               *safe.PinnedMatrix[T] // maxBatch × dim, written by the worker
 	pinN               *safe.PinnedMatrix[N] // maxBatch × maxK, read by the worker
 	pinD               *safe.PinnedMatrix[float32]
-	devQ               *safe.DeviceMatrix[T]
+	devQ               *safe.DeviceMatrix[T] // nil: the search reads and writes the pinned staging
 	devN               *safe.DeviceMatrix[N]
 	devD               *safe.DeviceMatrix[float32]
 	views              []*rowViews // by row count, made on first use
@@ -41,7 +42,7 @@ type rowViews struct {
 	pinN, pinD dlpack.ViewMut
 }
 
-func newSlot[T dlpack.DType, N Neighbor](maxBatch, dim, maxK int) (s *slot[T, N], err error) {
+func newSlot[T dlpack.DType, N Neighbor](maxBatch, dim, maxK int, deviceBuffers bool) (s *slot[T, N], err error) {
 	s = &slot[T, N]{dim: dim, maxK: maxK, maxRows: maxBatch, views: make([]*rowViews, maxBatch+1), wake: make(chan struct{}, 1)}
 	if s.res, err = safe.NewResources(); err != nil {
 		return nil, err
@@ -59,6 +60,9 @@ func newSlot[T dlpack.DType, N Neighbor](maxBatch, dim, maxK int) (s *slot[T, N]
 	}
 	if s.pinD, err = safe.NewPinnedMatrix[float32](maxBatch, maxK); err != nil {
 		return s, err
+	}
+	if !deviceBuffers {
+		return s, nil
 	}
 	if s.devQ, err = safe.NewDeviceMatrix[T](s.res, maxBatch, dim); err != nil {
 		return s, err
@@ -102,6 +106,10 @@ func (s *slot[T, N]) rows(n int) (*rowViews, error) {
 	}
 	if v.pinD, err = firstRowsMut(s.pinD, n); err != nil {
 		return nil, err
+	}
+	if s.devQ == nil {
+		s.views[n] = v
+		return v, nil
 	}
 	if v.devQ, err = firstRowsMut(s.devQ, n); err != nil {
 		return nil, err
@@ -151,15 +159,21 @@ func firstRows(m matrix, n int) (dlpack.View, error) {
 	return v.View()
 }
 
-// search runs one batch of n rows already staged in pinQ: copies them to the
-// device, searches them, copies the results back into pinN and pinD, and
-// waits for all of it. The stream is synchronized whatever failed, so that
-// no copy still reads or writes the staging buffers when search returns.
+// search runs one batch of n rows already staged in pinQ and waits for it:
+// it searches the pinned staging itself (pinned memory is device memory to
+// cuVS: the GPU reads the queries and writes the results over the bus), or,
+// with device buffers, copies the queries to the device, searches there
+// and copies the results back into pinN and pinD. The stream is
+// synchronized whatever failed, so that nothing still reads or writes the
+// staging buffers when search returns.
 func (s *slot[T, N]) search(sr Searcher, n int) error {
 	const op = "batch.Batcher.Search"
 	v, err := s.rows(n)
 	if err != nil {
 		return kit.Wrap(op, err)
+	}
+	if s.devQ == nil {
+		return errors.Join(sr.SearchBatch(s.res, &v.pinQ, &v.pinN, &v.pinD), s.res.Sync())
 	}
 	err = s.copy(op, &v.pinQ, &v.devQ, nil, nil)
 	if err == nil {
