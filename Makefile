@@ -42,7 +42,7 @@ double:
 test-conformance: double
 	CUVS_TEST_LIBRARY=$(DOUBLE) $(GO) test -count=1 $(CONFORMANCE_PKGS)
 
-## gpu-test: build, here, test binaries (race and cgocheck2) of those packages and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go: build/gpu-test/run.sh /path/to/libcuvs_c.so
+## gpu-test: build, here, test binaries (race and cgocheck2) of those packages, the programs their tests run (bin/: dtype probe, cbench, the README's program) and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go (nor this repository): build/gpu-test/run.sh /path/to/libcuvs_c.so
 gpu-test:
 	sh internal/gputest/build.sh build/gpu-test $(CONFORMANCE_PKGS)
 
