@@ -8,7 +8,7 @@ CUVS_INCLUDE_DIR ?=
 DLPACK_INCLUDE_DIR ?=
 export CUVS_INCLUDE_DIR DLPACK_INCLUDE_DIR
 
-.PHONY: stress all generate check-generated test test-race test-cgocheck test-conformance double lint fmt bench gpu-interop gpu-test gpu-test-smoke fuzz clean
+.PHONY: stress all generate check-generated test test-race test-cgocheck test-conformance double lint fmt bench gpu-interop gpu-test gpu-test-double fuzz clean
 
 all: generate test
 
@@ -31,7 +31,7 @@ test-cgocheck:
 
 # The packages whose tests load libcuvs_c (those whose tests import internal/safetest).
 CONFORMANCE_PKGS ?= $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
-  awk '/internal\/safetest/ && $$1 !~ /internal\/bench$$/ { sub("^github.com/cuvs-go/cuvs", "."); print $$1 }')
+  awk '$$1 !~ /internal\/bench$$/ { for (i = 2; i <= NF; i++) if ($$i ~ /internal\/safetest$$/) { sub("^github.com/cuvs-go/cuvs", ".", $$1); print $$1; next } }')
 DOUBLE := $(CURDIR)/build/double/libcuvs_c.so
 
 ## double: build the ABI test double as a library of its own, build/double/libcuvs_c.so
@@ -42,18 +42,17 @@ double:
 test-conformance: double
 	CUVS_TEST_LIBRARY=$(DOUBLE) $(GO) test -count=1 $(CONFORMANCE_PKGS)
 
-## gpu-test: build, here, test binaries (race and cgocheck2) of those packages and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go: build/gpu-test/run.sh /path/to/libcuvs_c.so
+## gpu-test: build, here, test binaries (race and cgocheck2) of those packages, the programs their tests run (bin/: dtype probe, cbench, the README's program) and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go (nor this repository): build/gpu-test/run.sh /path/to/libcuvs_c.so
 gpu-test:
 	sh internal/gputest/build.sh build/gpu-test $(CONFORMANCE_PKGS)
 
-## gpu-test-smoke: gpu-test in small (two packages, cgocheck2 only) run against the double, and a wrong library path refused
-gpu-test-smoke: double
-	GPU_TEST_VARIANTS=cgocheck2 sh internal/gputest/build.sh build/gpu-test-smoke ./safe ./safe/bruteforce
-	build/gpu-test-smoke/run.sh $(DOUBLE)
-	@if build/gpu-test-smoke/run.sh build/nowhere/libcuvs_c.so 2>build/gpu-test-smoke/missing.txt; then \
-	  echo "run.sh accepted a missing library"; exit 1; fi; \
-	  grep -qx "library not found: build/nowhere/libcuvs_c.so" build/gpu-test-smoke/missing.txt || \
-	  { echo "run.sh, missing library:"; cat build/gpu-test-smoke/missing.txt; exit 1; }
+## gpu-test-double: the whole gpu-test bundle, copied out of the repository (as to a GPU machine) and run there against the double; a wrong library path refused. On failure its logs land in build/gpu-test-logs
+gpu-test-double: double gpu-test
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -R build/gpu-test "$$tmp/" && cd "$$tmp" && \
+	  if ! ./gpu-test/run.sh $(DOUBLE); then \
+	    rm -rf $(CURDIR)/build/gpu-test-logs; cp -R gpu-test/logs $(CURDIR)/build/gpu-test-logs; exit 1; fi; \
+	  if ./gpu-test/run.sh nowhere/libcuvs_c.so 2>missing.txt; then echo "run.sh accepted a missing library"; exit 1; fi; \
+	  grep -qx "library not found: nowhere/libcuvs_c.so" missing.txt || { echo "run.sh, missing library:"; cat missing.txt; exit 1; }
 
 ## lint: gofmt, go vet, staticcheck
 lint:

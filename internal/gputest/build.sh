@@ -20,6 +20,18 @@
 #   <dir>/testdata/           the package's testdata, when it has one: the
 #                             binaries run from <dir>, as go test runs them
 #                             from the package's folder
+#   bin/dtypeprobe            which element types the library builds indexes
+#                             of (internal/gputest/dtypeprobe): run.sh runs it
+#                             first, to tell "library lacks dtype X" from a
+#                             real failure
+#   bin/cbench                examples/serving's C twin (make cbench), for
+#                             its TestGoAndCAgree ($CUVS_GO_CBENCH)
+#   bin/readme-program        the README's quick-start program, for
+#                             examples/quickstart's TestReadmeProgram
+#                             ($CUVS_GO_README_PROGRAM)
+#
+# The bundle needs nothing of the module's sources: it runs from any folder
+# on the GPU machine.
 #
 # On the GPU machine: ./run.sh /path/to/libcuvs_c.so (README, "Checking your
 # libcuvs"). The binaries are linked against this machine's C library
@@ -42,6 +54,12 @@ mkdir -p "$out"
 : >"$out/packages.txt"
 for pkg in $pkgs; do
 	path=$(go list "$pkg")
+	# A package with no test files has nothing to run (go test -c writes
+	# no binary for it): leave it out, saying so.
+	if [ "$(go list -f '{{len .TestGoFiles}}{{len .XTestGoFiles}}' "$pkg")" = 00 ]; then
+		echo "build.sh: $path has no test files: left out" >&2
+		continue
+	fi
 	dir=$(echo "${path#"$module"/}" | tr / _)
 	src=$(go list -f '{{.Dir}}' "$pkg")
 	mkdir -p "$out/$dir"
@@ -64,6 +82,25 @@ for pkg in $pkgs; do
 		echo "$dir $v $path" >>"$out/packages.txt"
 	done
 done
+if [ ! -s "$out/packages.txt" ]; then
+	echo "build.sh: no package with tests among: $pkgs" >&2
+	exit 1
+fi
+# What the tests need besides their binaries (above), for a machine without
+# Go, a C compiler or the module's sources.
+mkdir -p "$out/bin" build
+go build -o "$out/bin/dtypeprobe" ./internal/gputest/dtypeprobe
+${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -Igenerated internal/cbench/csrc/cbench.c -o "$out/bin/cbench" -pthread -ldl
+# The README's first ```go block that starts with "package main", built in a
+# folder of this module so that its imports resolve here.
+readme=$(mktemp -d "$root/build/gputest-readme.XXXXXX")
+trap 'rm -rf "$readme"' EXIT
+awk 'p && /^```$/ { exit } p { print } /^```go$/ { getline; if ($0 == "package main") { p = 1; print } }' README.md >"$readme/main.go"
+if ! grep -q '^package main$' "$readme/main.go"; then
+	echo "build.sh: README.md: no \`\`\`go block with package main" >&2
+	exit 1
+fi
+go build -o "$out/bin/readme-program" "./build/$(basename "$readme")"
 cp internal/gputest/run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 echo "built $out: copy it to the GPU machine and run '$out/run.sh /path/to/libcuvs_c.so' there"
