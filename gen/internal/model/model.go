@@ -26,6 +26,9 @@ type API struct {
 	Structs       []*Struct   `json:"structs"`
 	Typedefs      []*Typedef  `json:"typedefs"`
 	Functions     []*Function `json:"functions"`
+	// Releases is set on a merged API only (see Merge): the releases it
+	// covers, oldest first.
+	Releases []Release `json:"releases,omitempty"`
 }
 
 // Enum is a C enumeration. Exactly one of Tag and Typedef is its C name;
@@ -78,6 +81,11 @@ type Function struct {
 	Result   *Type    `json:"result"`
 	Params   []*Param `json:"params"`
 	Variadic bool     `json:"variadic,omitempty"`
+	// Set on a merged API only (see Merge): the releases that have this
+	// function with this signature, and, when Name is a variant's
+	// (cuvsCagraBuild_v2608), the library symbol it binds.
+	Releases []string `json:"releases,omitempty"`
+	Symbol   string   `json:"symbol,omitempty"`
 }
 
 // Param is a function or function-pointer parameter.

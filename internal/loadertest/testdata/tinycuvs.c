@@ -1,7 +1,9 @@
 // A tiny stand-in for libcuvs_c, built by the loader tests: a handful of
 // functions with the real signatures (from generated/cuvs_decls.h), a
 // thread-local error text like the real library's, and everything else
-// absent so that missing symbols can be tested.
+// absent so that missing symbols can be tested. TINY_MAJOR, TINY_MINOR and
+// TINY_PATCH choose the version it reports (26.06.00 by default); with
+// TINY_NO_VERSION it has no cuvsVersionGet.
 #include <stdio.h>
 #include <string.h>
 
@@ -17,13 +19,50 @@ void cuvsSetLastErrorText(const char* error) {
   if (error) snprintf(err_text, sizeof err_text, "%s", error);
 }
 
+#ifndef TINY_MAJOR
+#define TINY_MAJOR 26
+#endif
+#ifndef TINY_MINOR
+#define TINY_MINOR 6
+#endif
+#ifndef TINY_PATCH
+#define TINY_PATCH 0
+#endif
+
+#ifndef TINY_NO_VERSION
 cuvsError_t cuvsVersionGet(uint16_t* major, uint16_t* minor, uint16_t* patch) {
-  *major = 26;
-  *minor = 6;
-  *patch = 0;
+  *major = TINY_MAJOR;
+  *minor = TINY_MINOR;
+  *patch = TINY_PATCH;
   err_set = 0;
   return CUVS_SUCCESS;
 }
+#endif
+
+// In every release, with a struct whose layout differs (26.06: 56 bytes,
+// 26.08: 48): fills the members both layouts share, so a test can read them
+// through the Go type of the loaded release.
+static union {
+  struct cuvsCagraIndexParams v2606;
+  struct cuvsCagraIndexParams_v2608 v2608;
+} params;
+
+cuvsError_t cuvsCagraIndexParamsCreate(cuvsCagraIndexParams_t* p) {
+  memset(&params, 0, sizeof params);
+  params.v2606.intermediate_graph_degree = 100 + TINY_MINOR;
+  params.v2606.graph_degree = 200 + TINY_MINOR;
+  *p = &params.v2606;
+  err_set = 0;
+  return CUVS_SUCCESS;
+}
+
+#if TINY_MAJOR > 26 || TINY_MAJOR == 26 && TINY_MINOR >= 8
+// Only in 26.08 and later.
+cuvsError_t cuvsRMMAsyncMemoryResourceEnable(void) {
+  err_set = 0;
+  return CUVS_SUCCESS;
+}
+#endif
 
 // Fails for odd sizes with a text naming the size, so a test can check the
 // text it gets back belongs to its own call.
