@@ -34,6 +34,7 @@ import (
 	"github.com/cuvs-go/cuvs/gen/internal/cforgo"
 	"github.com/cuvs-go/cuvs/gen/internal/emit"
 	"github.com/cuvs-go/cuvs/gen/internal/model"
+	"github.com/cuvs-go/cuvs/gen/internal/names"
 	"github.com/cuvs-go/cuvs/gen/internal/parse"
 )
 
@@ -268,12 +269,12 @@ func (c *config) load() ([]*model.API, string, error) {
 			}
 			continue
 		}
-		if model.ReleaseOf(opts.CuvsVersion) == "" {
-			return nil, "", fmt.Errorf("cannot tell the cuVS version of the headers in %s: give it with -cuvs-version (or $CUVS_VERSION)", opts.CuvsInclude)
-		}
 		a, err := parse.Headers(opts)
 		if err != nil {
 			return nil, "", err
+		}
+		if model.ReleaseOf(opts.CuvsVersion) == "" {
+			return nil, "", fmt.Errorf("cannot tell the cuVS version of the headers in %s: give it with -cuvs-version (or $CUVS_VERSION)", opts.CuvsInclude)
 		}
 		parsed = append(parsed, a)
 		dirs = append(dirs, opts.CuvsInclude)
@@ -523,8 +524,70 @@ func runDiff(args []string, stdout io.Writer) error {
 		}
 		return nil
 	}
-	_, err := io.WriteString(stdout, model.FormatChanges(apis[0], apis[1], cs))
+	if _, err := io.WriteString(stdout, model.FormatChanges(apis[0], apis[1], cs)); err != nil {
+		return err
+	}
+	_, err := io.WriteString(stdout, bindingsSection(apis[0], apis[1]))
 	return err
+}
+
+// bindingsSection says what two releases served by one set of bindings
+// mean for the Go names (model.Merge): the variants the newer release gets,
+// and the functions only one of them has. It is empty when the two are not
+// two releases, oldest first.
+func bindingsSection(old, new *model.API) string {
+	ro, rn := model.ReleaseOf(old.CuvsVersion), model.ReleaseOf(new.CuvsVersion)
+	m, err := model.Merge([]*model.API{old, new})
+	if ro == "" || rn == "" || err != nil {
+		return ""
+	}
+	var lines []string
+	suf := model.Suffix(rn)
+	for _, s := range m.Structs {
+		if strings.HasSuffix(s.Name(), suf) {
+			lines = append(lines, fmt.Sprintf("- type `%s`: `%s` as %s lays it out (`%s` keeps %s's)", names.Go(s.Name()), strings.TrimSuffix(s.CName(), suf), rn, names.Go(strings.TrimSuffix(s.Name(), suf)), ro))
+		}
+	}
+	for _, t := range m.Typedefs {
+		if strings.HasSuffix(t.Name, suf) {
+			lines = append(lines, fmt.Sprintf("- type `%s`: `%s` as %s declares it", names.Go(t.Name), strings.TrimSuffix(t.Name, suf), rn))
+		}
+	}
+	for _, e := range m.Enums {
+		if strings.HasSuffix(e.Name(), suf) {
+			lines = append(lines, fmt.Sprintf("- type `%s`: `%s` with %s's values", names.Go(e.Name()), strings.TrimSuffix(e.CName(), suf), rn))
+		}
+	}
+	var onlyOld, onlyNew []string
+	for _, f := range m.Functions {
+		switch {
+		case f.Symbol != "":
+			lines = append(lines, fmt.Sprintf("- `%s` binds `%s` for %s (`%s` keeps %s's: it refuses a %s library with ErrNotInRelease)", names.Go(f.Name), f.Symbol, rn, names.Go(f.Symbol), ro, rn))
+		case len(f.Releases) == 1 && f.Releases[0] == ro && !hasVariant(m, f.Name):
+			onlyOld = append(onlyOld, "`"+names.Go(f.Name)+"`")
+		case len(f.Releases) == 1 && f.Releases[0] == rn:
+			onlyNew = append(onlyNew, "`"+names.Go(f.Name)+"`")
+		}
+	}
+	if len(onlyOld) > 0 {
+		lines = append(lines, fmt.Sprintf("- only in %s (ErrNotInRelease on %s): %s", ro, rn, strings.Join(onlyOld, ", ")))
+	}
+	if len(onlyNew) > 0 {
+		lines = append(lines, fmt.Sprintf("- only in %s (ErrNotInRelease on %s): %s", rn, ro, strings.Join(onlyNew, ", ")))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n### Go bindings serving %s and %s\n\n%s\n", ro, rn, strings.Join(lines, "\n"))
+}
+
+func hasVariant(m *model.API, name string) bool {
+	for _, f := range m.Functions {
+		if f.Symbol == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *config) loadAny(p string) (*model.API, error) {

@@ -6,9 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
-	"slices"
 	"testing"
 	"unsafe"
 
@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	lib  string            // path of the built tiny library (26.06.00)
+	lib  string                // path of the built tiny library (26.06.00)
 	libs = map[string]string{} // the tiny library built for other versions, by name
 )
 
