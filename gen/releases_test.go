@@ -62,9 +62,9 @@ func TestReleasesMerge(t *testing.T) {
 		symbol   string
 		releases []string
 	}{
-		"cuvsTreeSearch":             {"", []string{"1.0", "1.2"}},   // shared
-		"cuvsTreeGetSize":            {"", []string{"1.0", "1.2"}},   // shared
-		"cuvsTreeMerge":              {"", []string{"1.0"}},          // changed signature: 1.0's
+		"cuvsTreeSearch":             {"", []string{"1.0", "1.2"}}, // shared
+		"cuvsTreeGetSize":            {"", []string{"1.0", "1.2"}}, // shared
+		"cuvsTreeMerge":              {"", []string{"1.0"}},        // changed signature: 1.0's
 		"cuvsTreeMerge_v12":          {"cuvsTreeMerge", []string{"1.2"}},
 		"cuvsTreeParamsCreate":       {"", []string{"1.0"}}, // takes the params, whose layout changed
 		"cuvsTreeParamsCreate_v12":   {"cuvsTreeParamsCreate", []string{"1.2"}},

@@ -777,9 +777,18 @@ The functions are thin: they take and return the C API's own values, check
 nothing, and leave every lifetime to the caller. Most code wants the safe
 layer (package safe and its sub-packages) instead.
 
+The bindings serve several cuVS releases at once (Releases). A declaration
+the releases share is emitted once; where a later release's declaration
+differs (a struct layout, a signature), its variant's name ends with _v and
+the release without its dot (CuvsCagraBuild_v2608), and the oldest release
+keeps the plain name. Each function says which releases it binds.
+
 Nothing here needs cuVS at build time. Call Load to open libcuvs_c at run
-time; until then every function returns an error wrapping ErrNotLoaded, and
-a function the loaded library lacks returns a *MissingSymbolError.
+time: it selects the library's release from cuvsVersionGet and refuses one
+outside the window (*ReleaseError). Until then every function returns an
+error wrapping ErrNotLoaded; a function the loaded release does not declare
+so returns a *NotInReleaseError (ErrNotInRelease), and a function of that
+release the library lacks returns a *MissingSymbolError.
 
 A function whose C result is cuvsError_t returns nil on CUVS_SUCCESS and an
 *Error otherwise, carrying the library's error text read on the thread that
