@@ -117,8 +117,18 @@ func TestReleasesMerge(t *testing.T) {
 	if ix.Enums["cuvsTreeLayout"] == nil {
 		t.Error("the added enum is missing")
 	}
-	if rs := m.Releases; len(rs) != 2 || rs[0].Name != "1.0" || rs[1] != (model.Release{Name: "1.2", CuvsVersion: "v1.2.0", DLPackVersion: "0.8"}) {
-		t.Errorf("releases %+v", rs)
+	rs := m.Releases
+	if len(rs) != 2 || rs[0].Name != "1.0" || rs[1].Name != "1.2" || rs[1].CuvsVersion != "v1.2.0" || rs[1].DLPackVersion != "0.8" {
+		t.Fatalf("releases %+v", rs)
+	}
+	// What release mode of the declarations header maps, per release.
+	if len(rs[0].TypeNames) != 0 || len(rs[0].FuncNames) != 0 {
+		t.Errorf("the oldest release has renames: %+v", rs[0])
+	}
+	if !slices.Contains(rs[1].TypeNames, model.Rename{From: "cuvsTreeParams_t", To: "cuvsTreeParams_t_v12"}) ||
+		!slices.Contains(rs[1].TypeNames, model.Rename{From: "cuvsTreeParams", To: "cuvsTreeParams_v12"}) ||
+		!slices.Contains(rs[1].FuncNames, model.Rename{From: "cuvsTreeMerge_v12", To: "cuvsTreeMerge"}) {
+		t.Errorf("1.2 renames: %+v", rs[1])
 	}
 }
 
@@ -256,5 +266,48 @@ func TestReleasesBindingsBuild(t *testing.T) {
 	lt, _ := os.ReadFile(filepath.Join(out, emit.LayoutTest))
 	if !strings.Contains(string(lt), `"struct cuvsTreeParams_v12", 48`) || !strings.Contains(string(lt), `"struct cuvsTreeParams", 56`) {
 		t.Error("the layout test does not cover both releases' params")
+	}
+}
+
+// TestReleaseModeHeader compiles, with gcc, an implementation of each fake
+// release against the two-release declarations header in its release mode
+// (CUVSGO_RELEASE): each sees its own signatures and layouts under the C
+// names, as a test double of that release would.
+func TestReleaseModeHeader(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc")
+	}
+	out := genReleases(t)
+	for code, src := range map[string]string{
+		"100": `#include "cuvs_decls.h"
+_Static_assert(sizeof(struct cuvsTreeParams) == 56, "1.0 layout");
+cuvsError_t cuvsTreeMerge(cuvsResources_t res, cuvsTreeIndex_t* indices, size_t n, cuvsTreeIndex_t output) { return CUVS_SUCCESS; }
+cuvsError_t cuvsTreeSerialize(cuvsResources_t res, const char* f, cuvsTreeIndex_t index, bool d) { return CUVS_SUCCESS; }
+cuvsError_t cuvsTreeParamsCreate(cuvsTreeParams_t* p) { (*p)->compression = 0; return CUVS_SUCCESS; }
+`,
+		"102": `#include "cuvs_decls.h"
+_Static_assert(sizeof(struct cuvsTreeParams) == 48, "1.2 layout");
+cuvsError_t cuvsTreeMerge(cuvsResources_t res, cuvsTreeIndex_t* indices, size_t n, DLManagedTensor* merged, cuvsTreeIndex_t output) { return CUVS_SUCCESS; }
+cuvsError_t cuvsTreeSerializeGraph(cuvsResources_t res, const char* f, cuvsTreeIndex_t index, cuvsTreeLayout l) { return l == COL_MAJOR ? CUVS_SUCCESS : CUVS_ERROR; }
+cuvsError_t cuvsTreeParamsCreate(cuvsTreeParams_t* p) { (*p)->level_bias = 1; return CUVS_SUCCESS; }
+`,
+	} {
+		c := filepath.Join(t.TempDir(), "impl.c")
+		if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("gcc", "-std=c11", "-Wall", "-Werror", "-Wno-unused-parameter", "-fsyntax-only", "-DCUVSGO_RELEASE="+code, "-I", out, c)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("release %s: %v\n%s", code, err, b)
+		}
+	}
+	// Without CUVSGO_RELEASE the 1.2 merge cannot be defined under its name:
+	// the header declares 1.0's.
+	c := filepath.Join(t.TempDir(), "impl.c")
+	os.WriteFile(c, []byte(`#include "cuvs_decls.h"
+cuvsError_t cuvsTreeMerge(cuvsResources_t res, cuvsTreeIndex_t* indices, size_t n, DLManagedTensor* merged, cuvsTreeIndex_t output) { return CUVS_SUCCESS; }
+`), 0o644)
+	if b, err := exec.Command("gcc", "-fsyntax-only", "-I", out, c).CombinedOutput(); err == nil {
+		t.Errorf("conflicting declarations accepted:\n%s", b)
 	}
 }

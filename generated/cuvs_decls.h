@@ -831,6 +831,38 @@ struct cuvsMultiGpuCagraIndexParams_v2608 {
 typedef struct cuvsMultiGpuCagraIndexParams_v2608 *cuvsMultiGpuCagraIndexParams_t_v2608;
 
 
+// The functions. Without CUVSGO_RELEASE, every function of every release,
+// a release's variants under their suffixed names (what the bindings
+// compile against). With CUVSGO_RELEASE defined to a release's
+// major*100+minor (2608 for 26.08), only that release's functions, under
+// their own C names with that release's types, and, at the end of this
+// header, that release's C names of the types whose declaration is a
+// variant mapped to the variant: code implementing one release's API (a
+// test double) compiles as against that release's headers. (The mapping
+// is by macros: a struct member named like such a type is renamed too.)
+
+#ifdef CUVSGO_RELEASE
+#if CUVSGO_RELEASE == 2608
+#define cuvsCagraBuild_v2608 cuvsCagraBuild
+#define cuvsCagraExtend_v2608 cuvsCagraExtend
+#define cuvsCagraIndexParamsCreate_v2608 cuvsCagraIndexParamsCreate
+#define cuvsCagraIndexParamsDestroy_v2608 cuvsCagraIndexParamsDestroy
+#define cuvsCagraIndexParamsFromHnswParams_v2608 cuvsCagraIndexParamsFromHnswParams
+#define cuvsCagraMerge_v2608 cuvsCagraMerge
+#define cuvsKMeansFit_v2608 cuvsKMeansFit
+#define cuvsKMeansParamsCreate_v2608 cuvsKMeansParamsCreate
+#define cuvsKMeansParamsDestroy_v2608 cuvsKMeansParamsDestroy
+#define cuvsKMeansPredict_v2608 cuvsKMeansPredict
+#define cuvsMultiGpuCagraBuild_v2608 cuvsMultiGpuCagraBuild
+#define cuvsMultiGpuCagraIndexParamsCreate_v2608 cuvsMultiGpuCagraIndexParamsCreate
+#define cuvsMultiGpuCagraIndexParamsDestroy_v2608 cuvsMultiGpuCagraIndexParamsDestroy
+#define cuvsTieredIndexBuild_v2608 cuvsTieredIndexBuild
+#define cuvsTieredIndexMerge_v2608 cuvsTieredIndexMerge
+#define cuvsTieredIndexParamsCreate_v2608 cuvsTieredIndexParamsCreate
+#define cuvsTieredIndexParamsDestroy_v2608 cuvsTieredIndexParamsDestroy
+#endif
+#endif
+
 // cuvs/core/c_api.h
 
 const char *cuvsGetLastErrorText(void);
@@ -838,13 +870,17 @@ void cuvsSetLastErrorText(const char *error);
 cuvsLogLevel_t cuvsGetLogLevel(void);
 void cuvsSetLogLevel(cuvsLogLevel_t arg0);
 cuvsError_t cuvsResourcesCreate(cuvsResources_t *res);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsResourcesCreateWithMemoryTracking(cuvsResources_t *res, const char *csv_path, int64_t sample_interval_ms);
+#endif
 cuvsError_t cuvsResourcesDestroy(cuvsResources_t res);
 cuvsError_t cuvsStreamSet(cuvsResources_t res, cudaStream_t stream);
 cuvsError_t cuvsStreamGet(cuvsResources_t res, cudaStream_t *stream);
 cuvsError_t cuvsStreamSync(cuvsResources_t res);
 cuvsError_t cuvsDeviceIdGet(cuvsResources_t res, int *device_id);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsResourcesSetWorkspacePool(cuvsResources_t res, size_t initial_size_bytes);
+#endif
 cuvsError_t cuvsMultiGpuResourcesCreate(cuvsResources_t *res);
 cuvsError_t cuvsMultiGpuResourcesCreateWithDeviceIds(cuvsResources_t *res, DLManagedTensor *device_ids);
 cuvsError_t cuvsMultiGpuResourcesDestroy(cuvsResources_t res);
@@ -852,7 +888,9 @@ cuvsError_t cuvsMultiGpuResourcesSetMemoryPool(cuvsResources_t res, int percent_
 cuvsError_t cuvsRMMAlloc(cuvsResources_t res, void **ptr, size_t bytes);
 cuvsError_t cuvsRMMFree(cuvsResources_t res, void *ptr, size_t bytes);
 cuvsError_t cuvsRMMPoolMemoryResourceEnable(int initial_pool_size_percent, int max_pool_size_percent, bool managed);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsRMMAsyncMemoryResourceEnable(void);
+#endif
 cuvsError_t cuvsRMMMemoryResourceReset(void);
 cuvsError_t cuvsRMMHostAlloc(void **ptr, size_t bytes);
 cuvsError_t cuvsRMMHostFree(void *ptr, size_t bytes);
@@ -862,30 +900,72 @@ cuvsError_t cuvsMatrixSliceRows(cuvsResources_t res, DLManagedTensor *src, int64
 
 // cuvs/core/dataset.h
 
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetCreate(cuvsDataset_t *dataset);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetMakePadded(cuvsResources_t res, DLManagedTensor *dataset, cuvsDatasetMemType_t target_mem_type, cuvsDataset_t *padded_dataset);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetMakePaddedView(cuvsResources_t res, DLManagedTensor *dataset, cuvsDataset_t *padded_dataset);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetMakeStandardView(cuvsResources_t res, DLManagedTensor *dataset, cuvsDataset_t *standard_dataset);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetDestroy(cuvsDataset_t dataset);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetGetMemType(cuvsDataset_t dataset, cuvsDatasetMemType_t *mem_type);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetGetLayout(cuvsDataset_t dataset, cuvsDatasetLayout_t *layout);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetGetIsOwning(cuvsDataset_t dataset, bool *is_owning);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsDatasetGetDtype(cuvsDataset_t dataset, DLDataType *dtype);
+#endif
 
 // cuvs/cluster/kmeans.h
 
-cuvsError_t cuvsKMeansParamsCreate_v2608(cuvsKMeansParams_t_v2608 *params);
-cuvsError_t cuvsKMeansParamsDestroy_v2608(cuvsKMeansParams_t_v2608 params);
-cuvsError_t cuvsKMeansFit_v2608(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
-cuvsError_t cuvsKMeansPredict_v2608(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, DLManagedTensor *labels, bool normalize_weight, double *inertia);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsKMeansParamsCreate(cuvsKMeansParams_t *params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsKMeansParamsCreate_v2608(cuvsKMeansParams_t_v2608 *params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsKMeansParamsDestroy(cuvsKMeansParams_t params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsKMeansParamsDestroy_v2608(cuvsKMeansParams_t_v2608 params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsKMeansParamsCreate_v2(cuvsKMeansParams_v2_t *params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsKMeansParamsDestroy_v2(cuvsKMeansParams_v2_t params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsKMeansFit(cuvsResources_t res, cuvsKMeansParams_t params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsKMeansFit_v2608(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsKMeansFit_v2(cuvsResources_t res, cuvsKMeansParams_v2_t params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsKMeansPredict(cuvsResources_t res, cuvsKMeansParams_t params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, DLManagedTensor *labels, bool normalize_weight, double *inertia);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsKMeansPredict_v2608(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, DLManagedTensor *labels, bool normalize_weight, double *inertia);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsKMeansPredict_v2(cuvsResources_t res, cuvsKMeansParams_v2_t params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, DLManagedTensor *labels, bool normalize_weight, double *inertia);
+#endif
 cuvsError_t cuvsKMeansClusterCost(cuvsResources_t res, DLManagedTensor *X, DLManagedTensor *centroids, double *cost);
 
 // cuvs/distance/pairwise_distance.h
@@ -949,17 +1029,31 @@ cuvsError_t cuvsBruteForceDeserialize(cuvsResources_t res, const char *filename,
 
 // cuvs/neighbors/cagra.h
 
-cuvsError_t cuvsCagraIndexParamsCreate_v2608(cuvsCagraIndexParams_t_v2608 *params);
-cuvsError_t cuvsCagraIndexParamsDestroy_v2608(cuvsCagraIndexParams_t_v2608 params);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsCagraIndexParamsCreate(cuvsCagraIndexParams_t *params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsCagraIndexParamsCreate_v2608(cuvsCagraIndexParams_t_v2608 *params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsCagraIndexParamsDestroy(cuvsCagraIndexParams_t params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsCagraIndexParamsDestroy_v2608(cuvsCagraIndexParams_t_v2608 params);
+#endif
 cuvsError_t cuvsCagraCompressionParamsCreate(cuvsCagraCompressionParams_t *params);
 cuvsError_t cuvsCagraCompressionParamsDestroy(cuvsCagraCompressionParams_t params);
 cuvsError_t cuvsAceParamsCreate(cuvsAceParams_t *params);
 cuvsError_t cuvsAceParamsDestroy(cuvsAceParams_t params);
-cuvsError_t cuvsCagraIndexParamsFromHnswParams_v2608(cuvsCagraIndexParams_t_v2608 params, int64_t n_rows, int64_t dim, int M, int ef_construction, enum cuvsCagraHnswHeuristicType heuristic, cuvsDistanceType metric);
-cuvsError_t cuvsCagraIndexParamsFromDataset(cuvsCagraIndexParams_t_v2608 params, int64_t n_rows, int64_t dim, size_t graph_degree, cuvsDistanceType metric, size_t build_quality);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsCagraIndexParamsFromHnswParams(cuvsCagraIndexParams_t params, int64_t n_rows, int64_t dim, int M, int ef_construction, enum cuvsCagraHnswHeuristicType heuristic, cuvsDistanceType metric);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsCagraIndexParamsFromHnswParams_v2608(cuvsCagraIndexParams_t_v2608 params, int64_t n_rows, int64_t dim, int M, int ef_construction, enum cuvsCagraHnswHeuristicType heuristic, cuvsDistanceType metric);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsCagraIndexParamsFromDataset(cuvsCagraIndexParams_t_v2608 params, int64_t n_rows, int64_t dim, size_t graph_degree, cuvsDistanceType metric, size_t build_quality);
+#endif
 cuvsError_t cuvsCagraExtendParamsCreate(cuvsCagraExtendParams_t *params);
 cuvsError_t cuvsCagraExtendParamsDestroy(cuvsCagraExtendParams_t params);
 cuvsError_t cuvsCagraSearchParamsCreate(cuvsCagraSearchParams_t *params);
@@ -971,23 +1065,51 @@ cuvsError_t cuvsCagraIndexGetSize(cuvsCagraIndex_t index, int64_t *size);
 cuvsError_t cuvsCagraIndexGetGraphDegree(cuvsCagraIndex_t index, int64_t *graph_degree);
 cuvsError_t cuvsCagraIndexGetDataset(cuvsCagraIndex_t index, DLManagedTensor *dataset);
 cuvsError_t cuvsCagraIndexGetGraph(cuvsCagraIndex_t index, DLManagedTensor *graph);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsCagraUpdateDataset(cuvsResources_t res, cuvsDataset_t device_padded_dataset, cuvsCagraIndex_t index);
-cuvsError_t cuvsCagraBuild_v2608(cuvsResources_t res, cuvsCagraIndexParams_t_v2608 params, cuvsDataset_t dataset, cuvsCagraIndex_t index);
-cuvsError_t cuvsCagraExtend_v2608(cuvsResources_t res, cuvsCagraExtendParams_t params, cuvsDataset_t extended_dataset, int64_t new_start_row, cuvsCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t params, DLManagedTensor *dataset, cuvsCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsCagraBuild_v2608(cuvsResources_t res, cuvsCagraIndexParams_t_v2608 params, cuvsDataset_t dataset, cuvsCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsCagraExtend(cuvsResources_t res, cuvsCagraExtendParams_t params, DLManagedTensor *additional_dataset, cuvsCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsCagraExtend_v2608(cuvsResources_t res, cuvsCagraExtendParams_t params, cuvsDataset_t extended_dataset, int64_t new_start_row, cuvsCagraIndex_t index);
+#endif
 cuvsError_t cuvsCagraSearch(cuvsResources_t res, cuvsCagraSearchParams_t params, cuvsCagraIndex_t index, DLManagedTensor *queries, DLManagedTensor *neighbors, DLManagedTensor *distances, cuvsFilter filter);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsCagraSearchMultiPartition(cuvsResources_t res, cuvsCagraSearchParams_t params, uint32_t num_partitions, cuvsCagraIndex_t *indices, DLManagedTensor *queries, DLManagedTensor *partition_ids, DLManagedTensor *neighbors, DLManagedTensor *distances, cuvsFilter *filters);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsCagraSerializeGraph(cuvsResources_t res, const char *filename, cuvsCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsCagraSerializeGraphAndDataset(cuvsResources_t res, const char *filename, cuvsCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsCagraSerialize(cuvsResources_t res, const char *filename, cuvsCagraIndex_t index, bool include_dataset);
+#endif
 cuvsError_t cuvsCagraSerializeToHnswlib(cuvsResources_t res, const char *filename, cuvsCagraIndex_t index);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsCagraDeserializeGraph(cuvsResources_t res, const char *filename, cuvsCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsCagraDeserializeGraphAndDataset(cuvsResources_t res, const char *filename, cuvsCagraIndex_t index, cuvsDataset_t *out_dataset);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsCagraDeserialize(cuvsResources_t res, const char *filename, cuvsCagraIndex_t index);
+#endif
 cuvsError_t cuvsCagraIndexFromArgs(cuvsResources_t res, cuvsDistanceType metric, DLManagedTensor *graph, DLManagedTensor *dataset, cuvsCagraIndex_t index);
-cuvsError_t cuvsCagraMerge_v2608(cuvsResources_t res, cuvsCagraIndexParams_t_v2608 params, cuvsCagraIndex_t *indices, size_t num_indices, cuvsFilter filter, cuvsDataset_t merged_dataset, cuvsCagraIndex_t output_index);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t params, cuvsCagraIndex_t *indices, size_t num_indices, cuvsFilter filter, cuvsCagraIndex_t output_index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsCagraMerge_v2608(cuvsResources_t res, cuvsCagraIndexParams_t_v2608 params, cuvsCagraIndex_t *indices, size_t num_indices, cuvsFilter filter, cuvsDataset_t merged_dataset, cuvsCagraIndex_t output_index);
+#endif
 
 // cuvs/neighbors/ivf_flat.h
 
@@ -1032,16 +1154,32 @@ cuvsError_t cuvsRefine(cuvsResources_t res, DLManagedTensor *dataset, DLManagedT
 
 cuvsError_t cuvsTieredIndexCreate(cuvsTieredIndex_t *index);
 cuvsError_t cuvsTieredIndexDestroy(cuvsTieredIndex_t index);
-cuvsError_t cuvsTieredIndexParamsCreate_v2608(cuvsTieredIndexParams_t_v2608 *index_params);
-cuvsError_t cuvsTieredIndexParamsDestroy_v2608(cuvsTieredIndexParams_t_v2608 index_params);
-cuvsError_t cuvsTieredIndexBuild_v2608(cuvsResources_t res, cuvsTieredIndexParams_t_v2608 index_params, DLManagedTensor *dataset, cuvsTieredIndex_t index);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsTieredIndexParamsCreate(cuvsTieredIndexParams_t *index_params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsTieredIndexParamsCreate_v2608(cuvsTieredIndexParams_t_v2608 *index_params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsTieredIndexParamsDestroy(cuvsTieredIndexParams_t index_params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsTieredIndexParamsDestroy_v2608(cuvsTieredIndexParams_t_v2608 index_params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsTieredIndexBuild(cuvsResources_t res, cuvsTieredIndexParams_t index_params, DLManagedTensor *dataset, cuvsTieredIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsTieredIndexBuild_v2608(cuvsResources_t res, cuvsTieredIndexParams_t_v2608 index_params, DLManagedTensor *dataset, cuvsTieredIndex_t index);
+#endif
 cuvsError_t cuvsTieredIndexSearch(cuvsResources_t res, void *search_params, cuvsTieredIndex_t index, DLManagedTensor *queries, DLManagedTensor *neighbors, DLManagedTensor *distances, cuvsFilter prefilter);
 cuvsError_t cuvsTieredIndexExtend(cuvsResources_t res, DLManagedTensor *new_vectors, cuvsTieredIndex_t index);
-cuvsError_t cuvsTieredIndexMerge_v2608(cuvsResources_t res, cuvsTieredIndexParams_t_v2608 index_params, cuvsTieredIndex_t *indices, size_t num_indices, cuvsTieredIndex_t output_index);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsTieredIndexMerge(cuvsResources_t res, cuvsTieredIndexParams_t index_params, cuvsTieredIndex_t *indices, size_t num_indices, cuvsTieredIndex_t output_index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsTieredIndexMerge_v2608(cuvsResources_t res, cuvsTieredIndexParams_t_v2608 index_params, cuvsTieredIndex_t *indices, size_t num_indices, cuvsTieredIndex_t output_index);
+#endif
 
 // cuvs/neighbors/vamana.h
 
@@ -1075,21 +1213,37 @@ cuvsError_t cuvsHnswDeserialize(cuvsResources_t res, cuvsHnswIndexParams_t param
 
 // cuvs/cluster/mg_kmeans.h
 
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsMultiGpuKMeansFit(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
+#endif
 
 // cuvs/neighbors/mg_cagra.h
 
-cuvsError_t cuvsMultiGpuCagraIndexParamsCreate_v2608(cuvsMultiGpuCagraIndexParams_t_v2608 *index_params);
-cuvsError_t cuvsMultiGpuCagraIndexParamsDestroy_v2608(cuvsMultiGpuCagraIndexParams_t_v2608 index_params);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsMultiGpuCagraIndexParamsCreate(cuvsMultiGpuCagraIndexParams_t *index_params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsMultiGpuCagraIndexParamsCreate_v2608(cuvsMultiGpuCagraIndexParams_t_v2608 *index_params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsMultiGpuCagraIndexParamsDestroy(cuvsMultiGpuCagraIndexParams_t index_params);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsMultiGpuCagraIndexParamsDestroy_v2608(cuvsMultiGpuCagraIndexParams_t_v2608 index_params);
+#endif
 cuvsError_t cuvsMultiGpuCagraSearchParamsCreate(cuvsMultiGpuCagraSearchParams_t *params);
 cuvsError_t cuvsMultiGpuCagraSearchParamsDestroy(cuvsMultiGpuCagraSearchParams_t params);
 cuvsError_t cuvsMultiGpuCagraIndexCreate(cuvsMultiGpuCagraIndex_t *index);
 cuvsError_t cuvsMultiGpuCagraIndexDestroy(cuvsMultiGpuCagraIndex_t index);
-cuvsError_t cuvsMultiGpuCagraBuild_v2608(cuvsResources_t res, cuvsMultiGpuCagraIndexParams_t_v2608 params, DLManagedTensor *dataset_tensor, cuvsMultiGpuCagraIndex_t index);
-cuvsError_t cuvsMultiGpuCagraUpdateDataset(cuvsResources_t res, cuvsDataset_t device_padded_dataset, cuvsMultiGpuCagraIndex_t index);
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2606
 cuvsError_t cuvsMultiGpuCagraBuild(cuvsResources_t res, cuvsMultiGpuCagraIndexParams_t params, DLManagedTensor *dataset_tensor, cuvsMultiGpuCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsMultiGpuCagraBuild_v2608(cuvsResources_t res, cuvsMultiGpuCagraIndexParams_t_v2608 params, DLManagedTensor *dataset_tensor, cuvsMultiGpuCagraIndex_t index);
+#endif
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
+cuvsError_t cuvsMultiGpuCagraUpdateDataset(cuvsResources_t res, cuvsDataset_t device_padded_dataset, cuvsMultiGpuCagraIndex_t index);
+#endif
 cuvsError_t cuvsMultiGpuCagraSearch(cuvsResources_t res, cuvsMultiGpuCagraSearchParams_t params, cuvsMultiGpuCagraIndex_t index, DLManagedTensor *queries_tensor, DLManagedTensor *neighbors_tensor, DLManagedTensor *distances_tensor);
 cuvsError_t cuvsMultiGpuCagraExtend(cuvsResources_t res, cuvsMultiGpuCagraIndex_t index, DLManagedTensor *new_vectors_tensor, DLManagedTensor *new_indices_tensor);
 cuvsError_t cuvsMultiGpuCagraSerialize(cuvsResources_t res, cuvsMultiGpuCagraIndex_t index, const char *filename);
@@ -1173,7 +1327,22 @@ cuvsError_t cuvsScalarQuantizerInverseTransform(cuvsResources_t res, cuvsScalarQ
 
 // cuvs/selection/select_k.h
 
+#if !defined(CUVSGO_RELEASE) || CUVSGO_RELEASE == 2608
 cuvsError_t cuvsSelectK(cuvsResources_t res, DLManagedTensor *in_val, DLManagedTensor *out_val, DLManagedTensor *out_idx);
+#endif
+
+#ifdef CUVSGO_RELEASE
+#if CUVSGO_RELEASE == 2608
+#define cuvsCagraIndexParams cuvsCagraIndexParams_v2608
+#define cuvsCagraIndexParams_t cuvsCagraIndexParams_t_v2608
+#define cuvsKMeansParams cuvsKMeansParams_v2608
+#define cuvsKMeansParams_t cuvsKMeansParams_t_v2608
+#define cuvsMultiGpuCagraIndexParams cuvsMultiGpuCagraIndexParams_v2608
+#define cuvsMultiGpuCagraIndexParams_t cuvsMultiGpuCagraIndexParams_t_v2608
+#define cuvsTieredIndexParams cuvsTieredIndexParams_v2608
+#define cuvsTieredIndexParams_t cuvsTieredIndexParams_t_v2608
+#endif
+#endif
 
 #ifdef __cplusplus
 }

@@ -80,28 +80,28 @@ typedef cuvsError_t (*cuvsgo_fn_cuvsDatasetGetIsOwning)(cuvsDataset_t dataset, b
 static cuvsgo_fn_cuvsDatasetGetIsOwning cuvsgo_p_cuvsDatasetGetIsOwning;
 typedef cuvsError_t (*cuvsgo_fn_cuvsDatasetGetDtype)(cuvsDataset_t dataset, DLDataType *dtype);
 static cuvsgo_fn_cuvsDatasetGetDtype cuvsgo_p_cuvsDatasetGetDtype;
-typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansParamsCreate_v2608)(cuvsKMeansParams_t_v2608 *params);
-static cuvsgo_fn_cuvsKMeansParamsCreate_v2608 cuvsgo_p_cuvsKMeansParamsCreate_v2608;
-typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansParamsDestroy_v2608)(cuvsKMeansParams_t_v2608 params);
-static cuvsgo_fn_cuvsKMeansParamsDestroy_v2608 cuvsgo_p_cuvsKMeansParamsDestroy_v2608;
-typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansFit_v2608)(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
-static cuvsgo_fn_cuvsKMeansFit_v2608 cuvsgo_p_cuvsKMeansFit_v2608;
-typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansPredict_v2608)(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, DLManagedTensor *labels, bool normalize_weight, double *inertia);
-static cuvsgo_fn_cuvsKMeansPredict_v2608 cuvsgo_p_cuvsKMeansPredict_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansParamsCreate)(cuvsKMeansParams_t *params);
 static cuvsgo_fn_cuvsKMeansParamsCreate cuvsgo_p_cuvsKMeansParamsCreate;
+typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansParamsCreate_v2608)(cuvsKMeansParams_t_v2608 *params);
+static cuvsgo_fn_cuvsKMeansParamsCreate_v2608 cuvsgo_p_cuvsKMeansParamsCreate_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansParamsDestroy)(cuvsKMeansParams_t params);
 static cuvsgo_fn_cuvsKMeansParamsDestroy cuvsgo_p_cuvsKMeansParamsDestroy;
+typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansParamsDestroy_v2608)(cuvsKMeansParams_t_v2608 params);
+static cuvsgo_fn_cuvsKMeansParamsDestroy_v2608 cuvsgo_p_cuvsKMeansParamsDestroy_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansParamsCreate_v2)(cuvsKMeansParams_v2_t *params);
 static cuvsgo_fn_cuvsKMeansParamsCreate_v2 cuvsgo_p_cuvsKMeansParamsCreate_v2;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansParamsDestroy_v2)(cuvsKMeansParams_v2_t params);
 static cuvsgo_fn_cuvsKMeansParamsDestroy_v2 cuvsgo_p_cuvsKMeansParamsDestroy_v2;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansFit)(cuvsResources_t res, cuvsKMeansParams_t params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
 static cuvsgo_fn_cuvsKMeansFit cuvsgo_p_cuvsKMeansFit;
+typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansFit_v2608)(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
+static cuvsgo_fn_cuvsKMeansFit_v2608 cuvsgo_p_cuvsKMeansFit_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansFit_v2)(cuvsResources_t res, cuvsKMeansParams_v2_t params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
 static cuvsgo_fn_cuvsKMeansFit_v2 cuvsgo_p_cuvsKMeansFit_v2;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansPredict)(cuvsResources_t res, cuvsKMeansParams_t params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, DLManagedTensor *labels, bool normalize_weight, double *inertia);
 static cuvsgo_fn_cuvsKMeansPredict cuvsgo_p_cuvsKMeansPredict;
+typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansPredict_v2608)(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, DLManagedTensor *labels, bool normalize_weight, double *inertia);
+static cuvsgo_fn_cuvsKMeansPredict_v2608 cuvsgo_p_cuvsKMeansPredict_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansPredict_v2)(cuvsResources_t res, cuvsKMeansParams_v2_t params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, DLManagedTensor *labels, bool normalize_weight, double *inertia);
 static cuvsgo_fn_cuvsKMeansPredict_v2 cuvsgo_p_cuvsKMeansPredict_v2;
 typedef cuvsError_t (*cuvsgo_fn_cuvsKMeansClusterCost)(cuvsResources_t res, DLManagedTensor *X, DLManagedTensor *centroids, double *cost);
@@ -194,14 +194,14 @@ typedef cuvsError_t (*cuvsgo_fn_cuvsBruteForceSerialize)(cuvsResources_t res, co
 static cuvsgo_fn_cuvsBruteForceSerialize cuvsgo_p_cuvsBruteForceSerialize;
 typedef cuvsError_t (*cuvsgo_fn_cuvsBruteForceDeserialize)(cuvsResources_t res, const char *filename, cuvsBruteForceIndex_t index);
 static cuvsgo_fn_cuvsBruteForceDeserialize cuvsgo_p_cuvsBruteForceDeserialize;
-typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsCreate_v2608)(cuvsCagraIndexParams_t_v2608 *params);
-static cuvsgo_fn_cuvsCagraIndexParamsCreate_v2608 cuvsgo_p_cuvsCagraIndexParamsCreate_v2608;
-typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsDestroy_v2608)(cuvsCagraIndexParams_t_v2608 params);
-static cuvsgo_fn_cuvsCagraIndexParamsDestroy_v2608 cuvsgo_p_cuvsCagraIndexParamsDestroy_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsCreate)(cuvsCagraIndexParams_t *params);
 static cuvsgo_fn_cuvsCagraIndexParamsCreate cuvsgo_p_cuvsCagraIndexParamsCreate;
+typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsCreate_v2608)(cuvsCagraIndexParams_t_v2608 *params);
+static cuvsgo_fn_cuvsCagraIndexParamsCreate_v2608 cuvsgo_p_cuvsCagraIndexParamsCreate_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsDestroy)(cuvsCagraIndexParams_t params);
 static cuvsgo_fn_cuvsCagraIndexParamsDestroy cuvsgo_p_cuvsCagraIndexParamsDestroy;
+typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsDestroy_v2608)(cuvsCagraIndexParams_t_v2608 params);
+static cuvsgo_fn_cuvsCagraIndexParamsDestroy_v2608 cuvsgo_p_cuvsCagraIndexParamsDestroy_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraCompressionParamsCreate)(cuvsCagraCompressionParams_t *params);
 static cuvsgo_fn_cuvsCagraCompressionParamsCreate cuvsgo_p_cuvsCagraCompressionParamsCreate;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraCompressionParamsDestroy)(cuvsCagraCompressionParams_t params);
@@ -210,12 +210,12 @@ typedef cuvsError_t (*cuvsgo_fn_cuvsAceParamsCreate)(cuvsAceParams_t *params);
 static cuvsgo_fn_cuvsAceParamsCreate cuvsgo_p_cuvsAceParamsCreate;
 typedef cuvsError_t (*cuvsgo_fn_cuvsAceParamsDestroy)(cuvsAceParams_t params);
 static cuvsgo_fn_cuvsAceParamsDestroy cuvsgo_p_cuvsAceParamsDestroy;
+typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams)(cuvsCagraIndexParams_t params, int64_t n_rows, int64_t dim, int M, int ef_construction, enum cuvsCagraHnswHeuristicType heuristic, cuvsDistanceType metric);
+static cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams cuvsgo_p_cuvsCagraIndexParamsFromHnswParams;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams_v2608)(cuvsCagraIndexParams_t_v2608 params, int64_t n_rows, int64_t dim, int M, int ef_construction, enum cuvsCagraHnswHeuristicType heuristic, cuvsDistanceType metric);
 static cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams_v2608 cuvsgo_p_cuvsCagraIndexParamsFromHnswParams_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsFromDataset)(cuvsCagraIndexParams_t_v2608 params, int64_t n_rows, int64_t dim, size_t graph_degree, cuvsDistanceType metric, size_t build_quality);
 static cuvsgo_fn_cuvsCagraIndexParamsFromDataset cuvsgo_p_cuvsCagraIndexParamsFromDataset;
-typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams)(cuvsCagraIndexParams_t params, int64_t n_rows, int64_t dim, int M, int ef_construction, enum cuvsCagraHnswHeuristicType heuristic, cuvsDistanceType metric);
-static cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams cuvsgo_p_cuvsCagraIndexParamsFromHnswParams;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraExtendParamsCreate)(cuvsCagraExtendParams_t *params);
 static cuvsgo_fn_cuvsCagraExtendParamsCreate cuvsgo_p_cuvsCagraExtendParamsCreate;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraExtendParamsDestroy)(cuvsCagraExtendParams_t params);
@@ -240,14 +240,14 @@ typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexGetGraph)(cuvsCagraIndex_t index, 
 static cuvsgo_fn_cuvsCagraIndexGetGraph cuvsgo_p_cuvsCagraIndexGetGraph;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraUpdateDataset)(cuvsResources_t res, cuvsDataset_t device_padded_dataset, cuvsCagraIndex_t index);
 static cuvsgo_fn_cuvsCagraUpdateDataset cuvsgo_p_cuvsCagraUpdateDataset;
-typedef cuvsError_t (*cuvsgo_fn_cuvsCagraBuild_v2608)(cuvsResources_t res, cuvsCagraIndexParams_t_v2608 params, cuvsDataset_t dataset, cuvsCagraIndex_t index);
-static cuvsgo_fn_cuvsCagraBuild_v2608 cuvsgo_p_cuvsCagraBuild_v2608;
-typedef cuvsError_t (*cuvsgo_fn_cuvsCagraExtend_v2608)(cuvsResources_t res, cuvsCagraExtendParams_t params, cuvsDataset_t extended_dataset, int64_t new_start_row, cuvsCagraIndex_t index);
-static cuvsgo_fn_cuvsCagraExtend_v2608 cuvsgo_p_cuvsCagraExtend_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraBuild)(cuvsResources_t res, cuvsCagraIndexParams_t params, DLManagedTensor *dataset, cuvsCagraIndex_t index);
 static cuvsgo_fn_cuvsCagraBuild cuvsgo_p_cuvsCagraBuild;
+typedef cuvsError_t (*cuvsgo_fn_cuvsCagraBuild_v2608)(cuvsResources_t res, cuvsCagraIndexParams_t_v2608 params, cuvsDataset_t dataset, cuvsCagraIndex_t index);
+static cuvsgo_fn_cuvsCagraBuild_v2608 cuvsgo_p_cuvsCagraBuild_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraExtend)(cuvsResources_t res, cuvsCagraExtendParams_t params, DLManagedTensor *additional_dataset, cuvsCagraIndex_t index);
 static cuvsgo_fn_cuvsCagraExtend cuvsgo_p_cuvsCagraExtend;
+typedef cuvsError_t (*cuvsgo_fn_cuvsCagraExtend_v2608)(cuvsResources_t res, cuvsCagraExtendParams_t params, cuvsDataset_t extended_dataset, int64_t new_start_row, cuvsCagraIndex_t index);
+static cuvsgo_fn_cuvsCagraExtend_v2608 cuvsgo_p_cuvsCagraExtend_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraSearch)(cuvsResources_t res, cuvsCagraSearchParams_t params, cuvsCagraIndex_t index, DLManagedTensor *queries, DLManagedTensor *neighbors, DLManagedTensor *distances, cuvsFilter filter);
 static cuvsgo_fn_cuvsCagraSearch cuvsgo_p_cuvsCagraSearch;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraSearchMultiPartition)(cuvsResources_t res, cuvsCagraSearchParams_t params, uint32_t num_partitions, cuvsCagraIndex_t *indices, DLManagedTensor *queries, DLManagedTensor *partition_ids, DLManagedTensor *neighbors, DLManagedTensor *distances, cuvsFilter *filters);
@@ -268,10 +268,10 @@ typedef cuvsError_t (*cuvsgo_fn_cuvsCagraDeserialize)(cuvsResources_t res, const
 static cuvsgo_fn_cuvsCagraDeserialize cuvsgo_p_cuvsCagraDeserialize;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraIndexFromArgs)(cuvsResources_t res, cuvsDistanceType metric, DLManagedTensor *graph, DLManagedTensor *dataset, cuvsCagraIndex_t index);
 static cuvsgo_fn_cuvsCagraIndexFromArgs cuvsgo_p_cuvsCagraIndexFromArgs;
-typedef cuvsError_t (*cuvsgo_fn_cuvsCagraMerge_v2608)(cuvsResources_t res, cuvsCagraIndexParams_t_v2608 params, cuvsCagraIndex_t *indices, size_t num_indices, cuvsFilter filter, cuvsDataset_t merged_dataset, cuvsCagraIndex_t output_index);
-static cuvsgo_fn_cuvsCagraMerge_v2608 cuvsgo_p_cuvsCagraMerge_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsCagraMerge)(cuvsResources_t res, cuvsCagraIndexParams_t params, cuvsCagraIndex_t *indices, size_t num_indices, cuvsFilter filter, cuvsCagraIndex_t output_index);
 static cuvsgo_fn_cuvsCagraMerge cuvsgo_p_cuvsCagraMerge;
+typedef cuvsError_t (*cuvsgo_fn_cuvsCagraMerge_v2608)(cuvsResources_t res, cuvsCagraIndexParams_t_v2608 params, cuvsCagraIndex_t *indices, size_t num_indices, cuvsFilter filter, cuvsDataset_t merged_dataset, cuvsCagraIndex_t output_index);
+static cuvsgo_fn_cuvsCagraMerge_v2608 cuvsgo_p_cuvsCagraMerge_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsIvfFlatIndexParamsCreate)(cuvsIvfFlatIndexParams_t *index_params);
 static cuvsgo_fn_cuvsIvfFlatIndexParamsCreate cuvsgo_p_cuvsIvfFlatIndexParamsCreate;
 typedef cuvsError_t (*cuvsgo_fn_cuvsIvfFlatIndexParamsDestroy)(cuvsIvfFlatIndexParams_t index_params);
@@ -336,26 +336,26 @@ typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexCreate)(cuvsTieredIndex_t *index)
 static cuvsgo_fn_cuvsTieredIndexCreate cuvsgo_p_cuvsTieredIndexCreate;
 typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexDestroy)(cuvsTieredIndex_t index);
 static cuvsgo_fn_cuvsTieredIndexDestroy cuvsgo_p_cuvsTieredIndexDestroy;
-typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexParamsCreate_v2608)(cuvsTieredIndexParams_t_v2608 *index_params);
-static cuvsgo_fn_cuvsTieredIndexParamsCreate_v2608 cuvsgo_p_cuvsTieredIndexParamsCreate_v2608;
-typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexParamsDestroy_v2608)(cuvsTieredIndexParams_t_v2608 index_params);
-static cuvsgo_fn_cuvsTieredIndexParamsDestroy_v2608 cuvsgo_p_cuvsTieredIndexParamsDestroy_v2608;
-typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexBuild_v2608)(cuvsResources_t res, cuvsTieredIndexParams_t_v2608 index_params, DLManagedTensor *dataset, cuvsTieredIndex_t index);
-static cuvsgo_fn_cuvsTieredIndexBuild_v2608 cuvsgo_p_cuvsTieredIndexBuild_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexParamsCreate)(cuvsTieredIndexParams_t *index_params);
 static cuvsgo_fn_cuvsTieredIndexParamsCreate cuvsgo_p_cuvsTieredIndexParamsCreate;
+typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexParamsCreate_v2608)(cuvsTieredIndexParams_t_v2608 *index_params);
+static cuvsgo_fn_cuvsTieredIndexParamsCreate_v2608 cuvsgo_p_cuvsTieredIndexParamsCreate_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexParamsDestroy)(cuvsTieredIndexParams_t index_params);
 static cuvsgo_fn_cuvsTieredIndexParamsDestroy cuvsgo_p_cuvsTieredIndexParamsDestroy;
+typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexParamsDestroy_v2608)(cuvsTieredIndexParams_t_v2608 index_params);
+static cuvsgo_fn_cuvsTieredIndexParamsDestroy_v2608 cuvsgo_p_cuvsTieredIndexParamsDestroy_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexBuild)(cuvsResources_t res, cuvsTieredIndexParams_t index_params, DLManagedTensor *dataset, cuvsTieredIndex_t index);
 static cuvsgo_fn_cuvsTieredIndexBuild cuvsgo_p_cuvsTieredIndexBuild;
+typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexBuild_v2608)(cuvsResources_t res, cuvsTieredIndexParams_t_v2608 index_params, DLManagedTensor *dataset, cuvsTieredIndex_t index);
+static cuvsgo_fn_cuvsTieredIndexBuild_v2608 cuvsgo_p_cuvsTieredIndexBuild_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexSearch)(cuvsResources_t res, void *search_params, cuvsTieredIndex_t index, DLManagedTensor *queries, DLManagedTensor *neighbors, DLManagedTensor *distances, cuvsFilter prefilter);
 static cuvsgo_fn_cuvsTieredIndexSearch cuvsgo_p_cuvsTieredIndexSearch;
 typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexExtend)(cuvsResources_t res, DLManagedTensor *new_vectors, cuvsTieredIndex_t index);
 static cuvsgo_fn_cuvsTieredIndexExtend cuvsgo_p_cuvsTieredIndexExtend;
-typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexMerge_v2608)(cuvsResources_t res, cuvsTieredIndexParams_t_v2608 index_params, cuvsTieredIndex_t *indices, size_t num_indices, cuvsTieredIndex_t output_index);
-static cuvsgo_fn_cuvsTieredIndexMerge_v2608 cuvsgo_p_cuvsTieredIndexMerge_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexMerge)(cuvsResources_t res, cuvsTieredIndexParams_t index_params, cuvsTieredIndex_t *indices, size_t num_indices, cuvsTieredIndex_t output_index);
 static cuvsgo_fn_cuvsTieredIndexMerge cuvsgo_p_cuvsTieredIndexMerge;
+typedef cuvsError_t (*cuvsgo_fn_cuvsTieredIndexMerge_v2608)(cuvsResources_t res, cuvsTieredIndexParams_t_v2608 index_params, cuvsTieredIndex_t *indices, size_t num_indices, cuvsTieredIndex_t output_index);
+static cuvsgo_fn_cuvsTieredIndexMerge_v2608 cuvsgo_p_cuvsTieredIndexMerge_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsVamanaIndexParamsCreate)(cuvsVamanaIndexParams_t *params);
 static cuvsgo_fn_cuvsVamanaIndexParamsCreate cuvsgo_p_cuvsVamanaIndexParamsCreate;
 typedef cuvsError_t (*cuvsgo_fn_cuvsVamanaIndexParamsDestroy)(cuvsVamanaIndexParams_t params);
@@ -406,14 +406,14 @@ typedef cuvsError_t (*cuvsgo_fn_cuvsHnswDeserialize)(cuvsResources_t res, cuvsHn
 static cuvsgo_fn_cuvsHnswDeserialize cuvsgo_p_cuvsHnswDeserialize;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuKMeansFit)(cuvsResources_t res, cuvsKMeansParams_t_v2608 params, DLManagedTensor *X, DLManagedTensor *sample_weight, DLManagedTensor *centroids, double *inertia, int *n_iter);
 static cuvsgo_fn_cuvsMultiGpuKMeansFit cuvsgo_p_cuvsMultiGpuKMeansFit;
-typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate_v2608)(cuvsMultiGpuCagraIndexParams_t_v2608 *index_params);
-static cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate_v2608 cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate_v2608;
-typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy_v2608)(cuvsMultiGpuCagraIndexParams_t_v2608 index_params);
-static cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy_v2608 cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate)(cuvsMultiGpuCagraIndexParams_t *index_params);
 static cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate;
+typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate_v2608)(cuvsMultiGpuCagraIndexParams_t_v2608 *index_params);
+static cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate_v2608 cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy)(cuvsMultiGpuCagraIndexParams_t index_params);
 static cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy;
+typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy_v2608)(cuvsMultiGpuCagraIndexParams_t_v2608 index_params);
+static cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy_v2608 cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraSearchParamsCreate)(cuvsMultiGpuCagraSearchParams_t *params);
 static cuvsgo_fn_cuvsMultiGpuCagraSearchParamsCreate cuvsgo_p_cuvsMultiGpuCagraSearchParamsCreate;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraSearchParamsDestroy)(cuvsMultiGpuCagraSearchParams_t params);
@@ -422,12 +422,12 @@ typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraIndexCreate)(cuvsMultiGpuCagraI
 static cuvsgo_fn_cuvsMultiGpuCagraIndexCreate cuvsgo_p_cuvsMultiGpuCagraIndexCreate;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraIndexDestroy)(cuvsMultiGpuCagraIndex_t index);
 static cuvsgo_fn_cuvsMultiGpuCagraIndexDestroy cuvsgo_p_cuvsMultiGpuCagraIndexDestroy;
+typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraBuild)(cuvsResources_t res, cuvsMultiGpuCagraIndexParams_t params, DLManagedTensor *dataset_tensor, cuvsMultiGpuCagraIndex_t index);
+static cuvsgo_fn_cuvsMultiGpuCagraBuild cuvsgo_p_cuvsMultiGpuCagraBuild;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraBuild_v2608)(cuvsResources_t res, cuvsMultiGpuCagraIndexParams_t_v2608 params, DLManagedTensor *dataset_tensor, cuvsMultiGpuCagraIndex_t index);
 static cuvsgo_fn_cuvsMultiGpuCagraBuild_v2608 cuvsgo_p_cuvsMultiGpuCagraBuild_v2608;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraUpdateDataset)(cuvsResources_t res, cuvsDataset_t device_padded_dataset, cuvsMultiGpuCagraIndex_t index);
 static cuvsgo_fn_cuvsMultiGpuCagraUpdateDataset cuvsgo_p_cuvsMultiGpuCagraUpdateDataset;
-typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraBuild)(cuvsResources_t res, cuvsMultiGpuCagraIndexParams_t params, DLManagedTensor *dataset_tensor, cuvsMultiGpuCagraIndex_t index);
-static cuvsgo_fn_cuvsMultiGpuCagraBuild cuvsgo_p_cuvsMultiGpuCagraBuild;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraSearch)(cuvsResources_t res, cuvsMultiGpuCagraSearchParams_t params, cuvsMultiGpuCagraIndex_t index, DLManagedTensor *queries_tensor, DLManagedTensor *neighbors_tensor, DLManagedTensor *distances_tensor);
 static cuvsgo_fn_cuvsMultiGpuCagraSearch cuvsgo_p_cuvsMultiGpuCagraSearch;
 typedef cuvsError_t (*cuvsgo_fn_cuvsMultiGpuCagraExtend)(cuvsResources_t res, cuvsMultiGpuCagraIndex_t index, DLManagedTensor *new_vectors_tensor, DLManagedTensor *new_indices_tensor);
@@ -591,17 +591,17 @@ static void* const cuvsgo_slots[] = {
   (void*)&cuvsgo_p_cuvsDatasetGetLayout,
   (void*)&cuvsgo_p_cuvsDatasetGetIsOwning,
   (void*)&cuvsgo_p_cuvsDatasetGetDtype,
-  (void*)&cuvsgo_p_cuvsKMeansParamsCreate_v2608,
-  (void*)&cuvsgo_p_cuvsKMeansParamsDestroy_v2608,
-  (void*)&cuvsgo_p_cuvsKMeansFit_v2608,
-  (void*)&cuvsgo_p_cuvsKMeansPredict_v2608,
   (void*)&cuvsgo_p_cuvsKMeansParamsCreate,
+  (void*)&cuvsgo_p_cuvsKMeansParamsCreate_v2608,
   (void*)&cuvsgo_p_cuvsKMeansParamsDestroy,
+  (void*)&cuvsgo_p_cuvsKMeansParamsDestroy_v2608,
   (void*)&cuvsgo_p_cuvsKMeansParamsCreate_v2,
   (void*)&cuvsgo_p_cuvsKMeansParamsDestroy_v2,
   (void*)&cuvsgo_p_cuvsKMeansFit,
+  (void*)&cuvsgo_p_cuvsKMeansFit_v2608,
   (void*)&cuvsgo_p_cuvsKMeansFit_v2,
   (void*)&cuvsgo_p_cuvsKMeansPredict,
+  (void*)&cuvsgo_p_cuvsKMeansPredict_v2608,
   (void*)&cuvsgo_p_cuvsKMeansPredict_v2,
   (void*)&cuvsgo_p_cuvsKMeansClusterCost,
   (void*)&cuvsgo_p_cuvsPairwiseDistance,
@@ -648,17 +648,17 @@ static void* const cuvsgo_slots[] = {
   (void*)&cuvsgo_p_cuvsBruteForceSearch,
   (void*)&cuvsgo_p_cuvsBruteForceSerialize,
   (void*)&cuvsgo_p_cuvsBruteForceDeserialize,
-  (void*)&cuvsgo_p_cuvsCagraIndexParamsCreate_v2608,
-  (void*)&cuvsgo_p_cuvsCagraIndexParamsDestroy_v2608,
   (void*)&cuvsgo_p_cuvsCagraIndexParamsCreate,
+  (void*)&cuvsgo_p_cuvsCagraIndexParamsCreate_v2608,
   (void*)&cuvsgo_p_cuvsCagraIndexParamsDestroy,
+  (void*)&cuvsgo_p_cuvsCagraIndexParamsDestroy_v2608,
   (void*)&cuvsgo_p_cuvsCagraCompressionParamsCreate,
   (void*)&cuvsgo_p_cuvsCagraCompressionParamsDestroy,
   (void*)&cuvsgo_p_cuvsAceParamsCreate,
   (void*)&cuvsgo_p_cuvsAceParamsDestroy,
+  (void*)&cuvsgo_p_cuvsCagraIndexParamsFromHnswParams,
   (void*)&cuvsgo_p_cuvsCagraIndexParamsFromHnswParams_v2608,
   (void*)&cuvsgo_p_cuvsCagraIndexParamsFromDataset,
-  (void*)&cuvsgo_p_cuvsCagraIndexParamsFromHnswParams,
   (void*)&cuvsgo_p_cuvsCagraExtendParamsCreate,
   (void*)&cuvsgo_p_cuvsCagraExtendParamsDestroy,
   (void*)&cuvsgo_p_cuvsCagraSearchParamsCreate,
@@ -671,10 +671,10 @@ static void* const cuvsgo_slots[] = {
   (void*)&cuvsgo_p_cuvsCagraIndexGetDataset,
   (void*)&cuvsgo_p_cuvsCagraIndexGetGraph,
   (void*)&cuvsgo_p_cuvsCagraUpdateDataset,
-  (void*)&cuvsgo_p_cuvsCagraBuild_v2608,
-  (void*)&cuvsgo_p_cuvsCagraExtend_v2608,
   (void*)&cuvsgo_p_cuvsCagraBuild,
+  (void*)&cuvsgo_p_cuvsCagraBuild_v2608,
   (void*)&cuvsgo_p_cuvsCagraExtend,
+  (void*)&cuvsgo_p_cuvsCagraExtend_v2608,
   (void*)&cuvsgo_p_cuvsCagraSearch,
   (void*)&cuvsgo_p_cuvsCagraSearchMultiPartition,
   (void*)&cuvsgo_p_cuvsCagraSerializeGraph,
@@ -685,8 +685,8 @@ static void* const cuvsgo_slots[] = {
   (void*)&cuvsgo_p_cuvsCagraDeserializeGraphAndDataset,
   (void*)&cuvsgo_p_cuvsCagraDeserialize,
   (void*)&cuvsgo_p_cuvsCagraIndexFromArgs,
-  (void*)&cuvsgo_p_cuvsCagraMerge_v2608,
   (void*)&cuvsgo_p_cuvsCagraMerge,
+  (void*)&cuvsgo_p_cuvsCagraMerge_v2608,
   (void*)&cuvsgo_p_cuvsIvfFlatIndexParamsCreate,
   (void*)&cuvsgo_p_cuvsIvfFlatIndexParamsDestroy,
   (void*)&cuvsgo_p_cuvsIvfFlatSearchParamsCreate,
@@ -719,16 +719,16 @@ static void* const cuvsgo_slots[] = {
   (void*)&cuvsgo_p_cuvsRefine,
   (void*)&cuvsgo_p_cuvsTieredIndexCreate,
   (void*)&cuvsgo_p_cuvsTieredIndexDestroy,
-  (void*)&cuvsgo_p_cuvsTieredIndexParamsCreate_v2608,
-  (void*)&cuvsgo_p_cuvsTieredIndexParamsDestroy_v2608,
-  (void*)&cuvsgo_p_cuvsTieredIndexBuild_v2608,
   (void*)&cuvsgo_p_cuvsTieredIndexParamsCreate,
+  (void*)&cuvsgo_p_cuvsTieredIndexParamsCreate_v2608,
   (void*)&cuvsgo_p_cuvsTieredIndexParamsDestroy,
+  (void*)&cuvsgo_p_cuvsTieredIndexParamsDestroy_v2608,
   (void*)&cuvsgo_p_cuvsTieredIndexBuild,
+  (void*)&cuvsgo_p_cuvsTieredIndexBuild_v2608,
   (void*)&cuvsgo_p_cuvsTieredIndexSearch,
   (void*)&cuvsgo_p_cuvsTieredIndexExtend,
-  (void*)&cuvsgo_p_cuvsTieredIndexMerge_v2608,
   (void*)&cuvsgo_p_cuvsTieredIndexMerge,
+  (void*)&cuvsgo_p_cuvsTieredIndexMerge_v2608,
   (void*)&cuvsgo_p_cuvsVamanaIndexParamsCreate,
   (void*)&cuvsgo_p_cuvsVamanaIndexParamsDestroy,
   (void*)&cuvsgo_p_cuvsVamanaIndexCreate,
@@ -754,17 +754,17 @@ static void* const cuvsgo_slots[] = {
   (void*)&cuvsgo_p_cuvsHnswSerialize,
   (void*)&cuvsgo_p_cuvsHnswDeserialize,
   (void*)&cuvsgo_p_cuvsMultiGpuKMeansFit,
-  (void*)&cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate_v2608,
-  (void*)&cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy_v2608,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate,
+  (void*)&cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate_v2608,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy,
+  (void*)&cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy_v2608,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraSearchParamsCreate,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraSearchParamsDestroy,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraIndexCreate,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraIndexDestroy,
+  (void*)&cuvsgo_p_cuvsMultiGpuCagraBuild,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraBuild_v2608,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraUpdateDataset,
-  (void*)&cuvsgo_p_cuvsMultiGpuCagraBuild,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraSearch,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraExtend,
   (void*)&cuvsgo_p_cuvsMultiGpuCagraSerialize,
@@ -869,15 +869,15 @@ static const char* const cuvsgo_names[] = {
   "cuvsDatasetGetIsOwning",
   "cuvsDatasetGetDtype",
   "cuvsKMeansParamsCreate",
-  "cuvsKMeansParamsDestroy",
-  "cuvsKMeansFit",
-  "cuvsKMeansPredict",
   "cuvsKMeansParamsCreate",
+  "cuvsKMeansParamsDestroy",
   "cuvsKMeansParamsDestroy",
   "cuvsKMeansParamsCreate_v2",
   "cuvsKMeansParamsDestroy_v2",
   "cuvsKMeansFit",
+  "cuvsKMeansFit",
   "cuvsKMeansFit_v2",
+  "cuvsKMeansPredict",
   "cuvsKMeansPredict",
   "cuvsKMeansPredict_v2",
   "cuvsKMeansClusterCost",
@@ -926,16 +926,16 @@ static const char* const cuvsgo_names[] = {
   "cuvsBruteForceSerialize",
   "cuvsBruteForceDeserialize",
   "cuvsCagraIndexParamsCreate",
-  "cuvsCagraIndexParamsDestroy",
   "cuvsCagraIndexParamsCreate",
+  "cuvsCagraIndexParamsDestroy",
   "cuvsCagraIndexParamsDestroy",
   "cuvsCagraCompressionParamsCreate",
   "cuvsCagraCompressionParamsDestroy",
   "cuvsAceParamsCreate",
   "cuvsAceParamsDestroy",
   "cuvsCagraIndexParamsFromHnswParams",
-  "cuvsCagraIndexParamsFromDataset",
   "cuvsCagraIndexParamsFromHnswParams",
+  "cuvsCagraIndexParamsFromDataset",
   "cuvsCagraExtendParamsCreate",
   "cuvsCagraExtendParamsDestroy",
   "cuvsCagraSearchParamsCreate",
@@ -949,8 +949,8 @@ static const char* const cuvsgo_names[] = {
   "cuvsCagraIndexGetGraph",
   "cuvsCagraUpdateDataset",
   "cuvsCagraBuild",
-  "cuvsCagraExtend",
   "cuvsCagraBuild",
+  "cuvsCagraExtend",
   "cuvsCagraExtend",
   "cuvsCagraSearch",
   "cuvsCagraSearchMultiPartition",
@@ -997,10 +997,10 @@ static const char* const cuvsgo_names[] = {
   "cuvsTieredIndexCreate",
   "cuvsTieredIndexDestroy",
   "cuvsTieredIndexParamsCreate",
-  "cuvsTieredIndexParamsDestroy",
-  "cuvsTieredIndexBuild",
   "cuvsTieredIndexParamsCreate",
   "cuvsTieredIndexParamsDestroy",
+  "cuvsTieredIndexParamsDestroy",
+  "cuvsTieredIndexBuild",
   "cuvsTieredIndexBuild",
   "cuvsTieredIndexSearch",
   "cuvsTieredIndexExtend",
@@ -1032,16 +1032,16 @@ static const char* const cuvsgo_names[] = {
   "cuvsHnswDeserialize",
   "cuvsMultiGpuKMeansFit",
   "cuvsMultiGpuCagraIndexParamsCreate",
-  "cuvsMultiGpuCagraIndexParamsDestroy",
   "cuvsMultiGpuCagraIndexParamsCreate",
+  "cuvsMultiGpuCagraIndexParamsDestroy",
   "cuvsMultiGpuCagraIndexParamsDestroy",
   "cuvsMultiGpuCagraSearchParamsCreate",
   "cuvsMultiGpuCagraSearchParamsDestroy",
   "cuvsMultiGpuCagraIndexCreate",
   "cuvsMultiGpuCagraIndexDestroy",
   "cuvsMultiGpuCagraBuild",
-  "cuvsMultiGpuCagraUpdateDataset",
   "cuvsMultiGpuCagraBuild",
+  "cuvsMultiGpuCagraUpdateDataset",
   "cuvsMultiGpuCagraSearch",
   "cuvsMultiGpuCagraExtend",
   "cuvsMultiGpuCagraSerialize",
@@ -1145,100 +1145,16 @@ static const uint32_t cuvsgo_releases[] = {
   0x2u,
   0x2u,
   0x2u,
+  0x1u,
   0x2u,
-  0x2u,
-  0x2u,
+  0x1u,
   0x2u,
   0x1u,
   0x1u,
   0x1u,
-  0x1u,
-  0x1u,
-  0x1u,
-  0x1u,
-  0x1u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x2u,
   0x2u,
   0x1u,
   0x1u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x2u,
-  0x2u,
-  0x1u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x2u,
-  0x2u,
-  0x2u,
-  0x1u,
-  0x1u,
-  0x3u,
-  0x2u,
-  0x2u,
-  0x2u,
-  0x1u,
-  0x3u,
-  0x2u,
-  0x2u,
-  0x1u,
-  0x3u,
   0x2u,
   0x1u,
   0x3u,
@@ -1273,52 +1189,136 @@ static const uint32_t cuvsgo_releases[] = {
   0x3u,
   0x3u,
   0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x1u,
+  0x2u,
+  0x1u,
+  0x2u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x1u,
+  0x2u,
+  0x2u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x2u,
+  0x1u,
+  0x2u,
+  0x1u,
+  0x2u,
+  0x3u,
   0x2u,
   0x2u,
   0x2u,
   0x1u,
-  0x1u,
-  0x1u,
-  0x3u,
-  0x3u,
-  0x2u,
-  0x1u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x3u,
-  0x2u,
-  0x2u,
-  0x2u,
-  0x1u,
-  0x1u,
-  0x3u,
-  0x3u,
-  0x3u,
   0x3u,
   0x2u,
   0x2u,
   0x1u,
+  0x3u,
+  0x1u,
+  0x2u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x1u,
+  0x2u,
+  0x1u,
+  0x2u,
+  0x1u,
+  0x2u,
+  0x3u,
+  0x3u,
+  0x1u,
+  0x2u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x2u,
+  0x1u,
+  0x2u,
+  0x1u,
+  0x2u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x3u,
+  0x1u,
+  0x2u,
+  0x2u,
   0x3u,
   0x3u,
   0x3u,
@@ -1745,42 +1745,6 @@ cuvsgo_status cuvsgo_cuvsDatasetGetDtype(void* a0, void* a1) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansParamsCreate_v2608(void* a0) {
-  cuvsgo_fn_cuvsKMeansParamsCreate_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsCreate_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy_v2608(void* a0) {
-  cuvsgo_fn_cuvsKMeansParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsDestroy_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsKMeansFit_v2608(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
-  cuvsgo_fn_cuvsKMeansFit_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansFit_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsKMeansPredict_v2608(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
-  cuvsgo_fn_cuvsKMeansPredict_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansPredict_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
 cuvsgo_status cuvsgo_cuvsKMeansParamsCreate(void* a0) {
   cuvsgo_fn_cuvsKMeansParamsCreate f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsCreate, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
@@ -1790,8 +1754,26 @@ cuvsgo_status cuvsgo_cuvsKMeansParamsCreate(void* a0) {
   return s;
 }
 
+cuvsgo_status cuvsgo_cuvsKMeansParamsCreate_v2608(void* a0) {
+  cuvsgo_fn_cuvsKMeansParamsCreate_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsCreate_v2608, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
 cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy(void* a0) {
   cuvsgo_fn_cuvsKMeansParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsDestroy, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
+cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy_v2608(void* a0) {
+  cuvsgo_fn_cuvsKMeansParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsDestroy_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0);
@@ -1826,6 +1808,15 @@ cuvsgo_status cuvsgo_cuvsKMeansFit(uintptr_t a0, void* a1, void* a2, void* a3, v
   return s;
 }
 
+cuvsgo_status cuvsgo_cuvsKMeansFit_v2608(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
+  cuvsgo_fn_cuvsKMeansFit_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansFit_v2608, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
 cuvsgo_status cuvsgo_cuvsKMeansFit_v2(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
   cuvsgo_fn_cuvsKMeansFit_v2 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansFit_v2, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
@@ -1837,6 +1828,15 @@ cuvsgo_status cuvsgo_cuvsKMeansFit_v2(uintptr_t a0, void* a1, void* a2, void* a3
 
 cuvsgo_status cuvsgo_cuvsKMeansPredict(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
   cuvsgo_fn_cuvsKMeansPredict f = __atomic_load_n(&cuvsgo_p_cuvsKMeansPredict, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
+cuvsgo_status cuvsgo_cuvsKMeansPredict_v2608(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
+  cuvsgo_fn_cuvsKMeansPredict_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansPredict_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7);
@@ -2258,24 +2258,6 @@ cuvsgo_status cuvsgo_cuvsBruteForceDeserialize(uintptr_t a0, void* a1, void* a2)
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexParamsCreate_v2608(void* a0) {
-  cuvsgo_fn_cuvsCagraIndexParamsCreate_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsCreate_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsCagraIndexParamsDestroy_v2608(void* a0) {
-  cuvsgo_fn_cuvsCagraIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
 cuvsgo_status cuvsgo_cuvsCagraIndexParamsCreate(void* a0) {
   cuvsgo_fn_cuvsCagraIndexParamsCreate f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsCreate, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
@@ -2285,8 +2267,26 @@ cuvsgo_status cuvsgo_cuvsCagraIndexParamsCreate(void* a0) {
   return s;
 }
 
+cuvsgo_status cuvsgo_cuvsCagraIndexParamsCreate_v2608(void* a0) {
+  cuvsgo_fn_cuvsCagraIndexParamsCreate_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsCreate_v2608, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
 cuvsgo_status cuvsgo_cuvsCagraIndexParamsDestroy(void* a0) {
   cuvsgo_fn_cuvsCagraIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsDestroy, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
+cuvsgo_status cuvsgo_cuvsCagraIndexParamsDestroy_v2608(void* a0) {
+  cuvsgo_fn_cuvsCagraIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0);
@@ -2330,6 +2330,15 @@ cuvsgo_status cuvsgo_cuvsAceParamsDestroy(void* a0) {
   return s;
 }
 
+cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromHnswParams(void* a0, int64_t a1, int64_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) {
+  cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsFromHnswParams, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0, a1, a2, a3, a4, (enum cuvsCagraHnswHeuristicType)a5, (cuvsDistanceType)a6);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
 cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromHnswParams_v2608(void* a0, int64_t a1, int64_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) {
   cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsFromHnswParams_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
@@ -2344,15 +2353,6 @@ cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromDataset(void* a0, int64_t a1, int64
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3, (cuvsDistanceType)a4, a5);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromHnswParams(void* a0, int64_t a1, int64_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) {
-  cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsFromHnswParams, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, (enum cuvsCagraHnswHeuristicType)a5, (cuvsDistanceType)a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2465,8 +2465,8 @@ cuvsgo_status cuvsgo_cuvsCagraUpdateDataset(uintptr_t a0, void* a1, void* a2) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraBuild_v2608(uintptr_t a0, void* a1, void* a2, void* a3) {
-  cuvsgo_fn_cuvsCagraBuild_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraBuild_v2608, __ATOMIC_ACQUIRE);
+cuvsgo_status cuvsgo_cuvsCagraBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+  cuvsgo_fn_cuvsCagraBuild f = __atomic_load_n(&cuvsgo_p_cuvsCagraBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3);
@@ -2474,17 +2474,8 @@ cuvsgo_status cuvsgo_cuvsCagraBuild_v2608(uintptr_t a0, void* a1, void* a2, void
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraExtend_v2608(uintptr_t a0, void* a1, void* a2, int64_t a3, void* a4) {
-  cuvsgo_fn_cuvsCagraExtend_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraExtend_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsCagraBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
-  cuvsgo_fn_cuvsCagraBuild f = __atomic_load_n(&cuvsgo_p_cuvsCagraBuild, __ATOMIC_ACQUIRE);
+cuvsgo_status cuvsgo_cuvsCagraBuild_v2608(uintptr_t a0, void* a1, void* a2, void* a3) {
+  cuvsgo_fn_cuvsCagraBuild_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraBuild_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3);
@@ -2497,6 +2488,15 @@ cuvsgo_status cuvsgo_cuvsCagraExtend(uintptr_t a0, void* a1, void* a2, void* a3)
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
+cuvsgo_status cuvsgo_cuvsCagraExtend_v2608(uintptr_t a0, void* a1, void* a2, int64_t a3, void* a4) {
+  cuvsgo_fn_cuvsCagraExtend_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraExtend_v2608, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0, a1, a2, a3, a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2591,20 +2591,20 @@ cuvsgo_status cuvsgo_cuvsCagraIndexFromArgs(uintptr_t a0, int32_t a1, void* a2, 
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraMerge_v2608(uintptr_t a0, void* a1, void* a2, uint64_t a3, const void* a4, void* a5, void* a6) {
-  cuvsgo_fn_cuvsCagraMerge_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraMerge_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, *(const cuvsFilter*)a4, a5, a6);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
 cuvsgo_status cuvsgo_cuvsCagraMerge(uintptr_t a0, void* a1, void* a2, uint64_t a3, const void* a4, void* a5) {
   cuvsgo_fn_cuvsCagraMerge f = __atomic_load_n(&cuvsgo_p_cuvsCagraMerge, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3, *(const cuvsFilter*)a4, a5);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
+cuvsgo_status cuvsgo_cuvsCagraMerge_v2608(uintptr_t a0, void* a1, void* a2, uint64_t a3, const void* a4, void* a5, void* a6) {
+  cuvsgo_fn_cuvsCagraMerge_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraMerge_v2608, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0, a1, a2, a3, *(const cuvsFilter*)a4, a5, a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2897,35 +2897,17 @@ cuvsgo_status cuvsgo_cuvsTieredIndexDestroy(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexParamsCreate_v2608(void* a0) {
-  cuvsgo_fn_cuvsTieredIndexParamsCreate_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexParamsCreate_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsTieredIndexParamsDestroy_v2608(void* a0) {
-  cuvsgo_fn_cuvsTieredIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsTieredIndexBuild_v2608(uintptr_t a0, void* a1, void* a2, void* a3) {
-  cuvsgo_fn_cuvsTieredIndexBuild_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexBuild_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
 cuvsgo_status cuvsgo_cuvsTieredIndexParamsCreate(void* a0) {
   cuvsgo_fn_cuvsTieredIndexParamsCreate f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexParamsCreate, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
+cuvsgo_status cuvsgo_cuvsTieredIndexParamsCreate_v2608(void* a0) {
+  cuvsgo_fn_cuvsTieredIndexParamsCreate_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexParamsCreate_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0);
@@ -2942,8 +2924,26 @@ cuvsgo_status cuvsgo_cuvsTieredIndexParamsDestroy(void* a0) {
   return s;
 }
 
+cuvsgo_status cuvsgo_cuvsTieredIndexParamsDestroy_v2608(void* a0) {
+  cuvsgo_fn_cuvsTieredIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
 cuvsgo_status cuvsgo_cuvsTieredIndexBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
   cuvsgo_fn_cuvsTieredIndexBuild f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexBuild, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0, a1, a2, a3);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
+cuvsgo_status cuvsgo_cuvsTieredIndexBuild_v2608(uintptr_t a0, void* a1, void* a2, void* a3) {
+  cuvsgo_fn_cuvsTieredIndexBuild_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexBuild_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3);
@@ -2969,8 +2969,8 @@ cuvsgo_status cuvsgo_cuvsTieredIndexExtend(uintptr_t a0, void* a1, void* a2) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexMerge_v2608(uintptr_t a0, void* a1, void* a2, uint64_t a3, void* a4) {
-  cuvsgo_fn_cuvsTieredIndexMerge_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexMerge_v2608, __ATOMIC_ACQUIRE);
+cuvsgo_status cuvsgo_cuvsTieredIndexMerge(uintptr_t a0, void* a1, void* a2, uint64_t a3, void* a4) {
+  cuvsgo_fn_cuvsTieredIndexMerge f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexMerge, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3, a4);
@@ -2978,8 +2978,8 @@ cuvsgo_status cuvsgo_cuvsTieredIndexMerge_v2608(uintptr_t a0, void* a1, void* a2
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexMerge(uintptr_t a0, void* a1, void* a2, uint64_t a3, void* a4) {
-  cuvsgo_fn_cuvsTieredIndexMerge f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexMerge, __ATOMIC_ACQUIRE);
+cuvsgo_status cuvsgo_cuvsTieredIndexMerge_v2608(uintptr_t a0, void* a1, void* a2, uint64_t a3, void* a4) {
+  cuvsgo_fn_cuvsTieredIndexMerge_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexMerge_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2, a3, a4);
@@ -3212,24 +3212,6 @@ cuvsgo_status cuvsgo_cuvsMultiGpuKMeansFit(uintptr_t a0, void* a1, void* a2, voi
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608(void* a0) {
-  cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608(void* a0) {
-  cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
 cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsCreate(void* a0) {
   cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
@@ -3239,8 +3221,26 @@ cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsCreate(void* a0) {
   return s;
 }
 
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608(void* a0) {
+  cuvsgo_fn_cuvsMultiGpuCagraIndexParamsCreate_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexParamsCreate_v2608, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
 cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy(void* a0) {
   cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608(void* a0) {
+  cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0);
@@ -3284,6 +3284,15 @@ cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexDestroy(void* a0) {
   return s;
 }
 
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+  cuvsgo_fn_cuvsMultiGpuCagraBuild f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraBuild, __ATOMIC_ACQUIRE);
+  cuvsgo_status s = {CUVSGO_MISSING, NULL};
+  if (!f) return s;
+  s.code = (int32_t)f(a0, a1, a2, a3);
+  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
+  return s;
+}
+
 cuvsgo_status cuvsgo_cuvsMultiGpuCagraBuild_v2608(uintptr_t a0, void* a1, void* a2, void* a3) {
   cuvsgo_fn_cuvsMultiGpuCagraBuild_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraBuild_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
@@ -3298,15 +3307,6 @@ cuvsgo_status cuvsgo_cuvsMultiGpuCagraUpdateDataset(uintptr_t a0, void* a1, void
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
   s.code = (int32_t)f(a0, a1, a2);
-  if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
-  return s;
-}
-
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
-  cuvsgo_fn_cuvsMultiGpuCagraBuild f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraBuild, __ATOMIC_ACQUIRE);
-  cuvsgo_status s = {CUVSGO_MISSING, NULL};
-  if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }

@@ -78,28 +78,28 @@ import "unsafe"
 #cgo nocallback cuvsgo_cuvsDatasetGetIsOwning
 #cgo noescape cuvsgo_cuvsDatasetGetDtype
 #cgo nocallback cuvsgo_cuvsDatasetGetDtype
-#cgo noescape cuvsgo_cuvsKMeansParamsCreate_v2608
-#cgo nocallback cuvsgo_cuvsKMeansParamsCreate_v2608
-#cgo noescape cuvsgo_cuvsKMeansParamsDestroy_v2608
-#cgo nocallback cuvsgo_cuvsKMeansParamsDestroy_v2608
-#cgo noescape cuvsgo_cuvsKMeansFit_v2608
-#cgo nocallback cuvsgo_cuvsKMeansFit_v2608
-#cgo noescape cuvsgo_cuvsKMeansPredict_v2608
-#cgo nocallback cuvsgo_cuvsKMeansPredict_v2608
 #cgo noescape cuvsgo_cuvsKMeansParamsCreate
 #cgo nocallback cuvsgo_cuvsKMeansParamsCreate
+#cgo noescape cuvsgo_cuvsKMeansParamsCreate_v2608
+#cgo nocallback cuvsgo_cuvsKMeansParamsCreate_v2608
 #cgo noescape cuvsgo_cuvsKMeansParamsDestroy
 #cgo nocallback cuvsgo_cuvsKMeansParamsDestroy
+#cgo noescape cuvsgo_cuvsKMeansParamsDestroy_v2608
+#cgo nocallback cuvsgo_cuvsKMeansParamsDestroy_v2608
 #cgo noescape cuvsgo_cuvsKMeansParamsCreate_v2
 #cgo nocallback cuvsgo_cuvsKMeansParamsCreate_v2
 #cgo noescape cuvsgo_cuvsKMeansParamsDestroy_v2
 #cgo nocallback cuvsgo_cuvsKMeansParamsDestroy_v2
 #cgo noescape cuvsgo_cuvsKMeansFit
 #cgo nocallback cuvsgo_cuvsKMeansFit
+#cgo noescape cuvsgo_cuvsKMeansFit_v2608
+#cgo nocallback cuvsgo_cuvsKMeansFit_v2608
 #cgo noescape cuvsgo_cuvsKMeansFit_v2
 #cgo nocallback cuvsgo_cuvsKMeansFit_v2
 #cgo noescape cuvsgo_cuvsKMeansPredict
 #cgo nocallback cuvsgo_cuvsKMeansPredict
+#cgo noescape cuvsgo_cuvsKMeansPredict_v2608
+#cgo nocallback cuvsgo_cuvsKMeansPredict_v2608
 #cgo noescape cuvsgo_cuvsKMeansPredict_v2
 #cgo nocallback cuvsgo_cuvsKMeansPredict_v2
 #cgo noescape cuvsgo_cuvsKMeansClusterCost
@@ -192,14 +192,14 @@ import "unsafe"
 #cgo nocallback cuvsgo_cuvsBruteForceSerialize
 #cgo noescape cuvsgo_cuvsBruteForceDeserialize
 #cgo nocallback cuvsgo_cuvsBruteForceDeserialize
-#cgo noescape cuvsgo_cuvsCagraIndexParamsCreate_v2608
-#cgo nocallback cuvsgo_cuvsCagraIndexParamsCreate_v2608
-#cgo noescape cuvsgo_cuvsCagraIndexParamsDestroy_v2608
-#cgo nocallback cuvsgo_cuvsCagraIndexParamsDestroy_v2608
 #cgo noescape cuvsgo_cuvsCagraIndexParamsCreate
 #cgo nocallback cuvsgo_cuvsCagraIndexParamsCreate
+#cgo noescape cuvsgo_cuvsCagraIndexParamsCreate_v2608
+#cgo nocallback cuvsgo_cuvsCagraIndexParamsCreate_v2608
 #cgo noescape cuvsgo_cuvsCagraIndexParamsDestroy
 #cgo nocallback cuvsgo_cuvsCagraIndexParamsDestroy
+#cgo noescape cuvsgo_cuvsCagraIndexParamsDestroy_v2608
+#cgo nocallback cuvsgo_cuvsCagraIndexParamsDestroy_v2608
 #cgo noescape cuvsgo_cuvsCagraCompressionParamsCreate
 #cgo nocallback cuvsgo_cuvsCagraCompressionParamsCreate
 #cgo noescape cuvsgo_cuvsCagraCompressionParamsDestroy
@@ -208,12 +208,12 @@ import "unsafe"
 #cgo nocallback cuvsgo_cuvsAceParamsCreate
 #cgo noescape cuvsgo_cuvsAceParamsDestroy
 #cgo nocallback cuvsgo_cuvsAceParamsDestroy
+#cgo noescape cuvsgo_cuvsCagraIndexParamsFromHnswParams
+#cgo nocallback cuvsgo_cuvsCagraIndexParamsFromHnswParams
 #cgo noescape cuvsgo_cuvsCagraIndexParamsFromHnswParams_v2608
 #cgo nocallback cuvsgo_cuvsCagraIndexParamsFromHnswParams_v2608
 #cgo noescape cuvsgo_cuvsCagraIndexParamsFromDataset
 #cgo nocallback cuvsgo_cuvsCagraIndexParamsFromDataset
-#cgo noescape cuvsgo_cuvsCagraIndexParamsFromHnswParams
-#cgo nocallback cuvsgo_cuvsCagraIndexParamsFromHnswParams
 #cgo noescape cuvsgo_cuvsCagraExtendParamsCreate
 #cgo nocallback cuvsgo_cuvsCagraExtendParamsCreate
 #cgo noescape cuvsgo_cuvsCagraExtendParamsDestroy
@@ -238,14 +238,14 @@ import "unsafe"
 #cgo nocallback cuvsgo_cuvsCagraIndexGetGraph
 #cgo noescape cuvsgo_cuvsCagraUpdateDataset
 #cgo nocallback cuvsgo_cuvsCagraUpdateDataset
-#cgo noescape cuvsgo_cuvsCagraBuild_v2608
-#cgo nocallback cuvsgo_cuvsCagraBuild_v2608
-#cgo noescape cuvsgo_cuvsCagraExtend_v2608
-#cgo nocallback cuvsgo_cuvsCagraExtend_v2608
 #cgo noescape cuvsgo_cuvsCagraBuild
 #cgo nocallback cuvsgo_cuvsCagraBuild
+#cgo noescape cuvsgo_cuvsCagraBuild_v2608
+#cgo nocallback cuvsgo_cuvsCagraBuild_v2608
 #cgo noescape cuvsgo_cuvsCagraExtend
 #cgo nocallback cuvsgo_cuvsCagraExtend
+#cgo noescape cuvsgo_cuvsCagraExtend_v2608
+#cgo nocallback cuvsgo_cuvsCagraExtend_v2608
 #cgo noescape cuvsgo_cuvsCagraSearch
 #cgo nocallback cuvsgo_cuvsCagraSearch
 #cgo noescape cuvsgo_cuvsCagraSearchMultiPartition
@@ -266,10 +266,10 @@ import "unsafe"
 #cgo nocallback cuvsgo_cuvsCagraDeserialize
 #cgo noescape cuvsgo_cuvsCagraIndexFromArgs
 #cgo nocallback cuvsgo_cuvsCagraIndexFromArgs
-#cgo noescape cuvsgo_cuvsCagraMerge_v2608
-#cgo nocallback cuvsgo_cuvsCagraMerge_v2608
 #cgo noescape cuvsgo_cuvsCagraMerge
 #cgo nocallback cuvsgo_cuvsCagraMerge
+#cgo noescape cuvsgo_cuvsCagraMerge_v2608
+#cgo nocallback cuvsgo_cuvsCagraMerge_v2608
 #cgo noescape cuvsgo_cuvsIvfFlatIndexParamsCreate
 #cgo nocallback cuvsgo_cuvsIvfFlatIndexParamsCreate
 #cgo noescape cuvsgo_cuvsIvfFlatIndexParamsDestroy
@@ -334,26 +334,26 @@ import "unsafe"
 #cgo nocallback cuvsgo_cuvsTieredIndexCreate
 #cgo noescape cuvsgo_cuvsTieredIndexDestroy
 #cgo nocallback cuvsgo_cuvsTieredIndexDestroy
-#cgo noescape cuvsgo_cuvsTieredIndexParamsCreate_v2608
-#cgo nocallback cuvsgo_cuvsTieredIndexParamsCreate_v2608
-#cgo noescape cuvsgo_cuvsTieredIndexParamsDestroy_v2608
-#cgo nocallback cuvsgo_cuvsTieredIndexParamsDestroy_v2608
-#cgo noescape cuvsgo_cuvsTieredIndexBuild_v2608
-#cgo nocallback cuvsgo_cuvsTieredIndexBuild_v2608
 #cgo noescape cuvsgo_cuvsTieredIndexParamsCreate
 #cgo nocallback cuvsgo_cuvsTieredIndexParamsCreate
+#cgo noescape cuvsgo_cuvsTieredIndexParamsCreate_v2608
+#cgo nocallback cuvsgo_cuvsTieredIndexParamsCreate_v2608
 #cgo noescape cuvsgo_cuvsTieredIndexParamsDestroy
 #cgo nocallback cuvsgo_cuvsTieredIndexParamsDestroy
+#cgo noescape cuvsgo_cuvsTieredIndexParamsDestroy_v2608
+#cgo nocallback cuvsgo_cuvsTieredIndexParamsDestroy_v2608
 #cgo noescape cuvsgo_cuvsTieredIndexBuild
 #cgo nocallback cuvsgo_cuvsTieredIndexBuild
+#cgo noescape cuvsgo_cuvsTieredIndexBuild_v2608
+#cgo nocallback cuvsgo_cuvsTieredIndexBuild_v2608
 #cgo noescape cuvsgo_cuvsTieredIndexSearch
 #cgo nocallback cuvsgo_cuvsTieredIndexSearch
 #cgo noescape cuvsgo_cuvsTieredIndexExtend
 #cgo nocallback cuvsgo_cuvsTieredIndexExtend
-#cgo noescape cuvsgo_cuvsTieredIndexMerge_v2608
-#cgo nocallback cuvsgo_cuvsTieredIndexMerge_v2608
 #cgo noescape cuvsgo_cuvsTieredIndexMerge
 #cgo nocallback cuvsgo_cuvsTieredIndexMerge
+#cgo noescape cuvsgo_cuvsTieredIndexMerge_v2608
+#cgo nocallback cuvsgo_cuvsTieredIndexMerge_v2608
 #cgo noescape cuvsgo_cuvsVamanaIndexParamsCreate
 #cgo nocallback cuvsgo_cuvsVamanaIndexParamsCreate
 #cgo noescape cuvsgo_cuvsVamanaIndexParamsDestroy
@@ -404,14 +404,14 @@ import "unsafe"
 #cgo nocallback cuvsgo_cuvsHnswDeserialize
 #cgo noescape cuvsgo_cuvsMultiGpuKMeansFit
 #cgo nocallback cuvsgo_cuvsMultiGpuKMeansFit
-#cgo noescape cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608
-#cgo nocallback cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608
-#cgo noescape cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608
-#cgo nocallback cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608
 #cgo noescape cuvsgo_cuvsMultiGpuCagraIndexParamsCreate
 #cgo nocallback cuvsgo_cuvsMultiGpuCagraIndexParamsCreate
+#cgo noescape cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608
+#cgo nocallback cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608
 #cgo noescape cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy
 #cgo nocallback cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy
+#cgo noescape cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608
+#cgo nocallback cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608
 #cgo noescape cuvsgo_cuvsMultiGpuCagraSearchParamsCreate
 #cgo nocallback cuvsgo_cuvsMultiGpuCagraSearchParamsCreate
 #cgo noescape cuvsgo_cuvsMultiGpuCagraSearchParamsDestroy
@@ -420,12 +420,12 @@ import "unsafe"
 #cgo nocallback cuvsgo_cuvsMultiGpuCagraIndexCreate
 #cgo noescape cuvsgo_cuvsMultiGpuCagraIndexDestroy
 #cgo nocallback cuvsgo_cuvsMultiGpuCagraIndexDestroy
+#cgo noescape cuvsgo_cuvsMultiGpuCagraBuild
+#cgo nocallback cuvsgo_cuvsMultiGpuCagraBuild
 #cgo noescape cuvsgo_cuvsMultiGpuCagraBuild_v2608
 #cgo nocallback cuvsgo_cuvsMultiGpuCagraBuild_v2608
 #cgo noescape cuvsgo_cuvsMultiGpuCagraUpdateDataset
 #cgo nocallback cuvsgo_cuvsMultiGpuCagraUpdateDataset
-#cgo noescape cuvsgo_cuvsMultiGpuCagraBuild
-#cgo nocallback cuvsgo_cuvsMultiGpuCagraBuild
 #cgo noescape cuvsgo_cuvsMultiGpuCagraSearch
 #cgo nocallback cuvsgo_cuvsMultiGpuCagraSearch
 #cgo noescape cuvsgo_cuvsMultiGpuCagraExtend
@@ -592,17 +592,17 @@ const (
 	fnCuvsDatasetGetLayout
 	fnCuvsDatasetGetIsOwning
 	fnCuvsDatasetGetDtype
-	fnCuvsKMeansParamsCreate_v2608
-	fnCuvsKMeansParamsDestroy_v2608
-	fnCuvsKMeansFit_v2608
-	fnCuvsKMeansPredict_v2608
 	fnCuvsKMeansParamsCreate
+	fnCuvsKMeansParamsCreate_v2608
 	fnCuvsKMeansParamsDestroy
+	fnCuvsKMeansParamsDestroy_v2608
 	fnCuvsKMeansParamsCreate_v2
 	fnCuvsKMeansParamsDestroy_v2
 	fnCuvsKMeansFit
+	fnCuvsKMeansFit_v2608
 	fnCuvsKMeansFit_v2
 	fnCuvsKMeansPredict
+	fnCuvsKMeansPredict_v2608
 	fnCuvsKMeansPredict_v2
 	fnCuvsKMeansClusterCost
 	fnCuvsPairwiseDistance
@@ -649,17 +649,17 @@ const (
 	fnCuvsBruteForceSearch
 	fnCuvsBruteForceSerialize
 	fnCuvsBruteForceDeserialize
-	fnCuvsCagraIndexParamsCreate_v2608
-	fnCuvsCagraIndexParamsDestroy_v2608
 	fnCuvsCagraIndexParamsCreate
+	fnCuvsCagraIndexParamsCreate_v2608
 	fnCuvsCagraIndexParamsDestroy
+	fnCuvsCagraIndexParamsDestroy_v2608
 	fnCuvsCagraCompressionParamsCreate
 	fnCuvsCagraCompressionParamsDestroy
 	fnCuvsAceParamsCreate
 	fnCuvsAceParamsDestroy
+	fnCuvsCagraIndexParamsFromHnswParams
 	fnCuvsCagraIndexParamsFromHnswParams_v2608
 	fnCuvsCagraIndexParamsFromDataset
-	fnCuvsCagraIndexParamsFromHnswParams
 	fnCuvsCagraExtendParamsCreate
 	fnCuvsCagraExtendParamsDestroy
 	fnCuvsCagraSearchParamsCreate
@@ -672,10 +672,10 @@ const (
 	fnCuvsCagraIndexGetDataset
 	fnCuvsCagraIndexGetGraph
 	fnCuvsCagraUpdateDataset
-	fnCuvsCagraBuild_v2608
-	fnCuvsCagraExtend_v2608
 	fnCuvsCagraBuild
+	fnCuvsCagraBuild_v2608
 	fnCuvsCagraExtend
+	fnCuvsCagraExtend_v2608
 	fnCuvsCagraSearch
 	fnCuvsCagraSearchMultiPartition
 	fnCuvsCagraSerializeGraph
@@ -686,8 +686,8 @@ const (
 	fnCuvsCagraDeserializeGraphAndDataset
 	fnCuvsCagraDeserialize
 	fnCuvsCagraIndexFromArgs
-	fnCuvsCagraMerge_v2608
 	fnCuvsCagraMerge
+	fnCuvsCagraMerge_v2608
 	fnCuvsIvfFlatIndexParamsCreate
 	fnCuvsIvfFlatIndexParamsDestroy
 	fnCuvsIvfFlatSearchParamsCreate
@@ -720,16 +720,16 @@ const (
 	fnCuvsRefine
 	fnCuvsTieredIndexCreate
 	fnCuvsTieredIndexDestroy
-	fnCuvsTieredIndexParamsCreate_v2608
-	fnCuvsTieredIndexParamsDestroy_v2608
-	fnCuvsTieredIndexBuild_v2608
 	fnCuvsTieredIndexParamsCreate
+	fnCuvsTieredIndexParamsCreate_v2608
 	fnCuvsTieredIndexParamsDestroy
+	fnCuvsTieredIndexParamsDestroy_v2608
 	fnCuvsTieredIndexBuild
+	fnCuvsTieredIndexBuild_v2608
 	fnCuvsTieredIndexSearch
 	fnCuvsTieredIndexExtend
-	fnCuvsTieredIndexMerge_v2608
 	fnCuvsTieredIndexMerge
+	fnCuvsTieredIndexMerge_v2608
 	fnCuvsVamanaIndexParamsCreate
 	fnCuvsVamanaIndexParamsDestroy
 	fnCuvsVamanaIndexCreate
@@ -755,17 +755,17 @@ const (
 	fnCuvsHnswSerialize
 	fnCuvsHnswDeserialize
 	fnCuvsMultiGpuKMeansFit
-	fnCuvsMultiGpuCagraIndexParamsCreate_v2608
-	fnCuvsMultiGpuCagraIndexParamsDestroy_v2608
 	fnCuvsMultiGpuCagraIndexParamsCreate
+	fnCuvsMultiGpuCagraIndexParamsCreate_v2608
 	fnCuvsMultiGpuCagraIndexParamsDestroy
+	fnCuvsMultiGpuCagraIndexParamsDestroy_v2608
 	fnCuvsMultiGpuCagraSearchParamsCreate
 	fnCuvsMultiGpuCagraSearchParamsDestroy
 	fnCuvsMultiGpuCagraIndexCreate
 	fnCuvsMultiGpuCagraIndexDestroy
+	fnCuvsMultiGpuCagraBuild
 	fnCuvsMultiGpuCagraBuild_v2608
 	fnCuvsMultiGpuCagraUpdateDataset
-	fnCuvsMultiGpuCagraBuild
 	fnCuvsMultiGpuCagraSearch
 	fnCuvsMultiGpuCagraExtend
 	fnCuvsMultiGpuCagraSerialize
@@ -833,13 +833,13 @@ const (
 
 // functionNames lists the C symbol of each function in binding order (the C side's symbol table order);
 // a symbol whose signature differs between releases appears once per signature.
-var functionNames = [...]string{"cuvsGetLastErrorText", "cuvsSetLastErrorText", "cuvsGetLogLevel", "cuvsSetLogLevel", "cuvsResourcesCreate", "cuvsResourcesCreateWithMemoryTracking", "cuvsResourcesDestroy", "cuvsStreamSet", "cuvsStreamGet", "cuvsStreamSync", "cuvsDeviceIdGet", "cuvsResourcesSetWorkspacePool", "cuvsMultiGpuResourcesCreate", "cuvsMultiGpuResourcesCreateWithDeviceIds", "cuvsMultiGpuResourcesDestroy", "cuvsMultiGpuResourcesSetMemoryPool", "cuvsRMMAlloc", "cuvsRMMFree", "cuvsRMMPoolMemoryResourceEnable", "cuvsRMMAsyncMemoryResourceEnable", "cuvsRMMMemoryResourceReset", "cuvsRMMHostAlloc", "cuvsRMMHostFree", "cuvsVersionGet", "cuvsMatrixCopy", "cuvsMatrixSliceRows", "cuvsDatasetCreate", "cuvsDatasetMakePadded", "cuvsDatasetMakePaddedView", "cuvsDatasetMakeStandardView", "cuvsDatasetDestroy", "cuvsDatasetGetMemType", "cuvsDatasetGetLayout", "cuvsDatasetGetIsOwning", "cuvsDatasetGetDtype", "cuvsKMeansParamsCreate", "cuvsKMeansParamsDestroy", "cuvsKMeansFit", "cuvsKMeansPredict", "cuvsKMeansParamsCreate", "cuvsKMeansParamsDestroy", "cuvsKMeansParamsCreate_v2", "cuvsKMeansParamsDestroy_v2", "cuvsKMeansFit", "cuvsKMeansFit_v2", "cuvsKMeansPredict", "cuvsKMeansPredict_v2", "cuvsKMeansClusterCost", "cuvsPairwiseDistance", "cuvsIvfPqIndexParamsCreate", "cuvsIvfPqIndexParamsDestroy", "cuvsIvfPqSearchParamsCreate", "cuvsIvfPqSearchParamsDestroy", "cuvsIvfPqIndexCreate", "cuvsIvfPqIndexDestroy", "cuvsIvfPqIndexGetNLists", "cuvsIvfPqIndexGetDim", "cuvsIvfPqIndexGetSize", "cuvsIvfPqIndexGetPqDim", "cuvsIvfPqIndexGetPqBits", "cuvsIvfPqIndexGetPqLen", "cuvsIvfPqIndexGetCenters", "cuvsIvfPqIndexGetCentersPadded", "cuvsIvfPqIndexGetPqCenters", "cuvsIvfPqIndexGetCentersRot", "cuvsIvfPqIndexGetRotationMatrix", "cuvsIvfPqIndexGetListSizes", "cuvsIvfPqIndexUnpackContiguousListData", "cuvsIvfPqIndexGetListIndices", "cuvsIvfPqBuild", "cuvsIvfPqBuildPrecomputed", "cuvsIvfPqSearch", "cuvsIvfPqSerialize", "cuvsIvfPqDeserialize", "cuvsIvfPqExtend", "cuvsIvfPqTransform", "cuvsNNDescentIndexParamsCreate", "cuvsNNDescentIndexParamsDestroy", "cuvsNNDescentIndexCreate", "cuvsNNDescentIndexDestroy", "cuvsNNDescentBuild", "cuvsNNDescentIndexGetGraph", "cuvsNNDescentIndexGetDistances", "cuvsAllNeighborsIndexParamsCreate", "cuvsAllNeighborsIndexParamsDestroy", "cuvsAllNeighborsBuild", "cuvsBruteForceIndexCreate", "cuvsBruteForceIndexDestroy", "cuvsBruteForceBuild", "cuvsBruteForceSearch", "cuvsBruteForceSerialize", "cuvsBruteForceDeserialize", "cuvsCagraIndexParamsCreate", "cuvsCagraIndexParamsDestroy", "cuvsCagraIndexParamsCreate", "cuvsCagraIndexParamsDestroy", "cuvsCagraCompressionParamsCreate", "cuvsCagraCompressionParamsDestroy", "cuvsAceParamsCreate", "cuvsAceParamsDestroy", "cuvsCagraIndexParamsFromHnswParams", "cuvsCagraIndexParamsFromDataset", "cuvsCagraIndexParamsFromHnswParams", "cuvsCagraExtendParamsCreate", "cuvsCagraExtendParamsDestroy", "cuvsCagraSearchParamsCreate", "cuvsCagraSearchParamsDestroy", "cuvsCagraIndexCreate", "cuvsCagraIndexDestroy", "cuvsCagraIndexGetDims", "cuvsCagraIndexGetSize", "cuvsCagraIndexGetGraphDegree", "cuvsCagraIndexGetDataset", "cuvsCagraIndexGetGraph", "cuvsCagraUpdateDataset", "cuvsCagraBuild", "cuvsCagraExtend", "cuvsCagraBuild", "cuvsCagraExtend", "cuvsCagraSearch", "cuvsCagraSearchMultiPartition", "cuvsCagraSerializeGraph", "cuvsCagraSerializeGraphAndDataset", "cuvsCagraSerialize", "cuvsCagraSerializeToHnswlib", "cuvsCagraDeserializeGraph", "cuvsCagraDeserializeGraphAndDataset", "cuvsCagraDeserialize", "cuvsCagraIndexFromArgs", "cuvsCagraMerge", "cuvsCagraMerge", "cuvsIvfFlatIndexParamsCreate", "cuvsIvfFlatIndexParamsDestroy", "cuvsIvfFlatSearchParamsCreate", "cuvsIvfFlatSearchParamsDestroy", "cuvsIvfFlatIndexCreate", "cuvsIvfFlatIndexDestroy", "cuvsIvfFlatIndexGetNLists", "cuvsIvfFlatIndexGetDim", "cuvsIvfFlatIndexGetCenters", "cuvsIvfFlatBuild", "cuvsIvfFlatSearch", "cuvsIvfFlatSerialize", "cuvsIvfFlatDeserialize", "cuvsIvfFlatExtend", "cuvsIvfSqIndexParamsCreate", "cuvsIvfSqIndexParamsDestroy", "cuvsIvfSqSearchParamsCreate", "cuvsIvfSqSearchParamsDestroy", "cuvsIvfSqIndexCreate", "cuvsIvfSqIndexDestroy", "cuvsIvfSqIndexGetNLists", "cuvsIvfSqIndexGetDim", "cuvsIvfSqIndexGetSize", "cuvsIvfSqIndexGetCenters", "cuvsIvfSqBuild", "cuvsIvfSqSearch", "cuvsIvfSqSerialize", "cuvsIvfSqDeserialize", "cuvsIvfSqExtend", "cuvsRefine", "cuvsTieredIndexCreate", "cuvsTieredIndexDestroy", "cuvsTieredIndexParamsCreate", "cuvsTieredIndexParamsDestroy", "cuvsTieredIndexBuild", "cuvsTieredIndexParamsCreate", "cuvsTieredIndexParamsDestroy", "cuvsTieredIndexBuild", "cuvsTieredIndexSearch", "cuvsTieredIndexExtend", "cuvsTieredIndexMerge", "cuvsTieredIndexMerge", "cuvsVamanaIndexParamsCreate", "cuvsVamanaIndexParamsDestroy", "cuvsVamanaIndexCreate", "cuvsVamanaIndexDestroy", "cuvsVamanaIndexGetDims", "cuvsVamanaBuild", "cuvsVamanaSerialize", "cuvsHnswAceParamsCreate", "cuvsHnswAceParamsDestroy", "cuvsHnswIndexParamsCreate", "cuvsHnswIndexParamsDestroy", "cuvsHnswIndexCreate", "cuvsHnswIndexDestroy", "cuvsHnswExtendParamsCreate", "cuvsHnswExtendParamsDestroy", "cuvsHnswFromCagra", "cuvsHnswFromCagraWithDataset", "cuvsHnswBuild", "cuvsHnswExtend", "cuvsHnswSearchParamsCreate", "cuvsHnswSearchParamsDestroy", "cuvsHnswSearch", "cuvsHnswSerialize", "cuvsHnswDeserialize", "cuvsMultiGpuKMeansFit", "cuvsMultiGpuCagraIndexParamsCreate", "cuvsMultiGpuCagraIndexParamsDestroy", "cuvsMultiGpuCagraIndexParamsCreate", "cuvsMultiGpuCagraIndexParamsDestroy", "cuvsMultiGpuCagraSearchParamsCreate", "cuvsMultiGpuCagraSearchParamsDestroy", "cuvsMultiGpuCagraIndexCreate", "cuvsMultiGpuCagraIndexDestroy", "cuvsMultiGpuCagraBuild", "cuvsMultiGpuCagraUpdateDataset", "cuvsMultiGpuCagraBuild", "cuvsMultiGpuCagraSearch", "cuvsMultiGpuCagraExtend", "cuvsMultiGpuCagraSerialize", "cuvsMultiGpuCagraDeserialize", "cuvsMultiGpuCagraDistribute", "cuvsMultiGpuIvfFlatIndexParamsCreate", "cuvsMultiGpuIvfFlatIndexParamsDestroy", "cuvsMultiGpuIvfFlatSearchParamsCreate", "cuvsMultiGpuIvfFlatSearchParamsDestroy", "cuvsMultiGpuIvfFlatIndexCreate", "cuvsMultiGpuIvfFlatIndexDestroy", "cuvsMultiGpuIvfFlatBuild", "cuvsMultiGpuIvfFlatSearch", "cuvsMultiGpuIvfFlatExtend", "cuvsMultiGpuIvfFlatSerialize", "cuvsMultiGpuIvfFlatDeserialize", "cuvsMultiGpuIvfFlatDistribute", "cuvsMultiGpuIvfPqIndexParamsCreate", "cuvsMultiGpuIvfPqIndexParamsDestroy", "cuvsMultiGpuIvfPqSearchParamsCreate", "cuvsMultiGpuIvfPqSearchParamsDestroy", "cuvsMultiGpuIvfPqIndexCreate", "cuvsMultiGpuIvfPqIndexDestroy", "cuvsMultiGpuIvfPqBuild", "cuvsMultiGpuIvfPqSearch", "cuvsMultiGpuIvfPqExtend", "cuvsMultiGpuIvfPqSerialize", "cuvsMultiGpuIvfPqDeserialize", "cuvsMultiGpuIvfPqDistribute", "cuvsPcaParamsCreate", "cuvsPcaParamsDestroy", "cuvsPcaFit", "cuvsPcaFitTransform", "cuvsPcaTransform", "cuvsPcaInverseTransform", "cuvsBinaryQuantizerParamsCreate", "cuvsBinaryQuantizerParamsDestroy", "cuvsBinaryQuantizerCreate", "cuvsBinaryQuantizerDestroy", "cuvsBinaryQuantizerTrain", "cuvsBinaryQuantizerTransform", "cuvsBinaryQuantizerTransformWithParams", "cuvsProductQuantizerParamsCreate", "cuvsProductQuantizerParamsDestroy", "cuvsProductQuantizerCreate", "cuvsProductQuantizerDestroy", "cuvsProductQuantizerBuild", "cuvsProductQuantizerTransform", "cuvsProductQuantizerInverseTransform", "cuvsProductQuantizerGetPqBits", "cuvsProductQuantizerGetPqDim", "cuvsProductQuantizerGetPqCodebook", "cuvsProductQuantizerGetVqCodebook", "cuvsProductQuantizerGetEncodedDim", "cuvsProductQuantizerGetUseVq", "cuvsScalarQuantizerParamsCreate", "cuvsScalarQuantizerParamsDestroy", "cuvsScalarQuantizerCreate", "cuvsScalarQuantizerDestroy", "cuvsScalarQuantizerTrain", "cuvsScalarQuantizerTransform", "cuvsScalarQuantizerInverseTransform", "cuvsSelectK"}
+var functionNames = [...]string{"cuvsGetLastErrorText", "cuvsSetLastErrorText", "cuvsGetLogLevel", "cuvsSetLogLevel", "cuvsResourcesCreate", "cuvsResourcesCreateWithMemoryTracking", "cuvsResourcesDestroy", "cuvsStreamSet", "cuvsStreamGet", "cuvsStreamSync", "cuvsDeviceIdGet", "cuvsResourcesSetWorkspacePool", "cuvsMultiGpuResourcesCreate", "cuvsMultiGpuResourcesCreateWithDeviceIds", "cuvsMultiGpuResourcesDestroy", "cuvsMultiGpuResourcesSetMemoryPool", "cuvsRMMAlloc", "cuvsRMMFree", "cuvsRMMPoolMemoryResourceEnable", "cuvsRMMAsyncMemoryResourceEnable", "cuvsRMMMemoryResourceReset", "cuvsRMMHostAlloc", "cuvsRMMHostFree", "cuvsVersionGet", "cuvsMatrixCopy", "cuvsMatrixSliceRows", "cuvsDatasetCreate", "cuvsDatasetMakePadded", "cuvsDatasetMakePaddedView", "cuvsDatasetMakeStandardView", "cuvsDatasetDestroy", "cuvsDatasetGetMemType", "cuvsDatasetGetLayout", "cuvsDatasetGetIsOwning", "cuvsDatasetGetDtype", "cuvsKMeansParamsCreate", "cuvsKMeansParamsCreate", "cuvsKMeansParamsDestroy", "cuvsKMeansParamsDestroy", "cuvsKMeansParamsCreate_v2", "cuvsKMeansParamsDestroy_v2", "cuvsKMeansFit", "cuvsKMeansFit", "cuvsKMeansFit_v2", "cuvsKMeansPredict", "cuvsKMeansPredict", "cuvsKMeansPredict_v2", "cuvsKMeansClusterCost", "cuvsPairwiseDistance", "cuvsIvfPqIndexParamsCreate", "cuvsIvfPqIndexParamsDestroy", "cuvsIvfPqSearchParamsCreate", "cuvsIvfPqSearchParamsDestroy", "cuvsIvfPqIndexCreate", "cuvsIvfPqIndexDestroy", "cuvsIvfPqIndexGetNLists", "cuvsIvfPqIndexGetDim", "cuvsIvfPqIndexGetSize", "cuvsIvfPqIndexGetPqDim", "cuvsIvfPqIndexGetPqBits", "cuvsIvfPqIndexGetPqLen", "cuvsIvfPqIndexGetCenters", "cuvsIvfPqIndexGetCentersPadded", "cuvsIvfPqIndexGetPqCenters", "cuvsIvfPqIndexGetCentersRot", "cuvsIvfPqIndexGetRotationMatrix", "cuvsIvfPqIndexGetListSizes", "cuvsIvfPqIndexUnpackContiguousListData", "cuvsIvfPqIndexGetListIndices", "cuvsIvfPqBuild", "cuvsIvfPqBuildPrecomputed", "cuvsIvfPqSearch", "cuvsIvfPqSerialize", "cuvsIvfPqDeserialize", "cuvsIvfPqExtend", "cuvsIvfPqTransform", "cuvsNNDescentIndexParamsCreate", "cuvsNNDescentIndexParamsDestroy", "cuvsNNDescentIndexCreate", "cuvsNNDescentIndexDestroy", "cuvsNNDescentBuild", "cuvsNNDescentIndexGetGraph", "cuvsNNDescentIndexGetDistances", "cuvsAllNeighborsIndexParamsCreate", "cuvsAllNeighborsIndexParamsDestroy", "cuvsAllNeighborsBuild", "cuvsBruteForceIndexCreate", "cuvsBruteForceIndexDestroy", "cuvsBruteForceBuild", "cuvsBruteForceSearch", "cuvsBruteForceSerialize", "cuvsBruteForceDeserialize", "cuvsCagraIndexParamsCreate", "cuvsCagraIndexParamsCreate", "cuvsCagraIndexParamsDestroy", "cuvsCagraIndexParamsDestroy", "cuvsCagraCompressionParamsCreate", "cuvsCagraCompressionParamsDestroy", "cuvsAceParamsCreate", "cuvsAceParamsDestroy", "cuvsCagraIndexParamsFromHnswParams", "cuvsCagraIndexParamsFromHnswParams", "cuvsCagraIndexParamsFromDataset", "cuvsCagraExtendParamsCreate", "cuvsCagraExtendParamsDestroy", "cuvsCagraSearchParamsCreate", "cuvsCagraSearchParamsDestroy", "cuvsCagraIndexCreate", "cuvsCagraIndexDestroy", "cuvsCagraIndexGetDims", "cuvsCagraIndexGetSize", "cuvsCagraIndexGetGraphDegree", "cuvsCagraIndexGetDataset", "cuvsCagraIndexGetGraph", "cuvsCagraUpdateDataset", "cuvsCagraBuild", "cuvsCagraBuild", "cuvsCagraExtend", "cuvsCagraExtend", "cuvsCagraSearch", "cuvsCagraSearchMultiPartition", "cuvsCagraSerializeGraph", "cuvsCagraSerializeGraphAndDataset", "cuvsCagraSerialize", "cuvsCagraSerializeToHnswlib", "cuvsCagraDeserializeGraph", "cuvsCagraDeserializeGraphAndDataset", "cuvsCagraDeserialize", "cuvsCagraIndexFromArgs", "cuvsCagraMerge", "cuvsCagraMerge", "cuvsIvfFlatIndexParamsCreate", "cuvsIvfFlatIndexParamsDestroy", "cuvsIvfFlatSearchParamsCreate", "cuvsIvfFlatSearchParamsDestroy", "cuvsIvfFlatIndexCreate", "cuvsIvfFlatIndexDestroy", "cuvsIvfFlatIndexGetNLists", "cuvsIvfFlatIndexGetDim", "cuvsIvfFlatIndexGetCenters", "cuvsIvfFlatBuild", "cuvsIvfFlatSearch", "cuvsIvfFlatSerialize", "cuvsIvfFlatDeserialize", "cuvsIvfFlatExtend", "cuvsIvfSqIndexParamsCreate", "cuvsIvfSqIndexParamsDestroy", "cuvsIvfSqSearchParamsCreate", "cuvsIvfSqSearchParamsDestroy", "cuvsIvfSqIndexCreate", "cuvsIvfSqIndexDestroy", "cuvsIvfSqIndexGetNLists", "cuvsIvfSqIndexGetDim", "cuvsIvfSqIndexGetSize", "cuvsIvfSqIndexGetCenters", "cuvsIvfSqBuild", "cuvsIvfSqSearch", "cuvsIvfSqSerialize", "cuvsIvfSqDeserialize", "cuvsIvfSqExtend", "cuvsRefine", "cuvsTieredIndexCreate", "cuvsTieredIndexDestroy", "cuvsTieredIndexParamsCreate", "cuvsTieredIndexParamsCreate", "cuvsTieredIndexParamsDestroy", "cuvsTieredIndexParamsDestroy", "cuvsTieredIndexBuild", "cuvsTieredIndexBuild", "cuvsTieredIndexSearch", "cuvsTieredIndexExtend", "cuvsTieredIndexMerge", "cuvsTieredIndexMerge", "cuvsVamanaIndexParamsCreate", "cuvsVamanaIndexParamsDestroy", "cuvsVamanaIndexCreate", "cuvsVamanaIndexDestroy", "cuvsVamanaIndexGetDims", "cuvsVamanaBuild", "cuvsVamanaSerialize", "cuvsHnswAceParamsCreate", "cuvsHnswAceParamsDestroy", "cuvsHnswIndexParamsCreate", "cuvsHnswIndexParamsDestroy", "cuvsHnswIndexCreate", "cuvsHnswIndexDestroy", "cuvsHnswExtendParamsCreate", "cuvsHnswExtendParamsDestroy", "cuvsHnswFromCagra", "cuvsHnswFromCagraWithDataset", "cuvsHnswBuild", "cuvsHnswExtend", "cuvsHnswSearchParamsCreate", "cuvsHnswSearchParamsDestroy", "cuvsHnswSearch", "cuvsHnswSerialize", "cuvsHnswDeserialize", "cuvsMultiGpuKMeansFit", "cuvsMultiGpuCagraIndexParamsCreate", "cuvsMultiGpuCagraIndexParamsCreate", "cuvsMultiGpuCagraIndexParamsDestroy", "cuvsMultiGpuCagraIndexParamsDestroy", "cuvsMultiGpuCagraSearchParamsCreate", "cuvsMultiGpuCagraSearchParamsDestroy", "cuvsMultiGpuCagraIndexCreate", "cuvsMultiGpuCagraIndexDestroy", "cuvsMultiGpuCagraBuild", "cuvsMultiGpuCagraBuild", "cuvsMultiGpuCagraUpdateDataset", "cuvsMultiGpuCagraSearch", "cuvsMultiGpuCagraExtend", "cuvsMultiGpuCagraSerialize", "cuvsMultiGpuCagraDeserialize", "cuvsMultiGpuCagraDistribute", "cuvsMultiGpuIvfFlatIndexParamsCreate", "cuvsMultiGpuIvfFlatIndexParamsDestroy", "cuvsMultiGpuIvfFlatSearchParamsCreate", "cuvsMultiGpuIvfFlatSearchParamsDestroy", "cuvsMultiGpuIvfFlatIndexCreate", "cuvsMultiGpuIvfFlatIndexDestroy", "cuvsMultiGpuIvfFlatBuild", "cuvsMultiGpuIvfFlatSearch", "cuvsMultiGpuIvfFlatExtend", "cuvsMultiGpuIvfFlatSerialize", "cuvsMultiGpuIvfFlatDeserialize", "cuvsMultiGpuIvfFlatDistribute", "cuvsMultiGpuIvfPqIndexParamsCreate", "cuvsMultiGpuIvfPqIndexParamsDestroy", "cuvsMultiGpuIvfPqSearchParamsCreate", "cuvsMultiGpuIvfPqSearchParamsDestroy", "cuvsMultiGpuIvfPqIndexCreate", "cuvsMultiGpuIvfPqIndexDestroy", "cuvsMultiGpuIvfPqBuild", "cuvsMultiGpuIvfPqSearch", "cuvsMultiGpuIvfPqExtend", "cuvsMultiGpuIvfPqSerialize", "cuvsMultiGpuIvfPqDeserialize", "cuvsMultiGpuIvfPqDistribute", "cuvsPcaParamsCreate", "cuvsPcaParamsDestroy", "cuvsPcaFit", "cuvsPcaFitTransform", "cuvsPcaTransform", "cuvsPcaInverseTransform", "cuvsBinaryQuantizerParamsCreate", "cuvsBinaryQuantizerParamsDestroy", "cuvsBinaryQuantizerCreate", "cuvsBinaryQuantizerDestroy", "cuvsBinaryQuantizerTrain", "cuvsBinaryQuantizerTransform", "cuvsBinaryQuantizerTransformWithParams", "cuvsProductQuantizerParamsCreate", "cuvsProductQuantizerParamsDestroy", "cuvsProductQuantizerCreate", "cuvsProductQuantizerDestroy", "cuvsProductQuantizerBuild", "cuvsProductQuantizerTransform", "cuvsProductQuantizerInverseTransform", "cuvsProductQuantizerGetPqBits", "cuvsProductQuantizerGetPqDim", "cuvsProductQuantizerGetPqCodebook", "cuvsProductQuantizerGetVqCodebook", "cuvsProductQuantizerGetEncodedDim", "cuvsProductQuantizerGetUseVq", "cuvsScalarQuantizerParamsCreate", "cuvsScalarQuantizerParamsDestroy", "cuvsScalarQuantizerCreate", "cuvsScalarQuantizerDestroy", "cuvsScalarQuantizerTrain", "cuvsScalarQuantizerTransform", "cuvsScalarQuantizerInverseTransform", "cuvsSelectK"}
 
 // goFunctionNames is the Go function of each entry of functionNames.
-var goFunctionNames = [...]string{"CuvsGetLastErrorText", "CuvsSetLastErrorText", "CuvsGetLogLevel", "CuvsSetLogLevel", "CuvsResourcesCreate", "CuvsResourcesCreateWithMemoryTracking", "CuvsResourcesDestroy", "CuvsStreamSet", "CuvsStreamGet", "CuvsStreamSync", "CuvsDeviceIdGet", "CuvsResourcesSetWorkspacePool", "CuvsMultiGpuResourcesCreate", "CuvsMultiGpuResourcesCreateWithDeviceIds", "CuvsMultiGpuResourcesDestroy", "CuvsMultiGpuResourcesSetMemoryPool", "CuvsRMMAlloc", "CuvsRMMFree", "CuvsRMMPoolMemoryResourceEnable", "CuvsRMMAsyncMemoryResourceEnable", "CuvsRMMMemoryResourceReset", "CuvsRMMHostAlloc", "CuvsRMMHostFree", "CuvsVersionGet", "CuvsMatrixCopy", "CuvsMatrixSliceRows", "CuvsDatasetCreate", "CuvsDatasetMakePadded", "CuvsDatasetMakePaddedView", "CuvsDatasetMakeStandardView", "CuvsDatasetDestroy", "CuvsDatasetGetMemType", "CuvsDatasetGetLayout", "CuvsDatasetGetIsOwning", "CuvsDatasetGetDtype", "CuvsKMeansParamsCreate_v2608", "CuvsKMeansParamsDestroy_v2608", "CuvsKMeansFit_v2608", "CuvsKMeansPredict_v2608", "CuvsKMeansParamsCreate", "CuvsKMeansParamsDestroy", "CuvsKMeansParamsCreate_v2", "CuvsKMeansParamsDestroy_v2", "CuvsKMeansFit", "CuvsKMeansFit_v2", "CuvsKMeansPredict", "CuvsKMeansPredict_v2", "CuvsKMeansClusterCost", "CuvsPairwiseDistance", "CuvsIvfPqIndexParamsCreate", "CuvsIvfPqIndexParamsDestroy", "CuvsIvfPqSearchParamsCreate", "CuvsIvfPqSearchParamsDestroy", "CuvsIvfPqIndexCreate", "CuvsIvfPqIndexDestroy", "CuvsIvfPqIndexGetNLists", "CuvsIvfPqIndexGetDim", "CuvsIvfPqIndexGetSize", "CuvsIvfPqIndexGetPqDim", "CuvsIvfPqIndexGetPqBits", "CuvsIvfPqIndexGetPqLen", "CuvsIvfPqIndexGetCenters", "CuvsIvfPqIndexGetCentersPadded", "CuvsIvfPqIndexGetPqCenters", "CuvsIvfPqIndexGetCentersRot", "CuvsIvfPqIndexGetRotationMatrix", "CuvsIvfPqIndexGetListSizes", "CuvsIvfPqIndexUnpackContiguousListData", "CuvsIvfPqIndexGetListIndices", "CuvsIvfPqBuild", "CuvsIvfPqBuildPrecomputed", "CuvsIvfPqSearch", "CuvsIvfPqSerialize", "CuvsIvfPqDeserialize", "CuvsIvfPqExtend", "CuvsIvfPqTransform", "CuvsNNDescentIndexParamsCreate", "CuvsNNDescentIndexParamsDestroy", "CuvsNNDescentIndexCreate", "CuvsNNDescentIndexDestroy", "CuvsNNDescentBuild", "CuvsNNDescentIndexGetGraph", "CuvsNNDescentIndexGetDistances", "CuvsAllNeighborsIndexParamsCreate", "CuvsAllNeighborsIndexParamsDestroy", "CuvsAllNeighborsBuild", "CuvsBruteForceIndexCreate", "CuvsBruteForceIndexDestroy", "CuvsBruteForceBuild", "CuvsBruteForceSearch", "CuvsBruteForceSerialize", "CuvsBruteForceDeserialize", "CuvsCagraIndexParamsCreate_v2608", "CuvsCagraIndexParamsDestroy_v2608", "CuvsCagraIndexParamsCreate", "CuvsCagraIndexParamsDestroy", "CuvsCagraCompressionParamsCreate", "CuvsCagraCompressionParamsDestroy", "CuvsAceParamsCreate", "CuvsAceParamsDestroy", "CuvsCagraIndexParamsFromHnswParams_v2608", "CuvsCagraIndexParamsFromDataset", "CuvsCagraIndexParamsFromHnswParams", "CuvsCagraExtendParamsCreate", "CuvsCagraExtendParamsDestroy", "CuvsCagraSearchParamsCreate", "CuvsCagraSearchParamsDestroy", "CuvsCagraIndexCreate", "CuvsCagraIndexDestroy", "CuvsCagraIndexGetDims", "CuvsCagraIndexGetSize", "CuvsCagraIndexGetGraphDegree", "CuvsCagraIndexGetDataset", "CuvsCagraIndexGetGraph", "CuvsCagraUpdateDataset", "CuvsCagraBuild_v2608", "CuvsCagraExtend_v2608", "CuvsCagraBuild", "CuvsCagraExtend", "CuvsCagraSearch", "CuvsCagraSearchMultiPartition", "CuvsCagraSerializeGraph", "CuvsCagraSerializeGraphAndDataset", "CuvsCagraSerialize", "CuvsCagraSerializeToHnswlib", "CuvsCagraDeserializeGraph", "CuvsCagraDeserializeGraphAndDataset", "CuvsCagraDeserialize", "CuvsCagraIndexFromArgs", "CuvsCagraMerge_v2608", "CuvsCagraMerge", "CuvsIvfFlatIndexParamsCreate", "CuvsIvfFlatIndexParamsDestroy", "CuvsIvfFlatSearchParamsCreate", "CuvsIvfFlatSearchParamsDestroy", "CuvsIvfFlatIndexCreate", "CuvsIvfFlatIndexDestroy", "CuvsIvfFlatIndexGetNLists", "CuvsIvfFlatIndexGetDim", "CuvsIvfFlatIndexGetCenters", "CuvsIvfFlatBuild", "CuvsIvfFlatSearch", "CuvsIvfFlatSerialize", "CuvsIvfFlatDeserialize", "CuvsIvfFlatExtend", "CuvsIvfSqIndexParamsCreate", "CuvsIvfSqIndexParamsDestroy", "CuvsIvfSqSearchParamsCreate", "CuvsIvfSqSearchParamsDestroy", "CuvsIvfSqIndexCreate", "CuvsIvfSqIndexDestroy", "CuvsIvfSqIndexGetNLists", "CuvsIvfSqIndexGetDim", "CuvsIvfSqIndexGetSize", "CuvsIvfSqIndexGetCenters", "CuvsIvfSqBuild", "CuvsIvfSqSearch", "CuvsIvfSqSerialize", "CuvsIvfSqDeserialize", "CuvsIvfSqExtend", "CuvsRefine", "CuvsTieredIndexCreate", "CuvsTieredIndexDestroy", "CuvsTieredIndexParamsCreate_v2608", "CuvsTieredIndexParamsDestroy_v2608", "CuvsTieredIndexBuild_v2608", "CuvsTieredIndexParamsCreate", "CuvsTieredIndexParamsDestroy", "CuvsTieredIndexBuild", "CuvsTieredIndexSearch", "CuvsTieredIndexExtend", "CuvsTieredIndexMerge_v2608", "CuvsTieredIndexMerge", "CuvsVamanaIndexParamsCreate", "CuvsVamanaIndexParamsDestroy", "CuvsVamanaIndexCreate", "CuvsVamanaIndexDestroy", "CuvsVamanaIndexGetDims", "CuvsVamanaBuild", "CuvsVamanaSerialize", "CuvsHnswAceParamsCreate", "CuvsHnswAceParamsDestroy", "CuvsHnswIndexParamsCreate", "CuvsHnswIndexParamsDestroy", "CuvsHnswIndexCreate", "CuvsHnswIndexDestroy", "CuvsHnswExtendParamsCreate", "CuvsHnswExtendParamsDestroy", "CuvsHnswFromCagra", "CuvsHnswFromCagraWithDataset", "CuvsHnswBuild", "CuvsHnswExtend", "CuvsHnswSearchParamsCreate", "CuvsHnswSearchParamsDestroy", "CuvsHnswSearch", "CuvsHnswSerialize", "CuvsHnswDeserialize", "CuvsMultiGpuKMeansFit", "CuvsMultiGpuCagraIndexParamsCreate_v2608", "CuvsMultiGpuCagraIndexParamsDestroy_v2608", "CuvsMultiGpuCagraIndexParamsCreate", "CuvsMultiGpuCagraIndexParamsDestroy", "CuvsMultiGpuCagraSearchParamsCreate", "CuvsMultiGpuCagraSearchParamsDestroy", "CuvsMultiGpuCagraIndexCreate", "CuvsMultiGpuCagraIndexDestroy", "CuvsMultiGpuCagraBuild_v2608", "CuvsMultiGpuCagraUpdateDataset", "CuvsMultiGpuCagraBuild", "CuvsMultiGpuCagraSearch", "CuvsMultiGpuCagraExtend", "CuvsMultiGpuCagraSerialize", "CuvsMultiGpuCagraDeserialize", "CuvsMultiGpuCagraDistribute", "CuvsMultiGpuIvfFlatIndexParamsCreate", "CuvsMultiGpuIvfFlatIndexParamsDestroy", "CuvsMultiGpuIvfFlatSearchParamsCreate", "CuvsMultiGpuIvfFlatSearchParamsDestroy", "CuvsMultiGpuIvfFlatIndexCreate", "CuvsMultiGpuIvfFlatIndexDestroy", "CuvsMultiGpuIvfFlatBuild", "CuvsMultiGpuIvfFlatSearch", "CuvsMultiGpuIvfFlatExtend", "CuvsMultiGpuIvfFlatSerialize", "CuvsMultiGpuIvfFlatDeserialize", "CuvsMultiGpuIvfFlatDistribute", "CuvsMultiGpuIvfPqIndexParamsCreate", "CuvsMultiGpuIvfPqIndexParamsDestroy", "CuvsMultiGpuIvfPqSearchParamsCreate", "CuvsMultiGpuIvfPqSearchParamsDestroy", "CuvsMultiGpuIvfPqIndexCreate", "CuvsMultiGpuIvfPqIndexDestroy", "CuvsMultiGpuIvfPqBuild", "CuvsMultiGpuIvfPqSearch", "CuvsMultiGpuIvfPqExtend", "CuvsMultiGpuIvfPqSerialize", "CuvsMultiGpuIvfPqDeserialize", "CuvsMultiGpuIvfPqDistribute", "CuvsPcaParamsCreate", "CuvsPcaParamsDestroy", "CuvsPcaFit", "CuvsPcaFitTransform", "CuvsPcaTransform", "CuvsPcaInverseTransform", "CuvsBinaryQuantizerParamsCreate", "CuvsBinaryQuantizerParamsDestroy", "CuvsBinaryQuantizerCreate", "CuvsBinaryQuantizerDestroy", "CuvsBinaryQuantizerTrain", "CuvsBinaryQuantizerTransform", "CuvsBinaryQuantizerTransformWithParams", "CuvsProductQuantizerParamsCreate", "CuvsProductQuantizerParamsDestroy", "CuvsProductQuantizerCreate", "CuvsProductQuantizerDestroy", "CuvsProductQuantizerBuild", "CuvsProductQuantizerTransform", "CuvsProductQuantizerInverseTransform", "CuvsProductQuantizerGetPqBits", "CuvsProductQuantizerGetPqDim", "CuvsProductQuantizerGetPqCodebook", "CuvsProductQuantizerGetVqCodebook", "CuvsProductQuantizerGetEncodedDim", "CuvsProductQuantizerGetUseVq", "CuvsScalarQuantizerParamsCreate", "CuvsScalarQuantizerParamsDestroy", "CuvsScalarQuantizerCreate", "CuvsScalarQuantizerDestroy", "CuvsScalarQuantizerTrain", "CuvsScalarQuantizerTransform", "CuvsScalarQuantizerInverseTransform", "CuvsSelectK"}
+var goFunctionNames = [...]string{"CuvsGetLastErrorText", "CuvsSetLastErrorText", "CuvsGetLogLevel", "CuvsSetLogLevel", "CuvsResourcesCreate", "CuvsResourcesCreateWithMemoryTracking", "CuvsResourcesDestroy", "CuvsStreamSet", "CuvsStreamGet", "CuvsStreamSync", "CuvsDeviceIdGet", "CuvsResourcesSetWorkspacePool", "CuvsMultiGpuResourcesCreate", "CuvsMultiGpuResourcesCreateWithDeviceIds", "CuvsMultiGpuResourcesDestroy", "CuvsMultiGpuResourcesSetMemoryPool", "CuvsRMMAlloc", "CuvsRMMFree", "CuvsRMMPoolMemoryResourceEnable", "CuvsRMMAsyncMemoryResourceEnable", "CuvsRMMMemoryResourceReset", "CuvsRMMHostAlloc", "CuvsRMMHostFree", "CuvsVersionGet", "CuvsMatrixCopy", "CuvsMatrixSliceRows", "CuvsDatasetCreate", "CuvsDatasetMakePadded", "CuvsDatasetMakePaddedView", "CuvsDatasetMakeStandardView", "CuvsDatasetDestroy", "CuvsDatasetGetMemType", "CuvsDatasetGetLayout", "CuvsDatasetGetIsOwning", "CuvsDatasetGetDtype", "CuvsKMeansParamsCreate", "CuvsKMeansParamsCreate_v2608", "CuvsKMeansParamsDestroy", "CuvsKMeansParamsDestroy_v2608", "CuvsKMeansParamsCreate_v2", "CuvsKMeansParamsDestroy_v2", "CuvsKMeansFit", "CuvsKMeansFit_v2608", "CuvsKMeansFit_v2", "CuvsKMeansPredict", "CuvsKMeansPredict_v2608", "CuvsKMeansPredict_v2", "CuvsKMeansClusterCost", "CuvsPairwiseDistance", "CuvsIvfPqIndexParamsCreate", "CuvsIvfPqIndexParamsDestroy", "CuvsIvfPqSearchParamsCreate", "CuvsIvfPqSearchParamsDestroy", "CuvsIvfPqIndexCreate", "CuvsIvfPqIndexDestroy", "CuvsIvfPqIndexGetNLists", "CuvsIvfPqIndexGetDim", "CuvsIvfPqIndexGetSize", "CuvsIvfPqIndexGetPqDim", "CuvsIvfPqIndexGetPqBits", "CuvsIvfPqIndexGetPqLen", "CuvsIvfPqIndexGetCenters", "CuvsIvfPqIndexGetCentersPadded", "CuvsIvfPqIndexGetPqCenters", "CuvsIvfPqIndexGetCentersRot", "CuvsIvfPqIndexGetRotationMatrix", "CuvsIvfPqIndexGetListSizes", "CuvsIvfPqIndexUnpackContiguousListData", "CuvsIvfPqIndexGetListIndices", "CuvsIvfPqBuild", "CuvsIvfPqBuildPrecomputed", "CuvsIvfPqSearch", "CuvsIvfPqSerialize", "CuvsIvfPqDeserialize", "CuvsIvfPqExtend", "CuvsIvfPqTransform", "CuvsNNDescentIndexParamsCreate", "CuvsNNDescentIndexParamsDestroy", "CuvsNNDescentIndexCreate", "CuvsNNDescentIndexDestroy", "CuvsNNDescentBuild", "CuvsNNDescentIndexGetGraph", "CuvsNNDescentIndexGetDistances", "CuvsAllNeighborsIndexParamsCreate", "CuvsAllNeighborsIndexParamsDestroy", "CuvsAllNeighborsBuild", "CuvsBruteForceIndexCreate", "CuvsBruteForceIndexDestroy", "CuvsBruteForceBuild", "CuvsBruteForceSearch", "CuvsBruteForceSerialize", "CuvsBruteForceDeserialize", "CuvsCagraIndexParamsCreate", "CuvsCagraIndexParamsCreate_v2608", "CuvsCagraIndexParamsDestroy", "CuvsCagraIndexParamsDestroy_v2608", "CuvsCagraCompressionParamsCreate", "CuvsCagraCompressionParamsDestroy", "CuvsAceParamsCreate", "CuvsAceParamsDestroy", "CuvsCagraIndexParamsFromHnswParams", "CuvsCagraIndexParamsFromHnswParams_v2608", "CuvsCagraIndexParamsFromDataset", "CuvsCagraExtendParamsCreate", "CuvsCagraExtendParamsDestroy", "CuvsCagraSearchParamsCreate", "CuvsCagraSearchParamsDestroy", "CuvsCagraIndexCreate", "CuvsCagraIndexDestroy", "CuvsCagraIndexGetDims", "CuvsCagraIndexGetSize", "CuvsCagraIndexGetGraphDegree", "CuvsCagraIndexGetDataset", "CuvsCagraIndexGetGraph", "CuvsCagraUpdateDataset", "CuvsCagraBuild", "CuvsCagraBuild_v2608", "CuvsCagraExtend", "CuvsCagraExtend_v2608", "CuvsCagraSearch", "CuvsCagraSearchMultiPartition", "CuvsCagraSerializeGraph", "CuvsCagraSerializeGraphAndDataset", "CuvsCagraSerialize", "CuvsCagraSerializeToHnswlib", "CuvsCagraDeserializeGraph", "CuvsCagraDeserializeGraphAndDataset", "CuvsCagraDeserialize", "CuvsCagraIndexFromArgs", "CuvsCagraMerge", "CuvsCagraMerge_v2608", "CuvsIvfFlatIndexParamsCreate", "CuvsIvfFlatIndexParamsDestroy", "CuvsIvfFlatSearchParamsCreate", "CuvsIvfFlatSearchParamsDestroy", "CuvsIvfFlatIndexCreate", "CuvsIvfFlatIndexDestroy", "CuvsIvfFlatIndexGetNLists", "CuvsIvfFlatIndexGetDim", "CuvsIvfFlatIndexGetCenters", "CuvsIvfFlatBuild", "CuvsIvfFlatSearch", "CuvsIvfFlatSerialize", "CuvsIvfFlatDeserialize", "CuvsIvfFlatExtend", "CuvsIvfSqIndexParamsCreate", "CuvsIvfSqIndexParamsDestroy", "CuvsIvfSqSearchParamsCreate", "CuvsIvfSqSearchParamsDestroy", "CuvsIvfSqIndexCreate", "CuvsIvfSqIndexDestroy", "CuvsIvfSqIndexGetNLists", "CuvsIvfSqIndexGetDim", "CuvsIvfSqIndexGetSize", "CuvsIvfSqIndexGetCenters", "CuvsIvfSqBuild", "CuvsIvfSqSearch", "CuvsIvfSqSerialize", "CuvsIvfSqDeserialize", "CuvsIvfSqExtend", "CuvsRefine", "CuvsTieredIndexCreate", "CuvsTieredIndexDestroy", "CuvsTieredIndexParamsCreate", "CuvsTieredIndexParamsCreate_v2608", "CuvsTieredIndexParamsDestroy", "CuvsTieredIndexParamsDestroy_v2608", "CuvsTieredIndexBuild", "CuvsTieredIndexBuild_v2608", "CuvsTieredIndexSearch", "CuvsTieredIndexExtend", "CuvsTieredIndexMerge", "CuvsTieredIndexMerge_v2608", "CuvsVamanaIndexParamsCreate", "CuvsVamanaIndexParamsDestroy", "CuvsVamanaIndexCreate", "CuvsVamanaIndexDestroy", "CuvsVamanaIndexGetDims", "CuvsVamanaBuild", "CuvsVamanaSerialize", "CuvsHnswAceParamsCreate", "CuvsHnswAceParamsDestroy", "CuvsHnswIndexParamsCreate", "CuvsHnswIndexParamsDestroy", "CuvsHnswIndexCreate", "CuvsHnswIndexDestroy", "CuvsHnswExtendParamsCreate", "CuvsHnswExtendParamsDestroy", "CuvsHnswFromCagra", "CuvsHnswFromCagraWithDataset", "CuvsHnswBuild", "CuvsHnswExtend", "CuvsHnswSearchParamsCreate", "CuvsHnswSearchParamsDestroy", "CuvsHnswSearch", "CuvsHnswSerialize", "CuvsHnswDeserialize", "CuvsMultiGpuKMeansFit", "CuvsMultiGpuCagraIndexParamsCreate", "CuvsMultiGpuCagraIndexParamsCreate_v2608", "CuvsMultiGpuCagraIndexParamsDestroy", "CuvsMultiGpuCagraIndexParamsDestroy_v2608", "CuvsMultiGpuCagraSearchParamsCreate", "CuvsMultiGpuCagraSearchParamsDestroy", "CuvsMultiGpuCagraIndexCreate", "CuvsMultiGpuCagraIndexDestroy", "CuvsMultiGpuCagraBuild", "CuvsMultiGpuCagraBuild_v2608", "CuvsMultiGpuCagraUpdateDataset", "CuvsMultiGpuCagraSearch", "CuvsMultiGpuCagraExtend", "CuvsMultiGpuCagraSerialize", "CuvsMultiGpuCagraDeserialize", "CuvsMultiGpuCagraDistribute", "CuvsMultiGpuIvfFlatIndexParamsCreate", "CuvsMultiGpuIvfFlatIndexParamsDestroy", "CuvsMultiGpuIvfFlatSearchParamsCreate", "CuvsMultiGpuIvfFlatSearchParamsDestroy", "CuvsMultiGpuIvfFlatIndexCreate", "CuvsMultiGpuIvfFlatIndexDestroy", "CuvsMultiGpuIvfFlatBuild", "CuvsMultiGpuIvfFlatSearch", "CuvsMultiGpuIvfFlatExtend", "CuvsMultiGpuIvfFlatSerialize", "CuvsMultiGpuIvfFlatDeserialize", "CuvsMultiGpuIvfFlatDistribute", "CuvsMultiGpuIvfPqIndexParamsCreate", "CuvsMultiGpuIvfPqIndexParamsDestroy", "CuvsMultiGpuIvfPqSearchParamsCreate", "CuvsMultiGpuIvfPqSearchParamsDestroy", "CuvsMultiGpuIvfPqIndexCreate", "CuvsMultiGpuIvfPqIndexDestroy", "CuvsMultiGpuIvfPqBuild", "CuvsMultiGpuIvfPqSearch", "CuvsMultiGpuIvfPqExtend", "CuvsMultiGpuIvfPqSerialize", "CuvsMultiGpuIvfPqDeserialize", "CuvsMultiGpuIvfPqDistribute", "CuvsPcaParamsCreate", "CuvsPcaParamsDestroy", "CuvsPcaFit", "CuvsPcaFitTransform", "CuvsPcaTransform", "CuvsPcaInverseTransform", "CuvsBinaryQuantizerParamsCreate", "CuvsBinaryQuantizerParamsDestroy", "CuvsBinaryQuantizerCreate", "CuvsBinaryQuantizerDestroy", "CuvsBinaryQuantizerTrain", "CuvsBinaryQuantizerTransform", "CuvsBinaryQuantizerTransformWithParams", "CuvsProductQuantizerParamsCreate", "CuvsProductQuantizerParamsDestroy", "CuvsProductQuantizerCreate", "CuvsProductQuantizerDestroy", "CuvsProductQuantizerBuild", "CuvsProductQuantizerTransform", "CuvsProductQuantizerInverseTransform", "CuvsProductQuantizerGetPqBits", "CuvsProductQuantizerGetPqDim", "CuvsProductQuantizerGetPqCodebook", "CuvsProductQuantizerGetVqCodebook", "CuvsProductQuantizerGetEncodedDim", "CuvsProductQuantizerGetUseVq", "CuvsScalarQuantizerParamsCreate", "CuvsScalarQuantizerParamsDestroy", "CuvsScalarQuantizerCreate", "CuvsScalarQuantizerDestroy", "CuvsScalarQuantizerTrain", "CuvsScalarQuantizerTransform", "CuvsScalarQuantizerInverseTransform", "CuvsSelectK"}
 
 // functionReleases is, for each entry of functionNames, the releases that declare it so (bit i: releases[i]).
-var functionReleases = [...]uint32{3, 3, 3, 3, 3, 2, 3, 3, 3, 3, 3, 2, 3, 3, 3, 3, 3, 3, 3, 2, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 1, 1, 3, 3, 3, 3, 2, 2, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 1, 1, 3, 2, 2, 2, 1, 3, 2, 2, 1, 3, 2, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 1, 1, 1, 3, 3, 2, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 1, 1, 3, 3, 3, 3, 2, 2, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2}
+var functionReleases = [...]uint32{3, 3, 3, 3, 3, 2, 3, 3, 3, 3, 3, 2, 3, 3, 3, 3, 3, 3, 3, 2, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 2, 1, 2, 1, 1, 1, 2, 1, 1, 2, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 1, 2, 1, 2, 3, 3, 3, 3, 1, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 1, 2, 1, 2, 3, 2, 2, 2, 1, 3, 2, 2, 1, 3, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 1, 2, 1, 2, 1, 2, 3, 3, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2, 1, 2, 1, 2, 3, 3, 3, 3, 1, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 2}
 
 // CuvsGetLastErrorText calls cuvsGetLastErrorText (cuvs/core/c_api.h); the library's release must be one of: 26.06, 26.08.
 func CuvsGetLastErrorText() (r string, err error) {
@@ -1156,42 +1156,6 @@ func CuvsDatasetGetDtype(dataset CuvsDataset_t, dtype *DLDataType) error {
 	return statusError(fnCuvsDatasetGetDtype, int32(r.code), r.text)
 }
 
-// CuvsKMeansParamsCreate_v2608 calls cuvsKMeansParamsCreate as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
-func CuvsKMeansParamsCreate_v2608(params *CuvsKMeansParams_t_v2608) error {
-	r := C.cuvsgo_cuvsKMeansParamsCreate_v2608(unsafe.Pointer(params))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsKMeansParamsCreate_v2608, int32(r.code), r.text)
-}
-
-// CuvsKMeansParamsDestroy_v2608 calls cuvsKMeansParamsDestroy as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
-func CuvsKMeansParamsDestroy_v2608(params CuvsKMeansParams_t_v2608) error {
-	r := C.cuvsgo_cuvsKMeansParamsDestroy_v2608(unsafe.Pointer(params))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsKMeansParamsDestroy_v2608, int32(r.code), r.text)
-}
-
-// CuvsKMeansFit_v2608 calls cuvsKMeansFit as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
-func CuvsKMeansFit_v2608(res CuvsResources_t, params CuvsKMeansParams_t_v2608, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, inertia *float64, n_iter *int32) error {
-	r := C.cuvsgo_cuvsKMeansFit_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsKMeansFit_v2608, int32(r.code), r.text)
-}
-
-// CuvsKMeansPredict_v2608 calls cuvsKMeansPredict as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
-func CuvsKMeansPredict_v2608(res CuvsResources_t, params CuvsKMeansParams_t_v2608, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, labels *DLManagedTensor, normalize_weight bool, inertia *float64) error {
-	r := C.cuvsgo_cuvsKMeansPredict_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(labels), C.bool(normalize_weight), unsafe.Pointer(inertia))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsKMeansPredict_v2608, int32(r.code), r.text)
-}
-
 // CuvsKMeansParamsCreate calls cuvsKMeansParamsCreate (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansParamsCreate(params *CuvsKMeansParams_t) error {
 	r := C.cuvsgo_cuvsKMeansParamsCreate(unsafe.Pointer(params))
@@ -1201,6 +1165,15 @@ func CuvsKMeansParamsCreate(params *CuvsKMeansParams_t) error {
 	return statusError(fnCuvsKMeansParamsCreate, int32(r.code), r.text)
 }
 
+// CuvsKMeansParamsCreate_v2608 calls cuvsKMeansParamsCreate as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
+func CuvsKMeansParamsCreate_v2608(params *CuvsKMeansParams_t_v2608) error {
+	r := C.cuvsgo_cuvsKMeansParamsCreate_v2608(unsafe.Pointer(params))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsKMeansParamsCreate_v2608, int32(r.code), r.text)
+}
+
 // CuvsKMeansParamsDestroy calls cuvsKMeansParamsDestroy (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansParamsDestroy(params CuvsKMeansParams_t) error {
 	r := C.cuvsgo_cuvsKMeansParamsDestroy(unsafe.Pointer(params))
@@ -1208,6 +1181,15 @@ func CuvsKMeansParamsDestroy(params CuvsKMeansParams_t) error {
 		return nil
 	}
 	return statusError(fnCuvsKMeansParamsDestroy, int32(r.code), r.text)
+}
+
+// CuvsKMeansParamsDestroy_v2608 calls cuvsKMeansParamsDestroy as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
+func CuvsKMeansParamsDestroy_v2608(params CuvsKMeansParams_t_v2608) error {
+	r := C.cuvsgo_cuvsKMeansParamsDestroy_v2608(unsafe.Pointer(params))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsKMeansParamsDestroy_v2608, int32(r.code), r.text)
 }
 
 // CuvsKMeansParamsCreate_v2 calls cuvsKMeansParamsCreate_v2 (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
@@ -1237,6 +1219,15 @@ func CuvsKMeansFit(res CuvsResources_t, params CuvsKMeansParams_t, X *DLManagedT
 	return statusError(fnCuvsKMeansFit, int32(r.code), r.text)
 }
 
+// CuvsKMeansFit_v2608 calls cuvsKMeansFit as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
+func CuvsKMeansFit_v2608(res CuvsResources_t, params CuvsKMeansParams_t_v2608, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, inertia *float64, n_iter *int32) error {
+	r := C.cuvsgo_cuvsKMeansFit_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsKMeansFit_v2608, int32(r.code), r.text)
+}
+
 // CuvsKMeansFit_v2 calls cuvsKMeansFit_v2 (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansFit_v2(res CuvsResources_t, params CuvsKMeansParams_v2_t, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, inertia *float64, n_iter *int32) error {
 	r := C.cuvsgo_cuvsKMeansFit_v2(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
@@ -1253,6 +1244,15 @@ func CuvsKMeansPredict(res CuvsResources_t, params CuvsKMeansParams_t, X *DLMana
 		return nil
 	}
 	return statusError(fnCuvsKMeansPredict, int32(r.code), r.text)
+}
+
+// CuvsKMeansPredict_v2608 calls cuvsKMeansPredict as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
+func CuvsKMeansPredict_v2608(res CuvsResources_t, params CuvsKMeansParams_t_v2608, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, labels *DLManagedTensor, normalize_weight bool, inertia *float64) error {
+	r := C.cuvsgo_cuvsKMeansPredict_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(labels), C.bool(normalize_weight), unsafe.Pointer(inertia))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsKMeansPredict_v2608, int32(r.code), r.text)
 }
 
 // CuvsKMeansPredict_v2 calls cuvsKMeansPredict_v2 (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
@@ -1669,24 +1669,6 @@ func CuvsBruteForceDeserialize(res CuvsResources_t, filename *byte, index CuvsBr
 	return statusError(fnCuvsBruteForceDeserialize, int32(r.code), r.text)
 }
 
-// CuvsCagraIndexParamsCreate_v2608 calls cuvsCagraIndexParamsCreate as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
-func CuvsCagraIndexParamsCreate_v2608(params *CuvsCagraIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsCagraIndexParamsCreate_v2608(unsafe.Pointer(params))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsCagraIndexParamsCreate_v2608, int32(r.code), r.text)
-}
-
-// CuvsCagraIndexParamsDestroy_v2608 calls cuvsCagraIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
-func CuvsCagraIndexParamsDestroy_v2608(params CuvsCagraIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsCagraIndexParamsDestroy_v2608(unsafe.Pointer(params))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsCagraIndexParamsDestroy_v2608, int32(r.code), r.text)
-}
-
 // CuvsCagraIndexParamsCreate calls cuvsCagraIndexParamsCreate (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraIndexParamsCreate(params *CuvsCagraIndexParams_t) error {
 	r := C.cuvsgo_cuvsCagraIndexParamsCreate(unsafe.Pointer(params))
@@ -1696,6 +1678,15 @@ func CuvsCagraIndexParamsCreate(params *CuvsCagraIndexParams_t) error {
 	return statusError(fnCuvsCagraIndexParamsCreate, int32(r.code), r.text)
 }
 
+// CuvsCagraIndexParamsCreate_v2608 calls cuvsCagraIndexParamsCreate as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
+func CuvsCagraIndexParamsCreate_v2608(params *CuvsCagraIndexParams_t_v2608) error {
+	r := C.cuvsgo_cuvsCagraIndexParamsCreate_v2608(unsafe.Pointer(params))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsCagraIndexParamsCreate_v2608, int32(r.code), r.text)
+}
+
 // CuvsCagraIndexParamsDestroy calls cuvsCagraIndexParamsDestroy (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraIndexParamsDestroy(params CuvsCagraIndexParams_t) error {
 	r := C.cuvsgo_cuvsCagraIndexParamsDestroy(unsafe.Pointer(params))
@@ -1703,6 +1694,15 @@ func CuvsCagraIndexParamsDestroy(params CuvsCagraIndexParams_t) error {
 		return nil
 	}
 	return statusError(fnCuvsCagraIndexParamsDestroy, int32(r.code), r.text)
+}
+
+// CuvsCagraIndexParamsDestroy_v2608 calls cuvsCagraIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
+func CuvsCagraIndexParamsDestroy_v2608(params CuvsCagraIndexParams_t_v2608) error {
+	r := C.cuvsgo_cuvsCagraIndexParamsDestroy_v2608(unsafe.Pointer(params))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsCagraIndexParamsDestroy_v2608, int32(r.code), r.text)
 }
 
 // CuvsCagraCompressionParamsCreate calls cuvsCagraCompressionParamsCreate (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
@@ -1741,6 +1741,15 @@ func CuvsAceParamsDestroy(params CuvsAceParams_t) error {
 	return statusError(fnCuvsAceParamsDestroy, int32(r.code), r.text)
 }
 
+// CuvsCagraIndexParamsFromHnswParams calls cuvsCagraIndexParamsFromHnswParams (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
+func CuvsCagraIndexParamsFromHnswParams(params CuvsCagraIndexParams_t, n_rows int64, dim int64, M int32, ef_construction int32, heuristic CuvsCagraHnswHeuristicType, metric CuvsDistanceType) error {
+	r := C.cuvsgo_cuvsCagraIndexParamsFromHnswParams(unsafe.Pointer(params), C.int64_t(n_rows), C.int64_t(dim), C.int32_t(M), C.int32_t(ef_construction), C.int32_t(heuristic), C.int32_t(metric))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsCagraIndexParamsFromHnswParams, int32(r.code), r.text)
+}
+
 // CuvsCagraIndexParamsFromHnswParams_v2608 calls cuvsCagraIndexParamsFromHnswParams as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraIndexParamsFromHnswParams_v2608(params CuvsCagraIndexParams_t_v2608, n_rows int64, dim int64, M int32, ef_construction int32, heuristic CuvsCagraHnswHeuristicType, metric CuvsDistanceType) error {
 	r := C.cuvsgo_cuvsCagraIndexParamsFromHnswParams_v2608(unsafe.Pointer(params), C.int64_t(n_rows), C.int64_t(dim), C.int32_t(M), C.int32_t(ef_construction), C.int32_t(heuristic), C.int32_t(metric))
@@ -1757,15 +1766,6 @@ func CuvsCagraIndexParamsFromDataset(params CuvsCagraIndexParams_t_v2608, n_rows
 		return nil
 	}
 	return statusError(fnCuvsCagraIndexParamsFromDataset, int32(r.code), r.text)
-}
-
-// CuvsCagraIndexParamsFromHnswParams calls cuvsCagraIndexParamsFromHnswParams (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
-func CuvsCagraIndexParamsFromHnswParams(params CuvsCagraIndexParams_t, n_rows int64, dim int64, M int32, ef_construction int32, heuristic CuvsCagraHnswHeuristicType, metric CuvsDistanceType) error {
-	r := C.cuvsgo_cuvsCagraIndexParamsFromHnswParams(unsafe.Pointer(params), C.int64_t(n_rows), C.int64_t(dim), C.int32_t(M), C.int32_t(ef_construction), C.int32_t(heuristic), C.int32_t(metric))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsCagraIndexParamsFromHnswParams, int32(r.code), r.text)
 }
 
 // CuvsCagraExtendParamsCreate calls cuvsCagraExtendParamsCreate (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
@@ -1876,24 +1876,6 @@ func CuvsCagraUpdateDataset(res CuvsResources_t, device_padded_dataset CuvsDatas
 	return statusError(fnCuvsCagraUpdateDataset, int32(r.code), r.text)
 }
 
-// CuvsCagraBuild_v2608 calls cuvsCagraBuild as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
-func CuvsCagraBuild_v2608(res CuvsResources_t, params CuvsCagraIndexParams_t_v2608, dataset CuvsDataset_t, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraBuild_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(index))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsCagraBuild_v2608, int32(r.code), r.text)
-}
-
-// CuvsCagraExtend_v2608 calls cuvsCagraExtend as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
-func CuvsCagraExtend_v2608(res CuvsResources_t, params CuvsCagraExtendParams_t, extended_dataset CuvsDataset_t, new_start_row int64, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraExtend_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(extended_dataset), C.int64_t(new_start_row), unsafe.Pointer(index))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsCagraExtend_v2608, int32(r.code), r.text)
-}
-
 // CuvsCagraBuild calls cuvsCagraBuild (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraBuild(res CuvsResources_t, params CuvsCagraIndexParams_t, dataset *DLManagedTensor, index CuvsCagraIndex_t) error {
 	r := C.cuvsgo_cuvsCagraBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(index))
@@ -1903,6 +1885,15 @@ func CuvsCagraBuild(res CuvsResources_t, params CuvsCagraIndexParams_t, dataset 
 	return statusError(fnCuvsCagraBuild, int32(r.code), r.text)
 }
 
+// CuvsCagraBuild_v2608 calls cuvsCagraBuild as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
+func CuvsCagraBuild_v2608(res CuvsResources_t, params CuvsCagraIndexParams_t_v2608, dataset CuvsDataset_t, index CuvsCagraIndex_t) error {
+	r := C.cuvsgo_cuvsCagraBuild_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsCagraBuild_v2608, int32(r.code), r.text)
+}
+
 // CuvsCagraExtend calls cuvsCagraExtend (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraExtend(res CuvsResources_t, params CuvsCagraExtendParams_t, additional_dataset *DLManagedTensor, index CuvsCagraIndex_t) error {
 	r := C.cuvsgo_cuvsCagraExtend(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(additional_dataset), unsafe.Pointer(index))
@@ -1910,6 +1901,15 @@ func CuvsCagraExtend(res CuvsResources_t, params CuvsCagraExtendParams_t, additi
 		return nil
 	}
 	return statusError(fnCuvsCagraExtend, int32(r.code), r.text)
+}
+
+// CuvsCagraExtend_v2608 calls cuvsCagraExtend as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
+func CuvsCagraExtend_v2608(res CuvsResources_t, params CuvsCagraExtendParams_t, extended_dataset CuvsDataset_t, new_start_row int64, index CuvsCagraIndex_t) error {
+	r := C.cuvsgo_cuvsCagraExtend_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(extended_dataset), C.int64_t(new_start_row), unsafe.Pointer(index))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsCagraExtend_v2608, int32(r.code), r.text)
 }
 
 // CuvsCagraSearch calls cuvsCagraSearch (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
@@ -2002,15 +2002,6 @@ func CuvsCagraIndexFromArgs(res CuvsResources_t, metric CuvsDistanceType, graph 
 	return statusError(fnCuvsCagraIndexFromArgs, int32(r.code), r.text)
 }
 
-// CuvsCagraMerge_v2608 calls cuvsCagraMerge as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
-func CuvsCagraMerge_v2608(res CuvsResources_t, params CuvsCagraIndexParams_t_v2608, indices *CuvsCagraIndex_t, num_indices uint64, filter CuvsFilter, merged_dataset CuvsDataset_t, output_index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraMerge_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(&filter), unsafe.Pointer(merged_dataset), unsafe.Pointer(output_index))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsCagraMerge_v2608, int32(r.code), r.text)
-}
-
 // CuvsCagraMerge calls cuvsCagraMerge (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraMerge(res CuvsResources_t, params CuvsCagraIndexParams_t, indices *CuvsCagraIndex_t, num_indices uint64, filter CuvsFilter, output_index CuvsCagraIndex_t) error {
 	r := C.cuvsgo_cuvsCagraMerge(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(&filter), unsafe.Pointer(output_index))
@@ -2018,6 +2009,15 @@ func CuvsCagraMerge(res CuvsResources_t, params CuvsCagraIndexParams_t, indices 
 		return nil
 	}
 	return statusError(fnCuvsCagraMerge, int32(r.code), r.text)
+}
+
+// CuvsCagraMerge_v2608 calls cuvsCagraMerge as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
+func CuvsCagraMerge_v2608(res CuvsResources_t, params CuvsCagraIndexParams_t_v2608, indices *CuvsCagraIndex_t, num_indices uint64, filter CuvsFilter, merged_dataset CuvsDataset_t, output_index CuvsCagraIndex_t) error {
+	r := C.cuvsgo_cuvsCagraMerge_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(&filter), unsafe.Pointer(merged_dataset), unsafe.Pointer(output_index))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsCagraMerge_v2608, int32(r.code), r.text)
 }
 
 // CuvsIvfFlatIndexParamsCreate calls cuvsIvfFlatIndexParamsCreate (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
@@ -2308,33 +2308,6 @@ func CuvsTieredIndexDestroy(index CuvsTieredIndex_t) error {
 	return statusError(fnCuvsTieredIndexDestroy, int32(r.code), r.text)
 }
 
-// CuvsTieredIndexParamsCreate_v2608 calls cuvsTieredIndexParamsCreate as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
-func CuvsTieredIndexParamsCreate_v2608(index_params *CuvsTieredIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsTieredIndexParamsCreate_v2608(unsafe.Pointer(index_params))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsTieredIndexParamsCreate_v2608, int32(r.code), r.text)
-}
-
-// CuvsTieredIndexParamsDestroy_v2608 calls cuvsTieredIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
-func CuvsTieredIndexParamsDestroy_v2608(index_params CuvsTieredIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsTieredIndexParamsDestroy_v2608(unsafe.Pointer(index_params))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsTieredIndexParamsDestroy_v2608, int32(r.code), r.text)
-}
-
-// CuvsTieredIndexBuild_v2608 calls cuvsTieredIndexBuild as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
-func CuvsTieredIndexBuild_v2608(res CuvsResources_t, index_params CuvsTieredIndexParams_t_v2608, dataset *DLManagedTensor, index CuvsTieredIndex_t) error {
-	r := C.cuvsgo_cuvsTieredIndexBuild_v2608(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(dataset), unsafe.Pointer(index))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsTieredIndexBuild_v2608, int32(r.code), r.text)
-}
-
 // CuvsTieredIndexParamsCreate calls cuvsTieredIndexParamsCreate (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06.
 func CuvsTieredIndexParamsCreate(index_params *CuvsTieredIndexParams_t) error {
 	r := C.cuvsgo_cuvsTieredIndexParamsCreate(unsafe.Pointer(index_params))
@@ -2342,6 +2315,15 @@ func CuvsTieredIndexParamsCreate(index_params *CuvsTieredIndexParams_t) error {
 		return nil
 	}
 	return statusError(fnCuvsTieredIndexParamsCreate, int32(r.code), r.text)
+}
+
+// CuvsTieredIndexParamsCreate_v2608 calls cuvsTieredIndexParamsCreate as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
+func CuvsTieredIndexParamsCreate_v2608(index_params *CuvsTieredIndexParams_t_v2608) error {
+	r := C.cuvsgo_cuvsTieredIndexParamsCreate_v2608(unsafe.Pointer(index_params))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsTieredIndexParamsCreate_v2608, int32(r.code), r.text)
 }
 
 // CuvsTieredIndexParamsDestroy calls cuvsTieredIndexParamsDestroy (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06.
@@ -2353,6 +2335,15 @@ func CuvsTieredIndexParamsDestroy(index_params CuvsTieredIndexParams_t) error {
 	return statusError(fnCuvsTieredIndexParamsDestroy, int32(r.code), r.text)
 }
 
+// CuvsTieredIndexParamsDestroy_v2608 calls cuvsTieredIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
+func CuvsTieredIndexParamsDestroy_v2608(index_params CuvsTieredIndexParams_t_v2608) error {
+	r := C.cuvsgo_cuvsTieredIndexParamsDestroy_v2608(unsafe.Pointer(index_params))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsTieredIndexParamsDestroy_v2608, int32(r.code), r.text)
+}
+
 // CuvsTieredIndexBuild calls cuvsTieredIndexBuild (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06.
 func CuvsTieredIndexBuild(res CuvsResources_t, index_params CuvsTieredIndexParams_t, dataset *DLManagedTensor, index CuvsTieredIndex_t) error {
 	r := C.cuvsgo_cuvsTieredIndexBuild(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(dataset), unsafe.Pointer(index))
@@ -2360,6 +2351,15 @@ func CuvsTieredIndexBuild(res CuvsResources_t, index_params CuvsTieredIndexParam
 		return nil
 	}
 	return statusError(fnCuvsTieredIndexBuild, int32(r.code), r.text)
+}
+
+// CuvsTieredIndexBuild_v2608 calls cuvsTieredIndexBuild as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
+func CuvsTieredIndexBuild_v2608(res CuvsResources_t, index_params CuvsTieredIndexParams_t_v2608, dataset *DLManagedTensor, index CuvsTieredIndex_t) error {
+	r := C.cuvsgo_cuvsTieredIndexBuild_v2608(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsTieredIndexBuild_v2608, int32(r.code), r.text)
 }
 
 // CuvsTieredIndexSearch calls cuvsTieredIndexSearch (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06, 26.08.
@@ -2380,15 +2380,6 @@ func CuvsTieredIndexExtend(res CuvsResources_t, new_vectors *DLManagedTensor, in
 	return statusError(fnCuvsTieredIndexExtend, int32(r.code), r.text)
 }
 
-// CuvsTieredIndexMerge_v2608 calls cuvsTieredIndexMerge as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
-func CuvsTieredIndexMerge_v2608(res CuvsResources_t, index_params CuvsTieredIndexParams_t_v2608, indices *CuvsTieredIndex_t, num_indices uint64, output_index CuvsTieredIndex_t) error {
-	r := C.cuvsgo_cuvsTieredIndexMerge_v2608(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(output_index))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsTieredIndexMerge_v2608, int32(r.code), r.text)
-}
-
 // CuvsTieredIndexMerge calls cuvsTieredIndexMerge (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06.
 func CuvsTieredIndexMerge(res CuvsResources_t, index_params CuvsTieredIndexParams_t, indices *CuvsTieredIndex_t, num_indices uint64, output_index CuvsTieredIndex_t) error {
 	r := C.cuvsgo_cuvsTieredIndexMerge(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(output_index))
@@ -2396,6 +2387,15 @@ func CuvsTieredIndexMerge(res CuvsResources_t, index_params CuvsTieredIndexParam
 		return nil
 	}
 	return statusError(fnCuvsTieredIndexMerge, int32(r.code), r.text)
+}
+
+// CuvsTieredIndexMerge_v2608 calls cuvsTieredIndexMerge as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
+func CuvsTieredIndexMerge_v2608(res CuvsResources_t, index_params CuvsTieredIndexParams_t_v2608, indices *CuvsTieredIndex_t, num_indices uint64, output_index CuvsTieredIndex_t) error {
+	r := C.cuvsgo_cuvsTieredIndexMerge_v2608(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(output_index))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsTieredIndexMerge_v2608, int32(r.code), r.text)
 }
 
 // CuvsVamanaIndexParamsCreate calls cuvsVamanaIndexParamsCreate (cuvs/neighbors/vamana.h); the library's release must be one of: 26.06, 26.08.
@@ -2623,24 +2623,6 @@ func CuvsMultiGpuKMeansFit(res CuvsResources_t, params CuvsKMeansParams_t_v2608,
 	return statusError(fnCuvsMultiGpuKMeansFit, int32(r.code), r.text)
 }
 
-// CuvsMultiGpuCagraIndexParamsCreate_v2608 calls cuvsMultiGpuCagraIndexParamsCreate as cuVS 26.08 declares it (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.08.
-func CuvsMultiGpuCagraIndexParamsCreate_v2608(index_params *CuvsMultiGpuCagraIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608(unsafe.Pointer(index_params))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsMultiGpuCagraIndexParamsCreate_v2608, int32(r.code), r.text)
-}
-
-// CuvsMultiGpuCagraIndexParamsDestroy_v2608 calls cuvsMultiGpuCagraIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.08.
-func CuvsMultiGpuCagraIndexParamsDestroy_v2608(index_params CuvsMultiGpuCagraIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608(unsafe.Pointer(index_params))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsMultiGpuCagraIndexParamsDestroy_v2608, int32(r.code), r.text)
-}
-
 // CuvsMultiGpuCagraIndexParamsCreate calls cuvsMultiGpuCagraIndexParamsCreate (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06.
 func CuvsMultiGpuCagraIndexParamsCreate(index_params *CuvsMultiGpuCagraIndexParams_t) error {
 	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsCreate(unsafe.Pointer(index_params))
@@ -2650,6 +2632,15 @@ func CuvsMultiGpuCagraIndexParamsCreate(index_params *CuvsMultiGpuCagraIndexPara
 	return statusError(fnCuvsMultiGpuCagraIndexParamsCreate, int32(r.code), r.text)
 }
 
+// CuvsMultiGpuCagraIndexParamsCreate_v2608 calls cuvsMultiGpuCagraIndexParamsCreate as cuVS 26.08 declares it (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.08.
+func CuvsMultiGpuCagraIndexParamsCreate_v2608(index_params *CuvsMultiGpuCagraIndexParams_t_v2608) error {
+	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608(unsafe.Pointer(index_params))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsMultiGpuCagraIndexParamsCreate_v2608, int32(r.code), r.text)
+}
+
 // CuvsMultiGpuCagraIndexParamsDestroy calls cuvsMultiGpuCagraIndexParamsDestroy (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06.
 func CuvsMultiGpuCagraIndexParamsDestroy(index_params CuvsMultiGpuCagraIndexParams_t) error {
 	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy(unsafe.Pointer(index_params))
@@ -2657,6 +2648,15 @@ func CuvsMultiGpuCagraIndexParamsDestroy(index_params CuvsMultiGpuCagraIndexPara
 		return nil
 	}
 	return statusError(fnCuvsMultiGpuCagraIndexParamsDestroy, int32(r.code), r.text)
+}
+
+// CuvsMultiGpuCagraIndexParamsDestroy_v2608 calls cuvsMultiGpuCagraIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.08.
+func CuvsMultiGpuCagraIndexParamsDestroy_v2608(index_params CuvsMultiGpuCagraIndexParams_t_v2608) error {
+	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608(unsafe.Pointer(index_params))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsMultiGpuCagraIndexParamsDestroy_v2608, int32(r.code), r.text)
 }
 
 // CuvsMultiGpuCagraSearchParamsCreate calls cuvsMultiGpuCagraSearchParamsCreate (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.
@@ -2695,6 +2695,15 @@ func CuvsMultiGpuCagraIndexDestroy(index CuvsMultiGpuCagraIndex_t) error {
 	return statusError(fnCuvsMultiGpuCagraIndexDestroy, int32(r.code), r.text)
 }
 
+// CuvsMultiGpuCagraBuild calls cuvsMultiGpuCagraBuild (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06.
+func CuvsMultiGpuCagraBuild(res CuvsResources_t, params CuvsMultiGpuCagraIndexParams_t, dataset_tensor *DLManagedTensor, index CuvsMultiGpuCagraIndex_t) error {
+	r := C.cuvsgo_cuvsMultiGpuCagraBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset_tensor), unsafe.Pointer(index))
+	if r.code == C.CUVSGO_OK {
+		return nil
+	}
+	return statusError(fnCuvsMultiGpuCagraBuild, int32(r.code), r.text)
+}
+
 // CuvsMultiGpuCagraBuild_v2608 calls cuvsMultiGpuCagraBuild as cuVS 26.08 declares it (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.08.
 func CuvsMultiGpuCagraBuild_v2608(res CuvsResources_t, params CuvsMultiGpuCagraIndexParams_t_v2608, dataset_tensor *DLManagedTensor, index CuvsMultiGpuCagraIndex_t) error {
 	r := C.cuvsgo_cuvsMultiGpuCagraBuild_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset_tensor), unsafe.Pointer(index))
@@ -2711,15 +2720,6 @@ func CuvsMultiGpuCagraUpdateDataset(res CuvsResources_t, device_padded_dataset C
 		return nil
 	}
 	return statusError(fnCuvsMultiGpuCagraUpdateDataset, int32(r.code), r.text)
-}
-
-// CuvsMultiGpuCagraBuild calls cuvsMultiGpuCagraBuild (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06.
-func CuvsMultiGpuCagraBuild(res CuvsResources_t, params CuvsMultiGpuCagraIndexParams_t, dataset_tensor *DLManagedTensor, index CuvsMultiGpuCagraIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset_tensor), unsafe.Pointer(index))
-	if r.code == C.CUVSGO_OK {
-		return nil
-	}
-	return statusError(fnCuvsMultiGpuCagraBuild, int32(r.code), r.text)
 }
 
 // CuvsMultiGpuCagraSearch calls cuvsMultiGpuCagraSearch (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.

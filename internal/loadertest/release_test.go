@@ -65,6 +65,12 @@ func TestRelease2606(t *testing.T) {
 	}
 	var p8 generated.CuvsCagraIndexParams_t_v2608
 	notInRelease(t, generated.CuvsCagraIndexParamsCreate_v2608(&p8), "26.06", []string{"26.08"}, "CuvsCagraIndexParamsCreate")
+	// One symbol, two signatures: the Go function of the loaded release
+	// reaches it.
+	if err := generated.CuvsCagraBuild(0, p, nil, nil); err == nil || !strings.Contains(err.Error(), "26.06 build from a DLManagedTensor") {
+		t.Errorf("CuvsCagraBuild: %v", err)
+	}
+	notInRelease(t, generated.CuvsCagraBuild_v2608(0, nil, nil, nil), "26.06", []string{"26.08"}, "CuvsCagraBuild")
 	notInRelease(t, generated.CuvsRMMAsyncMemoryResourceEnable(), "26.06", []string{"26.08"}, "")
 	if generated.Has("cuvsRMMAsyncMemoryResourceEnable") {
 		t.Error("Has: a 26.08 function on a 26.06 library")
@@ -98,6 +104,10 @@ func TestRelease2608(t *testing.T) {
 	if err := generated.CuvsRMMAsyncMemoryResourceEnable(); err != nil {
 		t.Errorf("26.08-only function: %v", err)
 	}
+	if err := generated.CuvsCagraBuild_v2608(0, p8, nil, nil); err == nil || !strings.Contains(err.Error(), "26.08 build from a cuvsDataset_t") {
+		t.Errorf("CuvsCagraBuild_v2608: %v", err)
+	}
+	notInRelease(t, generated.CuvsCagraBuild(0, nil, nil, nil), "26.08", []string{"26.06"}, "CuvsCagraBuild_v2608")
 	if !generated.Has("cuvsRMMAsyncMemoryResourceEnable") || !generated.Has("cuvsCagraIndexParamsCreate") {
 		t.Error("Has is wrong")
 	}

@@ -272,17 +272,76 @@ func (g *gen) declsHeader() ([]byte, error) {
 			fmt.Fprintf(&b, "typedef %s;\n\n", d.td.Type.C(d.td.Name))
 		}
 	}
+	b.WriteString(releaseModeDoc)
+	b.WriteString("\n#ifdef CUVSGO_RELEASE\n")
+	for _, r := range g.rels {
+		if len(r.FuncNames) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "#if CUVSGO_RELEASE == %d\n", releaseCode(r.Name))
+		for _, n := range r.FuncNames {
+			fmt.Fprintf(&b, "#define %s %s\n", n.From, n.To)
+		}
+		b.WriteString("#endif\n")
+	}
+	b.WriteString("#endif\n")
+	all := uint32(1)<<len(g.rels) - 1
 	hdr = ""
 	for _, f := range g.api.Functions {
 		if f.Header != hdr {
 			fmt.Fprintf(&b, "\n// %s\n\n", f.Header)
 			hdr = f.Header
 		}
+		m := g.mask(f)
+		if m != all {
+			var conds []string
+			for i, r := range g.rels {
+				if m&(1<<i) != 0 {
+					conds = append(conds, fmt.Sprintf("CUVSGO_RELEASE == %d", releaseCode(r.Name)))
+				}
+			}
+			fmt.Fprintf(&b, "#if !defined(CUVSGO_RELEASE) || %s\n", strings.Join(conds, " || "))
+		}
 		fmt.Fprintf(&b, "%s;\n", funcType(f).C(f.Name))
+		if m != all {
+			b.WriteString("#endif\n")
+		}
 	}
+	b.WriteString("\n#ifdef CUVSGO_RELEASE\n")
+	for _, r := range g.rels {
+		if len(r.TypeNames) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "#if CUVSGO_RELEASE == %d\n", releaseCode(r.Name))
+		for _, n := range r.TypeNames {
+			fmt.Fprintf(&b, "#define %s %s\n", n.From, n.To)
+		}
+		b.WriteString("#endif\n")
+	}
+	b.WriteString("#endif\n")
 	b.WriteString("\n#ifdef __cplusplus\n}\n#endif\n\n#endif // CUVS_GO_DECLS_H\n")
 	return []byte(b.String()), nil
 }
+
+// releaseCode is the CUVSGO_RELEASE value of a release: major*100+minor
+// (2608 for 26.08).
+func releaseCode(rel string) int {
+	var major, minor int
+	fmt.Sscanf(rel, "%d.%d", &major, &minor)
+	return major*100 + minor
+}
+
+const releaseModeDoc = `
+// The functions. Without CUVSGO_RELEASE, every function of every release,
+// a release's variants under their suffixed names (what the bindings
+// compile against). With CUVSGO_RELEASE defined to a release's
+// major*100+minor (2608 for 26.08), only that release's functions, under
+// their own C names with that release's types, and, at the end of this
+// header, that release's C names of the types whose declaration is a
+// variant mapped to the variant: code implementing one release's API (a
+// test double) compiles as against that release's headers. (The mapping
+// is by macros: a struct member named like such a type is renamed too.)
+`
 
 func declHeader(d decl) string {
 	switch {

@@ -14,6 +14,19 @@ type Release struct {
 	Name          string `json:"name"`
 	CuvsVersion   string `json:"cuvs_version"`
 	DLPackVersion string `json:"dlpack_version"`
+	// TypeNames maps, for this release, each C name of a type or
+	// enumerator whose declaration is a variant to the variant's name
+	// (cuvsCagraIndexParams_t → cuvsCagraIndexParams_t_v2608); FuncNames
+	// maps each variant function of this release to its symbol
+	// (cuvsCagraBuild_v2608 → cuvsCagraBuild). Both sorted.
+	TypeNames []Rename `json:"type_names,omitempty"`
+	FuncNames []Rename `json:"func_names,omitempty"`
+}
+
+// Rename is one name of a release and the merged name it stands for.
+type Rename struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 var releaseVersion = regexp.MustCompile(`^v?(\d+)\.(\d+)(\.\d+)?`)
@@ -414,6 +427,39 @@ func (m *merger) emit() (*API, error) {
 	}
 	sort.Strings(out.Headers)
 
+	for r := range m.apis {
+		rel := &out.Releases[r]
+		for _, k := range m.order[r] {
+			suf := m.suffix(r, k)
+			if suf == "" {
+				continue
+			}
+			add := func(n string) {
+				if n != "" {
+					rel.TypeNames = append(rel.TypeNames, Rename{n, n + suf})
+				}
+			}
+			switch d := m.decls[r][k]; {
+			case d.enum != nil:
+				add(d.enum.Tag)
+				add(d.enum.Typedef)
+				for _, v := range d.enum.Values {
+					add(v.Name)
+				}
+			case d.st != nil:
+				add(d.st.Tag)
+				add(d.st.Typedef)
+			case d.td != nil:
+				add(d.td.Name)
+			case d.fn != nil:
+				rel.FuncNames = append(rel.FuncNames, Rename{d.fn.Name + suf, d.fn.Name})
+			}
+		}
+		for _, l := range [][]Rename{rel.TypeNames, rel.FuncNames} {
+			sort.Slice(l, func(i, j int) bool { return l[i].From < l[j].From })
+		}
+	}
+
 	done := map[string]bool{}
 	order := 0
 	for r := range m.apis {
@@ -475,8 +521,9 @@ func (m *merger) emit() (*API, error) {
 		}
 	}
 
-	// Functions: a release's new ones go right after the previous function
-	// of that release, so headers stay together.
+	// Functions: a variant goes right after the older variant, a release's
+	// other new ones right after the previous function of that release, so
+	// headers stay together.
 	var fns []*Function
 	at := map[string]int{}
 	for r := range m.apis {
@@ -497,6 +544,11 @@ func (m *merger) emit() (*API, error) {
 				nf.Params = append(nf.Params, &Param{Name: p.Name, Type: m.rename(r, p.Type)})
 			}
 			pos := prev + 1
+			for i, g := range fns { // a variant goes after the older one
+				if g.SymbolOf() == f.Name {
+					pos = i + 1
+				}
+			}
 			fns = append(fns, nil)
 			copy(fns[pos+1:], fns[pos:])
 			fns[pos] = nf

@@ -3,7 +3,9 @@
 // thread-local error text like the real library's, and everything else
 // absent so that missing symbols can be tested. TINY_MAJOR, TINY_MINOR and
 // TINY_PATCH choose the version it reports (26.06.00 by default); with
-// TINY_NO_VERSION it has no cuvsVersionGet.
+// TINY_NO_VERSION it has no cuvsVersionGet. It is compiled with
+// CUVSGO_RELEASE set to the release whose ABI it implements (2606 or 2608),
+// so cuvs_decls.h declares that release's functions under their C names.
 #include <stdio.h>
 #include <string.h>
 
@@ -39,21 +41,35 @@ cuvsError_t cuvsVersionGet(uint16_t* major, uint16_t* minor, uint16_t* patch) {
 }
 #endif
 
-// In every release, with a struct whose layout differs (26.06: 56 bytes,
-// 26.08: 48): fills the members both layouts share, so a test can read them
-// through the Go type of the loaded release.
-static union {
-  struct cuvsCagraIndexParams v2606;
-  struct cuvsCagraIndexParams_v2608 v2608;
-} params;
+// In every release, with a struct whose layout differs: struct
+// cuvsCagraIndexParams is the layout of the release compiled for.
+static struct cuvsCagraIndexParams params;
+_Static_assert(sizeof params == (CUVSGO_RELEASE >= 2608 ? 48 : 56), "cuvsCagraIndexParams of the release");
 
 cuvsError_t cuvsCagraIndexParamsCreate(cuvsCagraIndexParams_t* p) {
   memset(&params, 0, sizeof params);
-  params.v2606.intermediate_graph_degree = 100 + TINY_MINOR;
-  params.v2606.graph_degree = 200 + TINY_MINOR;
-  *p = &params.v2606;
+  params.intermediate_graph_degree = 100 + TINY_MINOR;
+  params.graph_degree = 200 + TINY_MINOR;
+  *p = &params;
   err_set = 0;
   return CUVS_SUCCESS;
+}
+
+// In every release, with another signature in 26.08: fails with a text
+// saying which one it is.
+#if CUVSGO_RELEASE >= 2608
+cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t p, cuvsDataset_t dataset,
+                           cuvsCagraIndex_t index) {
+  (void)res, (void)p, (void)dataset, (void)index;
+  snprintf(err_text, sizeof err_text, "26.08 build from a cuvsDataset_t");
+#else
+cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t p, DLManagedTensor* dataset,
+                           cuvsCagraIndex_t index) {
+  (void)res, (void)p, (void)dataset, (void)index;
+  snprintf(err_text, sizeof err_text, "26.06 build from a DLManagedTensor");
+#endif
+  err_set = 1;
+  return CUVS_ERROR;
 }
 
 #if TINY_MAJOR > 26 || TINY_MAJOR == 26 && TINY_MINOR >= 8
