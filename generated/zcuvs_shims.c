@@ -3879,7 +3879,7 @@ cuvsgo_status cuvsgo_cuvsSelectK(uintptr_t a0, void* a1, void* a2, void* a3) {
 }
 
 // Layout of every struct as this C compiler sees it: size, then each
-// member's offset, in api.json order.
+// member's offset, in the merged model's order.
 const int64_t cuvsgo_layout[] = {
   sizeof(DLDevice),
   offsetof(DLDevice, device_type),

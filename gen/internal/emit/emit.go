@@ -1,7 +1,8 @@
 // Package emit writes the raw bindings for an API model: a self-contained C
 // declarations header, C shims that call through dlsym'd pointers, Go types
 // with the exact C layout, typed enum constants, one Go function per C
-// function, the run-time loader, layout tests and api.json.
+// function, the run-time loader and layout tests, for one or more releases
+// (see model.Merge).
 package emit
 
 import (
@@ -220,7 +221,7 @@ func (g *gen) declsHeader() ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s\n\n", g.banner())
 	b.WriteString("// The declarations the bindings compile against, emitted from the parsed\n")
-	b.WriteString("// headers (listed in api.json); no cuVS, CUDA or DLPack header is needed.\n\n")
+	b.WriteString("// headers (listed in the models, api/); no cuVS, CUDA or DLPack header is needed.\n\n")
 	b.WriteString("#ifndef CUVS_GO_DECLS_H\n#define CUVS_GO_DECLS_H\n\n")
 	b.WriteString("#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n")
 	b.WriteString("#ifdef __cplusplus\nextern \"C\" {\n#endif\n")
@@ -557,7 +558,7 @@ func (g *gen) shimsC() ([]byte, error) {
 		}
 		b.WriteString("}\n")
 	}
-	b.WriteString("\n// Layout of every struct as this C compiler sees it: size, then each\n// member's offset, in api.json order.\n")
+	b.WriteString("\n// Layout of every struct as this C compiler sees it: size, then each\n// member's offset, in the merged model's order.\n")
 	b.WriteString("const int64_t cuvsgo_layout[] = {\n")
 	n := 0
 	for _, s := range g.api.Structs {

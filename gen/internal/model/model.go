@@ -1,8 +1,9 @@
 // Package model is the generator's language-neutral description of a C API:
 // the enums, structs, typedefs and functions parsed from the cuVS and DLPack
 // headers, with the struct layouts the C compiler gives them. It is what
-// generated/api.json stores, so the bindings can be regenerated without the
-// headers and two versions can be compared (see Diff).
+// each release's generated/api/v<release>.json stores, so the bindings can
+// be regenerated without the headers, two versions can be compared (see
+// Diff) and several releases served by one set of bindings (see Merge).
 package model
 
 import (
