@@ -3,7 +3,8 @@
 GO ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
-# Where the cuVS / DLPack headers are (optional; see README).
+# Where the cuVS / DLPack headers are (optional; see README and gen/README.md): CUVS_INCLUDE_DIR
+# may list one tree per release, separated by ':', with CUVS_VERSION=v26.06.00,v26.08.01 in order.
 CUVS_INCLUDE_DIR ?=
 DLPACK_INCLUDE_DIR ?=
 export CUVS_INCLUDE_DIR DLPACK_INCLUDE_DIR
@@ -12,7 +13,7 @@ export CUVS_INCLUDE_DIR DLPACK_INCLUDE_DIR
 
 all: generate test
 
-## generate: regenerate generated/ from the headers, or from generated/api.json when none are found
+## generate: regenerate generated/ from the headers, or from the committed models generated/api/v*.json (one per release) when none are found
 generate:
 	$(GO) run ./gen
 

@@ -1,6 +1,7 @@
 package safe
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -47,9 +48,9 @@ func WithMemoryPool(initialPercent, maxPercent int, managed bool) Option {
 // search. Use it only where something else manages device memory.
 func WithoutMemoryPool() Option { return func(c *loadConfig) { c.pool = false } }
 
-// WithoutVersionCheck loads a library whose major.minor version differs from
-// the headers the bindings were generated from. Its ABI may differ: use it
-// only to experiment.
+// WithoutVersionCheck loads a library whose major.minor version is none of
+// the releases the bindings serve (generated.Releases), bound as the nearest
+// of them. Its ABI may differ: use it only to experiment.
 func WithoutVersionCheck() Option { return func(c *loadConfig) { c.versionCheck = false } }
 
 var (
@@ -61,8 +62,9 @@ var (
 //
 //   - it finds the library (WithLibrary, else $CUVS_LIBRARY, else the
 //     dynamic loader's search for libcuvs_c.so, else $CONDA_PREFIX/lib);
-//   - it refuses a library whose major.minor version differs from the
-//     release the bindings were generated from (generated.CuvsVersion);
+//   - it refuses a library whose major.minor version is none of the
+//     releases the bindings serve (generated.Releases: 26.06 and 26.08),
+//     and binds the functions of the library's release;
 //   - unless WithoutMemoryPool, it switches the process's device memory
 //     resource to a pool (DefaultPoolInitialPercent of device memory reserved
 //     at once, growing to DefaultPoolMaxPercent), through
@@ -82,7 +84,14 @@ func Load(opts ...Option) error {
 	if loadedOK {
 		return nil
 	}
-	if err := generated.Load(c.path); err != nil {
+	load := generated.Load
+	if !c.versionCheck {
+		load = generated.LoadUnchecked
+	}
+	if err := load(c.path); err != nil {
+		if errors.Is(err, generated.ErrUnsupportedRelease) {
+			return fmt.Errorf("safe.Load: %w: %w (or load with WithoutVersionCheck)", ErrVersion, err)
+		}
 		return fmt.Errorf("safe.Load: %w", err)
 	}
 	if c.versionCheck {
@@ -117,9 +126,15 @@ func LibraryVersion() (Version, error) {
 	return Version{int(major), int(minor), int(patch)}, nil
 }
 
-// BindingsVersion is the cuVS release the bindings were generated from.
+// BindingsVersion is the version of the cuVS headers the bindings of the
+// loaded library's release were generated from; before Load, those of the
+// oldest release the bindings serve.
 func BindingsVersion() Version {
-	v, _ := parseVersion(generated.CuvsVersion)
+	h := generated.HeaderVersion(generated.Release())
+	if h == "" {
+		h = generated.CuvsVersion
+	}
+	v, _ := parseVersion(h)
 	return v
 }
 
@@ -144,10 +159,10 @@ func checkVersion() error {
 	if err != nil {
 		return fmt.Errorf("safe.Load: reading the library's version: %w", err)
 	}
-	want := BindingsVersion()
-	if lib.Major != want.Major || lib.Minor != want.Minor {
+	rel := fmt.Sprintf("%d.%02d", lib.Major, lib.Minor)
+	if generated.HeaderVersion(rel) == "" {
 		return fmt.Errorf("safe.Load: %w: %s is cuVS %s, these bindings are for cuVS %s (regenerate them, or load with WithoutVersionCheck)",
-			ErrVersion, generated.LibraryPath(), lib, want)
+			ErrVersion, generated.LibraryPath(), lib, strings.Join(generated.Releases(), ", "))
 	}
 	return nil
 }

@@ -28,14 +28,18 @@ func TestVersionCheck(t *testing.T) {
 	if err := checkVersion(); err != nil {
 		t.Fatalf("patch release refused: %v", err)
 	}
-	for _, v := range [][3]uint16{{26, 8, 0}, {25, 6, 0}} {
+	ctl.SetVersion(26, 8, 1) // the other release of the window
+	if err := checkVersion(); err != nil {
+		t.Fatalf("26.08 refused: %v", err)
+	}
+	for _, v := range [][3]uint16{{26, 10, 0}, {25, 6, 0}} {
 		ctl.SetVersion(v[0], v[1], v[2])
 		err := checkVersion()
 		if !errors.Is(err, ErrVersion) {
 			t.Fatalf("%v: got %v, want ErrVersion", v, err)
 		}
 		lib := Version{int(v[0]), int(v[1]), int(v[2])}.String()
-		for _, want := range []string{lib, "26.06.00", "WithoutVersionCheck"} {
+		for _, want := range []string{lib, "26.06, 26.08", "WithoutVersionCheck"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%q does not mention %q", err, want)
 			}
@@ -52,5 +56,50 @@ func TestParseVersion(t *testing.T) {
 	}
 	if BindingsVersion() != (Version{26, 6, 0}) {
 		t.Errorf("BindingsVersion = %v", BindingsVersion())
+	}
+}
+
+// TestLoadSelectsTheLibrarysRelease reloads the double as a 26.08 library:
+// the bindings select 26.08, the functions both releases share still work,
+// and a function 26.08 dropped is refused as not in the release.
+func TestLoadSelectsTheLibrarysRelease(t *testing.T) {
+	if lib := os.Getenv("CUVS_TEST_LIBRARY"); lib != "" {
+		t.Skipf("needs the ABI test double (internal/cuvsdouble) for forced versions; CUVS_TEST_LIBRARY=%s is another library", lib)
+	}
+	path := generated.LibraryPath()
+	ctl, err := cuvsdouble.Open(path) // keeps the double, and its state, open across the reload
+	if err != nil {
+		t.Fatal(err)
+	}
+	reload := func() {
+		t.Helper()
+		generated.Unload()
+		if err := generated.Load(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { ctl.SetVersion(26, 6, 0); reload() }()
+	ctl.SetVersion(26, 8, 1)
+	reload()
+	if generated.Release() != "26.08" || BindingsVersion() != (Version{26, 8, 1}) {
+		t.Fatalf("release %q, bindings %v", generated.Release(), BindingsVersion())
+	}
+	if v, err := LibraryVersion(); err != nil || v != (Version{26, 8, 1}) {
+		t.Errorf("LibraryVersion = %v, %v", v, err)
+	}
+	if err := checkVersion(); err != nil {
+		t.Error(err)
+	}
+	if _, err := GetLogLevel(); err != nil {
+		t.Errorf("a function of both releases: %v", err)
+	}
+	err = generated.CuvsCagraSerialize(0, nil, nil, false)
+	if !errors.Is(err, generated.ErrNotInRelease) || !strings.Contains(err.Error(), "26.06") {
+		t.Errorf("a function 26.08 dropped: %v", err)
+	}
+	ctl.SetVersion(26, 6, 0)
+	reload()
+	if generated.Release() != "26.06" || BindingsVersion() != (Version{26, 6, 0}) {
+		t.Errorf("back on 26.06: release %q, bindings %v", generated.Release(), BindingsVersion())
 	}
 }

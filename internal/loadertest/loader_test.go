@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +15,19 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 )
 
-var lib string // path of the built tiny library
+var (
+	lib  string                // path of the built tiny library (26.06.00)
+	libs = map[string]string{} // the tiny library built for other versions, by name
+)
+
+// tinyBuilds are the other versions the tiny library is built as: the
+// -D flags of each.
+var tinyBuilds = map[string][]string{
+	"26.08":     {"-DCUVSGO_RELEASE=2608", "-DTINY_MINOR=8", "-DTINY_PATCH=1"},
+	"26.10":     {"-DCUVSGO_RELEASE=2608", "-DTINY_MINOR=10"},
+	"25.12":     {"-DCUVSGO_RELEASE=2606", "-DTINY_MAJOR=25", "-DTINY_MINOR=12"},
+	"noversion": {"-DCUVSGO_RELEASE=2606", "-DTINY_NO_VERSION"},
+}
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "loadertest-")
@@ -22,11 +35,19 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	build := func(out string, defs ...string) {
+		args := append([]string{"-shared", "-fPIC", "-O1", "-I../../generated", "-o", out}, defs...)
+		cmd := exec.Command("gcc", append(args, "testdata/tinycuvs.c")...)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building the tiny library: %v\n%s", err, b)
+			os.Exit(1)
+		}
+	}
 	lib = filepath.Join(dir, "libtinycuvs.so")
-	cmd := exec.Command("gcc", "-shared", "-fPIC", "-O1", "-I../../generated", "-o", lib, "testdata/tinycuvs.c")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the tiny library: %v\n%s", err, out)
-		os.Exit(1)
+	build(lib, "-DCUVSGO_RELEASE=2606")
+	for name, defs := range tinyBuilds {
+		libs[name] = filepath.Join(dir, "libtinycuvs-"+name+".so")
+		build(libs[name], defs...)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -155,9 +176,19 @@ func TestMissingSymbol(t *testing.T) {
 	if !generated.Has("cuvsRMMAlloc") || generated.Has("cuvsCagraIndexCreate") || generated.Has("noSuchFunction") {
 		t.Error("Has is wrong")
 	}
+	// Missing lists what the library lacks of its own release (26.06) only.
+	in2606 := 0
+	for _, f := range generated.Functions() {
+		if slices.Contains(generated.FunctionReleases(f), "26.06") {
+			in2606++
+		}
+	}
 	missing := generated.Missing()
-	if len(missing) != len(generated.Functions())-6 {
-		t.Errorf("%d functions missing, want all but the 6 the tiny library has", len(missing))
+	if len(missing) != in2606-8 || in2606 >= len(generated.Functions()) {
+		t.Errorf("%d functions missing, want all %d of 26.06 but the 8 the tiny library has", len(missing), in2606)
+	}
+	if slices.Contains(missing, "cuvsRMMAsyncMemoryResourceEnable") || !slices.Contains(missing, "cuvsCagraIndexCreate") {
+		t.Error("Missing lists a function of another release, or misses one of 26.06")
 	}
 }
 

@@ -29,7 +29,17 @@ func committed(t *testing.T) (manifest string, header []byte, api *model.API) {
 	if err != nil {
 		t.Skipf("no declarations header: %v", err)
 	}
-	api, err = model.ReadFile(filepath.Join(repoRoot, "generated", emit.APIJSON))
+	ps, _ := filepath.Glob(filepath.Join(repoRoot, "generated", emit.APIDir, "v*.json"))
+	var models []*model.API
+	for _, p := range ps {
+		a, err := model.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		models = append(models, a)
+	}
+	model.SortReleases(models)
+	api, err = model.Merge(models)
 	if err != nil {
 		t.Fatal(err)
 	}

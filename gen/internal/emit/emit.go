@@ -1,7 +1,8 @@
 // Package emit writes the raw bindings for an API model: a self-contained C
 // declarations header, C shims that call through dlsym'd pointers, Go types
 // with the exact C layout, typed enum constants, one Go function per C
-// function, the run-time loader, layout tests and api.json.
+// function, the run-time loader and layout tests, for one or more releases
+// (see model.Merge).
 package emit
 
 import (
@@ -30,12 +31,27 @@ const (
 	LoaderGo    = "zloader.go"
 	LayoutGo    = "zlayout.go"
 	LayoutTest  = "zlayout_test.go"
-	APIJSON     = "api.json"
+	APIJSON     = "api.json" // the model of a single-release API (older layout, still read)
+	APIDir      = "api"      // one model per release: api/v<release>.json
 )
 
-// Files renders every output file of the API, keyed by file name.
+// APIFile is where, inside the output folder, the model of release rel is
+// committed.
+func APIFile(rel string) string { return APIDir + "/v" + rel + ".json" }
+
+// Files renders every output file of the API, keyed by file name: a merged
+// API (model.Merge) of one or more releases, or the API of one set of
+// headers, taken as a window of one release. The models themselves are not
+// among the files: the caller writes them (APIFile).
 func Files(a *model.API) (map[string][]byte, error) {
-	g := &gen{api: a, ix: model.NewIndex(a)}
+	rels := a.Releases
+	if len(rels) == 0 {
+		rels = []model.Release{{Name: model.ReleaseOf(a.CuvsVersion), CuvsVersion: a.CuvsVersion, DLPackVersion: a.DLPackVersion}}
+	}
+	if len(rels) > 32 {
+		return nil, fmt.Errorf("%d releases: at most 32", len(rels))
+	}
+	g := &gen{api: a, ix: model.NewIndex(a), rels: rels}
 	if err := g.check(); err != nil {
 		return nil, err
 	}
@@ -60,13 +76,53 @@ func Files(a *model.API) (map[string][]byte, error) {
 	add(LoaderGo, g.loaderGo)
 	add(LayoutGo, g.layoutGo)
 	add(LayoutTest, g.layoutTest)
-	add(APIJSON, a.Marshal)
 	return out, err
 }
 
 type gen struct {
-	api *model.API
-	ix  *model.Index
+	api  *model.API
+	ix   *model.Index
+	rels []model.Release
+}
+
+// mask is the set of releases that have f, one bit per release (bit i for
+// g.rels[i]).
+func (g *gen) mask(f *model.Function) uint32 {
+	if len(f.Releases) == 0 {
+		return 1<<len(g.rels) - 1
+	}
+	var m uint32
+	for _, r := range f.Releases {
+		for i, x := range g.rels {
+			if x.Name == r {
+				m |= 1 << i
+			}
+		}
+	}
+	return m
+}
+
+// releasesOf lists the releases that have f.
+func (g *gen) releasesOf(f *model.Function) []string {
+	var rs []string
+	m := g.mask(f)
+	for i, r := range g.rels {
+		if m&(1<<i) != 0 {
+			rs = append(rs, r.Name)
+		}
+	}
+	return rs
+}
+
+// variantOf is the release whose variant a type or function name is (its
+// name ends with that release's model.Suffix), or "".
+func (g *gen) variantOf(cname string) string {
+	for _, r := range g.rels {
+		if strings.HasSuffix(cname, model.Suffix(r.Name)) {
+			return r.Name
+		}
+	}
+	return ""
 }
 
 // Banner is the first line of every generated file.
@@ -165,7 +221,7 @@ func (g *gen) declsHeader() ([]byte, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s\n\n", g.banner())
 	b.WriteString("// The declarations the bindings compile against, emitted from the parsed\n")
-	b.WriteString("// headers (listed in api.json); no cuVS, CUDA or DLPack header is needed.\n\n")
+	b.WriteString("// headers (listed in the models, api/); no cuVS, CUDA or DLPack header is needed.\n\n")
 	b.WriteString("#ifndef CUVS_GO_DECLS_H\n#define CUVS_GO_DECLS_H\n\n")
 	b.WriteString("#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n")
 	b.WriteString("#ifdef __cplusplus\nextern \"C\" {\n#endif\n")
@@ -217,17 +273,76 @@ func (g *gen) declsHeader() ([]byte, error) {
 			fmt.Fprintf(&b, "typedef %s;\n\n", d.td.Type.C(d.td.Name))
 		}
 	}
+	b.WriteString(releaseModeDoc)
+	b.WriteString("\n#ifdef CUVSGO_RELEASE\n")
+	for _, r := range g.rels {
+		if len(r.FuncNames) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "#if CUVSGO_RELEASE == %d\n", releaseCode(r.Name))
+		for _, n := range r.FuncNames {
+			fmt.Fprintf(&b, "#define %s %s\n", n.From, n.To)
+		}
+		b.WriteString("#endif\n")
+	}
+	b.WriteString("#endif\n")
+	all := uint32(1)<<len(g.rels) - 1
 	hdr = ""
 	for _, f := range g.api.Functions {
 		if f.Header != hdr {
 			fmt.Fprintf(&b, "\n// %s\n\n", f.Header)
 			hdr = f.Header
 		}
+		m := g.mask(f)
+		if m != all {
+			var conds []string
+			for i, r := range g.rels {
+				if m&(1<<i) != 0 {
+					conds = append(conds, fmt.Sprintf("CUVSGO_RELEASE == %d", releaseCode(r.Name)))
+				}
+			}
+			fmt.Fprintf(&b, "#if !defined(CUVSGO_RELEASE) || %s\n", strings.Join(conds, " || "))
+		}
 		fmt.Fprintf(&b, "%s;\n", funcType(f).C(f.Name))
+		if m != all {
+			b.WriteString("#endif\n")
+		}
 	}
+	b.WriteString("\n#ifdef CUVSGO_RELEASE\n")
+	for _, r := range g.rels {
+		if len(r.TypeNames) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "#if CUVSGO_RELEASE == %d\n", releaseCode(r.Name))
+		for _, n := range r.TypeNames {
+			fmt.Fprintf(&b, "#define %s %s\n", n.From, n.To)
+		}
+		b.WriteString("#endif\n")
+	}
+	b.WriteString("#endif\n")
 	b.WriteString("\n#ifdef __cplusplus\n}\n#endif\n\n#endif // CUVS_GO_DECLS_H\n")
 	return []byte(b.String()), nil
 }
+
+// releaseCode is the CUVSGO_RELEASE value of a release: major*100+minor
+// (2608 for 26.08).
+func releaseCode(rel string) int {
+	var major, minor int
+	fmt.Sscanf(rel, "%d.%d", &major, &minor)
+	return major*100 + minor
+}
+
+const releaseModeDoc = `
+// The functions. Without CUVSGO_RELEASE, every function of every release,
+// a release's variants under their suffixed names (what the bindings
+// compile against). With CUVSGO_RELEASE defined to a release's
+// major*100+minor (2608 for 26.08), only that release's functions, under
+// their own C names with that release's types, and, at the end of this
+// header, that release's C names of the types whose declaration is a
+// variant mapped to the variant: code implementing one release's API (a
+// test double) compiles as against that release's headers. (The mapping
+// is by macros: a struct member named like such a type is renamed too.)
+`
 
 func declHeader(d decl) string {
 	switch {
@@ -369,7 +484,7 @@ func (g *gen) shimsHeader() ([]byte, error) {
 	b.WriteString("// code is CUVSGO_MISSING when the function is not bound.\n")
 	b.WriteString("typedef struct {\n  int32_t code;\n  char* text;\n} cuvsgo_status;\n\n")
 	b.WriteString("#define CUVSGO_MISSING (-1)\n#define CUVSGO_OK 1\n\n")
-	b.WriteString("int cuvsgo_open(const char* path, char** err);\nint cuvsgo_bind(void);\nint cuvsgo_bound(int i);\nvoid cuvsgo_unload(void);\n")
+	b.WriteString("int cuvsgo_open(const char* path, char** err);\nint cuvsgo_version(uint16_t* major, uint16_t* minor, uint16_t* patch);\nint cuvsgo_bind(uint32_t releases);\nint cuvsgo_bound(int i);\nvoid cuvsgo_unload(void);\n")
 	fmt.Fprintf(&b, "#define CUVSGO_NFUNCS %d\n\n", len(g.api.Functions))
 	for _, s := range g.shims() {
 		fmt.Fprintf(&b, "%s;\n", s.cProto())
@@ -401,11 +516,15 @@ func (g *gen) shimsC() ([]byte, error) {
 	for _, f := range g.api.Functions {
 		fmt.Fprintf(&b, "  (void*)&cuvsgo_p_%s,\n", f.Name)
 	}
-	b.WriteString("  NULL,\n};\n\nstatic const char* const cuvsgo_names[] = {\n")
+	b.WriteString("  NULL,\n};\n\n// The library symbol each slot binds.\nstatic const char* const cuvsgo_names[] = {\n")
 	for _, f := range g.api.Functions {
-		fmt.Fprintf(&b, "  %q,\n", f.Name)
+		fmt.Fprintf(&b, "  %q,\n", f.SymbolOf())
 	}
-	b.WriteString("  NULL,\n};\n")
+	b.WriteString("  NULL,\n};\n\n// The releases (one bit each) whose declaration each slot has.\nstatic const uint32_t cuvsgo_releases[] = {\n")
+	for _, f := range g.api.Functions {
+		fmt.Fprintf(&b, "  0x%xu,\n", g.mask(f))
+	}
+	b.WriteString("  0,\n};\n")
 	b.WriteString(loaderC)
 	// The error text is thread-local in the library: copy it before
 	// returning to Go, which may move the goroutine to another thread.
@@ -439,7 +558,7 @@ func (g *gen) shimsC() ([]byte, error) {
 		}
 		b.WriteString("}\n")
 	}
-	b.WriteString("\n// Layout of every struct as this C compiler sees it: size, then each\n// member's offset, in api.json order.\n")
+	b.WriteString("\n// Layout of every struct as this C compiler sees it: size, then each\n// member's offset, in the merged model's order.\n")
 	b.WriteString("const int64_t cuvsgo_layout[] = {\n")
 	n := 0
 	for _, s := range g.api.Structs {
@@ -481,10 +600,21 @@ int cuvsgo_open(const char* path, char** err) {
   return 0;
 }
 
-int cuvsgo_bind(void) {
+// Reads the library's version through cuvsVersionGet, looked up on its own:
+// the release it names decides which slots cuvsgo_bind fills. -1 when the
+// library has no cuvsVersionGet.
+int cuvsgo_version(uint16_t* major, uint16_t* minor, uint16_t* patch) {
+  typedef int (*fn)(uint16_t*, uint16_t*, uint16_t*);
+  fn f = (fn)dlsym(cuvsgo_handle, "cuvsVersionGet");
+  if (!f) return -1;
+  return f(major, minor, patch);
+}
+
+// Binds the slots of the releases in the mask; the others stay NULL.
+int cuvsgo_bind(uint32_t releases) {
   int n = 0;
   for (int i = 0; cuvsgo_names[i]; i++) {
-    void* p = dlsym(cuvsgo_handle, cuvsgo_names[i]);
+    void* p = (cuvsgo_releases[i] & releases) ? dlsym(cuvsgo_handle, cuvsgo_names[i]) : NULL;
     __atomic_store_n((void**)cuvsgo_slots[i], p, __ATOMIC_RELEASE);
     if (p) n++;
   }
@@ -664,7 +794,11 @@ func (g *gen) typesGo() ([]byte, error) {
 			if off < s.Size && (off+s.Align-1)/s.Align*s.Align != s.Size {
 				fields = append(fields, jen.Id("_").Index(jen.Lit(int(s.Size-off))).Byte())
 			}
-			f.Commentf("%s mirrors the C type %s (%s), member for member.", name, s.CName(), s.Header)
+			if v := g.variantOf(s.Name()); v != "" {
+				f.Commentf("%s mirrors the C type %s (%s) as cuVS %s lays it out, member for member.", name, strings.TrimSuffix(s.CName(), model.Suffix(v)), s.Header, v)
+			} else {
+				f.Commentf("%s mirrors the C type %s (%s), member for member.", name, s.CName(), s.Header)
+			}
 			f.Type().Id(name).Struct(fields...)
 		case d.td != nil:
 			t := d.td
@@ -673,7 +807,11 @@ func (g *gen) typesGo() ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: typedef %s: %w", t.Header, t.Name, err)
 			}
-			f.Commentf("%s is the C type %s (%s).", name, t.Name, t.Header)
+			if v := g.variantOf(t.Name); v != "" {
+				f.Commentf("%s is the C type %s (%s) as cuVS %s declares it.", name, strings.TrimSuffix(t.Name, model.Suffix(v)), t.Header, v)
+			} else {
+				f.Commentf("%s is the C type %s (%s).", name, t.Name, t.Header)
+			}
 			switch t.Type.Kind {
 			case model.KPointer:
 				if g.opaque(t.Type.Elem) {
@@ -699,9 +837,18 @@ The functions are thin: they take and return the C API's own values, check
 nothing, and leave every lifetime to the caller. Most code wants the safe
 layer (package safe and its sub-packages) instead.
 
+The bindings serve several cuVS releases at once (Releases). A declaration
+the releases share is emitted once; where a later release's declaration
+differs (a struct layout, a signature), its variant's name ends with _v and
+the release without its dot (CuvsCagraBuild_v2608), and the oldest release
+keeps the plain name. Each function says which releases it binds.
+
 Nothing here needs cuVS at build time. Call Load to open libcuvs_c at run
-time; until then every function returns an error wrapping ErrNotLoaded, and
-a function the loaded library lacks returns a *MissingSymbolError.
+time: it selects the library's release from cuvsVersionGet and refuses one
+outside the window (*ReleaseError). Until then every function returns an
+error wrapping ErrNotLoaded; a function the loaded release does not declare
+so returns a *NotInReleaseError (ErrNotInRelease), and a function of that
+release the library lacks returns a *MissingSymbolError.
 
 A function whose C result is cuvsError_t returns nil on CUVS_SUCCESS and an
 *Error otherwise, carrying the library's error text read on the thread that
@@ -717,21 +864,29 @@ func (g *gen) funcsGo() ([]byte, error) {
 	}
 	f.CgoPreamble(strings.TrimRight(pre.String(), "\n"))
 
-	var idx []jen.Code
-	var cNames []jen.Code
+	var idx, cNames, goNames, masks []jen.Code
 	for i, fn := range g.api.Functions {
 		c := jen.Id("fn" + names.Go(fn.Name))
 		if i == 0 {
 			c = c.Op("=").Iota()
 		}
 		idx = append(idx, c)
-		cNames = append(cNames, jen.Lit(fn.Name))
+		cNames = append(cNames, jen.Lit(fn.SymbolOf()))
+		goNames = append(goNames, jen.Lit(names.Go(fn.Name)))
+		masks = append(masks, jen.Lit(int(g.mask(fn))))
 	}
-	f.Comment("Indexes into functionNames, one per C function.")
+	f.Comment("Indexes into functionNames, one per C function and signature.")
 	f.Const().Defs(idx...)
 	f.Line()
-	f.Comment("functionNames lists the C functions in binding order (the C side's symbol table order).")
+	f.Comment("functionNames lists the C symbol of each function in binding order (the C side's symbol table order);")
+	f.Comment("a symbol whose signature differs between releases appears once per signature.")
 	f.Var().Id("functionNames").Op("=").Index(jen.Op("...")).String().Values(cNames...)
+	f.Line()
+	f.Comment("goFunctionNames is the Go function of each entry of functionNames.")
+	f.Var().Id("goFunctionNames").Op("=").Index(jen.Op("...")).String().Values(goNames...)
+	f.Line()
+	f.Comment("functionReleases is, for each entry of functionNames, the releases that declare it so (bit i: releases[i]).")
+	f.Var().Id("functionReleases").Op("=").Index(jen.Op("...")).Uint32().Values(masks...)
 
 	for _, s := range g.shims() {
 		fn := s.f
@@ -741,7 +896,11 @@ func (g *gen) funcsGo() ([]byte, error) {
 			params = append(params, jen.Id(p.goName).Add(p.goType))
 			args = append(args, p.conv(jen.Id(p.goName)))
 		}
-		f.Commentf("%s calls %s (%s).", name, fn.Name, fn.Header)
+		if v := g.variantOf(fn.Name); v != "" && fn.Symbol != "" {
+			f.Commentf("%s calls %s as cuVS %s declares it (%s); the library's release must be one of: %s.", name, fn.Symbol, v, fn.Header, strings.Join(g.releasesOf(fn), ", "))
+		} else {
+			f.Commentf("%s calls %s (%s); the library's release must be one of: %s.", name, fn.SymbolOf(), fn.Header, strings.Join(g.releasesOf(fn), ", "))
+		}
 		call := jen.Qual("C", "cuvsgo_"+fn.Name)
 		fi := jen.Id("fn" + name)
 		switch {

@@ -11,7 +11,7 @@ import (
 // read) to the emitter: a malformed model must be refused with an error,
 // never a panic.
 func FuzzAPI(f *testing.F) {
-	if b, err := os.ReadFile("../../testdata/golden/api.json.golden"); err == nil {
+	if b, err := os.ReadFile("../../testdata/golden/api/v0.0.json.golden"); err == nil {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"format":1,"enums":[{"typedef":"e","values":[{"name":"A","value":1}]}],"functions":[{"name":"f","result":{"kind":"void"},"params":[{"name":"x","type":{"kind":"builtin","name":"int"}}]}]}`))

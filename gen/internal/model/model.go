@@ -1,8 +1,9 @@
 // Package model is the generator's language-neutral description of a C API:
 // the enums, structs, typedefs and functions parsed from the cuVS and DLPack
 // headers, with the struct layouts the C compiler gives them. It is what
-// generated/api.json stores, so the bindings can be regenerated without the
-// headers and two versions can be compared (see Diff).
+// each release's generated/api/v<release>.json stores, so the bindings can
+// be regenerated without the headers, two versions can be compared (see
+// Diff) and several releases served by one set of bindings (see Merge).
 package model
 
 import (
@@ -26,6 +27,9 @@ type API struct {
 	Structs       []*Struct   `json:"structs"`
 	Typedefs      []*Typedef  `json:"typedefs"`
 	Functions     []*Function `json:"functions"`
+	// Releases is set on a merged API only (see Merge): the releases it
+	// covers, oldest first.
+	Releases []Release `json:"releases,omitempty"`
 }
 
 // Enum is a C enumeration. Exactly one of Tag and Typedef is its C name;
@@ -78,6 +82,11 @@ type Function struct {
 	Result   *Type    `json:"result"`
 	Params   []*Param `json:"params"`
 	Variadic bool     `json:"variadic,omitempty"`
+	// Set on a merged API only (see Merge): the releases that have this
+	// function with this signature, and, when Name is a variant's
+	// (cuvsCagraBuild_v2608), the library symbol it binds.
+	Releases []string `json:"releases,omitempty"`
+	Symbol   string   `json:"symbol,omitempty"`
 }
 
 // Param is a function or function-pointer parameter.

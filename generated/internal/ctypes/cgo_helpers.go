@@ -983,3 +983,49 @@ func (x *CuvsScalarQuantizer) PassRef() *C.cuvsScalarQuantizer {
 	}
 	return (*C.cuvsScalarQuantizer)(unsafe.Pointer(x))
 }
+
+// Ref returns a reference to C object as it is.
+func (x *CuvsDataset) Ref() *C.cuvsDataset {
+	if x == nil {
+		return nil
+	}
+	return (*C.cuvsDataset)(unsafe.Pointer(x))
+}
+
+// Free cleanups the referenced memory using C free.
+func (x *CuvsDataset) Free() {
+	if x != nil {
+		C.free(unsafe.Pointer(x))
+	}
+}
+
+// NewCuvsDatasetRef converts the C object reference into a raw struct reference without wrapping.
+func NewCuvsDatasetRef(ref unsafe.Pointer) *CuvsDataset {
+	return (*CuvsDataset)(ref)
+}
+
+// NewCuvsDataset allocates a new C object of this type and converts the reference into
+// a raw struct reference without wrapping.
+func NewCuvsDataset() *CuvsDataset {
+	return (*CuvsDataset)(allocCuvsDatasetMemory(1))
+}
+
+// allocCuvsDatasetMemory allocates memory for type C.cuvsDataset in C.
+// The caller is responsible for freeing the this memory via C.free.
+func allocCuvsDatasetMemory(n int) unsafe.Pointer {
+	mem, err := C.calloc(C.size_t(n), (C.size_t)(sizeOfCuvsDatasetValue))
+	if mem == nil {
+		panic(fmt.Sprintln("memory alloc error: ", err))
+	}
+	return mem
+}
+
+const sizeOfCuvsDatasetValue = unsafe.Sizeof([1]C.cuvsDataset{})
+
+// PassRef returns a reference to C object as it is or allocates a new C object of this type.
+func (x *CuvsDataset) PassRef() *C.cuvsDataset {
+	if x == nil {
+		x = (*CuvsDataset)(allocCuvsDatasetMemory(1))
+	}
+	return (*C.cuvsDataset)(unsafe.Pointer(x))
+}

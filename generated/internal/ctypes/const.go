@@ -186,6 +186,24 @@ const (
 	CUVS_NEIGHBORS_MG_TREE_MERGE         CuvsMultiGpuShardedMergeMode = 1
 )
 
+// CuvsDatasetLayout_t as declared in cuvs_decls.h:755
+type CuvsDatasetLayout_t int32
+
+// CuvsDatasetLayout_t enumeration from cuvs_decls.h:755
+const (
+	CUVS_DATASET_LAYOUT_STANDARD CuvsDatasetLayout_t = iota
+	CUVS_DATASET_LAYOUT_PADDED   CuvsDatasetLayout_t = 1
+)
+
+// CuvsDatasetMemType_t as declared in cuvs_decls.h:760
+type CuvsDatasetMemType_t int32
+
+// CuvsDatasetMemType_t enumeration from cuvs_decls.h:760
+const (
+	CUVS_DATASET_MEM_TYPE_HOST   CuvsDatasetMemType_t = iota
+	CUVS_DATASET_MEM_TYPE_DEVICE CuvsDatasetMemType_t = 1
+)
+
 const (
 	// CUVS_IVF_PQ_CODEBOOK_GEN_PER_SUBSPACE as declared in cuvs_decls.h:183
 	CUVS_IVF_PQ_CODEBOOK_GEN_PER_SUBSPACE = iota

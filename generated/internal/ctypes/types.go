@@ -219,6 +219,24 @@ type CuvsScalarQuantizer C.cuvsScalarQuantizer
 // CuvsScalarQuantizer_t as declared in cuvs_decls.h:747
 type CuvsScalarQuantizer_t C.cuvsScalarQuantizer_t
 
+// CuvsDataset as declared in cuvs_decls.h:769
+type CuvsDataset C.cuvsDataset
+
+// CuvsDataset_t as declared in cuvs_decls.h:771
+type CuvsDataset_t C.cuvsDataset_t
+
+// CuvsKMeansParams_t_v2608 as declared in cuvs_decls.h:792
+type CuvsKMeansParams_t_v2608 C.cuvsKMeansParams_t_v2608
+
+// CuvsCagraIndexParams_t_v2608 as declared in cuvs_decls.h:806
+type CuvsCagraIndexParams_t_v2608 C.cuvsCagraIndexParams_t_v2608
+
+// CuvsTieredIndexParams_t_v2608 as declared in cuvs_decls.h:821
+type CuvsTieredIndexParams_t_v2608 C.cuvsTieredIndexParams_t_v2608
+
+// CuvsMultiGpuCagraIndexParams_t_v2608 as declared in cuvs_decls.h:831
+type CuvsMultiGpuCagraIndexParams_t_v2608 C.cuvsMultiGpuCagraIndexParams_t_v2608
+
 // CuvsKMeansParams is struct cuvsKMeansParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsKMeansParams C.struct_cuvsKMeansParams
 
@@ -314,3 +332,15 @@ type CuvsProductQuantizerParams C.struct_cuvsProductQuantizerParams
 
 // CuvsScalarQuantizerParams is struct cuvsScalarQuantizerParams (added by gen/internal/cforgo: c-for-go declared no type for it).
 type CuvsScalarQuantizerParams C.struct_cuvsScalarQuantizerParams
+
+// CuvsKMeansParams_v2608 is struct cuvsKMeansParams_v2608 (added by gen/internal/cforgo: c-for-go declared no type for it).
+type CuvsKMeansParams_v2608 C.struct_cuvsKMeansParams_v2608
+
+// CuvsCagraIndexParams_v2608 is struct cuvsCagraIndexParams_v2608 (added by gen/internal/cforgo: c-for-go declared no type for it).
+type CuvsCagraIndexParams_v2608 C.struct_cuvsCagraIndexParams_v2608
+
+// CuvsTieredIndexParams_v2608 is struct cuvsTieredIndexParams_v2608 (added by gen/internal/cforgo: c-for-go declared no type for it).
+type CuvsTieredIndexParams_v2608 C.struct_cuvsTieredIndexParams_v2608
+
+// CuvsMultiGpuCagraIndexParams_v2608 is struct cuvsMultiGpuCagraIndexParams_v2608 (added by gen/internal/cforgo: c-for-go declared no type for it).
+type CuvsMultiGpuCagraIndexParams_v2608 C.struct_cuvsMultiGpuCagraIndexParams_v2608

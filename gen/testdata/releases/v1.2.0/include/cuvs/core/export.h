@@ -1,0 +1,2 @@
+#pragma once
+#define CUVS_EXPORT __attribute__((visibility("default")))
