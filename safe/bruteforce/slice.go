@@ -39,7 +39,6 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, queries []
 	}
 	spec := hostsearch.Spec{
 		Op: op, Dim: int(idx.dim), Rows: int(idx.rows), DTypes: []dlpack.DataType{idx.dtype},
-		Raw: safe.SentinelID64,
 		Check: func(n, k int) error {
 			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 				return err

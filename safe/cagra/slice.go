@@ -43,7 +43,6 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	rows := idx.rows.Load()
 	spec := hostsearch.Spec{
 		Op: op, Dim: int(idx.dim), Rows: int(rows), DTypes: []dlpack.DataType{idx.dtype},
-		Raw: int64(SentinelID),
 		Check: func(n, k int) error {
 			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 				return err

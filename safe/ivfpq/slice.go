@@ -46,7 +46,6 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	}
 	spec := hostsearch.Spec{
 		Op: op, Dim: int(idx.dim), Rows: int(idx.size.Load()), DTypes: dtypes,
-		Raw: safe.SentinelID64,
 		Check: func(n, k int) error {
 			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 				return err

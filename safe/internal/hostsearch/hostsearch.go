@@ -132,9 +132,6 @@ type Spec struct {
 	// of n queries for k neighbours (resources, params, filter), before
 	// any allocation.
 	Check func(n, k int) error
-	// Raw is the id the algorithm writes in a slot it could not fill,
-	// besides a ±Inf distance (kit.Unfilled).
-	Raw int64
 }
 
 // Search runs search on queries (n×dim values of T, row-major, in Go
@@ -205,7 +202,7 @@ func Search[T dlpack.DType](res *safe.Resources, p *Pool, s *Spec, queries []T, 
 	if err := b.distances.CopyToHost(res, out.Distances); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	kit.Unfilled(out.Neighbors, out.Distances, s.Raw)
+	kit.Unfilled(out.Neighbors, out.Distances)
 	return nil
 }
 

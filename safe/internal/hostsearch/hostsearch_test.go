@@ -149,8 +149,8 @@ func TestPoolBounded(t *testing.T) {
 	}
 }
 
-// Results come back with every unfilled slot (distance ±Inf, or the
-// algorithm's raw id) as safe.SentinelID64 with distance +Inf; filled
+// Results come back with every unfilled slot (distance ±Inf, or an
+// algorithm's sentinel) as safe.SentinelID64 with distance +Inf; filled
 // slots are untouched.
 func TestUnfilledNormalized(t *testing.T) {
 	safetest.Check(t)
@@ -160,19 +160,18 @@ func TestUnfilledNormalized(t *testing.T) {
 	inf := float32(math.Inf(1))
 	for _, c := range []struct {
 		name     string
-		raw      int64
 		ids      []int64
 		dists    []float32
 		wantIDs  []int64
 		wantDist []float32
 	}{
-		{"IVF-Flat repeats a row", safe.SentinelID64, []int64{0, 59, 0, 0}, []float32{1, 2, inf, inf},
+		{"IVF-Flat repeats a row", []int64{0, 59, 0, 0}, []float32{1, 2, inf, inf},
 			[]int64{0, 59, safe.SentinelID64, safe.SentinelID64}, []float32{1, 2, inf, inf}},
-		{"IVF-SQ", safe.SentinelID64, []int64{3, math.MaxInt64, 4, math.MaxInt64}, []float32{1, inf, 2, inf},
+		{"IVF-SQ", []int64{3, math.MaxInt64, 4, math.MaxInt64}, []float32{1, inf, 2, inf},
 			[]int64{3, safe.SentinelID64, 4, safe.SentinelID64}, []float32{1, inf, 2, inf}},
-		{"inner product", safe.SentinelID64, []int64{3, 7, 4, 0}, []float32{9, float32(math.Inf(-1)), 2, 1},
+		{"inner product", []int64{3, 7, 4, 0}, []float32{9, float32(math.Inf(-1)), 2, 1},
 			[]int64{3, safe.SentinelID64, 4, 0}, []float32{9, inf, 2, 1}},
-		{"CAGRA", 0x7FFFFFFF, []int64{3, 0x7FFFFFFF, 4, 0x7FFFFFFF}, []float32{1, math.MaxFloat32, 2, math.MaxFloat32},
+		{"CAGRA", []int64{3, 0x7FFFFFFF, 4, 0x7FFFFFFF}, []float32{1, math.MaxFloat32, 2, math.MaxFloat32},
 			[]int64{3, safe.SentinelID64, 4, safe.SentinelID64}, []float32{1, inf, 2, inf}},
 	} {
 		write := func(res *safe.Resources, _ dlpack.Tensor, n, d dlpack.TensorMut) error {
@@ -181,7 +180,7 @@ func TestUnfilledNormalized(t *testing.T) {
 			}
 			return d.(*safe.DeviceMatrix[float32]).CopyFromHost(res, c.dists)
 		}
-		spec := Spec{Op: "test", Dim: 1, Rows: 100, DTypes: f32, Raw: c.raw}
+		spec := Spec{Op: "test", Dim: 1, Rows: 100, DTypes: f32}
 		var out safe.Results
 		if err := Search(res, &p, &spec, []float32{1, 2}, 2, write, &out); err != nil {
 			t.Fatal(err)

@@ -113,17 +113,20 @@ func CheckFinite(op, arg string, v *dlpack.View) error {
 }
 
 // Unfilled normalizes one search's results in Go memory: every slot the
-// algorithm could not fill — its distance is ±Inf, or its id is raw, the
-// id the algorithm writes there (CAGRA's 2^31-1; the IVF indexes'
-// math.MaxInt64, which is safe.SentinelID64 already) — gets
-// safe.SentinelID64 and distance +Inf. Every path that delivers int64
-// results in host memory calls it.
-func Unfilled(neighbors []int64, distances []float32, raw int64) {
+// algorithm could not fill gets safe.Sentinel[N]() and distance +Inf. A
+// slot is unfilled when its distance is ±Inf (IVF-Flat, IVF-SQ, IVF-PQ:
+// cuVS's top-k dummy), its id is math.MaxInt64 (the IVF indexes'
+// kOutOfBoundsRecord), or its id is 2^31-1 with distance math.MaxFloat32
+// (CAGRA's). Every path that delivers results in host memory calls it,
+// whatever the algorithm: the rule needs no knowledge of which one ran.
+func Unfilled[N safe.NeighborID](neighbors []N, distances []float32) {
 	inf := float32(math.Inf(1))
+	sentinel := safe.Sentinel[N]()
 	n := min(len(neighbors), len(distances))
 	for i, d := range distances[:n] {
-		if neighbors[i] == raw || math.IsInf(float64(d), 0) {
-			neighbors[i], distances[i] = safe.SentinelID64, inf
+		id := uint64(neighbors[i])
+		if math.IsInf(float64(d), 0) || id == math.MaxInt64 || id == math.MaxInt32 && d == math.MaxFloat32 {
+			neighbors[i], distances[i] = sentinel, inf
 		}
 	}
 }

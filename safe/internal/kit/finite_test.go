@@ -110,17 +110,24 @@ func TestTakeRefusesNonFinite(t *testing.T) {
 	}
 }
 
-// Unfilled turns every unfilled slot into safe.SentinelID64 with +Inf and
-// leaves the others alone.
+// Unfilled turns every unfilled slot into its type's sentinel with +Inf
+// (an infinite distance, math.MaxInt64, or CAGRA's 2^31-1 at
+// math.MaxFloat32) and leaves the others alone.
 func TestUnfilled(t *testing.T) {
 	inf := float32(math.Inf(1))
-	ids := []int64{1, 2, 0x7FFFFFFF, 5, 0}
-	d := []float32{0.5, float32(math.Inf(-1)), math.MaxFloat32, math.MaxFloat32, inf}
-	kit.Unfilled(ids, d, 0x7FFFFFFF)
-	if want := []int64{1, safe.SentinelID64, safe.SentinelID64, 5, safe.SentinelID64}; !slices.Equal(ids, want) {
+	ids := []int64{1, 2, 0x7FFFFFFF, 5, 0, math.MaxInt64, 0x7FFFFFFF}
+	d := []float32{0.5, float32(math.Inf(-1)), math.MaxFloat32, math.MaxFloat32, inf, 3, 2}
+	kit.Unfilled(ids, d)
+	if want := []int64{1, safe.SentinelID64, safe.SentinelID64, 5, safe.SentinelID64, safe.SentinelID64, 0x7FFFFFFF}; !slices.Equal(ids, want) {
 		t.Errorf("ids %v, want %v", ids, want)
 	}
-	if want := []float32{0.5, inf, inf, math.MaxFloat32, inf}; !slices.Equal(d, want) {
+	if want := []float32{0.5, inf, inf, math.MaxFloat32, inf, inf, 2}; !slices.Equal(d, want) {
 		t.Errorf("distances %v, want %v", d, want)
+	}
+	u := []uint32{4, 0x7FFFFFFF, 9}
+	ud := []float32{1, math.MaxFloat32, inf}
+	kit.Unfilled(u, ud)
+	if !slices.Equal(u, []uint32{4, safe.SentinelID32, safe.SentinelID32}) || !slices.Equal(ud, []float32{1, inf, inf}) {
+		t.Errorf("uint32: %v %v", u, ud)
 	}
 }
