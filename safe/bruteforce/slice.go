@@ -38,7 +38,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, queries []
 		return kit.Argf(op, "idx", "nil *Index")
 	}
 	spec := hostsearch.Spec{
-		Op: op, Dim: int(idx.dim), Rows: int(idx.rows), DTypes: []dlpack.DataType{idx.dtype},
+		Dim: int(idx.dim), Rows: int(idx.rows), DTypes: []dlpack.DataType{idx.dtype},
 		Check: func(n, k int) error {
 			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 				return err
@@ -49,7 +49,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, queries []
 			return idx.checkFilter(op, filter, int64(k))
 		},
 	}
-	return hostsearch.Search(res, &idx.slices, &spec, queries, k,
+	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, q, n, d, filter)
 		}, out)

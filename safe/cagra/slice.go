@@ -42,7 +42,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	}
 	rows := idx.rows.Load()
 	spec := hostsearch.Spec{
-		Op: op, Dim: int(idx.dim), Rows: int(rows), DTypes: []dlpack.DataType{idx.dtype},
+		Dim: int(idx.dim), Rows: int(rows), DTypes: []dlpack.DataType{idx.dtype},
 		Check: func(n, k int) error {
 			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 				return err
@@ -73,7 +73,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 			return sp.checkFiltered(op, filter != nil, int64(k))
 		},
 	}
-	return hostsearch.Search(res, &idx.slices, &spec, queries, k,
+	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, params, q, n, d, filter)
 		}, out)

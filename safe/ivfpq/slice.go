@@ -45,7 +45,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 		dtypes = []dlpack.DataType{dt}
 	}
 	spec := hostsearch.Spec{
-		Op: op, Dim: int(idx.dim), Rows: int(idx.size.Load()), DTypes: dtypes,
+		Dim: int(idx.dim), Rows: int(idx.size.Load()), DTypes: dtypes,
 		Check: func(n, k int) error {
 			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 				return err
@@ -54,7 +54,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 			return err
 		},
 	}
-	return hostsearch.Search(res, &idx.slices, &spec, queries, k,
+	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, params, q, n, d)
 		}, out)

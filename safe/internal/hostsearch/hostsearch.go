@@ -123,8 +123,11 @@ type Searcher func(res *safe.Resources, queries dlpack.Tensor, neighbors, distan
 // Spec is what a one-call search checks before it allocates anything: the
 // index's shape, the query element types it takes, and the algorithm's
 // own cheap checks.
+//
+// Nothing in a Spec escapes (errors format copies of its fields), so a
+// Spec and its Check closure live on the caller's stack: keep it so, or
+// every search allocates.
 type Spec struct {
-	Op     string
 	Dim    int               // the index's dimension
 	Rows   int               // the index's rows: k's bound
 	DTypes []dlpack.DataType // the query element types the index takes now
@@ -141,8 +144,7 @@ type Spec struct {
 // queries' values (no NaN or infinity) — and only then are device buffers
 // taken from p (or allocated); they go back to it. Unfilled slots come out
 // as safe.SentinelID64 with distance +Inf (kit.Unfilled).
-func Search[T dlpack.DType](res *safe.Resources, p *Pool, s *Spec, queries []T, k int, search Searcher, out *safe.Results) error {
-	op := s.Op
+func Search[T dlpack.DType](op string, res *safe.Resources, p *Pool, s *Spec, queries []T, k int, search Searcher, out *safe.Results) error {
 	if out == nil {
 		return kit.Argf(op, "out", "nil *safe.Results")
 	}
@@ -152,7 +154,7 @@ func Search[T dlpack.DType](res *safe.Resources, p *Pool, s *Spec, queries []T, 
 		ok = ok || t == dt
 	}
 	if !ok {
-		return kit.Argf(op, "queries", "element type %s, the index takes %v", dt, s.DTypes)
+		return kit.Argf(op, "queries", "element type %s, the index takes %s", dt, typeList(s.DTypes))
 	}
 	dim := s.Dim
 	if dim < 1 {
@@ -204,6 +206,18 @@ func Search[T dlpack.DType](res *safe.Resources, p *Pool, s *Spec, queries []T, 
 	}
 	kit.Unfilled(out.Neighbors, out.Distances)
 	return nil
+}
+
+// typeList formats ts without letting ts escape.
+func typeList(ts []dlpack.DataType) string {
+	out := ""
+	for i := range ts {
+		if i > 0 {
+			out += " or "
+		}
+		out += ts[i].String()
+	}
+	return out
 }
 
 func newBuffers[T dlpack.DType](res *safe.Resources, rows, dim, k int) (b buffers, err error) {

@@ -28,21 +28,21 @@ func TestRefusedBeforeAllocation(t *testing.T) {
 	res := safetest.Resources(t)
 	var p Pool
 	defer p.Close()
-	spec := Spec{Op: "test", Dim: 4, Rows: 100, DTypes: f32}
+	spec := Spec{Dim: 4, Rows: 100, DTypes: f32}
 	q := make([]float32, 8)
 	var out safe.Results
 	safetest.Refused(t, "float64 queries", "queries", "float64", func() error {
-		return Search(res, &p, &spec, make([]float64, 8), 2, noop, &out)
+		return Search("test", res, &p, &spec, make([]float64, 8), 2, noop, &out)
 	})
 	safetest.Refused(t, "float16 queries", "queries", "float16", func() error {
-		return Search(res, &p, &spec, make([]float16.Float16, 8), 2, noop, &out)
+		return Search("test", res, &p, &spec, make([]float16.Float16, 8), 2, noop, &out)
 	})
-	safetest.Refused(t, "no queries", "queries", "", func() error { return Search(res, &p, &spec, q[:0], 2, noop, &out) })
-	safetest.Refused(t, "a short row", "queries", "", func() error { return Search(res, &p, &spec, q[:7], 2, noop, &out) })
+	safetest.Refused(t, "no queries", "queries", "", func() error { return Search("test", res, &p, &spec, q[:0], 2, noop, &out) })
+	safetest.Refused(t, "a short row", "queries", "", func() error { return Search("test", res, &p, &spec, q[:7], 2, noop, &out) })
 	for _, k := range []int{0, -1, 101, 1 << 24, 1 << 40} {
-		safetest.Refused(t, "k", "k", "", func() error { return Search(res, &p, &spec, q, k, noop, &out) })
+		safetest.Refused(t, "k", "k", "", func() error { return Search("test", res, &p, &spec, q, k, noop, &out) })
 	}
-	safetest.Refused(t, "nil out", "out", "", func() error { return Search(res, &p, &spec, q, 2, noop, nil) })
+	safetest.Refused(t, "nil out", "out", "", func() error { return Search("test", res, &p, &spec, q, 2, noop, nil) })
 	checked := spec
 	checked.Check = func(n, k int) error {
 		if n != 2 || k != 3 {
@@ -50,16 +50,16 @@ func TestRefusedBeforeAllocation(t *testing.T) {
 		}
 		return &safe.ArgError{Op: "test", Arg: "filter", Reason: "no"}
 	}
-	safetest.Refused(t, "the algorithm's check", "filter", "", func() error { return Search(res, &p, &checked, q, 3, noop, &out) })
+	safetest.Refused(t, "the algorithm's check", "filter", "", func() error { return Search("test", res, &p, &checked, q, 3, noop, &out) })
 	bad := slices.Clone(q)
 	bad[6] = float32(math.NaN())
-	safetest.Refused(t, "NaN", "queries", "row 1 holds NaN", func() error { return Search(res, &p, &spec, bad, 2, noop, &out) })
+	safetest.Refused(t, "NaN", "queries", "row 1 holds NaN", func() error { return Search("test", res, &p, &spec, bad, 2, noop, &out) })
 	bad[6] = float32(math.Inf(-1))
-	safetest.Refused(t, "-Inf", "queries", "row 1 holds -Inf", func() error { return Search(res, &p, &spec, bad, 2, noop, &out) })
+	safetest.Refused(t, "-Inf", "queries", "row 1 holds -Inf", func() error { return Search("test", res, &p, &spec, bad, 2, noop, &out) })
 	h := make([]float16.Float16, 8)
 	h[5] = float16.Inf(1)
-	spec16 := Spec{Op: "test", Dim: 4, Rows: 100, DTypes: []dlpack.DataType{dlpack.Float16}}
-	safetest.Refused(t, "float16 +Inf", "queries", "row 1 holds +Inf", func() error { return Search(res, &p, &spec16, h, 2, noop, &out) })
+	spec16 := Spec{Dim: 4, Rows: 100, DTypes: []dlpack.DataType{dlpack.Float16}}
+	safetest.Refused(t, "float16 +Inf", "queries", "row 1 holds +Inf", func() error { return Search("test", res, &p, &spec16, h, 2, noop, &out) })
 	if n, b := p.Idle(); n != 0 || b != 0 {
 		t.Errorf("the pool keeps %d sets (%d bytes) after refusals only", n, b)
 	}
@@ -73,13 +73,13 @@ func TestPoolKeyedByDType(t *testing.T) {
 	res := safetest.Resources(t)
 	var p Pool
 	defer p.Close()
-	spec := Spec{Op: "test", Dim: 4, Rows: 100, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}}
+	spec := Spec{Dim: 4, Rows: 100, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}}
 	var out safe.Results
 	for range 3 {
-		if err := Search(res, &p, &spec, make([]float16.Float16, 8), 2, noop, &out); err != nil {
+		if err := Search("test", res, &p, &spec, make([]float16.Float16, 8), 2, noop, &out); err != nil {
 			t.Fatal(err)
 		}
-		if err := Search(res, &p, &spec, make([]float32, 8), 2, noop, &out); err != nil {
+		if err := Search("test", res, &p, &spec, make([]float32, 8), 2, noop, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestPoolKeyedByDType(t *testing.T) {
 	}
 	if _, acquired, ok := safetest.DeviceMemory(); ok {
 		before := acquired
-		if err := Search(res, &p, &spec, make([]float32, 8), 2, noop, &out); err != nil {
+		if err := Search("test", res, &p, &spec, make([]float32, 8), 2, noop, &out); err != nil {
 			t.Fatal(err)
 		}
 		if _, after, _ := safetest.DeviceMemory(); after != before {
@@ -108,9 +108,9 @@ func TestPoolBounded(t *testing.T) {
 	const dim = 4
 	k := 4096
 	rows := MaxFreeBytes/(12*k) + 1 // rows×k×12 bytes of results alone exceed the bound
-	spec := Spec{Op: "test", Dim: dim, Rows: 1 << 20, DTypes: f32}
+	spec := Spec{Dim: dim, Rows: 1 << 20, DTypes: f32}
 	var out safe.Results
-	if err := Search(res, &p, &spec, make([]float32, rows*dim), k, noop, &out); err != nil {
+	if err := Search("test", res, &p, &spec, make([]float32, rows*dim), k, noop, &out); err != nil {
 		t.Fatal(err)
 	}
 	if n, b := p.Idle(); n != 0 || b != 0 {
@@ -120,14 +120,14 @@ func TestPoolBounded(t *testing.T) {
 		t.Errorf("%d device allocations held after a search too large to keep", live-live0)
 	}
 	for r := 1; r <= 2*MaxFree; r++ {
-		if err := Search(res, &p, &spec, make([]float32, r*dim), 3, noop, &out); err != nil {
+		if err := Search("test", res, &p, &spec, make([]float32, r*dim), 3, noop, &out); err != nil {
 			t.Fatal(err)
 		}
 	}
 	big := MaxFreeBytes / 2 / (12 * 64) // two of these fill the bound
 	for range 3 {
 		for _, r := range []int{big, big + 1, big + 2} {
-			if err := Search(res, &p, &spec, make([]float32, r*dim), 64, noop, &out); err != nil {
+			if err := Search("test", res, &p, &spec, make([]float32, r*dim), 64, noop, &out); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -141,7 +141,7 @@ func TestPoolBounded(t *testing.T) {
 	if live, _, _ := safetest.DeviceMemory(); counted && live != live0 {
 		t.Errorf("%d device allocations held after Close", live-live0)
 	}
-	if err := Search(res, &p, &spec, make([]float32, dim), 1, noop, &out); err != nil {
+	if err := Search("test", res, &p, &spec, make([]float32, dim), 1, noop, &out); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := p.Idle(); n != 0 {
@@ -180,9 +180,9 @@ func TestUnfilledNormalized(t *testing.T) {
 			}
 			return d.(*safe.DeviceMatrix[float32]).CopyFromHost(res, c.dists)
 		}
-		spec := Spec{Op: "test", Dim: 1, Rows: 100, DTypes: f32}
+		spec := Spec{Dim: 1, Rows: 100, DTypes: f32}
 		var out safe.Results
-		if err := Search(res, &p, &spec, []float32{1, 2}, 2, write, &out); err != nil {
+		if err := Search("test", res, &p, &spec, []float32{1, 2}, 2, write, &out); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(out.Neighbors, c.wantIDs) || !slices.Equal(out.Distances, c.wantDist) {
@@ -195,7 +195,7 @@ func TestUnfilledNormalized(t *testing.T) {
 		}
 	}
 	var ae *safe.ArgError
-	if err := Search(res, &p, &Spec{Op: "test", Dim: 1, Rows: 1, DTypes: f32}, []float32{1}, 2, noop, &safe.Results{}); !errors.As(err, &ae) {
+	if err := Search("test", res, &p, &Spec{Dim: 1, Rows: 1, DTypes: f32}, []float32{1}, 2, noop, &safe.Results{}); !errors.As(err, &ae) {
 		t.Errorf("k above rows: %v", err)
 	}
 }
