@@ -8,9 +8,10 @@ import (
 )
 
 // SearchSlice is the one-call search from Go memory: queries holds n×Dim()
-// values, float32 or float16 (either, whatever the index was built from), row-major; the result holds each
-// query's k nearest rows (int64 ids), nearest first. params nil means
-// cuVS's defaults; filter nil searches every row.
+// values, float32 or float16 (either, whatever the index was built from),
+// row-major; the result holds each query's k nearest rows (int64 ids),
+// nearest first. params nil means cuVS's defaults; filter nil searches
+// every row.
 //
 // A slot the search could not fill (the probed lists hold fewer than k
 // allowed rows; in device outputs cuVS writes math.MaxInt64 there with
