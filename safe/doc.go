@@ -72,6 +72,23 @@
 // the index. Views into an index's own memory (cagra.Index.Dataset, Graph)
 // expire with it: using one afterwards reports dlpack.ErrExpired.
 //
+// # Non-finite values and unfilled slots
+//
+// Float inputs in host memory (a SearchSlice's queries, the datasets and
+// vectors given to Build and Extend in Go, C or pinned host memory) are read
+// once before cuVS copies them: a NaN or an infinity is refused with an
+// *ArgError naming the argument and the first bad row (cuVS would answer
+// with NaN distances, or rows of sentinels, and NaN rows in IVF training
+// poison every later search). Inputs in device memory are not read, which
+// would cost a pass over them on the GPU: keeping them finite is the
+// caller's part.
+//
+// A search cannot always fill k slots per query. What cuVS writes in an
+// unfilled slot of a device output differs by algorithm (each package's
+// Search says); results this module delivers in Go memory (Results) hold
+// the sentinel of their neighbor type (SentinelID64 for int64 ids) with
+// distance +Inf, whatever the algorithm: test ids with Valid.
+//
 // # Filters
 //
 // A Filter restricts a search to some rows: a bitset (one bit per index

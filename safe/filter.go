@@ -163,6 +163,9 @@ func (f *Filter) Kind() FilterKind { return f.kind }
 // Rows returns the index row count the filter is for.
 func (f *Filter) Rows() int { return int(f.rows) }
 
+// Queries returns the number of queries a bitmap is for (0 for a bitset).
+func (f *Filter) Queries() int { return int(f.queries) }
+
 // Allowed returns how many rows the filter lets through: for a bitset, the
 // bits set; for a bitmap, the fewest any one query may return (see
 // AllowedFor). A search for more neighbors than that cannot be filled.

@@ -5,9 +5,10 @@ package safe
 // bruteforce.SearchSlice, ...) return. Row i holds query i's neighbours,
 // nearest first.
 //
-// Neighbors are int64 row ids for every algorithm. A slot an approximate
-// search could not fill holds the algorithm's sentinel (see the algorithm's
-// package: cagra.SentinelID, with distance math.MaxFloat32).
+// Neighbors are int64 row ids for every algorithm. A slot the search could
+// not fill holds SentinelID64 with distance +Inf, whatever the algorithm
+// wrote there on the device (each package's Search says what): test ids
+// with Valid. Unfilled slots come last in a row.
 type Results struct {
 	K         int       // neighbours per query
 	Neighbors []int64   // Len()×K row ids, row-major

@@ -220,8 +220,10 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 
 // Search searches queries (one or more rows of Dim() elements, at most
 // MaxBatch rows) for their k nearest rows, 1 <= k <= MaxK, and returns
-// rows×k neighbor ids and distances, row-major, nearest first. It allocates
-// the two result slices; SearchInto writes into the caller's.
+// rows×k neighbor ids and distances, row-major, nearest first. A slot the
+// index could not fill holds safe.Sentinel[N]() with distance +Inf,
+// whatever the index (safe.Valid tells). It allocates the two result
+// slices; SearchInto writes into the caller's.
 func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (neighbors []N, distances []float32, err error) {
 	const op = "batch.Batcher.Search"
 	in := b.b

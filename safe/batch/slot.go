@@ -232,7 +232,8 @@ func (s *slot[T, N]) stage(r *request[T, N], row int) {
 }
 
 // deliver copies the results of rows [row, row+r.rows) into r's buffers,
-// keeping the first r.k of the maxK columns.
+// keeping the first r.k of the maxK columns, with unfilled slots as
+// safe.Sentinel[N]() and +Inf (kit.Unfilled).
 func (s *slot[T, N]) deliver(r *request[T, N], row int) {
 	pn, pd := s.pinN.Data(), s.pinD.Data()
 	for i := range r.rows {
@@ -240,4 +241,5 @@ func (s *slot[T, N]) deliver(r *request[T, N], row int) {
 		copy(r.nb[i*r.k:(i+1)*r.k], pn[src:src+r.k])
 		copy(r.dist[i*r.k:(i+1)*r.k], pd[src:src+r.k])
 	}
+	kit.Unfilled(r.nb[:r.rows*r.k], r.dist[:r.rows*r.k])
 }

@@ -208,6 +208,11 @@ func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
 // L2Expanded, L2SqrtExpanded, InnerProduct or CosineExpanded (cuVS's
 // filtered search has no other). The results are ready once res's stream
 // is synchronized (res.Sync). It calls cuvsBruteForceSearch.
+//
+// Every slot is filled: cuVS returns uninitialised memory in slots a
+// filter leaves empty, so a filter letting fewer than k rows through is
+// refused. Device inputs are not read: NaN or infinite values in them give
+// what cuVS computes (SearchSlice refuses them in Go memory).
 func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "bruteforce.Index.Search"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {

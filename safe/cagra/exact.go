@@ -24,18 +24,23 @@ import (
 // Slots are filled in order of distance, so unfilled ones come last in a
 // row. Filtered searches that take the exact path (see
 // SearchParams.FilterExactBelow) use the same values when fewer rows are
-// allowed than k.
+// allowed than k. These are what device outputs hold; results in Go memory
+// (SearchSlice's safe.Results) hold safe.SentinelID64 and +Inf instead, as
+// every package's do.
 const (
-	SentinelID       = math.MaxInt32   // 2147483647
-	SentinelDistance = math.MaxFloat32 // 3.4028235e+38
+	SentinelID       = safe.SentinelID32 // 2147483647, CAGRA's own
+	SentinelDistance = math.MaxFloat32   // 3.4028235e+38
 )
 
-// Valid reports whether id is a neighbor rather than SentinelID.
-func Valid[N uint32 | int64](id N) bool { return id != N(SentinelID) }
+// Valid reports whether id is a neighbor: neither SentinelID (device
+// outputs) nor safe's sentinel of N (results in Go memory).
+func Valid[N uint32 | int64](id N) bool {
+	return id != N(SentinelID) && safe.Valid(id)
+}
 
 // Trim returns the leading part of one result row (its neighbors and,
 // if not nil, distances, in host memory) that holds real neighbors: the
-// row cut at its first SentinelID.
+// row cut at its first slot that is not Valid.
 func Trim[N uint32 | int64](ids []N, dists []float32) ([]N, []float32) {
 	n := len(ids)
 	for i, id := range ids {
@@ -266,7 +271,7 @@ func (idx *Index) searchExact(op string, res *safe.Resources, t *kit.SearchTenso
 	var outN dlpack.Tensor
 	if wide {
 		o := make([]int64, n*k)
-		fill(o, ids, n, k, kk, SentinelID)
+		fill(o, ids, n, k, kk, int64(SentinelID))
 		outN, err = dlpack.NewHostMatrix(o, int(n), int(k))
 	} else {
 		o := make([]uint32, n*k)

@@ -17,7 +17,7 @@ func TestSentinels(t *testing.T) {
 	if !cagra.Valid(uint32(0)) || cagra.Valid(uint32(cagra.SentinelID)) || cagra.Valid(int64(cagra.SentinelID)) || !cagra.Valid(int64(5)) {
 		t.Error("Valid")
 	}
-	ids := []int64{4, 9, cagra.SentinelID, cagra.SentinelID}
+	ids := []int64{4, 9, int64(cagra.SentinelID), int64(cagra.SentinelID)}
 	d := []float32{1, 2, cagra.SentinelDistance, cagra.SentinelDistance}
 	gi, gd := cagra.Trim(ids, d)
 	if !slices.Equal(gi, []int64{4, 9}) || !slices.Equal(gd, []float32{1, 2}) {
@@ -113,7 +113,7 @@ func TestExactFilter(t *testing.T) {
 			for _, id := range got {
 				// A slot the graph search could not fill holds SentinelID;
 				// any other id is an allowed row.
-				if id == cagra.SentinelID {
+				if id == int64(cagra.SentinelID) {
 					continue
 				}
 				if id < 0 || id >= rows || !ok(int(id)) {

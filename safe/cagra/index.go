@@ -404,8 +404,10 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // device memory. filter, if not nil, is a bitset for Rows() rows. The
 // results are ready once res's stream is synchronized (res.Sync).
 //
-// A slot CAGRA could not fill holds SentinelID and SentinelDistance (last
-// in its row; see Valid and Trim): with a filter whose allowed rows graph
+// A slot CAGRA could not fill holds SentinelID (safe.SentinelID32, in
+// uint32 and int64 neighbors alike) and SentinelDistance (last in its row;
+// see Valid and Trim; SearchSlice's results hold safe.SentinelID64 with
+// +Inf there instead, as every package's): with a filter whose allowed rows graph
 // search cannot reach, or that allows fewer rows than k. A filter allowing
 // fewer than params.FilterExactBelow × Rows() rows, or fewer than k, is
 // searched exactly instead (brute force over the index's dataset; see

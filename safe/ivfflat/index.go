@@ -238,10 +238,16 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // centers are nearest the query. queries is n × Dim() of the index's
 // element type; neighbors (int64, the rows' ids) and distances (float32)
 // are n × k; all in device memory. filter, if not nil, is a bitset for
-// Size() rows, by id. Slots that no allowed row fills (fewer rows in the
-// probed lists, or allowed, than k) hold id math.MaxInt64 (read from
-// cuVS's code; not measured). The results are ready once res's stream is
+// Size() rows, by id. The results are ready once res's stream is
 // synchronized (res.Sync).
+//
+// Slots that no allowed row fills (fewer rows in the probed lists, or
+// allowed, than k) come last in a row with distance +Inf (-Inf for
+// InnerProduct) and, as cuVS writes them, a row id again: the first row
+// stored in the first non-empty probed list, whether the filter allows it
+// or not (math.MaxInt64 if every probed list is empty; seen on an H200 and
+// read from cuVS's code). Tell them by the infinite distance. SearchSlice's
+// results hold safe.SentinelID64 with +Inf there instead.
 //
 // Search allocates nothing on the Go heap when its tensors are pointers
 // (e.g. *safe.DeviceMatrix) and holds no lock across the C call.

@@ -463,6 +463,11 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // computed from the compressed codes) are n × k; all in device memory. The
 // results are ready once res's stream is synchronized (res.Sync).
 //
+// Slots that no row fills (fewer rows in the probed lists than k) come
+// last in a row and hold id math.MaxInt64 (safe.SentinelID64) with
+// distance +Inf (-Inf for InnerProduct), as cuVS writes them (seen on an
+// H200). SearchSlice's results hold safe.SentinelID64 with +Inf there.
+//
 // cuVS's IVF-PQ C API takes no filter. Search allocates nothing on the Go
 // heap when its tensors are pointers (e.g. *safe.DeviceMatrix), and holds no
 // lock across the C call: any number of goroutines may search one index,

@@ -8,16 +8,29 @@ import (
 )
 
 // SearchSlice is the one-call search from Go memory: queries holds n×Dim()
-// values, row-major; the result holds each query's k nearest rows (int64
-// ids), nearest first. params nil means cuVS's defaults (this C API takes no filter).
+// values of the index's element type (any of float32, float16, int8 and
+// uint8 after Deserialize, which does not record it), row-major; the
+// result holds each query's k nearest rows (int64 ids), nearest first.
+// params nil means cuVS's defaults (this C API takes no filter).
 //
-// The device buffers it needs are kept by the index and reused, so a loop
-// of searches of one shape allocates device memory only on its first call
-// (up to a few concurrent callers; see Index.Search for the zero-allocation
-// path with buffers of your own). It waits for the results.
+// A slot the search could not fill (the probed lists hold fewer than k
+// rows; in device outputs cuVS writes math.MaxInt64 there with distance
+// +Inf, see Index.Search) comes back, as in every package's Results, as
+// safe.SentinelID64 with distance +Inf: test with safe.Valid.
+//
+// Everything is checked before any device memory is taken: the queries'
+// element type, length and values (a NaN or an infinity is refused,
+// naming its row), k against the index's rows, params. The device buffers
+// it needs are kept by the index and reused, so a loop of searches of one
+// shape allocates device memory only on its first call (a few sets, of
+// bounded size; see Index.Search for the zero-allocation path with buffers
+// of your own). It waits for the results. On error the result is nil.
 func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int) (*safe.Results, error) {
 	out := new(safe.Results)
-	return out, SearchSliceInto(res, idx, params, queries, k, out)
+	if err := SearchSliceInto(res, idx, params, queries, k, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // SearchSliceInto is SearchSlice writing into out, whose slices are reused
@@ -27,7 +40,21 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	if idx == nil {
 		return kit.Argf(op, "idx", "nil *Index")
 	}
-	return hostsearch.Search(op, res, &idx.slices, idx.Dim(), queries, k,
+	dtypes := elemTypes
+	if dt := idx.DType(); dt != (dlpack.DataType{}) {
+		dtypes = []dlpack.DataType{dt}
+	}
+	spec := hostsearch.Spec{
+		Dim: int(idx.dim), Rows: int(idx.size.Load()), DTypes: dtypes,
+		Check: func(n, k int) error {
+			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+				return err
+			}
+			_, err := idx.checkSearch(op, params)
+			return err
+		},
+	}
+	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, params, q, n, d)
 		}, out)

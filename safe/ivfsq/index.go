@@ -280,9 +280,14 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // centers are nearest the query, by distance to the rows' 8-bit codes.
 // queries is n × Dim(), float32 or float16; neighbors (int64, the rows'
 // ids) and distances (float32) are n × k; all in device memory. filter, if
-// not nil, is a bitset for Size() rows, by id. Empty slots hold id
-// math.MaxInt64 (read from cuVS's code; not measured). The results are
-// ready once res's stream is synchronized.
+// not nil, is a bitset for Size() rows, by id. The results are ready once
+// res's stream is synchronized.
+//
+// Slots that no allowed row fills (fewer rows in the probed lists, or
+// allowed, than k) come last in a row and hold id math.MaxInt64
+// (safe.SentinelID64) with distance +Inf (-Inf for InnerProduct), as cuVS
+// writes them (seen on an H200). SearchSlice's results hold
+// safe.SentinelID64 with +Inf there.
 //
 // C calls: cuvsIvfSqSearch.
 // Nil params means cuVS's defaults (DefaultSearchParams).

@@ -8,16 +8,30 @@ import (
 )
 
 // SearchSlice is the one-call search from Go memory: queries holds n×Dim()
-// values, row-major; the result holds each query's k nearest rows (int64
-// ids), nearest first. params nil means cuVS's defaults; filter nil searches every row.
+// values, float32 or float16 (either, whatever the index was built from),
+// row-major; the result holds each query's k nearest rows (int64 ids),
+// nearest first. params nil means cuVS's defaults; filter nil searches
+// every row.
 //
-// The device buffers it needs are kept by the index and reused, so a loop
-// of searches of one shape allocates device memory only on its first call
-// (up to a few concurrent callers; see Index.Search for the zero-allocation
-// path with buffers of your own). It waits for the results.
+// A slot the search could not fill (the probed lists hold fewer than k
+// allowed rows; in device outputs cuVS writes math.MaxInt64 there with
+// distance +Inf, see Index.Search) comes back, as in every package's
+// Results, as safe.SentinelID64 with distance +Inf: test with safe.Valid.
+//
+// Everything is checked before any device memory is taken: the queries'
+// element type, length and values (a NaN or an infinity is refused,
+// naming its row), k against the index's rows, params, the filter. The
+// device buffers it needs are kept by the index and reused, so a loop of
+// searches of one shape allocates device memory only on its first call (a
+// few sets, of bounded size; see Index.Search for the zero-allocation path
+// with buffers of your own). It waits for the results. On error the result
+// is nil.
 func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, filter *safe.Filter) (*safe.Results, error) {
 	out := new(safe.Results)
-	return out, SearchSliceInto(res, idx, params, queries, k, filter, out)
+	if err := SearchSliceInto(res, idx, params, queries, k, filter, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // SearchSliceInto is SearchSlice writing into out, whose slices are reused
@@ -27,7 +41,22 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	if idx == nil {
 		return kit.Argf(op, "idx", "nil *Index")
 	}
-	return hostsearch.Search(op, res, &idx.slices, idx.Dim(), queries, k,
+	rows := idx.rows.Load()
+	spec := hostsearch.Spec{
+		Dim: int(idx.dim), Rows: int(rows), DTypes: elemTypes,
+		Check: func(n, k int) error {
+			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+				return err
+			}
+			if params != nil {
+				if err := params.validate(op); err != nil {
+					return err
+				}
+			}
+			return kit.CheckFilter(filter, op, rows, int64(n), safe.Bitset)
+		},
+	}
+	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, params, q, n, d, filter)
 		}, out)

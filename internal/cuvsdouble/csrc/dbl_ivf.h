@@ -51,8 +51,11 @@ DBL_HIDDEN int ivf_train(ivf_impl* impl, const dbl_matrix* data, int64_t n_train
 /* Adds rows to their nearest lists with ids (or, ids NULL, size+i). */
 DBL_HIDDEN int ivf_add(ivf_impl* impl, const dbl_matrix* data, const int64_t* ids);
 /* Searches nq queries: probes the n_probes nearest lists of each. Slots
- * left empty get id INT64_MAX and the worst distance, as cuVS's
- * postprocessing leaves them (read from ivf_common.cuh; not measured). */
+ * left empty get distance +Inf (-Inf for inner product) and, for IVF-SQ,
+ * id INT64_MAX; for IVF-Flat, the id of the first row stored in the first
+ * non-empty probed list (INT64_MAX if none), as cuVS leaves them (read from
+ * ivf_flat_search.cuh, ivf_sq_search.cuh, ivf_common.cuh; measured on an
+ * H200 for L2). */
 DBL_HIDDEN int ivf_search(ivf_impl* impl, const dbl_matrix* queries, uint32_t n_probes, int64_t k,
                           const dbl_filter* filter, int64_t filter_bits, int64_t* nb, float* dist);
 /* Writes/reads the double's own payload after a prefix. */

@@ -6,7 +6,9 @@
  *     subset (kmeans_trainset_fraction), and keeps no reference;
  *   - search probes the n_probes nearest lists only, so recall falls when
  *     n_probes is small; bitset filter over the index's size; int64
- *     neighbors; empty slots get INT64_MAX;
+ *     neighbors; empty slots (fewer than k rows in the probed lists, or
+ *     let through) repeat the first row stored in the first non-empty
+ *     probed list, with distance +Inf, as the real one (dbl_ivf.h);
  *   - extend needs new_indices: cuVS dereferences the tensor pointer, so a
  *     NULL one crashes (recorded here as a violation);
  *   - GetCenters overwrites the caller's DLManagedTensor with a view into the

@@ -18,10 +18,11 @@
  *   - BuildPrecomputed keeps references to the caller's four tensors;
  *   - serialization uses a format of the double's own; Deserialize leaves
  *     the handle's dtype as it was, as cuVS does.
- * Unknown in the real library and chosen here: what fills the slots a
- * search cannot fill (fewer rows than k in the probed lists); the double
- * writes cuVS's kOutOfBoundsRecord (INT64_MAX) with distance FLT_MAX
- * (-FLT_MAX for inner product). Cosine and inner-product distances are the
+ * The slots a search cannot fill (fewer rows than k in the probed lists)
+ * get cuVS's kOutOfBoundsRecord (INT64_MAX) with distance +Inf, as an H200
+ * showed for L2 (ivf_pq_search.cuh's top-k dummy, then ivf_common.cuh's
+ * postprocess_neighbors/postprocess_distances; -Inf for inner product,
+ * whose scores postprocessing negates back). Cosine and inner-product distances are the
  * double's own reading of cuVS's (1 - cosine to the decoded vector; the
  * inner product, larger first).
  */
@@ -986,7 +987,7 @@ static cuvsError_t pq_search(cuvsIvfPqSearchParams_t params, cuvsIvfPqIndex_t in
     qsort(cand, (size_t)m, sizeof(pq_cand), cand_cmp);
     for (int64_t j = 0; j < k; j++) {
       nbo[qi * k + j] = j < m ? cand[j].id : PQ_OUT_OF_BOUNDS;
-      dso[qi * k + j] = j < m ? cand[j].val : (larger ? -FLT_MAX : FLT_MAX);
+      dso[qi * k + j] = j < m ? cand[j].val : (larger ? -INFINITY : INFINITY);
     }
   }
 out:

@@ -16,6 +16,8 @@
  *   - extend without new_indices only while the index is empty;
  *   - L2 and cosine searches need center norms, which exist once rows were
  *     added;
+ *   - slots a search cannot fill get INT64_MAX with distance +Inf, as the
+ *     real one (dbl_ivf.h's ivf_search);
  *   - serialization uses a format of the double's own.
  */
 #include "dbl_ivf.h"

@@ -266,6 +266,17 @@ int ivf_search(ivf_impl* impl, const dbl_matrix* queries, uint32_t n_probes, int
     return -1;
   }
   int larger = ivf_larger_is_better(impl->metric);
+  /* IVF-Flat's fill (below): the first row stored in each list, in the
+   * order rows were added. */
+  int64_t* first = impl->sq ? NULL : xcalloc(nl ? nl : 1, sizeof(int64_t));
+  if (!impl->sq && !first) {
+    free(q), free(v), free(ckey), free(probe), free(bkey), free(bval), free(bid);
+    return -1;
+  }
+  if (first) {
+    for (uint32_t c = 0; c < nl; c++) first[c] = -1;
+    for (int64_t at = impl->size - 1; at >= 0; at--) first[impl->labels[at]] = at;
+  }
   for (int64_t qi = 0; qi < queries->n; qi++) {
     dl_load_row(queries->base, queries->dtype, queries->rs, queries->cs, qi, dim, q);
     /* the n_probes nearest lists (ties to the smaller list) */
@@ -273,12 +284,14 @@ int ivf_search(ivf_impl* impl, const dbl_matrix* queries, uint32_t n_probes, int
     for (uint32_t c = 0; c < nl; c++) {
       ckey[c] = ivf_key(impl->metric, q, impl->centers + (size_t)c * dim, dim);
     }
+    int64_t fill_id = INT64_MAX;
     for (uint32_t p = 0; p < n_probes; p++) {
       int64_t best = -1;
       for (uint32_t c = 0; c < nl; c++) {
         if (!probe[c] && (best < 0 || ckey[c] < ckey[best])) best = c;
       }
       probe[best] = 1;
+      if (first && fill_id == INT64_MAX && first[best] >= 0) fill_id = impl->ids[first[best]];
     }
     int64_t found = 0;
     for (int64_t at = 0; at < impl->size; at++) {
@@ -312,12 +325,22 @@ int ivf_search(ivf_impl* impl, const dbl_matrix* queries, uint32_t n_probes, int
       bid[pos] = id;
       if (found < k) found++;
     }
+    /* The slots left empty, as cuVS's fused top-k path leaves them
+     * (ivf_flat_search.cuh, ivf_sq_search.cuh, then ivf_common.cuh's
+     * postprocess_neighbors; measured on an H200 for L2): the distance is
+     * the sort's dummy, +Inf (-Inf where larger is better); the id is
+     * where the dummy sample index points. IVF-Flat's block sort keeps
+     * sample index 0 there, which postprocess_neighbors maps to the first
+     * row stored in the first non-empty probed list, filtered out or not;
+     * IVF-SQ's scan keeps an index past every probed list, mapped to
+     * kOutOfBoundsRecord (INT64_MAX), as with no rows probed at all. */
     for (int64_t j = 0; j < k; j++) {
       int ok = j < found;
-      nb[qi * k + j] = ok ? bid[j] : INT64_MAX;
-      dist[qi * k + j] = ok ? bval[j] : (larger ? -FLT_MAX : FLT_MAX);
+      nb[qi * k + j] = ok ? bid[j] : (impl->sq ? INT64_MAX : fill_id);
+      dist[qi * k + j] = ok ? bval[j] : (larger ? -INFINITY : INFINITY);
     }
   }
+  free(first);
   free(q), free(v), free(ckey), free(probe), free(bkey), free(bval), free(bid);
   return 0;
 }

@@ -85,6 +85,29 @@ func BindFilter(f *safe.Filter, op string, c dlpack.Call, rows, nQueries int64, 
 	return base.BindFilter(f, op, c, rows, nQueries)
 }
 
+// CheckFilter makes BindFilter's checks of f without binding it: its kind
+// against kinds, its rows against the index's, a bitmap's queries against
+// nQueries. A nil f passes.
+func CheckFilter(f *safe.Filter, op string, rows, nQueries int64, kinds ...safe.FilterKind) error {
+	if f == nil {
+		return nil
+	}
+	ok := false
+	for _, k := range kinds {
+		ok = ok || k == f.Kind()
+	}
+	if !ok {
+		return Argf(op, "filter", "a %s filter is not supported here", f.Kind())
+	}
+	if int64(f.Rows()) != rows {
+		return Argf(op, "filter", "made for %d rows, the index has %d", f.Rows(), rows)
+	}
+	if f.Kind() == safe.Bitmap && int64(f.Queries()) != nQueries {
+		return Argf(op, "filter", "bitmap for %d queries, got %d", f.Queries(), nQueries)
+	}
+	return nil
+}
+
 // CopyBound copies between two tensors already bound to a call
 // (cuvsMatrixCopy) and waits for the copy.
 func CopyBound(op string, res *safe.Resources, src, dst *generated.DLManagedTensor) error {

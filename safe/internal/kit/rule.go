@@ -127,8 +127,10 @@ func searchShapes(op string, n, qCols, nRows, nCols, dRows, dCols, dim, rows int
 }
 
 // Take returns t's view checked against r for a call on res: the
-// argument's nil check, its view and CheckOn in one step, every refusal an
-// *ArgError naming r.Arg.
+// argument's nil check, its view, CheckOn and, for float data in host
+// memory, CheckFinite (no NaN or infinity) in one step, every refusal an
+// *ArgError naming r.Arg. Take is for the inputs of Build and Extend, which
+// cuVS copies: the one pass over host memory costs less than that copy.
 func (r *Rule) Take(op string, res *safe.Resources, t dlpack.Tensor) (dlpack.View, error) {
 	if t == nil {
 		return dlpack.View{}, Argf(op, r.Arg, "nil")
@@ -137,5 +139,8 @@ func (r *Rule) Take(op string, res *safe.Resources, t dlpack.Tensor) (dlpack.Vie
 	if err != nil {
 		return dlpack.View{}, Argf(op, r.Arg, "%w", err)
 	}
-	return v, r.CheckOn(op, res, &v)
+	if err := r.CheckOn(op, res, &v); err != nil {
+		return v, err
+	}
+	return v, CheckFinite(op, r.Arg, &v)
 }

@@ -1,0 +1,76 @@
+package batch
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/cagra"
+)
+
+// Results a Batcher delivers hold safe's sentinel of their neighbor type
+// with +Inf in slots the index could not fill: CAGRA with a filter
+// allowing fewer rows than k writes its own 2^31-1 and FLT_MAX on the
+// device; the Batcher's uint32 and int64 results hold SentinelID32 and
+// SentinelID64 with +Inf.
+func TestUnfilledSlots(t *testing.T) {
+	safetest.Check(t)
+	const rows, d, k = 200, 8, 6
+	res := safetest.Resources(t)
+	data := safetest.Random(3, rows, d)
+	ds, err := safe.DeviceMatrixFrom(res, data, rows, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, ds)
+	p, err := cagra.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.GraphDegree, p.IntermediateGraphDegree = 16, 32
+	idx, err := cagra.Build(res, ds, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	allowed := []int64{4, 40}
+	filter, err := safe.NewBitsetFilterAllowing(res, rows, allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, filter)
+	s, err := CAGRA(idx, cagraDefaults(t), filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, valid func(int) bool, dist []float32) {
+		t.Helper()
+		for j := range k {
+			if filled := j < len(allowed); valid(j) != filled || math.IsInf(float64(dist[j]), 1) == filled {
+				t.Errorf("%s slot %d: valid %v, distance %g", name, j, valid(j), dist[j])
+			}
+		}
+	}
+	b32, err := New[float32, uint32](s, Options{MaxK: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b32.Close()
+	n32, d32, err := b32.Search(context.Background(), data[:d], k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("uint32", func(j int) bool { return safe.Valid(n32[j]) }, d32)
+	b64, err := New[float32, int64](s, Options{MaxK: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b64.Close()
+	n64, d64, err := b64.Search(context.Background(), data[:d], k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("int64", func(j int) bool { return safe.Valid(n64[j]) }, d64)
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package bruteforce_test
+
+const raceEnabled = true

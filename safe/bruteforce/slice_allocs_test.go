@@ -1,0 +1,29 @@
+package bruteforce_test
+
+import (
+	"testing"
+
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/bruteforce"
+)
+
+// A loop of one-call searches of one shape into one Results allocates
+// nothing on the Go heap (the checks before the device buffers included).
+func TestSearchSliceAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	f := setup(t)
+	idx := f.build(t)
+	var out safe.Results
+	if err := bruteforce.SearchSliceInto(f.res, idx, f.qs, k, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	if a := testing.AllocsPerRun(20, func() {
+		if err := bruteforce.SearchSliceInto(f.res, idx, f.qs, k, nil, &out); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("SearchSliceInto: %v allocations per call", a)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package ivfflat_test
+
+const raceEnabled = true

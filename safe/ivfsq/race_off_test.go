@@ -1,0 +1,5 @@
+//go:build !race
+
+package ivfsq_test
+
+const raceEnabled = false
