@@ -12,6 +12,9 @@ import (
 var (
 	// ErrNotLoaded: Load has not succeeded yet.
 	ErrNotLoaded = generated.ErrNotLoaded
+	// ErrNotInRelease: the function is not in the loaded library's cuVS
+	// release (Release); the error names the releases that have it.
+	ErrNotInRelease = generated.ErrNotInRelease
 	// ErrLibraryNotFound: Load found no libcuvs_c.
 	ErrLibraryNotFound = generated.ErrLibraryNotFound
 	// ErrMissingSymbol: the loaded library lacks a function (older release,
