@@ -319,7 +319,10 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 // when the index was made and kept up to date by Extend).
 func (idx *Index) Rows() int { return int(idx.rows.Load()) }
 
-// Dim returns the vectors' dimension (cuvsCagraIndexGetDims).
+// Dim returns the vectors' dimension (cuvsCagraIndexGetDims). It is 0 for
+// an index deserialized from a file written without its dataset: cuVS
+// reports the dimension of the dataset it holds, and it holds none (such
+// an index is refused by Search, Prepare and Extend with ErrNoDataset).
 func (idx *Index) Dim() int { return int(idx.dim) }
 
 // GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree).
@@ -347,6 +350,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		return perr
 	}
 	p := *pd
+	if err := idx.refuseGraphOnly(op); err != nil {
+		return err
+	}
 	av, err := extendRule.Take(op, res, additional)
 	if err != nil {
 		return err
@@ -409,7 +415,8 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // search cannot reach, or that allows fewer rows than k. A filter allowing
 // fewer than params.FilterExactBelow × Rows() rows, or fewer than k, is
 // searched exactly instead (brute force over the index's dataset; see
-// SearchParams), and an index ACE left on disk is refused (ErrOnDisk).
+// SearchParams). An index ACE left on disk is refused (ErrOnDisk), and so
+// is one deserialized without its dataset (ErrNoDataset).
 //
 // Search allocates nothing on the Go heap when its tensors are pointers
 // (e.g. *safe.DeviceMatrix), and holds no lock across the C call: any
@@ -450,6 +457,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		return err
 	}
 	if err := idx.refuseOnDisk(op); err != nil {
+		return err
+	}
+	if err := idx.refuseGraphOnly(op); err != nil {
 		return err
 	}
 	rows := idx.rows.Load()

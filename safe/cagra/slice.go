@@ -29,6 +29,9 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	if idx == nil {
 		return kit.Argf(op, "idx", "nil *Index")
 	}
+	if err := idx.refuseGraphOnly(op); err != nil {
+		return err
+	}
 	return hostsearch.Search(op, res, &idx.slices, int(idx.Dim()), queries, k,
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, params, q, n, d, filter)

@@ -1098,7 +1098,11 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
            (size_t)h.dim;
     }
   } else {
-    impl->stride = h.dim;
+    /* cuVS reads the dimension from the file but keeps the empty dataset
+     * index(res, metric) made (empty_dataset(0)), and index::dim() is the
+     * dataset's: a graph-only index reports dimension 0 */
+    impl->dim = 0;
+    impl->stride = 0;
   }
   if (ok) {
     impl->graph_bytes = (size_t)(h.n * h.degree) * sizeof(uint32_t);
