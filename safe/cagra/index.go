@@ -520,7 +520,10 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // Its metric, which the exact path of selective filters needs, is read
 // from the file's header (cuVS's format: a dtype tag and NumPy scalars);
 // from a file in another format it stays unknown, and such searches are
-// refused (see SearchParams.FilterExactBelow).
+// refused (see SearchParams.FilterExactBelow). A file that is not a whole
+// CAGRA index (truncated, damaged, with bytes after the index) is refused
+// with safe.ErrCorruptIndex: its layout is checked before any C call, and
+// cuVS's own refusals of its contents carry the sentinel too.
 //
 // C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize, and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
@@ -529,11 +532,14 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
 		return nil, err
 	}
+	if err := kit.CheckItems(op, path, true, nil); err != nil {
+		return nil, err
+	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsCagraDeserialize(h, p, idx.h)
 	}); err != nil {
 		idx.fail()

@@ -1047,6 +1047,16 @@ DBL_API cuvsError_t cuvsCagraSerializeToHnswlib(cuvsResources_t res, const char*
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
 
+
+/* cuvs::util::is_valid_distance_type, which cuVS's deserializers apply to
+ * the metric they read */
+static int file_metric_ok(int m) { return (m >= 0 && m <= 20) || m == 100 || m == 101; }
+
+/* The double's own formats end where the index does: bytes after it are
+ * refused (cuVS reads no further; the safe layer refuses them before C in
+ * cuVS's formats, whose items it can walk). */
+static int file_at_end(FILE* f) { return fgetc(f) == EOF; }
+
 static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
 {
   TRY(cg_handle(index));
@@ -1069,6 +1079,20 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
   if (!cg_dtype_ok(dt) || h.n < 0 || h.dim < 0 || h.degree < 0) {
     fclose(f);
     return RAFT_FAIL("Unsupported dtype in file %s", filename);
+  }
+  if (!file_metric_ok(h.metric)) {
+    fclose(f);
+    return RAFT_FAIL("cagra::deserialize: invalid metric value %d", (int)h.metric);
+  }
+  if (h.degree > (1 << 16)) {
+    fclose(f);
+    return RAFT_FAIL("cagra::deserialize: graph_degree=%u exceeds maximum %u", (unsigned)h.degree,
+                     1u << 16);
+  }
+  if (h.has_dataset > 1 || h.compressed > 1 || h.n > ((int64_t)1 << 40) || h.dim > (1 << 24)) {
+    fclose(f);
+    return RAFT_FAIL("cuvsdouble: %s is not a CAGRA index file written by the test double",
+                     filename);
   }
   cg_impl* impl = cg_new();
   if (!impl) {
@@ -1113,10 +1137,15 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
     }
     impl->graph = impl->graph_owned;
   }
+  int trailing = ok && !file_at_end(f);
   fclose(f);
   if (!ok) {
     cg_free(impl);
     return RAFT_FAIL("cuvsdouble: %s is truncated", filename);
+  }
+  if (trailing) {
+    cg_free(impl);
+    return RAFT_FAIL("cuvsdouble: %s has bytes after the index", filename);
   }
   cg_install(index, impl);
   index->dtype.code = dt.code;
