@@ -1089,7 +1089,9 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
     return RAFT_FAIL("cagra::deserialize: graph_degree=%u exceeds maximum %u", (unsigned)h.degree,
                      1u << 16);
   }
-  if (h.has_dataset > 1 || h.compressed > 1 || h.n > ((int64_t)1 << 40) || h.dim > (1 << 24)) {
+  static const uint8_t zero_pad[6] = {0};
+  if (h.has_dataset > 1 || h.compressed > 1 || h.n > ((int64_t)1 << 40) || h.dim > (1 << 24) ||
+      h.lanes != 1 || memcmp(h.pad, zero_pad, sizeof zero_pad) != 0) {
     fclose(f);
     return RAFT_FAIL("cuvsdouble: %s is not a CAGRA index file written by the test double",
                      filename);

@@ -409,7 +409,9 @@ ivf_impl* ivf_read(FILE* f, int sq)
       h.dim < 1 || h.size < 0 || h.n_lists < 1 || h.dim > (1 << 20) || h.n_lists > (1u << 20) ||
       !((h.metric >= 0 && h.metric <= 20) || h.metric == 100 || h.metric == 101) ||
       (uint32_t)h.adaptive_centers > 1 || (uint32_t)h.cma > 1 || (uint32_t)h.has_norms > 1 ||
-      h.pad0 != 0) {
+      h.pad0 != 0 ||
+      !((h.code == kDLFloat && (h.bits == 32 || h.bits == 16)) ||
+        ((h.code == kDLInt || h.code == kDLUInt) && h.bits == 8))) {
     return NULL;
   }
   DLDataType dt = {h.code, h.bits, 1};

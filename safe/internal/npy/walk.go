@@ -57,8 +57,14 @@ func Walk(r io.ReadSeeker, size int64, tagged bool, visit func(i int, it Item) e
 			return 0, false, fmt.Errorf("%w: %d bytes, shorter than the type tag", ErrFormat, size)
 		}
 		off = 4
-		if _, err := br.Discard(4); err != nil {
+		var tag [4]byte
+		if _, err := io.ReadFull(br, tag[:]); err != nil {
 			return 0, false, fmt.Errorf("%w: %v", ErrFormat, err)
+		}
+		// cuVS compares all four bytes with the NumPy dtype, NUL-padded
+		// (validate_serialized_dtype).
+		if _, err := itemSize(string(tag[:3])); err != nil || tag[3] != 0 {
+			return 0, false, fmt.Errorf("%w: type tag %q", ErrFormat, tag[:])
 		}
 	}
 	if size == 0 {
@@ -169,6 +175,10 @@ func itemHeader(r *bufio.Reader) (it Item, hlen, payload int64, err error) {
 	descr, shape, err := parseHeader(string(hdr))
 	if err != nil {
 		return it, 0, 0, err
+	}
+	// RAFT writes row-major data only, and reads it back as such.
+	if fo, ok := field(string(hdr), "'fortran_order'"); !ok || !strings.HasPrefix(strings.TrimSpace(fo), "False") {
+		return it, 0, 0, fmt.Errorf("%w: header %q is not of C-ordered data", ErrFormat, hdr)
 	}
 	item, err := itemSize(descr)
 	if err != nil {

@@ -62,6 +62,17 @@ func TestWalk(t *testing.T) {
 			t.Errorf("followed by %q: %v", extra, err)
 		}
 	}
+	// A tag that cuVS would not take: its fourth byte is not NUL, or it
+	// is no dtype; and data in Fortran order, which RAFT never writes.
+	for _, tag := range []string{"<f4x", "xf4\x00", "<q4\x00"} {
+		if _, _, err := walk(append([]byte(tag), b[4:]...), true, nil); !errors.Is(err, ErrFormat) {
+			t.Errorf("tag %q: %v", tag, err)
+		}
+	}
+	fortran := bytes.Replace(bytes.Clone(b), []byte("'fortran_order': False"), []byte("'fortran_order': True "), 1)
+	if _, _, err := walk(fortran, true, nil); !errors.Is(err, ErrFormat) {
+		t.Errorf("Fortran order: %v", err)
+	}
 	// An array whose header claims more data than the file holds.
 	big := AppendArray([]byte("<f4\x00"), "<f4", []int64{1 << 40, 1 << 30}, nil)
 	if _, _, err := walk(big, true, nil); !errors.Is(err, ErrFormat) {

@@ -167,7 +167,7 @@ func damages(valid []byte) []damaged {
 			d = append(d, damaged{"truncated to " + itoa(k), cut(k)})
 		}
 	}
-	for _, i := range []int{0, 1, 2, 4, 5, 6, 8} { // the first bytes: the type tag or magic
+	for _, i := range []int{0, 1, 2, 3, 4, 5, 6, 8} { // the first bytes: the type tag or magic
 		d = append(d, damaged{"byte " + itoa(i) + " flipped", flip(i)})
 	}
 	return d
