@@ -40,11 +40,13 @@ func CheckItems(op, path string, tagged bool, visit func(i int, it npy.Item) err
 
 // Deserialize is WithPath for a cuVS deserializer: a failure of f is also
 // safe.ErrCorruptIndex (cuVS refused the file's contents), except where
-// the file could not be opened or memory could not be allocated.
+// the file could not be opened, memory could not be allocated, or CUDA
+// failed (the device's fault, not the file's).
 func Deserialize(op string, res *safe.Resources, path string, f func(h generated.CuvsResources_t, path *byte) error) error {
 	err := WithPath(op, res, path, f)
 	var e *safe.Error
-	if errors.As(err, &e) && !e.OutOfMemory && !strings.HasPrefix(e.Reason, "Cannot open file") {
+	if errors.As(err, &e) && !e.OutOfMemory && !strings.HasPrefix(e.Reason, "Cannot open file") &&
+		!strings.Contains(e.Text, "CUDA error") && !strings.Contains(e.Text, "cudaError") {
 		e.Corrupt = true
 	}
 	return err
