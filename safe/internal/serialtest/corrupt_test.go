@@ -242,3 +242,31 @@ func TestMaxBytes(t *testing.T) {
 		}
 	}
 }
+
+// DeserializeFrom reads through memory: with $TMPDIR pointing nowhere it
+// still reads every index type.
+func TestDeserializeFromTouchesNoDisk(t *testing.T) {
+	safetest.Check(t)
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc: DeserializeFrom falls back to a temporary file")
+	}
+	res := safetest.Resources(t)
+	data, err := safe.DeviceMatrixFrom(res, safetest.Random(1, rows, dim), rows, dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, data)
+	streams := make([][]byte, len(kinds))
+	for i, k := range kinds {
+		streams[i] = k.write(t, res, data) // SerializeTo's pipe lives in $TMPDIR
+	}
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "does-not-exist"))
+	for i, k := range kinds {
+		idx, err := k.read(res, bytes.NewReader(streams[i]))
+		if err != nil {
+			t.Errorf("%s: %v", k.name, err)
+			continue
+		}
+		idx.Close()
+	}
+}
