@@ -87,6 +87,8 @@ stress:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzFromRawParts -fuzztime 30s ./dlpack
 	$(GO) test -run '^$$' -fuzz FuzzReadScalar -fuzztime 30s ./safe/internal/npy
+	$(GO) test -run '^$$' -fuzz FuzzWalk -fuzztime 30s ./safe/internal/npy
+	$(GO) test -run '^$$' -fuzz FuzzPQLayout -fuzztime 30s ./safe/ivfpq
 	$(GO) test -run '^$$' -fuzz FuzzAPI -fuzztime 30s ./gen/internal/emit
 	$(GO) test -run '^$$' -fuzz FuzzSearchParams -fuzztime 30s ./safe/cagra
 	$(GO) test -run '^$$' -fuzz FuzzParams -fuzztime 30s ./safe/ivfpq

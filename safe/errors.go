@@ -48,6 +48,9 @@ type Error struct {
 	Text   string // cuVS's full error text, often with a stack trace: for debugging
 	// OutOfMemory: the failure was an allocation (see ErrOutOfMemory).
 	OutOfMemory bool
+	// Corrupt: a deserializer refused the file's contents (see
+	// ErrCorruptIndex).
+	Corrupt bool
 }
 
 // Error returns "Op: Reason", or "Op: Func failed" when cuVS gave no reason.
@@ -58,10 +61,11 @@ func (e *Error) Error() string {
 	return e.Op + ": " + e.Reason
 }
 
-// Is makes errors.Is(err, ErrCuvs) true, and errors.Is(err, ErrOutOfMemory)
-// for an allocation failure.
+// Is makes errors.Is(err, ErrCuvs) true, errors.Is(err, ErrOutOfMemory)
+// for an allocation failure, and errors.Is(err, ErrCorruptIndex) for a
+// refused index file.
 func (e *Error) Is(target error) bool {
-	return target == ErrCuvs || (target == ErrOutOfMemory && e.OutOfMemory)
+	return target == ErrCuvs || (target == ErrOutOfMemory && e.OutOfMemory) || (target == ErrCorruptIndex && e.Corrupt)
 }
 
 // ArgError is an argument refused before any C call.
@@ -105,3 +109,13 @@ func wrap(op string, err error) error {
 }
 
 func closedError(op string) error { return fmt.Errorf("%s: %w", op, ErrClosed) }
+
+// ErrCorruptIndex is wrapped by the refusals of an index file or stream
+// that is not a whole, well-formed index of the type being read:
+// truncated, damaged, of another index type or format, or with bytes
+// after the index. The safe layer checks what it cheaply can of cuVS's
+// formats before any C call (the header, that the file is the header's
+// items to its end), and a failure of cuVS's deserializer on the file's
+// contents is reported with it too (an *Error, which is also ErrCuvs). A
+// file that cannot be opened is not corrupt.
+var ErrCorruptIndex = errors.New("corrupt or truncated index")

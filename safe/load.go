@@ -3,6 +3,7 @@ package safe
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,7 +57,54 @@ func WithoutVersionCheck() Option { return func(c *loadConfig) { c.versionCheck 
 var (
 	loadMu   sync.Mutex
 	loadedOK bool
+	loaded   loadConfig // the options of the Load that succeeded
 )
+
+// normalized is c with what does not apply cleared: the pool's sizes when
+// there is no pool.
+func (c loadConfig) normalized() loadConfig {
+	if !c.pool {
+		c.poolInitial, c.poolMax, c.poolManaged = 0, 0, false
+	}
+	return c
+}
+
+// differs describes how c's options differ from the loaded ones', or is
+// "". A Load without WithLibrary accepts the library already loaded.
+func (c loadConfig) differs(was loadConfig) string {
+	c, was = c.normalized(), was.normalized()
+	var d []string
+	if c.path != "" && !samePath(c.path, was.path) {
+		d = append(d, fmt.Sprintf("library %q, loaded %q", c.path, generated.LibraryPath()))
+	}
+	if c.pool != was.pool || c.poolInitial != was.poolInitial || c.poolMax != was.poolMax || c.poolManaged != was.poolManaged {
+		d = append(d, fmt.Sprintf("memory pool %s, loaded with %s", c.poolString(), was.poolString()))
+	}
+	if c.versionCheck != was.versionCheck {
+		d = append(d, fmt.Sprintf("version check %t, loaded with %t", c.versionCheck, was.versionCheck))
+	}
+	return strings.Join(d, "; ")
+}
+
+// samePath reports whether a and b name the same file.
+func samePath(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
+}
+
+func (c loadConfig) poolString() string {
+	if !c.pool {
+		return "off"
+	}
+	return fmt.Sprintf("%d%%..%d%% (managed %t)", c.poolInitial, c.poolMax, c.poolManaged)
+}
 
 // Load opens libcuvs_c and prepares the process for cuVS:
 //
@@ -73,7 +121,13 @@ var (
 //     pool, and the reserved memory is not returned until ResetMemoryResource.
 //     It is what makes concurrent searches scale.
 //
-// Load is safe to call more than once; later calls do nothing.
+// Load is safe to call more than once. A later call with the same options
+// (defaults included; without WithLibrary, whichever library is loaded)
+// does nothing; one whose options differ from those of the Load that
+// succeeded returns an *ArgError naming "opts" and changes nothing: the
+// library, its memory pool and the version check are chosen once per
+// process (EnableMemoryPool and ResetMemoryResource change the pool
+// afterwards).
 func Load(opts ...Option) error {
 	c := loadConfig{pool: true, poolInitial: DefaultPoolInitialPercent, poolMax: DefaultPoolMaxPercent, versionCheck: true}
 	for _, o := range opts {
@@ -82,6 +136,9 @@ func Load(opts ...Option) error {
 	loadMu.Lock()
 	defer loadMu.Unlock()
 	if loadedOK {
+		if d := c.differs(loaded); d != "" {
+			return argf("safe.Load", "opts", "differ from those the library was loaded with (%s): Load chooses them once per process", d)
+		}
 		return nil
 	}
 	load := generated.Load
@@ -108,6 +165,10 @@ func Load(opts ...Option) error {
 		rememberPool(c.poolInitial, c.poolMax, c.poolManaged) // for the other devices (device.go)
 	}
 	loadedOK = true
+	loaded = c
+	if loaded.path == "" {
+		loaded.path = generated.LibraryPath()
+	}
 	return nil
 }
 

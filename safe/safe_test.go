@@ -2,6 +2,7 @@ package safe_test
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -364,5 +365,44 @@ func TestDeviceMatrixOutlivesResources(t *testing.T) {
 	}
 	if err := m.Close(); err != nil {
 		t.Fatalf("Close after the resources closed: %v", err)
+	}
+}
+
+// A second Load with other options is refused, naming what differs; the
+// same options (the defaults, or the library already loaded) are a no-op.
+func TestLoadRefusesDifferentOptions(t *testing.T) {
+	if err := safe.Load(); err != nil {
+		t.Fatal(err)
+	}
+	path := generated.LibraryPath()
+	for _, opts := range [][]safe.Option{
+		nil,
+		{safe.WithLibrary(path)},
+		{safe.WithMemoryPool(safe.DefaultPoolInitialPercent, safe.DefaultPoolMaxPercent, false)},
+	} {
+		if err := safe.Load(opts...); err != nil {
+			t.Errorf("Load with the same options: %v", err)
+		}
+	}
+	for _, c := range []struct {
+		opts []safe.Option
+		want string
+	}{
+		{[]safe.Option{safe.WithoutMemoryPool()}, "memory pool off"},
+		{[]safe.Option{safe.WithMemoryPool(20, 80, false)}, "memory pool 20%..80%"},
+		{[]safe.Option{safe.WithMemoryPool(safe.DefaultPoolInitialPercent, safe.DefaultPoolMaxPercent, true)}, "managed true"},
+		{[]safe.Option{safe.WithoutVersionCheck()}, "version check false"},
+		{[]safe.Option{safe.WithLibrary(filepath.Join(t.TempDir(), "libother.so"))}, "libother.so"},
+	} {
+		err := safe.Load(c.opts...)
+		var ae *safe.ArgError
+		if !errors.As(err, &ae) || ae.Op != "safe.Load" || ae.Arg != "opts" || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Load with other options (%s): %v", c.want, err)
+		}
+	}
+	if ctl := safetest.Control(); ctl != nil { // the refused Loads changed nothing
+		if p := ctl.Pool(); !p.Enabled || p.InitialPercent != safe.DefaultPoolInitialPercent {
+			t.Errorf("pool after the refused Loads: %+v", p)
+		}
 	}
 }

@@ -265,10 +265,18 @@ func TestCagraExtendSerializeFromArgsMerge(t *testing.T) {
 	noData := capi.Must(c.lib.CagraCreate())
 	defer func() { c.must(c.lib.CagraDestroy(noData)) }()
 	c.must(c.lib.CagraDeserialize(c.res, bare, noData))
+	// cuVS keeps the empty dataset of dimension 0 (the file's dimension is
+	// not used), so the query-dimension check refuses first.
 	_, _, err = c.searchInto(noData, q, k, 64, capi.Filter{})
-	expectRAFT(t, err, "Attempted to search without a dataset")
+	expectRAFT(t, err, "Number of query dimensions should equal number of dimensions in the index.")
 	if deg, _ := c.lib.CagraGraphDegree(noData); deg != 8 {
 		t.Fatalf("degree %d", deg)
+	}
+	if dims, _ := c.lib.CagraDims(noData); dims != 0 {
+		t.Fatalf("graph-only index: dimension %d, want 0", dims)
+	}
+	if size, _ := c.lib.CagraSize(noData); size != n+m {
+		t.Fatalf("graph-only index: size %d, want the graph's %d", size, n+m)
 	}
 
 	// from a graph and a dataset: the index's own graph and data

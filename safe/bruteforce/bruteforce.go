@@ -259,21 +259,30 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 }
 
 // Deserialize reads an index written by Serialize. The index owns its copy
-// of the dataset.
+// of the dataset. A file that is not a whole brute-force index (truncated,
+// damaged, with bytes after the index) is refused with
+// safe.ErrCorruptIndex: its header and layout are checked before any C
+// call, and cuVS's own refusals of its contents carry the sentinel too.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "bruteforce.Deserialize"
+	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+		return nil, err
+	}
 	hdr, err := readHeader(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		return nil, kit.Corrupt(op, err)
 	}
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckItems(op, path, true, nil); err != nil {
 		return nil, err
 	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsBruteForceDeserialize(h, p, idx.h)
 	}); err != nil {
 		idx.destroy()

@@ -799,12 +799,37 @@ func TestSerialize(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, graphOnly)
-	if graphOnly.Rows() != rows {
-		t.Errorf("graph-only index: %d rows", graphOnly.Rows())
+	// cuVS keeps the empty dataset: its dimension, 0, is the index's; the
+	// rows are the graph's.
+	if graphOnly.Rows() != rows || graphOnly.Dim() != 0 || graphOnly.GraphDegree() != degree {
+		t.Errorf("graph-only index: %d×%d degree %d", graphOnly.Rows(), graphOnly.Dim(), graphOnly.GraphDegree())
 	}
-	if err := graphOnly.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil); !isCuvs(err, "cuvsCagraSearch",
-		"Attempted to search without a dataset. Please call index.update_dataset(...) first.") {
-		t.Errorf("searching a graph-only index: %v", err)
+	noDataset := func(what string, err error) {
+		t.Helper()
+		var ae *safe.ArgError
+		if !errors.Is(err, cagra.ErrNoDataset) || !errors.As(err, &ae) || ae.Arg != "index" || !strings.Contains(err.Error(), "IndexFromArgs") {
+			t.Errorf("%s on a graph-only index: %v", what, err)
+		}
+	}
+	noDataset("Search", graphOnly.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil))
+	_, err = cagra.SearchSlice(f.res, graphOnly, nil, f.qs, k, nil)
+	noDataset("SearchSlice", err)
+	_, err = graphOnly.Prepare(nil, f.queries, f.n64, f.dist, nil)
+	noDataset("Prepare", err)
+	noDataset("Extend", graphOnly.Extend(f.res, hostMatrix(t, f.data[:dim], 1, dim), nil))
+	// What the refusal says works: the graph with a dataset attached.
+	g, err := graphOnly.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attached, err := cagra.IndexFromArgs(f.res, safe.L2Expanded, g, hostMatrix(t, f.data, rows, dim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, attached)
+	search(t, f, attached, f.n64, f.data, nil, nil)
+	if err := attached.Close(); err != nil {
+		t.Fatal(err)
 	}
 
 	// hnswlib's format.

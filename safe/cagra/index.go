@@ -319,7 +319,10 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 // when the index was made and kept up to date by Extend).
 func (idx *Index) Rows() int { return int(idx.rows.Load()) }
 
-// Dim returns the vectors' dimension (cuvsCagraIndexGetDims).
+// Dim returns the vectors' dimension (cuvsCagraIndexGetDims). It is 0 for
+// an index deserialized from a file written without its dataset: cuVS
+// reports the dimension of the dataset it holds, and it holds none (such
+// an index is refused by Search, Prepare and Extend with ErrNoDataset).
 func (idx *Index) Dim() int { return int(idx.dim) }
 
 // GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree).
@@ -347,6 +350,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		return perr
 	}
 	p := *pd
+	if err := idx.refuseGraphOnly(op); err != nil {
+		return err
+	}
 	av, err := extendRule.Take(op, res, additional)
 	if err != nil {
 		return err
@@ -411,7 +417,8 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // search cannot reach, or that allows fewer rows than k. A filter allowing
 // fewer than params.FilterExactBelow × Rows() rows, or fewer than k, is
 // searched exactly instead (brute force over the index's dataset; see
-// SearchParams), and an index ACE left on disk is refused (ErrOnDisk).
+// SearchParams). An index ACE left on disk is refused (ErrOnDisk), and so
+// is one deserialized without its dataset (ErrNoDataset).
 //
 // Search allocates nothing on the Go heap when its tensors are pointers
 // (e.g. *safe.DeviceMatrix), and holds no lock across the C call: any
@@ -452,6 +459,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		return err
 	}
 	if err := idx.refuseOnDisk(op); err != nil {
+		return err
+	}
+	if err := idx.refuseGraphOnly(op); err != nil {
 		return err
 	}
 	rows := idx.rows.Load()
@@ -512,7 +522,10 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // Its metric, which the exact path of selective filters needs, is read
 // from the file's header (cuVS's format: a dtype tag and NumPy scalars);
 // from a file in another format it stays unknown, and such searches are
-// refused (see SearchParams.FilterExactBelow).
+// refused (see SearchParams.FilterExactBelow). A file that is not a whole
+// CAGRA index (truncated, damaged, with bytes after the index) is refused
+// with safe.ErrCorruptIndex: its layout is checked before any C call, and
+// cuVS's own refusals of its contents carry the sentinel too.
 //
 // C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize, and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
@@ -521,11 +534,14 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
 		return nil, err
 	}
+	if err := kit.CheckItems(op, path, true, nil); err != nil {
+		return nil, err
+	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsCagraDeserialize(h, p, idx.h)
 	}); err != nil {
 		idx.fail()

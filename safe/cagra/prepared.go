@@ -57,6 +57,9 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	if err := idx.refuseOnDisk(op); err != nil {
 		return nil, err
 	}
+	if err := idx.refuseGraphOnly(op); err != nil {
+		return nil, err
+	}
 	rows := idx.rows.Load()
 	s, err := prepared.New(op, "cagra.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, rows, filter, safe.Bitset)
 	if err != nil {

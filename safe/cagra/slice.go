@@ -40,6 +40,9 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	if idx == nil {
 		return kit.Argf(op, "idx", "nil *Index")
 	}
+	if err := idx.refuseGraphOnly(op); err != nil {
+		return err
+	}
 	rows := idx.rows.Load()
 	spec := hostsearch.Spec{
 		Dim: int(idx.dim), Rows: int(rows), DTypes: []dlpack.DataType{idx.dtype},

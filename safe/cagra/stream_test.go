@@ -78,7 +78,7 @@ func TestSerializeToErrors(t *testing.T) {
 	if _, err := cagra.DeserializeFrom(f.res, io.MultiReader(bytes.NewReader([]byte("<f4")), failingReader{})); !errors.Is(err, errSink) {
 		t.Errorf("a failing reader: %v", err)
 	}
-	if _, err := cagra.DeserializeFrom(f.res, bytes.NewReader([]byte("not an index"))); !errors.Is(err, safe.ErrCuvs) {
+	if _, err := cagra.DeserializeFrom(f.res, bytes.NewReader([]byte("not an index"))); !errors.Is(err, safe.ErrCorruptIndex) {
 		t.Errorf("garbage: %v", err)
 	}
 	idx.Close()

@@ -368,6 +368,10 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Deserialize reads an index written by Serialize. Its size is read from
 // the file's header (the C API has no size getter); its element type from
 // the handle, whose lanes cuvsIvfFlatDeserialize leaves 0 (read as 1).
+// A file that is not a whole IVF-Flat index (truncated, damaged, with
+// bytes after the index) is refused with safe.ErrCorruptIndex: its header
+// and layout are checked before any C call, and cuVS's own refusals of
+// its contents carry the sentinel too.
 //
 // C calls: cuvsIvfFlatIndexCreate, cuvsIvfFlatDeserialize,
 // cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
@@ -378,13 +382,19 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	}
 	size, err := readSize(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		return nil, kit.Corrupt(op, err)
+	}
+	if err := kit.CheckItems(op, path, true, nil); err != nil {
+		return nil, err
 	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfFlatDeserialize(h, p, idx.h)
 	}); err != nil {
 		idx.fail()

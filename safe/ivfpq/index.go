@@ -719,6 +719,11 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // C API report the codes layout, so Search leaves a Flat index for cuVS to
 // refuse.
 //
+// A file that is not a whole IVF-PQ index (truncated, damaged, with bytes
+// after the index) is refused with safe.ErrCorruptIndex: its layout is
+// checked before any C call, and cuVS's own refusals of its contents
+// carry the sentinel too.
+//
 // C calls: cuvsIvfPqIndexCreate, cuvsIvfPqDeserialize, and the getters as
 // Build.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
@@ -726,11 +731,14 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
 		return nil, err
 	}
+	if err := kit.CheckItems(op, path, false, new(pqLayout).visit); err != nil {
+		return nil, err
+	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfPqDeserialize(h, p, idx.h)
 	}); err != nil {
 		idx.fail()

@@ -395,6 +395,11 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Deserialize reads an index written by Serialize. Its DType is the zero
 // DataType: cuvsIvfSqDeserialize zeroes the handle's dtype.
 //
+// A file that is not a whole IVF-SQ index (truncated, damaged, with bytes
+// after the index) is refused with safe.ErrCorruptIndex: its layout is
+// checked before any C call, and cuVS's own refusals of its contents
+// carry the sentinel too.
+//
 // C calls: cuvsIvfSqIndexCreate, cuvsIvfSqDeserialize,
 // cuvsIvfSqIndexGetSize/GetNLists/GetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
@@ -402,11 +407,14 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
 		return nil, err
 	}
+	if err := kit.CheckItems(op, path, true, nil); err != nil {
+		return nil, err
+	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfSqDeserialize(h, p, idx.h)
 	}); err != nil {
 		idx.fail()

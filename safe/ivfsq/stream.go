@@ -17,9 +17,13 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 }
 
 // DeserializeFrom reads an index written by Serialize or SerializeTo from
-// r, to its end. cuVS reads only file names: r is first copied into a
-// file in a private temporary directory ($TMPDIR; as much disk as the
-// index, until DeserializeFrom returns), which Deserialize then reads.
-func DeserializeFrom(res *safe.Resources, r io.Reader) (*Index, error) {
-	return kit.DeserializeFrom("ivfsq.DeserializeFrom", r, func(path string) (*Index, error) { return Deserialize(res, path) })
+// r, to its end, and checks it as Deserialize does. cuVS reads only file
+// names (cuvsIvfSqDeserialize): r is copied into an anonymous in-memory file
+// (memfd_create, opened by cuVS as /proc/self/fd/N; nothing reaches the
+// disk, and the index's size in memory until DeserializeFrom returns;
+// only where memfd_create or /proc is missing, a file in a private
+// temporary directory under $TMPDIR). safe.MaxBytes bounds the stream: a
+// longer one is refused, naming the limit, after at most limit+1 bytes.
+func DeserializeFrom(res *safe.Resources, r io.Reader, opts ...safe.DeserializeOption) (*Index, error) {
+	return kit.DeserializeFrom("ivfsq.DeserializeFrom", r, opts, func(path string) (*Index, error) { return Deserialize(res, path) })
 }

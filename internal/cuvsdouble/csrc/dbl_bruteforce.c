@@ -563,8 +563,12 @@ static cuvsError_t bf_deserialize(const char* filename, cuvsBruteForceIndex_t in
                      filename);
   }
   DLDataType dt = {h.code, h.bits, 1};
+  if (!((h.metric >= 0 && h.metric <= 20) || h.metric == 100 || h.metric == 101)) {
+    fclose(f);
+    return RAFT_FAIL("brute_force::deserialize: invalid metric value %d", (int)h.metric);
+  }
   if (!(dl_is_dtype(dt, kDLFloat, 32) || dl_is_dtype(dt, kDLFloat, 16)) || h.bits != index->dtype.bits ||
-      h.n < 0 || h.dim < 0) {
+      h.n < 0 || h.dim < 0 || h.lanes != 1 || h.pad != 0) {
     fclose(f);
     return RAFT_FAIL("cuvsdouble: %s is not a brute-force index file written by the test double",
                      filename);
@@ -579,6 +583,13 @@ static cuvsError_t bf_deserialize(const char* filename, cuvsBruteForceIndex_t in
     fclose(f);
     dbl_buf_free(data, bytes);
     return RAFT_FAIL("cuvsdouble: %s is truncated", filename);
+  }
+  /* the double's format ends with the index: bytes after it are refused
+   * (cuVS reads no further; the safe layer refuses them in cuVS's format) */
+  if (fgetc(f) != EOF) {
+    fclose(f);
+    dbl_buf_free(data, bytes);
+    return RAFT_FAIL("cuvsdouble: %s has bytes after the index", filename);
   }
   fclose(f);
   bf_impl* impl = bf_impl_new();

@@ -1049,6 +1049,16 @@ DBL_API cuvsError_t cuvsCagraSerializeToHnswlib(cuvsResources_t res, const char*
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
 
+
+/* cuvs::util::is_valid_distance_type, which cuVS's deserializers apply to
+ * the metric they read */
+static int file_metric_ok(int m) { return (m >= 0 && m <= 20) || m == 100 || m == 101; }
+
+/* The double's own formats end where the index does: bytes after it are
+ * refused (cuVS reads no further; the safe layer refuses them before C in
+ * cuVS's formats, whose items it can walk). */
+static int file_at_end(FILE* f) { return fgetc(f) == EOF; }
+
 static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
 {
   TRY(cg_handle(index));
@@ -1071,6 +1081,22 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
   if (!cg_dtype_ok(dt) || h.n < 0 || h.dim < 0 || h.degree < 0) {
     fclose(f);
     return RAFT_FAIL("Unsupported dtype in file %s", filename);
+  }
+  if (!file_metric_ok(h.metric)) {
+    fclose(f);
+    return RAFT_FAIL("cagra::deserialize: invalid metric value %d", (int)h.metric);
+  }
+  if (h.degree > (1 << 16)) {
+    fclose(f);
+    return RAFT_FAIL("cagra::deserialize: graph_degree=%u exceeds maximum %u", (unsigned)h.degree,
+                     1u << 16);
+  }
+  static const uint8_t zero_pad[6] = {0};
+  if (h.has_dataset > 1 || h.compressed > 1 || h.n > ((int64_t)1 << 40) || h.dim > (1 << 24) ||
+      h.lanes != 1 || memcmp(h.pad, zero_pad, sizeof zero_pad) != 0) {
+    fclose(f);
+    return RAFT_FAIL("cuvsdouble: %s is not a CAGRA index file written by the test double",
+                     filename);
   }
   cg_impl* impl = cg_new();
   if (!impl) {
@@ -1100,7 +1126,11 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
            (size_t)h.dim;
     }
   } else {
-    impl->stride = h.dim;
+    /* cuVS reads the dimension from the file but keeps the empty dataset
+     * index(res, metric) made (empty_dataset(0)), and index::dim() is the
+     * dataset's: a graph-only index reports dimension 0 */
+    impl->dim = 0;
+    impl->stride = 0;
   }
   if (ok) {
     impl->graph_bytes = (size_t)(h.n * h.degree) * sizeof(uint32_t);
@@ -1111,10 +1141,15 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
     }
     impl->graph = impl->graph_owned;
   }
+  int trailing = ok && !file_at_end(f);
   fclose(f);
   if (!ok) {
     cg_free(impl);
     return RAFT_FAIL("cuvsdouble: %s is truncated", filename);
+  }
+  if (trailing) {
+    cg_free(impl);
+    return RAFT_FAIL("cuvsdouble: %s has bytes after the index", filename);
   }
   cg_install(index, impl);
   index->dtype.code = dt.code;

@@ -1398,6 +1398,16 @@ DBL_API cuvsError_t cuvsIvfPqSerialize(cuvsResources_t res, const char* filename
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
 
+
+/* cuvs::util::is_valid_distance_type, which cuVS's deserializers apply to
+ * the metric they read */
+static int file_metric_ok(int m) { return (m >= 0 && m <= 20) || m == 100 || m == 101; }
+
+/* The double's own formats end where the index does: bytes after it are
+ * refused (cuVS reads no further; the safe layer refuses them before C in
+ * cuVS's formats, whose items it can walk). */
+static int file_at_end(FILE* f) { return fgetc(f) == EOF; }
+
 static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
 {
   TRY(pq_handle(index));
@@ -1413,6 +1423,23 @@ static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
     fclose(f);
     return RAFT_FAIL("cuvsdouble: %s is not an IVF-PQ index file written by the test double",
                      filename);
+  }
+  /* what cuVS's deserialize checks of the values it reads */
+  cuvsError_t bad = CUVS_SUCCESS;
+  if (!file_metric_ok(h.metric)) {
+    bad = RAFT_FAIL("ivf_pq::deserialize: invalid metric value %d", (int)h.metric);
+  } else if (h.codebook_kind != 0 && h.codebook_kind != 1) {
+    bad = RAFT_FAIL("ivf_pq::deserialize: invalid codebook_gen value %d", (int)h.codebook_kind);
+  } else if (h.layout != 0 && h.layout != 1) {
+    bad = RAFT_FAIL("ivf_pq::deserialize: invalid list_layout value %d", (int)h.layout);
+  } else if ((h.conservative != 0 && h.conservative != 1) || (h.lists_made != 0 && h.lists_made != 1) ||
+             h.pad != 0 || h.size < 0) {
+    bad = RAFT_FAIL("cuvsdouble: %s is not an IVF-PQ index file written by the test double",
+                    filename);
+  }
+  if (bad != CUVS_SUCCESS) {
+    fclose(f);
+    return bad;
   }
   struct cuvsIvfPqIndexParams p;
   memset(&p, 0, sizeof p);
@@ -1451,10 +1478,17 @@ static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
       impl->size += size;
     }
   }
+  int trailing = ok && !file_at_end(f);
   fclose(f);
   if (!ok) {
     pq_free(impl);
     return st != CUVS_SUCCESS ? st : RAFT_FAIL("cuvsdouble: %s is truncated", filename);
+  }
+  if (trailing || (h.lists_made && impl->size != h.size)) {
+    pq_free(impl);
+    return RAFT_FAIL(trailing ? "cuvsdouble: %s has bytes after the index"
+                              : "cuvsdouble: %s: the lists do not hold the rows the header says",
+                     filename);
   }
   /* cuvsIvfPqDeserialize leaves index->dtype as it was */
   pq_install(index, impl);

@@ -426,8 +426,15 @@ int ivf_write(FILE* f, const ivf_impl* impl)
 ivf_impl* ivf_read(FILE* f, int sq)
 {
   ivf_file_header h;
+  /* cuVS's deserializers also refuse a metric outside the enum
+   * (is_valid_distance_type); the flags are bools */
   if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, IVF_FILE_MAGIC, 8) != 0 || h.sq != sq ||
-      h.dim < 1 || h.size < 0 || h.n_lists < 1 || h.dim > (1 << 20) || h.n_lists > (1u << 20)) {
+      h.dim < 1 || h.size < 0 || h.n_lists < 1 || h.dim > (1 << 20) || h.n_lists > (1u << 20) ||
+      !((h.metric >= 0 && h.metric <= 20) || h.metric == 100 || h.metric == 101) ||
+      (uint32_t)h.adaptive_centers > 1 || (uint32_t)h.cma > 1 || (uint32_t)h.has_norms > 1 ||
+      h.pad0 != 0 ||
+      !((h.code == kDLFloat && (h.bits == 32 || h.bits == 16)) ||
+        ((h.code == kDLInt || h.code == kDLUInt) && h.bits == 8))) {
     return NULL;
   }
   DLDataType dt = {h.code, h.bits, 1};
@@ -446,6 +453,8 @@ ivf_impl* ivf_read(FILE* f, int sq)
     if (ok && !sq) ok = fread(impl->vecs, sizeof(float), n * d, f) == n * d;
     for (size_t i = 0; ok && i < n; i++) ok = impl->labels[i] < h.n_lists;
   }
+  /* the double's format ends with the index: bytes after it are refused */
+  if (ok && fgetc(f) != EOF) ok = 0;
   if (!ok) {
     ivf_free(impl);
     return NULL;

@@ -1,9 +1,11 @@
 package kit
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/stream"
 )
 
@@ -26,22 +28,38 @@ func SerializeTo(op string, w io.Writer, serialize func(path string) error) (int
 	return n, err
 }
 
-// DeserializeFrom copies r to its end into a private temporary file
-// (stream.FromReader: cuVS's deserializers read a path, some twice) and
-// runs deserialize on it. deserialize's own error comes back as it is; a
-// failure of r or of the copy is wrapped with op.
-func DeserializeFrom[I any](op string, r io.Reader, deserialize func(path string) (I, error)) (I, error) {
+// DeserializeFrom copies r to its end into an anonymous in-memory file
+// (stream.FromReader: cuVS's deserializers read a path, some twice; a
+// private temporary file where memfd_create is missing) and runs
+// deserialize on its path. deserialize's own error comes back as it is; a
+// stream over opts' MaxBytes is an *ArgError naming r; a failure of r or
+// of the copy is wrapped with op.
+func DeserializeFrom[I any](op string, r io.Reader, opts []safe.DeserializeOption, deserialize func(path string) (I, error)) (I, error) {
 	var idx, zero I
 	if r == nil {
 		return zero, Argf(op, "r", "nil io.Reader")
 	}
+	var lim safe.DeserializeLimits
+	for _, o := range opts {
+		if o == nil {
+			return zero, Argf(op, "opts", "nil DeserializeOption")
+		}
+		o(&lim)
+	}
+	if lim.MaxBytes < 0 {
+		return zero, Argf(op, "opts", "MaxBytes(%d): want a positive limit, or 0 for none", lim.MaxBytes)
+	}
 	var derr error
-	_, err := stream.FromReader(r, func(path string) error {
+	_, err := stream.FromReader(r, lim.MaxBytes, func(path string) error {
 		idx, derr = deserialize(path)
 		return derr
 	})
 	if err != nil {
-		if derr == nil {
+		var tl *stream.TooLargeError
+		switch {
+		case errors.As(err, &tl):
+			err = Argf(op, "r", "the stream holds more than MaxBytes = %d bytes", tl.Limit)
+		case derr == nil:
 			err = fmt.Errorf("%s: %w", op, err)
 		}
 		return zero, err

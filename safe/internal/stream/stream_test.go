@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -151,36 +152,88 @@ func TestToWriterWriterFailsMidway(t *testing.T) {
 }
 
 func TestFromReader(t *testing.T) {
-	for _, size := range []int{0, 1, 65537, 48 << 20} {
-		noLeaks(t)
-		want := data(size)
-		var got []byte
-		n, err := FromReader(bytes.NewReader(want), func(path string) error {
-			// read twice, as cuVS's deserializers open the file twice
-			if _, err := os.ReadFile(path); err != nil {
+	for _, fallback := range []bool{false, true} {
+		noMemfd = fallback
+		for _, size := range []int{0, 1, 65537, 48 << 20} {
+			noLeaks(t)
+			want := data(size)
+			var got []byte
+			n, err := FromReader(bytes.NewReader(want), 0, func(path string) error {
+				// In memory: nothing in the temporary directory, and a path
+				// that reopens the anonymous file.
+				if ents, _ := os.ReadDir(tempRoot); fallback != (len(ents) == 1) || fallback == strings.HasPrefix(path, "/proc/self/fd/") {
+					t.Errorf("fallback %v: path %s, temporary directory %v", fallback, path, ents)
+				}
+				// read twice, as cuVS's deserializers open the file twice
+				if _, err := os.ReadFile(path); err != nil {
+					return err
+				}
+				var err error
+				got, err = os.ReadFile(path)
 				return err
+			})
+			if err != nil || n != int64(size) || !bytes.Equal(got, want) {
+				t.Fatalf("fallback %v, size %d: n %d, err %v", fallback, size, n, err)
 			}
-			var err error
-			got, err = os.ReadFile(path)
-			return err
-		})
-		if err != nil || n != int64(size) || !bytes.Equal(got, want) {
-			t.Fatalf("size %d: n %d, err %v", size, n, err)
 		}
 	}
+	noMemfd = false
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// A stream longer than the limit is refused, naming the limit, after at
+// most limit+1 bytes; one of exactly the limit is read.
+func TestFromReaderLimit(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		noMemfd = fallback
+		noLeaks(t)
+		const limit = 100000
+		cr := &countingReader{r: bytes.NewReader(data(10 << 20))}
+		called := false
+		_, err := FromReader(cr, limit, func(string) error { called = true; return nil })
+		var tl *TooLargeError
+		if !errors.As(err, &tl) || tl.Limit != limit || !strings.Contains(err.Error(), "100000") || called {
+			t.Errorf("fallback %v: over the limit: %v, read called %v", fallback, err, called)
+		}
+		if cr.n > limit+1 {
+			t.Errorf("fallback %v: %d bytes read, limit %d", fallback, cr.n, limit)
+		}
+		n, err := FromReader(bytes.NewReader(data(limit)), limit, func(path string) error {
+			b, err := os.ReadFile(path)
+			if len(b) != limit {
+				t.Errorf("fallback %v: %d bytes at the path", fallback, len(b))
+			}
+			return err
+		})
+		if err != nil || n != limit {
+			t.Errorf("fallback %v: exactly the limit: %d, %v", fallback, n, err)
+		}
+	}
+	noMemfd = false
 }
 
 func TestFromReaderErrors(t *testing.T) {
 	noLeaks(t)
 	called := false
-	_, err := FromReader(io.MultiReader(bytes.NewReader(data(1000)), errReader{}), func(string) error {
+	_, err := FromReader(io.MultiReader(bytes.NewReader(data(1000)), errReader{}), 0, func(string) error {
 		called = true
 		return nil
 	})
 	if !errors.Is(err, errBoom) || called {
 		t.Errorf("reader fails: err %v, read called %v", err, called)
 	}
-	_, err = FromReader(bytes.NewReader(data(10)), func(string) error { return errBoom })
+	_, err = FromReader(bytes.NewReader(data(10)), 0, func(string) error { return errBoom })
 	if !errors.Is(err, errBoom) {
 		t.Errorf("read fails: %v", err)
 	}
