@@ -98,8 +98,13 @@ func cudaError(op string, err error) error {
 type ResourcesOption func(*resourcesConfig)
 
 type resourcesConfig struct {
-	bound  bool // OnDevice was given
-	device int
+	bound     bool // OnDevice was given
+	device    int
+	pool      bool  // WithWorkspacePool was given
+	workspace int64 // its bytes
+	trackCSV  string
+	trackMS   int64
+	tracking  bool
 }
 
 // OnDevice makes NewResources create the handle on CUDA device n and bind it
@@ -117,7 +122,7 @@ const unbound = -1
 
 // newBoundResources creates a handle with device n current, on one locked
 // thread.
-func newBoundResources(op string, n int) (*Resources, error) {
+func newBoundResources(op string, n int, c *resourcesConfig) (*Resources, error) {
 	if n < 0 {
 		return nil, argf(op, "OnDevice", "device %d is negative", n)
 	}
@@ -139,9 +144,9 @@ func newBoundResources(op string, n int) (*Resources, error) {
 	if err := poolOn(op, d); err != nil {
 		return nil, err
 	}
-	var h generated.CuvsResources_t
-	if err := generated.CuvsResourcesCreate(&h); err != nil {
-		return nil, wrap(op, err)
+	h, err := c.create(op)
+	if err != nil {
+		return nil, err
 	}
 	// cuVS's resources learn their device at the first question: ask it now,
 	// with n current, so that the handle is n's whatever happens later.
@@ -175,6 +180,7 @@ var devicePools struct {
 	on           bool
 	initial, max int
 	managed      bool
+	async        bool // the asynchronous resource, not the pool
 	done         map[int32]bool
 }
 
@@ -182,7 +188,16 @@ var devicePools struct {
 func rememberPool(initial, max int, managed bool) {
 	devicePools.mu.Lock()
 	defer devicePools.mu.Unlock()
-	devicePools.on, devicePools.initial, devicePools.max, devicePools.managed = true, initial, max, managed
+	devicePools.on, devicePools.initial, devicePools.max, devicePools.managed, devicePools.async = true, initial, max, managed, false
+	devicePools.done = map[int32]bool{0: true}
+}
+
+// rememberAsync records that Load enabled the asynchronous memory resource
+// on the device current at Load.
+func rememberAsync() {
+	devicePools.mu.Lock()
+	defer devicePools.mu.Unlock()
+	devicePools.on, devicePools.async = true, true
 	devicePools.done = map[int32]bool{0: true}
 }
 
@@ -192,6 +207,13 @@ func poolOn(op string, d int32) error {
 	devicePools.mu.Lock()
 	defer devicePools.mu.Unlock()
 	if !devicePools.on || devicePools.done[d] {
+		return nil
+	}
+	if devicePools.async {
+		if err := generated.CuvsRMMAsyncMemoryResourceEnable(); err != nil {
+			return wrap(op+": enabling the asynchronous memory resource on device "+fmt.Sprint(d), err)
+		}
+		devicePools.done[d] = true
 		return nil
 	}
 	if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(devicePools.initial), int32(devicePools.max), devicePools.managed); err != nil {

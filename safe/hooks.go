@@ -16,6 +16,7 @@ func init() {
 		return res.(*Resources).checkDevice(op, arg, dev)
 	}
 	base.DeviceID = func(res any, op string) (int32, error) { return res.(*Resources).deviceID(op) }
+	base.InRelease = inRelease
 	base.BindFilter = func(f any, op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error) {
 		return f.(*Filter).bind(op, c, rows, nQueries)
 	}

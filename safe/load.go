@@ -20,6 +20,7 @@ type loadConfig struct {
 	poolInitial  int
 	poolMax      int
 	poolManaged  bool
+	async        bool // WithAsyncMemoryResource
 	versionCheck bool
 }
 
@@ -49,6 +50,19 @@ func WithMemoryPool(initialPercent, maxPercent int, managed bool) Option {
 // search. Use it only where something else manages device memory.
 func WithoutMemoryPool() Option { return func(c *loadConfig) { c.pool = false } }
 
+// WithAsyncMemoryResource makes Load switch the process's device memory
+// resource to stream-ordered asynchronous allocation
+// (cuvsRMMAsyncMemoryResourceEnable: cudaMallocAsync / cudaFreeAsync)
+// instead of the pool: a free returns memory to its stream without
+// blocking the host, so concurrent searches on separate streams do not
+// serialize on their scratch allocations. cuVS 26.08 and later: with a
+// 26.06 library Load returns an error wrapping ErrNotInRelease and loads
+// nothing. Like the pool it is process-wide, and reaches each other device
+// with its first bound Resources (OnDevice).
+func WithAsyncMemoryResource() Option {
+	return func(c *loadConfig) { c.async, c.pool = true, false }
+}
+
 // WithoutVersionCheck loads a library whose major.minor version is none of
 // the releases the bindings serve (generated.Releases), bound as the nearest
 // of them. Its ABI may differ: use it only to experiment.
@@ -66,6 +80,9 @@ func (c loadConfig) normalized() loadConfig {
 	if !c.pool {
 		c.poolInitial, c.poolMax, c.poolManaged = 0, 0, false
 	}
+	if c.pool {
+		c.async = false
+	}
 	return c
 }
 
@@ -77,7 +94,7 @@ func (c loadConfig) differs(was loadConfig) string {
 	if c.path != "" && !samePath(c.path, was.path) {
 		d = append(d, fmt.Sprintf("library %q, loaded %q", c.path, generated.LibraryPath()))
 	}
-	if c.pool != was.pool || c.poolInitial != was.poolInitial || c.poolMax != was.poolMax || c.poolManaged != was.poolManaged {
+	if c.pool != was.pool || c.async != was.async || c.poolInitial != was.poolInitial || c.poolMax != was.poolMax || c.poolManaged != was.poolManaged {
 		d = append(d, fmt.Sprintf("memory pool %s, loaded with %s", c.poolString(), was.poolString()))
 	}
 	if c.versionCheck != was.versionCheck {
@@ -100,6 +117,9 @@ func samePath(a, b string) bool {
 }
 
 func (c loadConfig) poolString() string {
+	if c.async {
+		return "async (cudaMallocAsync)"
+	}
 	if !c.pool {
 		return "off"
 	}
@@ -156,6 +176,17 @@ func Load(opts ...Option) error {
 			generated.Unload()
 			return err
 		}
+	}
+	if c.async {
+		if err := inRelease("safe.Load", "cuvsRMMAsyncMemoryResourceEnable"); err != nil {
+			generated.Unload()
+			return err
+		}
+		if err := generated.CuvsRMMAsyncMemoryResourceEnable(); err != nil {
+			generated.Unload()
+			return wrap("safe.Load: enabling the asynchronous memory resource", err)
+		}
+		rememberAsync()
 	}
 	if c.pool {
 		if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(c.poolInitial), int32(c.poolMax), c.poolManaged); err != nil {

@@ -3,11 +3,15 @@ package safe
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
+	"github.com/cuvs-go/cuvs/safe/internal/base"
 	"github.com/cuvs-go/cuvs/safe/internal/cudart"
 )
 
@@ -53,6 +57,96 @@ type Resources struct {
 	devID  atomic.Int32 // the device id once known (CheckDevice), else -1
 }
 
+// WithWorkspacePool makes the Resources' temporary workspace an uncapped
+// pool with initialBytes reserved at first use
+// (cuvsResourcesSetWorkspacePool, cuVS 26.08 and later): a search's
+// scratch allocations then come from the pool instead of the device memory
+// resource, which spares concurrent searches the CUDA context's lock. The
+// pool never shrinks until Close. On 26.06 NewResources returns an error
+// wrapping ErrNotInRelease.
+func WithWorkspacePool(initialBytes int64) ResourcesOption {
+	return func(c *resourcesConfig) { c.workspace, c.pool = initialBytes, true }
+}
+
+// WithMemoryTracking creates the Resources with allocation tracking
+// (cuvsResourcesCreateWithMemoryTracking, cuVS 26.08 and later): every
+// memory resource it reaches is wrapped, and a background thread writes CSV
+// samples of the allocations to csvPath (created or truncated) at most
+// every interval (at least 1 ms; cuVS's default is 10 ms). cuVS replaces the
+// process's global host and device memory resources while the handle
+// lives, and restores them at Close: make one tracked Resources at a time,
+// for diagnosis. On 26.06 NewResources returns an error wrapping
+// ErrNotInRelease.
+func WithMemoryTracking(csvPath string, interval time.Duration) ResourcesOption {
+	return func(c *resourcesConfig) {
+		c.tracking, c.trackCSV, c.trackMS = true, csvPath, interval.Milliseconds()
+	}
+}
+
+// check refuses options the library's release cannot honour, or out of
+// range, before anything is created.
+func (c *resourcesConfig) check(op string) error {
+	if c.pool {
+		if c.workspace < 0 {
+			return argf(op, "WithWorkspacePool", "%d bytes is negative", c.workspace)
+		}
+		if err := inRelease(op, "cuvsResourcesSetWorkspacePool"); err != nil {
+			return err
+		}
+	}
+	if c.tracking {
+		if c.trackCSV == "" {
+			return argf(op, "WithMemoryTracking", "an empty CSV path")
+		}
+		if c.trackMS < 1 {
+			return argf(op, "WithMemoryTracking", "an interval under 1 ms")
+		}
+		if err := inRelease(op, "cuvsResourcesCreateWithMemoryTracking"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// create makes the C handle as the options say, on the calling thread's
+// current device.
+func (c *resourcesConfig) create(op string) (generated.CuvsResources_t, error) {
+	var h generated.CuvsResources_t
+	if c.tracking {
+		p, why := base.CPath(c.trackCSV)
+		if why != "" {
+			return 0, argf(op, "WithMemoryTracking", "%s", why)
+		}
+		if err := generated.CuvsResourcesCreateWithMemoryTracking(&h, &p[0], c.trackMS); err != nil {
+			return 0, wrap(op, err)
+		}
+	} else if err := generated.CuvsResourcesCreate(&h); err != nil {
+		return 0, wrap(op, err)
+	}
+	if c.pool {
+		if err := generated.CuvsResourcesSetWorkspacePool(h, uint64(c.workspace)); err != nil {
+			_ = generated.CuvsResourcesDestroy(h)
+			return 0, wrap(op, err)
+		}
+	}
+	return h, nil
+}
+
+// inRelease refuses a C function the loaded release lacks, naming the
+// releases that have it.
+func inRelease(op, cName string) error {
+	in := generated.FunctionReleases(cName)
+	rel := generated.Release()
+	if slices.Contains(in, rel) {
+		return nil
+	}
+	if rel == "" {
+		return fmt.Errorf("%s: %w", op, ErrNotLoaded)
+	}
+	return fmt.Errorf("%s: %w: %s is in cuVS %s, the loaded library is cuVS %s",
+		op, ErrNotInRelease, cName, strings.Join(in, ", "), rel)
+}
+
 // cudaStreamLegacy is the CUDA runtime's handle of the legacy default stream.
 const cudaStreamLegacy = 0x1
 
@@ -82,14 +176,19 @@ func NewResources(opts ...ResourcesOption) (*Resources, error) {
 	const op = "safe.NewResources"
 	var c resourcesConfig
 	for _, o := range opts {
-		o(&c)
+		if o != nil {
+			o(&c)
+		}
+	}
+	if err := c.check(op); err != nil {
+		return nil, err
 	}
 	if c.bound {
-		return newBoundResources(op, c.device)
+		return newBoundResources(op, c.device, &c)
 	}
-	var h generated.CuvsResources_t
-	if err := generated.CuvsResourcesCreate(&h); err != nil {
-		return nil, wrap(op, err)
+	h, err := c.create(op)
+	if err != nil {
+		return nil, err
 	}
 	s, err := ownStream(op, h)
 	if err != nil {

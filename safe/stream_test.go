@@ -2,9 +2,12 @@ package safe_test
 
 import (
 	"errors"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -132,5 +135,36 @@ func TestZeroResources(t *testing.T) {
 	var nilRes *safe.Resources
 	if err := nilRes.Close(); err != nil {
 		t.Errorf("Close of a nil *Resources: %v", err)
+	}
+}
+
+// The 26.08 options of NewResources: refused on 26.06 naming the release,
+// and their arguments checked.
+func TestResourcesOptionsByRelease(t *testing.T) {
+	safetest.Check(t)
+	if _, err := safe.NewResources(safe.WithWorkspacePool(-1)); !isArg(err, "WithWorkspacePool") {
+		t.Errorf("negative pool: %v", err)
+	}
+	if _, err := safe.NewResources(safe.WithMemoryTracking("", time.Millisecond)); !isArg(err, "WithMemoryTracking") {
+		t.Errorf("empty path: %v", err)
+	}
+	csv := filepath.Join(t.TempDir(), "mem.csv")
+	for _, o := range []safe.ResourcesOption{safe.WithWorkspacePool(1 << 20), safe.WithMemoryTracking(csv, 10*time.Millisecond)} {
+		r, err := safe.NewResources(o)
+		if safe.Release() < "26.08" {
+			if !errors.Is(err, safe.ErrNotInRelease) || !strings.Contains(err.Error(), "26.08") {
+				t.Errorf("on %s: %v, want ErrNotInRelease naming 26.08", safe.Release(), err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Sync(); err != nil {
+			t.Error(err)
+		}
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
 	}
 }

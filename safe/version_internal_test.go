@@ -103,3 +103,36 @@ func TestLoadSelectsTheLibrarysRelease(t *testing.T) {
 		t.Errorf("back on 26.06: release %q, bindings %v", generated.Release(), BindingsVersion())
 	}
 }
+
+// WithAsyncMemoryResource on a 26.06 library: Load refuses, naming the
+// release that has it, and leaves nothing loaded.
+func TestLoadAsyncMemoryResourceNeeds2608(t *testing.T) {
+	if lib := os.Getenv("CUVS_TEST_LIBRARY"); lib != "" {
+		t.Skipf("reloads the ABI test double; CUVS_TEST_LIBRARY=%s is another library", lib)
+	}
+	if generated.Release() != "26.06" {
+		t.Skipf("the double is %s", generated.Release())
+	}
+	path := generated.LibraryPath()
+	loadMu.Lock()
+	was, wasOK := loaded, loadedOK
+	loadedOK = false
+	loadMu.Unlock()
+	generated.Unload()
+	defer func() {
+		generated.Unload()
+		if err := generated.Load(path); err != nil {
+			t.Fatal(err)
+		}
+		loadMu.Lock()
+		loaded, loadedOK = was, wasOK
+		loadMu.Unlock()
+	}()
+	err := Load(WithLibrary(path), WithAsyncMemoryResource())
+	if !errors.Is(err, ErrNotInRelease) || !strings.Contains(err.Error(), "26.08") {
+		t.Fatalf("Load with the async resource on 26.06: %v", err)
+	}
+	if generated.Loaded() {
+		t.Error("a refused Load left the library loaded")
+	}
+}

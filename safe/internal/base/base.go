@@ -27,6 +27,8 @@ var (
 	CheckDevice func(res any, op, arg string, dev dlpack.Device) error
 	// DeviceID returns the CUDA device a *safe.Resources works on.
 	DeviceID func(res any, op string) (int32, error)
+	// InRelease refuses a C function the loaded release lacks.
+	InRelease func(op, cName string) error
 	// BindFilter checks a *safe.Filter against an index of rows rows
 	// searched with nQueries queries and binds its memory to c.
 	BindFilter func(f any, op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error)

@@ -1,0 +1,103 @@
+package selectk_test
+
+import (
+	"errors"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/selectk"
+)
+
+func TestMain(m *testing.M) { safetest.Main(m) }
+
+func needs2608(t *testing.T) {
+	t.Helper()
+	if safe.Release() < "26.08" {
+		t.Skipf("cuvsSelectK is in cuVS 26.08 and later; the library is %s", safe.Release())
+	}
+}
+
+// On a release without cuvsSelectK every call says so, before any work.
+func TestNotInRelease(t *testing.T) {
+	safetest.Check(t)
+	if safe.Release() >= "26.08" {
+		t.Skipf("the library is %s, which has cuvsSelectK", safe.Release())
+	}
+	res := safetest.Resources(t)
+	_, _, err := selectk.SelectSlice(res, []float32{3, 1, 2}, 2)
+	if !errors.Is(err, safe.ErrNotInRelease) {
+		t.Fatalf("SelectSlice on %s: %v", safe.Release(), err)
+	}
+	if err := selectk.Select(res, nil, nil, nil); !errors.Is(err, safe.ErrNotInRelease) {
+		t.Fatalf("Select on %s: %v", safe.Release(), err)
+	}
+}
+
+// The k smallest of a row, with their positions, as sorting in Go gives.
+func TestSelectSlice(t *testing.T) {
+	needs2608(t)
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	vals := safetest.Random(3, 1, 1000)
+	for _, k := range []int{1, 7, 1000} {
+		got, idx, err := selectk.SelectSlice(res, vals, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		order := make([]int, len(vals))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool { return vals[order[a]] < vals[order[b]] })
+		for i := range k {
+			if idx[i] != int64(order[i]) || got[i] != vals[order[i]] {
+				t.Fatalf("k %d, rank %d: %v at %d, want %v at %d", k, i, got[i], idx[i], vals[order[i]], order[i])
+			}
+		}
+	}
+}
+
+// Bad input is refused naming the argument, with no C call.
+func TestRefusals(t *testing.T) {
+	needs2608(t)
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	arg := func(err error) string {
+		var ae *safe.ArgError
+		if errors.As(err, &ae) {
+			return ae.Arg
+		}
+		return "(" + err.Error() + ")"
+	}
+	if _, _, err := selectk.SelectSlice(res, []float32{1, 2}, 3); arg(err) != "k" {
+		t.Errorf("k > n: %v", err)
+	}
+	if _, _, err := selectk.SelectSlice(res, nil, 1); arg(err) != "values" {
+		t.Errorf("empty: %v", err)
+	}
+	nan := []float32{1, 2, 3}
+	nan[1] = float32(0) / float32(len(nan)-3) // NaN without a constant expression
+	if _, _, err := selectk.SelectSlice(res, nan, 1); arg(err) != "values" {
+		t.Errorf("NaN: %v", err)
+	}
+	in, _ := safe.DeviceMatrixFrom(res, []float32{1, 2, 3, 4}, 2, 2)
+	defer safetest.Close(t, in)
+	v, _ := safe.NewDeviceMatrix[float32](res, 1, 1)
+	defer safetest.Close(t, v)
+	x, _ := safe.NewDeviceMatrix[int64](res, 1, 2)
+	defer safetest.Close(t, x)
+	if err := selectk.Select(res, in, v, x); arg(err) != "in" {
+		t.Errorf("two rows: %v", err)
+	}
+	one, _ := safe.DeviceMatrixFrom(res, []float32{1, 2, 3, 4}, 1, 4)
+	defer safetest.Close(t, one)
+	if err := selectk.Select(res, one, v, x); arg(err) != "indices" {
+		t.Errorf("indices of another k: %v", err)
+	}
+	if !slices.Contains(safe.Releases(), "26.06") {
+		t.Errorf("Releases() = %v", safe.Releases())
+	}
+}
