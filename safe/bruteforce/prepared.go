@@ -1,7 +1,6 @@
 package bruteforce
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -27,10 +26,10 @@ type Prepared struct {
 // Runs.
 func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "bruteforce.Index.Prepare"
-	if !idx.state.Enter() {
-		return nil, fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	if err := idx.Enter(op); err != nil {
+		return nil, err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	s, err := prepared.New(op, "bruteforce.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, filter, safe.Bitset, safe.Bitmap)
 	if err != nil {
 		return nil, err
@@ -61,9 +60,9 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if !p.idx.state.Enter() {
+	if err := p.idx.Enter(op); err != nil {
 		s.Leave()
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+		return err
 	}
 	h, err := s.Lock(op, res)
 	if err == nil {
@@ -71,7 +70,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.state.Leave()
+	p.idx.Leave()
 	s.Leave()
 	return err
 }

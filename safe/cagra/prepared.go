@@ -40,10 +40,10 @@ type Prepared struct {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "cagra.Index.Prepare"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	if params == nil {
 		params = &zeroSearchParams // its zeros are cuVS's defaults
 	}
@@ -89,19 +89,19 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := kit.Enter(&p.idx.state, op); err != nil {
+	if err := p.idx.Enter(op); err != nil {
 		s.Leave()
 		return err
 	}
 	if s.Filtered && p.idx.rows.Load() != s.Rows {
-		p.idx.state.Leave()
+		p.idx.Leave()
 		s.Leave()
 		return kit.Argf(op, "filter", "made for %d rows, the index has %d since Extend: prepare again", s.Rows, p.idx.rows.Load())
 	}
 	if p.exact {
 		t := kit.SearchTensors{Queries: s.Queries, Neighbors: s.Neighbors, Distances: s.Distances, N: p.n, K: p.k}
 		err := p.idx.searchExact(op, res, &t, s.Filter, p.allowed)
-		p.idx.state.Leave()
+		p.idx.Leave()
 		s.Leave()
 		return err
 	}
@@ -111,7 +111,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.state.Leave()
+	p.idx.Leave()
 	s.Leave()
 	return err
 }

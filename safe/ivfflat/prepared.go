@@ -25,10 +25,10 @@ type Prepared struct {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	const op = "ivfflat.Index.Prepare"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	if params == nil {
 		var err error
 		if params, err = searchDefaults.Get(); err != nil {
@@ -55,12 +55,12 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := kit.Enter(&p.idx.state, op); err != nil {
+	if err := p.idx.Enter(op); err != nil {
 		s.Leave()
 		return err
 	}
 	if rows := p.idx.rows.Load(); rows != s.Rows && (s.Filtered || rows < s.Rows) {
-		p.idx.state.Leave()
+		p.idx.Leave()
 		s.Leave()
 		return kit.Argf(op, "index", "prepared for %d rows, the index has %d since Extend: prepare again", s.Rows, rows)
 	}
@@ -70,7 +70,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.state.Leave()
+	p.idx.Leave()
 	s.Leave()
 	return err
 }

@@ -2,8 +2,6 @@ package ivfpq
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
@@ -46,7 +43,7 @@ var (
 type Index struct {
 	dev   dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h     generated.CuvsIvfPqIndex_t // C memory
-	size  atomic.Int64               // changed by Extend
+	rows  atomic.Int64               // changed by Extend
 	dtype atomic.Uint32              // packed dlpack.DataType; 0 while unknown
 	dim   int64
 	// read from the library when the index is made
@@ -54,28 +51,8 @@ type Index struct {
 	layout                       CodesLayout
 	layoutKnown                  bool // false after Deserialize: the C API has no getter
 
-	state     handle.State
-	mu        sync.Mutex // Close, Extend, the views list
-	left      *leftovers // what a cleanup must release if Close is never called
-	views     kit.Views  // handed out into the index's memory
-	destroyed bool
-	clean     runtime.Cleanup
-	slices    hostsearch.Pool // SearchSlice's device buffers
-}
-
-// leftovers is what an index holds in C and in borrows: shared with its
-// cleanup, which releases them if the index is dropped without Close.
-type leftovers struct {
-	h       generated.CuvsIvfPqIndex_t
-	borrows []*dlpack.Retention
-}
-
-func destroyIndex(l *leftovers) {
-	liveIndexes.Dec()
-	_ = generated.CuvsIvfPqIndexDestroy(l.h)
-	for _, r := range l.borrows {
-		r.End()
-	}
+	kit.Life                 // Close, cleanup, searches, Extend, the views
+	slices   hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -83,24 +60,13 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsIvfPqIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	liveIndexes.Inc()
 	idx := &Index{h: h}
-	idx.left = &leftovers{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
+	kit.Start(&idx.Life, idx, "ivfpq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfPqIndexDestroy(h) })
 	return idx, nil
 }
 
-func (idx *Index) label() string { return fmt.Sprintf("ivfpq.Index(%p)", idx) }
-
 // fail destroys a half-made index.
-func (idx *Index) fail() {
-	idx.clean.Stop()
-	for _, r := range idx.left.borrows {
-		r.End()
-	}
-	liveIndexes.Dec()
-	_ = generated.CuvsIvfPqIndexDestroy(idx.h)
-}
+func (idx *Index) fail() { idx.Fail() }
 
 func packDType(d dlpack.DataType) uint32 {
 	return uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16
@@ -143,7 +109,7 @@ func (idx *Index) refresh(op string) error {
 		}
 		v[i] = x
 	}
-	idx.size.Store(v[0])
+	idx.rows.Store(v[0])
 	idx.dim, idx.nLists, idx.pqDim, idx.pqBits, idx.pqLen = v[1], v[2], v[3], v[4], v[5]
 	idx.readDType()
 	return nil
@@ -294,12 +260,12 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		return nil, err
 	}
 	for i := range vs {
-		r, err := vs[i].Retain(idx.label())
+		r, err := vs[i].Retain(idx.Label())
 		if err != nil {
 			idx.fail()
 			return nil, kit.Argf(op, rules[i].Arg, "%w", err)
 		}
-		idx.left.borrows = append(idx.left.borrows, r)
+		idx.Borrow(r)
 	}
 	in := []*dlpack.View{&vs[0], &vs[1], &vs[2], &vs[3]}
 	if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
@@ -317,9 +283,9 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 	return idx, nil
 }
 
-// Size returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
+// Rows returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Size() int { return int(idx.size.Load()) }
+func (idx *Index) Rows() int { return int(idx.rows.Load()) }
 
 // Dim returns the vectors' dimension (cuvsIvfPqIndexGetDim).
 func (idx *Index) Dim() int { return int(idx.dim) }
@@ -365,7 +331,7 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 // Extend adds rows to the index (cuvsIvfPqExtend): vectors (n × Dim(), the
 // index's element type, host or device memory, copied and compressed) with
 // ids (n int64, in the same kind of memory: both host, or both device,
-// pinned or managed). ids nil numbers the rows Size(), Size()+1, ...: the
+// pinned or managed). ids nil numbers the rows Rows(), Rows()+1, ...: the
 // ids Build gave when the index has only those. Ids need not be unique or
 // in order; Search returns them.
 //
@@ -411,48 +377,40 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 			return kit.Argf(op, "ids", "%s memory with vectors in %s memory: both must be host or both device memory", iv.Device(), vv.Device())
 		}
 	}
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	ok, closed := idx.state.TryExclusive()
-	if !ok {
-		if closed {
-			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-		}
-		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
-	}
-	defer idx.state.LeaveExclusive()
-	if err := idx.views.Expire(op); err != nil {
-		return err
-	}
-	if ids == nil {
-		gen := make([]int64, n)
-		for i := range gen {
-			gen[i] = idx.size.Load() + int64(i)
-		}
-		if deviceCompatible(&vv) {
-			d, err := safe.DeviceVectorFrom(res, gen)
-			if err != nil {
-				return fmt.Errorf("%s: the ids: %w", op, err)
+	return idx.Exclusive(op, func() error {
+		iv := iv
+		if ids == nil {
+			gen := make([]int64, n)
+			base := idx.rows.Load()
+			for i := range gen {
+				gen[i] = base + int64(i)
 			}
-			defer d.Close()
-			iv, _ = d.View()
-		} else {
-			iv, _ = dlpack.NewHostVector(gen).View()
+			if deviceCompatible(&vv) {
+				d, err := safe.DeviceVectorFrom(res, gen)
+				if err != nil {
+					return fmt.Errorf("%s: the ids: %w", op, err)
+				}
+				defer d.Close()
+				iv, _ = d.View()
+			} else {
+				iv, _ = dlpack.NewHostVector(gen).View()
+			}
 		}
-	}
-	extended := false
-	err = kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		err := generated.CuvsIvfPqExtend(h, t[0], t[1], idx.h)
-		extended = err == nil
+		extended := false
+		err := kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			err := generated.CuvsIvfPqExtend(h, t[0], t[1], idx.h)
+			extended = err == nil
+			return err
+		})
+		if extended {
+			// cuVS added exactly the new rows, and set the dtype if it was
+			// unknown; the count must follow even if the sync after it
+			// failed.
+			idx.rows.Add(n)
+			idx.readDType()
+		}
 		return err
 	})
-	if extended {
-		// cuVS added exactly the new rows, and set the dtype if it was
-		// unknown; the count must follow even if the sync after it failed.
-		idx.size.Add(n)
-		idx.readDType()
-	}
-	return err
 }
 
 // Search finds the k nearest rows for each query, k being the number of
@@ -474,10 +432,10 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
 	const op = "ivfpq.Index.Search"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	return idx.search(op, c, res, params, queries, neighbors, distances)
@@ -522,7 +480,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		return err
 	}
 	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, idx.size.Load(), &t); err != nil {
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, idx.rows.Load(), &t); err != nil {
 		return err
 	}
 	cp := params.cValue()
@@ -544,10 +502,10 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if input == nil || labels == nil || codes == nil {
 		return kit.Argf(op, "input/labels/codes", "nil tensor")
 	}
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	iv, err := input.View()
 	if err != nil {
 		return kit.Argf(op, "input", "%w", err)
@@ -609,10 +567,10 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 // cuvsStreamSync into Go memory).
 func (idx *Index) ListSizesToHost(res *safe.Resources) ([]uint32, error) {
 	const op = "ivfpq.Index.ListSizesToHost"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	return idx.listSizes(op, res)
 }
 
@@ -655,10 +613,10 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if codes == nil {
 		return kit.Argf(op, "codes", "nil")
 	}
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	if int64(label) >= idx.nLists {
 		return kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
@@ -675,7 +633,7 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if cm.Dim(1) != int64(idx.CodeBytes()) {
 		return kit.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.CodeBytes())
 	}
-	if idx.size.Load() == 0 {
+	if idx.rows.Load() == 0 {
 		return kit.Argf(op, "label", "the index holds no rows")
 	}
 	sizes, err := idx.listSizes(op, res)
@@ -702,7 +660,7 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfpq.Index.Serialize"
-	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.Life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfPqSerialize(h, p, idx.h)
 	})
 }
@@ -790,7 +748,7 @@ func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
 	if int64(label) >= idx.nLists {
 		return dlpack.View{}, kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
-	if idx.size.Load() == 0 {
+	if idx.rows.Load() == 0 {
 		return dlpack.View{}, kit.Argf(op, "label", "the index holds no rows: cuVS has no lists yet")
 	}
 	return idx.internalView(op, func(h generated.CuvsIvfPqIndex_t, mt *generated.DLManagedTensor) error {
@@ -799,46 +757,17 @@ func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
 }
 
 func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
-	// idx.mu, not a shared use: Close and Extend, which expire the views,
-	// hold it, so a view is never added behind their back.
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.state.Closed() {
-		return dlpack.View{}, fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	return idx.views.Import(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
+	return idx.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
 }
 
-// Close frees the index, waiting for searches in flight, expires its views
-// and ends its borrows (BuildPrecomputed's tensors). It refuses while a view
-// of the index is in use (bound to a call, or retained by another index).
-// Closing twice is harmless; if freeing the index fails, the index keeps its
+// Close frees the index, waiting for the searches and the Extend in
+// flight, expires its views and ends its borrows (BuildPrecomputed's
+// tensors). It refuses while a view of the index is in use (bound to a
+// call, or retained by another index). Closing twice, or closing the zero
+// Index, is harmless; if freeing the index fails, the index keeps its
 // borrows and a later Close tries again. C call: cuvsIvfPqIndexDestroy.
 func (idx *Index) Close() error {
-	const op = "ivfpq.Index.Close"
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.destroyed {
-		return nil
-	}
-	if !idx.state.Closed() {
-		if err := idx.views.Expire(op); err != nil {
-			return err
-		}
-		idx.state.Close()
-		idx.clean.Stop()
-	}
-	if err := generated.CuvsIvfPqIndexDestroy(idx.h); err != nil {
-		return kit.Wrap(op, err)
-	}
-	idx.destroyed = true
-	_ = idx.slices.Close()
-	liveIndexes.Dec()
-	for _, r := range idx.left.borrows {
-		r.End()
-	}
-	idx.left.borrows = nil
-	return nil
+	return idx.Life.Close("ivfpq.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

@@ -269,7 +269,7 @@ func TestBuildSearch(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			idx := build(t, f.res, ds, params(t))
-			got := []int{idx.Size(), idx.Dim(), idx.NLists(), idx.PQDim(), idx.PQBits(), idx.PQLen(), idx.RotDim(), idx.CodeBytes()}
+			got := []int{idx.Rows(), idx.Dim(), idx.NLists(), idx.PQDim(), idx.PQBits(), idx.PQLen(), idx.RotDim(), idx.CodeBytes()}
 			if want := []int{rows, dim, nLists, dim / 2, 8, 2, dim, dim / 2}; !slices.Equal(got, want) {
 				t.Errorf("size, dim, lists, pq dim, pq bits, pq len, rot dim, code bytes: %v, want %v", got, want)
 			}
@@ -472,8 +472,8 @@ func TestViews(t *testing.T) {
 			t.Errorf("a view after Extend: %v", v.Err())
 		}
 	}
-	if idx.Size() != rows+nq {
-		t.Errorf("size %d after Extend", idx.Size())
+	if idx.Rows() != rows+nq {
+		t.Errorf("size %d after Extend", idx.Rows())
 	}
 	// Close expires them too.
 	c2, err := idx.Centers()
@@ -492,14 +492,14 @@ func TestViews(t *testing.T) {
 }
 
 // An index trained without data is empty; Extend fills it with ids of its
-// own or numbered from Size().
+// own or numbered from Rows().
 func TestExtend(t *testing.T) {
 	f := setup(t)
 	p := params(t)
 	p.AddDataOnBuild = false
 	idx := build(t, f.res, f.dataset, p)
-	if idx.Size() != 0 {
-		t.Fatalf("size %d without data", idx.Size())
+	if idx.Rows() != 0 {
+		t.Fatalf("size %d without data", idx.Rows())
 	}
 	if err := idx.Search(f.res, &f.sp, f.queries, f.nb, f.dist); !isArg(err, "neighbors") {
 		t.Errorf("search of an empty index: %v", err)
@@ -512,8 +512,8 @@ func TestExtend(t *testing.T) {
 	if err := idx.Extend(f.res, hostMatrix(t, slices.Clone(f.data[:half*dim]), half, dim), nil); err != nil {
 		t.Fatal(err)
 	}
-	if idx.Size() != int(half) {
-		t.Fatalf("size %d", idx.Size())
+	if idx.Rows() != int(half) {
+		t.Fatalf("size %d", idx.Rows())
 	}
 	// the second half from the device, numbered 1000..1999 by Extend
 	second, err := f.dataset.RowsView(half, rows)
@@ -544,8 +544,8 @@ func TestExtend(t *testing.T) {
 	if err := idx.Extend(f.res, hostMatrix(t, slices.Clone(f.data), rows, dim), dlpack.NewHostVector(slices.Clone(ids))); err != nil {
 		t.Fatal(err)
 	}
-	if idx.Size() != 2*rows {
-		t.Errorf("size %d", idx.Size())
+	if idx.Rows() != 2*rows {
+		t.Errorf("size %d", idx.Rows())
 	}
 	nb, _ = results(t, f, idx, &f.sp)
 	for _, id := range nb {
@@ -579,7 +579,7 @@ func TestSerialize(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, back)
-	got := []int{back.Size(), back.Dim(), back.NLists(), back.PQDim(), back.PQBits(), back.PQLen()}
+	got := []int{back.Rows(), back.Dim(), back.NLists(), back.PQDim(), back.PQBits(), back.PQLen()}
 	if want := []int{rows, dim, nLists, dim / 2, 8, 2}; !slices.Equal(got, want) {
 		t.Errorf("deserialized shape %v, want %v", got, want)
 	}
@@ -594,8 +594,8 @@ func TestSerialize(t *testing.T) {
 	if err := back.Extend(f.res, f.queries, nil); err != nil {
 		t.Fatal(err)
 	}
-	if back.DType() != dlpack.Float32 || back.Size() != rows+nq {
-		t.Errorf("after Extend: %v, %d rows", back.DType(), back.Size())
+	if back.DType() != dlpack.Float32 || back.Rows() != rows+nq {
+		t.Errorf("after Extend: %v, %d rows", back.DType(), back.Rows())
 	}
 	if _, err := ivfpq.Deserialize(f.res, filepath.Join(t.TempDir(), "missing")); !errors.Is(err, safe.ErrCuvs) {
 		t.Errorf("a missing file: %v", err)
@@ -636,8 +636,8 @@ func TestBuildPrecomputed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if idx.Size() != 0 || idx.DType() != (dlpack.DataType{}) || idx.NLists() != nLists || idx.PQDim() != dim/2 {
-		t.Errorf("precomputed index: %d rows, %v, %d lists, pq dim %d", idx.Size(), idx.DType(), idx.NLists(), idx.PQDim())
+	if idx.Rows() != 0 || idx.DType() != (dlpack.DataType{}) || idx.NLists() != nLists || idx.PQDim() != dim/2 {
+		t.Errorf("precomputed index: %d rows, %v, %d lists, pq dim %d", idx.Rows(), idx.DType(), idx.NLists(), idx.PQDim())
 	}
 	for _, o := range []interface{ Close() error }{pqcDev, cenDev, crotDev, rotDev} {
 		var be *dlpack.BorrowedError
@@ -648,8 +648,8 @@ func TestBuildPrecomputed(t *testing.T) {
 	if err := idx.Extend(f.res, f.dataset, nil); err != nil {
 		t.Fatal(err)
 	}
-	if idx.DType() != dlpack.Float32 || idx.Size() != rows {
-		t.Errorf("after Extend: %v, %d rows", idx.DType(), idx.Size())
+	if idx.DType() != dlpack.Float32 || idx.Rows() != rows {
+		t.Errorf("after Extend: %v, %d rows", idx.DType(), idx.Rows())
 	}
 	n2, d2 := results(t, f, idx, &f.sp)
 	check(t, n2, d2, f.data, f.qs, inRange(rows), nil, minRecall)

@@ -30,10 +30,10 @@ type Prepared struct {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut) (*Prepared, error) {
 	const op = "ivfpq.Index.Prepare"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	params, err := idx.checkSearch(op, params)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 			dt = qm.DType()
 		}
 	}
-	s, err := prepared.New(op, "ivfpq.Prepared", &searchRules, queries, neighbors, distances, dt, idx.dim, idx.size.Load(), nil)
+	s, err := prepared.New(op, "ivfpq.Prepared", &searchRules, queries, neighbors, distances, dt, idx.dim, idx.rows.Load(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := kit.Enter(&p.idx.state, op); err != nil {
+	if err := p.idx.Enter(op); err != nil {
 		s.Leave()
 		return err
 	}
@@ -72,7 +72,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.state.Leave()
+	p.idx.Leave()
 	s.Leave()
 	return err
 }

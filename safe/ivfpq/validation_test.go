@@ -329,8 +329,8 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, back)
-	if back.Size() != idx.Size() || idx.Size() == rows {
-		t.Errorf("the index counts %d rows, the library %d", idx.Size(), back.Size())
+	if back.Rows() != idx.Rows() || idx.Rows() == rows {
+		t.Errorf("the index counts %d rows, the library %d", idx.Rows(), back.Rows())
 	}
 	// Close reports a failed cuvsIvfPqIndexDestroy and a second Close
 	// finishes the job.

@@ -2,8 +2,6 @@ package ivfsq
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
@@ -50,16 +47,8 @@ type Index struct {
 	nLists int64
 	dtype  atomic.Uint32 // packed code, bits, lanes; changed by Extend after Deserialize
 
-	state     handle.State
-	mu        sync.Mutex // Close, Extend
-	destroyed bool
-	clean     runtime.Cleanup
-	slices    hostsearch.Pool // SearchSlice's device buffers
-}
-
-func destroyIndex(h generated.CuvsIvfSqIndex_t) {
-	liveIndexes.Dec()
-	_ = generated.CuvsIvfSqIndexDestroy(h)
+	kit.Life                 // Close, cleanup, searches, Extend
+	slices   hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -67,16 +56,13 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsIvfSqIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	liveIndexes.Inc()
 	idx := &Index{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, h)
+	kit.Start(&idx.Life, idx, "ivfsq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfSqIndexDestroy(h) })
 	return idx, nil
 }
 
-func (idx *Index) fail() {
-	idx.clean.Stop()
-	destroyIndex(idx.h)
-}
+// fail destroys a half-made index.
+func (idx *Index) fail() { idx.Fail() }
 
 // refresh reads size, lists and dimension from the library and the dtype
 // from the handle (lanes 0, which cuVS leaves, read as 1; all zero after
@@ -146,9 +132,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	return idx, nil
 }
 
-// Size returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
+// Rows returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
 // after every change).
-func (idx *Index) Size() int { return int(idx.rows.Load()) }
+func (idx *Index) Rows() int { return int(idx.rows.Load()) }
 
 // Dim returns the vectors' dimension (cuvsIvfSqIndexGetDim).
 func (idx *Index) Dim() int { return int(idx.dim) }
@@ -168,7 +154,7 @@ func (idx *Index) DType() dlpack.DataType {
 // Extend encodes rows (n × Dim(), float32 or float16, host or device
 // memory, copied) with ids, an int64 vector of n ids in the same kind of
 // memory (host, or device-compatible), or, with ids nil, the ids
-// Size()..Size()+n-1 (cuVS itself numbers rows only into an empty index:
+// Rows()..Rows()+n-1 (cuVS itself numbers rows only into an empty index:
 // the package passes that vector otherwise, made in the vectors' kind of
 // memory and freed before Extend returns). Filters select rows by id.
 //
@@ -212,45 +198,37 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		}
 		pass = true
 	}
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	ok, closed := idx.state.TryExclusive()
-	if !ok {
-		if closed {
-			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-		}
-		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
-	}
-	defer idx.state.LeaveExclusive()
-	if ids == nil && idx.rows.Load() > 0 {
-		seq := make([]int64, n)
-		base := idx.rows.Load()
-		for i := range seq {
-			seq[i] = base + int64(i)
-		}
-		if onDevice {
-			dev, err := safe.DeviceVectorFrom(res, seq)
-			if err != nil {
-				return fmt.Errorf("%s: ids: %w", op, err)
+	return idx.Exclusive(op, func() error {
+		if ids == nil && idx.rows.Load() > 0 {
+			seq := make([]int64, n)
+			base := idx.rows.Load()
+			for i := range seq {
+				seq[i] = base + int64(i)
 			}
-			defer dev.Close()
-			iv, _ = dev.View()
-		} else {
-			iv, _ = dlpack.NewHostVector(seq).View()
+			if onDevice {
+				dev, err := safe.DeviceVectorFrom(res, seq)
+				if err != nil {
+					return fmt.Errorf("%s: ids: %w", op, err)
+				}
+				defer dev.Close()
+				iv, _ = dev.View()
+			} else {
+				iv, _ = dlpack.NewHostVector(seq).View()
+			}
+			pass = true
 		}
-		pass = true
-	}
-	in := []*dlpack.View{&vv, nil}
-	if pass {
-		in[1] = &iv
-	}
-	err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfSqExtend(h, t[0], t[1], idx.h)
+		in := []*dlpack.View{&vv, nil}
+		if pass {
+			in[1] = &iv
+		}
+		err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			return generated.CuvsIvfSqExtend(h, t[0], t[1], idx.h)
+		})
+		if rerr := idx.refresh(op); err == nil {
+			err = rerr
+		}
+		return err
 	})
-	if rerr := idx.refresh(op); err == nil {
-		err = rerr
-	}
-	return err
 }
 
 func queryDType(queries dlpack.Tensor) dlpack.DataType {
@@ -280,7 +258,7 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // centers are nearest the query, by distance to the rows' 8-bit codes.
 // queries is n × Dim(), float32 or float16; neighbors (int64, the rows'
 // ids) and distances (float32) are n × k; all in device memory. filter, if
-// not nil, is a bitset for Size() rows, by id. Empty slots hold id
+// not nil, is a bitset for Rows() rows, by id. Empty slots hold id
 // math.MaxInt64 (read from cuVS's code; not measured). The results are
 // ready once res's stream is synchronized.
 //
@@ -288,10 +266,10 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "ivfsq.Index.Search"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
@@ -349,10 +327,10 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.Leave()
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
 		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
@@ -382,7 +360,7 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfsq.Index.Serialize"
-	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.Life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfSqSerialize(h, p, idx.h)
 	})
 }
@@ -415,26 +393,11 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	return idx, nil
 }
 
-// Close frees the index, waiting for searches in flight. Closing twice is
-// harmless; if freeing fails, a later Close tries again.
-// C call: cuvsIvfSqIndexDestroy.
+// Close frees the index, waiting for the searches and the Extend in
+// flight. Closing twice, or closing the zero Index, is harmless; if freeing
+// fails, a later Close tries again. C call: cuvsIvfSqIndexDestroy.
 func (idx *Index) Close() error {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.destroyed {
-		return nil
-	}
-	if !idx.state.Closed() {
-		idx.state.Close()
-		idx.clean.Stop()
-	}
-	if err := generated.CuvsIvfSqIndexDestroy(idx.h); err != nil {
-		return kit.Wrap("ivfsq.Index.Close", err)
-	}
-	idx.destroyed = true
-	_ = idx.slices.Close()
-	liveIndexes.Dec()
-	return nil
+	return idx.Life.Close("ivfsq.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
