@@ -31,8 +31,8 @@ var (
 )
 
 // Index is a CAGRA index. Any number of goroutines may search it at once,
-// each with its own safe.Resources; Extend needs it alone, and Close waits
-// for the searches in flight.
+// each with its own safe.Resources; Extend needs it alone (it waits its
+// turn, and searches wait for it), and Close waits for both.
 type Index struct {
 	dev    dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsCagraIndex_t // C memory
@@ -306,8 +306,11 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 
 // Extend adds rows to the index (cuvsCagraExtend): additional holds them,
 // of the index's element type and dimension, in host or device memory
-// (copied). It needs the index alone: it refuses (safe.ErrBusy) while
-// searches are in flight, and searches meanwhile are refused the same way.
+// (copied). It needs the index alone, and waits its turn: new searches wait
+// while it is pending, it waits for the searches in flight (and for a
+// running Extend), runs alone, and then lets the searches that waited in
+// before another Extend. It never fails because the index is busy; it
+// fails with safe.ErrClosed once Close has begun, even while waiting.
 // The views from Dataset and Graph expire (it refuses while one is in use).
 //
 // C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend and
@@ -381,6 +384,10 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 //
 // The search parameters are handed to C as a Go value (a plain struct
 // that cuVS only reads during the call), so a search makes one C call.
+//
+// While an Extend runs or waits for the searches in flight, a new search
+// waits for it (never failing with safe.ErrBusy): at most the duration of
+// one Extend, since the searches that waited go in before the next one.
 //
 // C calls: cuvsCagraSearch; on the exact path cuvsCagraIndexGetDataset,
 // cuvsBruteForceIndexCreate/Build (once), cuvsBruteForceSearch, and

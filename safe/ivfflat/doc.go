@@ -18,8 +18,8 @@
 // (float32) in device memory, k being the number of columns of neighbors,
 // and optionally a bitset filter for Rows() rows. Any number of goroutines
 // may search one index at once, each with its own safe.Resources; Extend
-// needs the index alone (safe.ErrBusy otherwise); Close waits for the
-// searches in flight. Prepare binds a search's tensors once for a loop of
+// needs the index alone (it waits its turn, and searches wait for it, at
+// most one Extend's time); Close waits for both. Prepare binds a search's tensors once for a loop of
 // Runs, as in package cagra.
 //
 // # What the C API does not say

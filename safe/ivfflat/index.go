@@ -36,8 +36,8 @@ var (
 
 // Index is an IVF-Flat index: the rows, copied into lists, one per k-means
 // center. Any number of goroutines may search it at once, each with its own
-// safe.Resources; Extend needs it alone, and Close waits for the searches
-// in flight.
+// safe.Resources; Extend needs it alone (it waits its turn, and searches
+// wait for it), and Close waits for both.
 type Index struct {
 	dev    dlpack.Device                // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsIvfFlatIndex_t // C memory
@@ -159,8 +159,11 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 // freed before Extend returns). Filters select rows by id: a filter made
 // for Rows() rows cannot let through ids at or past Rows().
 //
-// It needs the index alone: it refuses (safe.ErrBusy) while searches are
-// in flight, and searches meanwhile are refused the same way.
+// It needs the index alone, and waits its turn: new searches wait
+// while it is pending, it waits for the searches in flight (and for a
+// running Extend), runs alone, and then lets the searches that waited in
+// before another Extend. It never fails because the index is busy; it
+// fails with safe.ErrClosed once Close has begun, even while waiting.
 //
 // C calls: cuvsRMMAlloc/Free (ids nil), cuvsMatrixCopy, cuvsIvfFlatExtend,
 // cuvsStreamSync.
@@ -234,6 +237,10 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 //
 // Search allocates nothing on the Go heap when its tensors are pointers
 // (e.g. *safe.DeviceMatrix) and holds no lock across the C call.
+//
+// While an Extend runs or waits for the searches in flight, a new search
+// waits for it (never failing with safe.ErrBusy): at most the duration of
+// one Extend, since the searches that waited go in before the next one.
 //
 // C calls: cuvsIvfFlatSearch.
 // Nil params means cuVS's defaults (DefaultSearchParams).

@@ -38,8 +38,8 @@ var (
 )
 
 // Index is an IVF-PQ index. Any number of goroutines may search it at once,
-// each with its own safe.Resources; Extend needs it alone, and Close waits
-// for the searches in flight.
+// each with its own safe.Resources; Extend needs it alone (it waits its
+// turn, and searches wait for it), and Close waits for both.
 type Index struct {
 	dev   dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h     generated.CuvsIvfPqIndex_t // C memory
@@ -335,9 +335,12 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 // ids Build gave when the index has only those. Ids need not be unique or
 // in order; Search returns them.
 //
-// It needs the index alone: it refuses (safe.ErrBusy) while searches are in
-// flight, and searches meanwhile are refused the same way. The views into
-// the index expire (it refuses while one is in use).
+// It needs the index alone, and waits its turn: new searches wait
+// while it is pending, it waits for the searches in flight (and for a
+// running Extend), runs alone, and then lets the searches that waited in
+// before another Extend. It never fails because the index is busy; it
+// fails with safe.ErrClosed once Close has begun, even while waiting.
+// The views into the index expire (it refuses while one is in use).
 //
 // C calls: cuvsIvfPqExtend, cuvsStreamSync,
 // cuvsIvfPqIndexGetSize; with ids nil and vectors not in Go memory, also
@@ -426,6 +429,10 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // lock across the C call: any number of goroutines may search one index,
 // each with its own Resources. cuVS v26.06 cannot search an index whose
 // CodesLayout is Flat: Search refuses it when the layout is known.
+//
+// While an Extend runs or waits for the searches in flight, a new search
+// waits for it (never failing with safe.ErrBusy): at most the duration of
+// one Extend, since the searches that waited go in before the next one.
 //
 // C calls: cuvsIvfPqSearch (the parameters are handed to C as a Go value,
 // which cuVS copies).

@@ -37,8 +37,8 @@ func deviceCompatible(d dlpack.Device) bool {
 
 // Index is an IVF-SQ index: each row's residual from its list's center,
 // 8 bits per dimension. Any number of goroutines may search it at once,
-// each with its own safe.Resources; Extend needs it alone, and Close waits
-// for the searches in flight.
+// each with its own safe.Resources; Extend needs it alone (it waits its
+// turn, and searches wait for it), and Close waits for both.
 type Index struct {
 	dev    dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsIvfSqIndex_t // C memory
@@ -158,8 +158,11 @@ func (idx *Index) DType() dlpack.DataType {
 // the package passes that vector otherwise, made in the vectors' kind of
 // memory and freed before Extend returns). Filters select rows by id.
 //
-// It needs the index alone: it refuses (safe.ErrBusy) while searches are
-// in flight, and searches meanwhile are refused the same way.
+// It needs the index alone, and waits its turn: new searches wait
+// while it is pending, it waits for the searches in flight (and for a
+// running Extend), runs alone, and then lets the searches that waited in
+// before another Extend. It never fails because the index is busy; it
+// fails with safe.ErrClosed once Close has begun, even while waiting.
 //
 // C calls: cuvsIvfSqExtend, cuvsStreamSync, cuvsIvfSqIndexGetSize/
 // GetNLists/GetDim (and cuvsRMMAlloc/Free, cuvsMatrixCopy for device ids
@@ -261,6 +264,10 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // not nil, is a bitset for Rows() rows, by id. Empty slots hold id
 // math.MaxInt64 (read from cuVS's code; not measured). The results are
 // ready once res's stream is synchronized.
+//
+// While an Extend runs or waits for the searches in flight, a new search
+// waits for it (never failing with safe.ErrBusy): at most the duration of
+// one Extend, since the searches that waited go in before the next one.
 //
 // C calls: cuvsIvfSqSearch.
 // Nil params means cuVS's defaults (DefaultSearchParams).
