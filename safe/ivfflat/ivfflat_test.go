@@ -443,7 +443,6 @@ func TestBadInput(t *testing.T) {
 		d      dlpack.TensorMut
 		filter *safe.Filter
 	}{
-		{"no probes", &ivfflat.SearchParams{}, f.queries, f.neighbors, f.distances, nil},
 		{"host queries", &ivfflat.SearchParams{NProbes: 1}, hostQ, f.neighbors, f.distances, nil},
 		{"narrow queries", &ivfflat.SearchParams{NProbes: 1}, narrow, f.neighbors, f.distances, nil},
 		{"uint32 neighbors", &ivfflat.SearchParams{NProbes: 1}, f.queries, nb32, f.distances, nil},

@@ -29,13 +29,8 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, err
 	}
 	defer idx.Leave()
-	if params == nil {
-		var err error
-		if params, err = searchDefaults.Get(); err != nil {
-			return nil, err
-		}
-	}
-	if err := params.validate(op); err != nil {
+	sp, err := params.resolve(op)
+	if err != nil {
 		return nil, err
 	}
 	s, err := prepared.New(op, "ivfflat.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows.Load(), filter, safe.Bitset)
@@ -43,7 +38,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, err
 	}
 	s.IndexDevice = idx.dev
-	return &Prepared{idx: idx, params: &generated.CuvsIvfFlatSearchParams{NProbes: params.NProbes}, s: s}, nil
+	return &Prepared{idx: idx, params: &generated.CuvsIvfFlatSearchParams{NProbes: sp.NProbes}, s: s}, nil
 }
 
 // Run searches once, on res's stream: the results are ready once res is

@@ -461,28 +461,24 @@ func (idx *Index) searchDType(queries dlpack.Tensor) dlpack.DataType {
 }
 
 // checkSearch checks params and the index for a search, and returns the
-// params to use: nil is DefaultSearchParams.
-func (idx *Index) checkSearch(op string, params *SearchParams) (*SearchParams, error) {
-	if params == nil {
-		var err error
-		if params, err = searchDefaults.Get(); err != nil {
-			return nil, err
-		}
-	}
-	if err := params.validate(op); err != nil {
-		return nil, err
+// params to use: params with its zero fields filled in by cuVS's defaults
+// (nil: all of DefaultSearchParams).
+func (idx *Index) checkSearch(op string, params *SearchParams) (SearchParams, error) {
+	sp, err := params.resolve(op)
+	if err != nil {
+		return SearchParams{}, err
 	}
 	if idx.layoutKnown && idx.layout != Interleaved {
-		return nil, kit.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
+		return SearchParams{}, kit.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
 	}
-	return params, nil
+	return sp, nil
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	params, err := idx.checkSearch(op, params)
+	sp, err := idx.checkSearch(op, params)
 	if err != nil {
 		return err
 	}
@@ -490,7 +486,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, idx.rows.Load(), &t); err != nil {
 		return err
 	}
-	cp := params.cValue()
+	cp := sp.cValue()
 	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, err
 	}
 	defer idx.Leave()
-	params, err := idx.checkSearch(op, params)
+	sp, err := idx.checkSearch(op, params)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, err
 	}
 	s.IndexDevice = idx.dev
-	cp := params.cValue()
+	cp := sp.cValue()
 	return &Prepared{idx: idx, params: &cp, s: s}, nil
 }
 

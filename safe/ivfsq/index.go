@@ -286,13 +286,8 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	if params == nil {
-		var err error
-		if params, err = searchDefaults.Get(); err != nil {
-			return err
-		}
-	}
-	if err := params.validate(op); err != nil {
+	sp, err := params.resolve(op)
+	if err != nil {
 		return err
 	}
 	rows := idx.rows.Load()
@@ -304,7 +299,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	cp := generated.CuvsIvfSqSearchParams{NProbes: params.NProbes}
+	cp := generated.CuvsIvfSqSearchParams{NProbes: sp.NProbes}
 	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err

@@ -466,7 +466,6 @@ func TestBadInput(t *testing.T) {
 		d      dlpack.TensorMut
 		filter *safe.Filter
 	}{
-		{"no probes", &ivfsq.SearchParams{}, f.queries, f.neighbors, f.distances, nil},
 		{"host queries", &ivfsq.SearchParams{NProbes: 1}, hostQ, f.neighbors, f.distances, nil},
 		{"narrow queries", &ivfsq.SearchParams{NProbes: 1}, narrow, f.neighbors, f.distances, nil},
 		{"uint32 neighbors", &ivfsq.SearchParams{NProbes: 1}, f.queries, nb32, f.distances, nil},

@@ -30,13 +30,8 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, err
 	}
 	defer idx.Leave()
-	if params == nil {
-		var err error
-		if params, err = searchDefaults.Get(); err != nil {
-			return nil, err
-		}
-	}
-	if err := params.validate(op); err != nil {
+	sp, err := params.resolve(op)
+	if err != nil {
 		return nil, err
 	}
 	s, err := prepared.New(op, "ivfsq.Prepared", &searchRules, queries, neighbors, distances, queryDTypeMut(queries), idx.dim, idx.rows.Load(), filter, safe.Bitset)
@@ -44,7 +39,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, err
 	}
 	s.IndexDevice = idx.dev
-	return &Prepared{idx: idx, params: &generated.CuvsIvfSqSearchParams{NProbes: params.NProbes}, s: s}, nil
+	return &Prepared{idx: idx, params: &generated.CuvsIvfSqSearchParams{NProbes: sp.NProbes}, s: s}, nil
 }
 
 // Run searches once, on res's stream: the results are ready once res is
