@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -283,7 +282,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 }
 
 // Centers copies the lists' centers, NLists() × Dim() float32, into dst
-// (host or device memory, rows contiguous) and waits for the copy.
+// (host or device memory, rows contiguous; e.g. a dlpack.NewHostMatrix
+// over a Go slice) and waits for the copy: the same shape as every IVF
+// package's Centers.
 // cuvsIvfFlatIndexGetCenters does not copy (whatever its header says): it
 // overwrites the tensor it is given with a view into the index; the package
 // hands it a tensor of its own and copies from that view.
@@ -309,37 +310,9 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
 		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
-	return copyCenters(op, res, &dm, func(mt *generated.DLManagedTensor) error {
+	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
 		return generated.CuvsIvfFlatIndexGetCenters(idx.h, mt)
 	})
-}
-
-// copyCenters gets a view of the centers into a DLManagedTensor of its own
-// (C memory), copies it into dst, and ends the view with its deleter.
-func copyCenters(op string, res *safe.Resources, dst *dlpack.ViewMut, get func(*generated.DLManagedTensor) error) error {
-	mt := cDLManaged()
-	if mt == nil {
-		return fmt.Errorf("%s: %w", op, safe.ErrOutOfMemory)
-	}
-	if err := get(mt); err != nil {
-		cFree(unsafe.Pointer(mt))
-		return kit.Wrap(op, err)
-	}
-	im, err := dlpack.Import(mt)
-	if err != nil {
-		cFree(unsafe.Pointer(mt))
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	im.Owner().SetLabel(op)
-	v, err := im.View()
-	if err == nil {
-		err = safe.Copy(res, &v, dst)
-	}
-	if cerr := im.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("%s: %w", op, cerr)
-	}
-	cFree(unsafe.Pointer(mt))
-	return err
 }
 
 // Serialize writes the index to a file (cuvsIvfFlatSerialize).

@@ -24,6 +24,7 @@ var (
 	vectorsRule    = kit.Rule{Arg: "vectors", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	idsRule        = kit.Rule{Arg: "ids", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
 	pqCentersRule  = kit.Rule{Arg: "pqCenters", Memory: kit.DeviceMemory, DTypes: f32, Rank: 3, RowMajor: true}
+	centersDstRule = kit.Rule{Arg: "dst", Memory: kit.AnyMemory, DTypes: f32, Rank: 2}
 	centersRule    = kit.Rule{Arg: "centers", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
 	centersRotRule = kit.Rule{Arg: "centersRot", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
 	rotationRule   = kit.Rule{Arg: "rotation", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
@@ -700,14 +701,38 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	return idx, nil
 }
 
-// Centers returns a read-only view of the coarse cluster centres, NLists ×
-// Dim float32 in device memory, strided (rows of CentersPadded's width)
-// (cuvsIvfPqIndexGetCenters). Like every view of the index, it expires
-// when the index is closed or extended; while it is bound to a call or
-// retained (by an index made with BuildPrecomputed, say), the index refuses
-// Close and Extend.
-func (idx *Index) Centers() (dlpack.View, error) {
-	return idx.internalView("ivfpq.Index.Centers", generated.CuvsIvfPqIndexGetCenters)
+// Centers copies the coarse cluster centres, NLists() × Dim() float32,
+// into dst (host or device memory, rows contiguous; e.g. a
+// dlpack.NewHostMatrix over a Go slice) and waits for the copy: the same
+// shape as ivfflat's and ivfsq's Centers. cuvsIvfPqIndexGetCenters hands
+// out a strided view into the index (rows of CentersPadded's width); a
+// copy stays valid after Extend and Close, which a view would not. The
+// view itself, padded, is CentersPadded.
+//
+// C calls: cuvsIvfPqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
+// the view's deleter.
+func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	const op = "ivfpq.Index.Centers"
+	if dst == nil {
+		return kit.Argf(op, "dst", "nil")
+	}
+	dm, err := dst.ViewMut()
+	if err != nil {
+		return kit.Argf(op, "dst", "%w", err)
+	}
+	if err := centersDstRule.CheckMut(op, &dm); err != nil {
+		return err
+	}
+	if err := idx.Enter(op); err != nil {
+		return err
+	}
+	defer idx.Leave()
+	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
+		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
+	}
+	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
+		return generated.CuvsIvfPqIndexGetCenters(idx.h, mt)
+	})
 }
 
 // CentersPadded returns a view of the centres as the index stores them,

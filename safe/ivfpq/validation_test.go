@@ -73,7 +73,7 @@ func TestValidation(t *testing.T) {
 	cen, _ := idx.CentersPadded()
 	crot, _ := idx.CentersRot()
 	rot, _ := idx.RotationMatrix()
-	centers, _ := idx.Centers() // strided: not row-major
+	centers := newDevice[float32](t, f.res, nLists, dim) // NLists × Dim: not padded
 
 	sp := func(change func(*ivfpq.SearchParams)) *ivfpq.SearchParams {
 		s := f.sp
@@ -151,7 +151,7 @@ func TestValidation(t *testing.T) {
 		{"Precomputed nil", "pqCenters", pre(params(t), dim, nil, cen, crot, rot)},
 		{"Precomputed pq centers shape", "pqCenters", pre(ip(func(p *ivfpq.IndexParams) { p.PQDim = dim / 4 }), dim, pqc, cen, crot, rot)},
 		{"Precomputed centers not padded", "centers", pre(params(t), dim, pqc, crot, crot, rot)},
-		{"Precomputed strided centers", "centers", pre(params(t), dim, pqc, centers, crot, rot)},
+		{"Precomputed centers of Dim columns", "centers", pre(params(t), dim, pqc, centers, crot, rot)},
 		{"Precomputed rotation shape", "rotation", pre(params(t), dim, pqc, cen, crot, cen)},
 		{"Precomputed lists", "centers", pre(ip(func(p *ivfpq.IndexParams) { p.NLists = nLists + 1 }), dim, pqc, cen, crot, rot)},
 		{"Precomputed host", "rotation", pre(params(t), dim, pqc, cen, crot, hostMatrix(t, make([]float32, dim*dim), dim, dim))},
@@ -221,7 +221,7 @@ func TestClosed(t *testing.T) {
 		"UnpackListCodes": idx.UnpackListCodes(f.res, 0, 0, codes),
 		"ListSizesToHost": errOf(idx.ListSizesToHost(f.res)),
 		"Serialize":       idx.Serialize(f.res, filepath.Join(t.TempDir(), "x")),
-		"Centers":         errOf(idx.Centers()),
+		"Centers":         idx.Centers(f.res, hostMatrix(t, make([]float32, nLists*dim), nLists, dim)),
 		"CentersPadded":   errOf(idx.CentersPadded()),
 		"PQCenters":       errOf(idx.PQCenters()),
 		"CentersRot":      errOf(idx.CentersRot()),
@@ -303,7 +303,9 @@ func TestFaults(t *testing.T) {
 		{"ListSizesToHost", func() error { return errOf(idx.ListSizesToHost(f.res)) }},
 		{"Serialize", func() error { return idx.Serialize(f.res, filepath.Join(dir, "s.idx")) }},
 		{"Deserialize", func() error { return closeIndex(ivfpq.Deserialize(f.res, path)) }},
-		{"Centers", view((*ivfpq.Index).Centers)},
+		{"Centers", func() error {
+			return idx.Centers(f.res, hostMatrix(t, make([]float32, nLists*dim), nLists, dim))
+		}},
 		{"CentersPadded", view((*ivfpq.Index).CentersPadded)},
 		{"PQCenters", view((*ivfpq.Index).PQCenters)},
 		{"CentersRot", view((*ivfpq.Index).CentersRot)},

@@ -3,7 +3,6 @@ package ivfsq
 import (
 	"fmt"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -310,7 +309,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 }
 
 // Centers copies the lists' centers, NLists() × Dim() float32, into dst
-// (host or device memory, rows contiguous) and waits for the copy.
+// (host or device memory, rows contiguous; e.g. a dlpack.NewHostMatrix
+// over a Go slice) and waits for the copy: the same shape as every IVF
+// package's Centers.
 // cuvsIvfSqIndexGetCenters overwrites the tensor it is given with a view
 // into the index (it does not copy): the package hands it a tensor of its
 // own and copies from that view.
@@ -336,27 +337,9 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
 		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
-	mt := cDLManaged()
-	if mt == nil {
-		return fmt.Errorf("%s: %w", op, safe.ErrOutOfMemory)
-	}
-	defer cFree(unsafe.Pointer(mt))
-	if err := generated.CuvsIvfSqIndexGetCenters(idx.h, mt); err != nil {
-		return kit.Wrap(op, err)
-	}
-	im, err := dlpack.Import(mt)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	im.Owner().SetLabel(op)
-	v, err := im.View()
-	if err == nil {
-		err = safe.Copy(res, &v, &dm)
-	}
-	if cerr := im.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("%s: %w", op, cerr)
-	}
-	return err
+	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
+		return generated.CuvsIvfSqIndexGetCenters(idx.h, mt)
+	})
 }
 
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
