@@ -64,8 +64,8 @@ type Index struct {
 	dtype  dlpack.DataType
 	metric safe.Metric
 
-	kit.Life                 // Close, cleanup, searches, the dataset's borrow or copy
-	slices   hostsearch.Pool // SearchSlice's device buffers
+	life   kit.Life        // Close, cleanup, searches, the dataset's borrow or copy
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -74,7 +74,7 @@ func newIndex(op string) (*Index, error) {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h}
-	kit.Start(&idx.Life, idx, "bruteforce.Index(%p)", liveIndexes, func() error { return generated.CuvsBruteForceIndexDestroy(h) })
+	kit.Start(&idx.life, idx, "bruteforce.Index(%p)", liveIndexes, func() error { return generated.CuvsBruteForceIndexDestroy(h) })
 	return idx, nil
 }
 
@@ -116,28 +116,28 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 		return nil, err
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = dv.Dim(0), dv.Dim(1), dv.DType(), p.Metric
-	idx.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
+	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
 	if host {
 		uv, free, err := kit.Upload(op, "dataset", res, &dv)
 		if err != nil {
-			idx.Fail()
+			idx.life.Fail()
 			return nil, err
 		}
-		idx.Own(free)
+		idx.life.Own(free)
 		dv = uv
 	} else {
 		// cuVS keeps a reference to the dataset: hold it until Close.
-		r, err := dv.Retain(idx.Label())
+		r, err := dv.Retain(idx.life.Label())
 		if err != nil {
-			idx.Fail()
+			idx.life.Fail()
 			return nil, kit.Argf(op, "dataset", "%w", err)
 		}
-		idx.Borrow(r)
+		idx.life.Borrow(r)
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsBruteForceBuild(h, t[0], kit.CMetric(p.Metric), p.MetricArg, idx.h)
 	}); err != nil {
-		idx.Fail()
+		idx.life.Fail()
 		return nil, err
 	}
 	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
@@ -195,10 +195,10 @@ func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, 
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	// The work is in search, whose many returns would make these defers
@@ -230,7 +230,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 // Serialize writes the index, with its dataset, to a file.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "bruteforce.Index.Serialize"
-	return kit.Serialize(op, res, &idx.Life, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsBruteForceSerialize(h, p, idx.h)
 	})
 }
@@ -253,11 +253,11 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err := kit.WithPath(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsBruteForceDeserialize(h, p, idx.h)
 	}); err != nil {
-		idx.Fail()
+		idx.life.Fail()
 		return nil, err
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
-	idx.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
+	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
 	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
@@ -318,7 +318,10 @@ func parseHeader(r *bufio.Reader) (header, error) {
 // twice, or closing the zero Index, is harmless; if freeing fails, a later
 // Close tries again. C call: cuvsBruteForceIndexDestroy.
 func (idx *Index) Close() error {
-	return idx.Life.Close("bruteforce.Index.Close", func() { _ = idx.slices.Close() })
+	if idx == nil {
+		return nil
+	}
+	return idx.life.Close("bruteforce.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

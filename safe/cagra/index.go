@@ -46,9 +46,9 @@ type Index struct {
 	onDisk      bool       // an ACE build that left the index on disk
 	exactMu     sync.Mutex // builds left.exact
 
-	kit.Life                 // Close, cleanup, searches, Extend, the dataset and graph views
-	exact    *exactSlot      // the exact path's brute-force index, once built; released with the index
-	slices   hostsearch.Pool // SearchSlice's device buffers
+	life   kit.Life        // Close, cleanup, searches, Extend, the dataset and graph views
+	exact  *exactSlot      // the exact path's brute-force index, once built; released with the index
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 // exactSlot holds the exact path's index apart from the Index, so that the
@@ -66,8 +66,8 @@ func newIndex(op string) (*Index, error) {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h, exact: &exactSlot{}}
-	kit.Start(&idx.Life, idx, "cagra.Index(%p)", liveIndexes, func() error { return generated.CuvsCagraIndexDestroy(h) })
-	idx.OnRelease(idx.exact.release)
+	kit.Start(&idx.life, idx, "cagra.Index(%p)", liveIndexes, func() error { return generated.CuvsCagraIndexDestroy(h) })
+	idx.life.OnRelease(idx.exact.release)
 	return idx, nil
 }
 
@@ -124,7 +124,7 @@ func (idx *Index) refuseOnDisk(op string) error {
 }
 
 // fail destroys a half-made index.
-func (idx *Index) fail() { idx.Fail() }
+func (idx *Index) fail() { idx.life.Fail() }
 
 // keepsReference reports whether cuVS keeps a pointer to v's memory rather
 // than a copy: device-accessible memory whose rows are a multiple of 16
@@ -190,12 +190,12 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	if p.Compression == nil && keepsReference(&dv) {
-		r, err := dv.Retain(idx.Label())
+		r, err := dv.Retain(idx.life.Label())
 		if err != nil {
 			idx.fail()
 			return nil, kit.Argf(op, "dataset", "%w", err)
 		}
-		idx.Borrow(r)
+		idx.life.Borrow(r)
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraBuild(h, cp.p, t[0], idx.h)
@@ -269,12 +269,12 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		if v == &dv && !keepsReference(v) {
 			continue
 		}
-		r, err := v.Retain(idx.Label())
+		r, err := v.Retain(idx.life.Label())
 		if err != nil {
 			idx.fail()
 			return nil, kit.Argf(op, "graph/dataset", "%w", err)
 		}
-		idx.Borrow(r)
+		idx.life.Borrow(r)
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
@@ -340,7 +340,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		return err
 	}
 	added := av.Dim(0)
-	return idx.Exclusive(op, func() error {
+	return idx.life.Exclusive(op, func() error {
 		// The exact path's brute-force index reads the old dataset.
 		idx.exact.release()
 		var cp generated.CuvsCagraExtendParams_t
@@ -395,10 +395,10 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "cagra.Index.Search"
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	// The work is in search, whose many returns would make these defers
@@ -467,10 +467,10 @@ func (idx *Index) SerializeToHnswlib(res *safe.Resources, path string) error {
 }
 
 func (idx *Index) write(op string, res *safe.Resources, path string, f func(generated.CuvsResources_t, *byte) error) error {
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	if err := idx.refuseOnDisk(op); err != nil {
 		return err
 	}
@@ -537,10 +537,10 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		if x == nil {
 			return nil, kit.Argf(op, "indexes", "entry %d is nil", i)
 		}
-		if err := x.Enter(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
+		if err := x.life.Enter(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
 			return nil, err
 		}
-		defer x.Leave()
+		defer x.life.Leave()
 		if err := x.refuseOnDisk(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
 			return nil, err
 		}
@@ -613,7 +613,7 @@ func (idx *Index) Graph() (dlpack.View, error) {
 }
 
 func (idx *Index) internalView(op string, get func(generated.CuvsCagraIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
-	return idx.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
+	return idx.life.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
 }
 
 // Close frees the index, waiting for the searches and the Extend in
@@ -623,7 +623,10 @@ func (idx *Index) internalView(op string, get func(generated.CuvsCagraIndex_t, *
 // harmless; if freeing the index fails, the index keeps its borrows and a
 // later Close tries again. C call: cuvsCagraIndexDestroy.
 func (idx *Index) Close() error {
-	return idx.Life.Close("cagra.Index.Close", func() { _ = idx.slices.Close() })
+	if idx == nil {
+		return nil
+	}
+	return idx.life.Close("cagra.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // ErrOnDisk is wrapped by the refusals of an index that an ACE build left

@@ -45,8 +45,8 @@ type Index struct {
 	nLists int64
 	dtype  dlpack.DataType
 
-	kit.Life                 // Close, cleanup, searches, Extend
-	slices   hostsearch.Pool // SearchSlice's device buffers
+	life   kit.Life        // Close, cleanup, searches, Extend
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -55,12 +55,12 @@ func newIndex(op string) (*Index, error) {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h}
-	kit.Start(&idx.Life, idx, "ivfflat.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfFlatIndexDestroy(h) })
+	kit.Start(&idx.life, idx, "ivfflat.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfFlatIndexDestroy(h) })
 	return idx, nil
 }
 
 // fail destroys a half-made index.
-func (idx *Index) fail() { idx.Fail() }
+func (idx *Index) fail() { idx.life.Fail() }
 
 // refresh reads the lists and dimension from the library, and the dtype
 // from the handle, lanes 0 read as 1 (cuvsIvfFlatDeserialize sets code and
@@ -194,7 +194,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 			return kit.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
 		}
 	}
-	return idx.Exclusive(op, func() error {
+	return idx.life.Exclusive(op, func() error {
 		if ids == nil {
 			seq := make([]int64, n)
 			base := idx.rows.Load()
@@ -245,10 +245,10 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "ivfflat.Index.Search"
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
@@ -303,10 +303,10 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
 		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
@@ -318,7 +318,7 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 // Serialize writes the index to a file (cuvsIvfFlatSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfflat.Index.Serialize"
-	return kit.Serialize(op, res, &idx.Life, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfFlatSerialize(h, p, idx.h)
 	})
 }
@@ -387,7 +387,10 @@ func readSize(path string) (int64, error) {
 // flight. Closing twice, or closing the zero Index, is harmless; if freeing
 // fails, a later Close tries again. C call: cuvsIvfFlatIndexDestroy.
 func (idx *Index) Close() error {
-	return idx.Life.Close("ivfflat.Index.Close", func() { _ = idx.slices.Close() })
+	if idx == nil {
+		return nil
+	}
+	return idx.life.Close("ivfflat.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

@@ -52,8 +52,8 @@ type Index struct {
 	layout                       CodesLayout
 	layoutKnown                  bool // false after Deserialize: the C API has no getter
 
-	kit.Life                 // Close, cleanup, searches, Extend, the views
-	slices   hostsearch.Pool // SearchSlice's device buffers
+	life   kit.Life        // Close, cleanup, searches, Extend, the views
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -62,12 +62,12 @@ func newIndex(op string) (*Index, error) {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h}
-	kit.Start(&idx.Life, idx, "ivfpq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfPqIndexDestroy(h) })
+	kit.Start(&idx.life, idx, "ivfpq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfPqIndexDestroy(h) })
 	return idx, nil
 }
 
 // fail destroys a half-made index.
-func (idx *Index) fail() { idx.Fail() }
+func (idx *Index) fail() { idx.life.Fail() }
 
 func packDType(d dlpack.DataType) uint32 {
 	return uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16
@@ -261,12 +261,12 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		return nil, err
 	}
 	for i := range vs {
-		r, err := vs[i].Retain(idx.Label())
+		r, err := vs[i].Retain(idx.life.Label())
 		if err != nil {
 			idx.fail()
 			return nil, kit.Argf(op, rules[i].Arg, "%w", err)
 		}
-		idx.Borrow(r)
+		idx.life.Borrow(r)
 	}
 	in := []*dlpack.View{&vs[0], &vs[1], &vs[2], &vs[3]}
 	if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
@@ -381,7 +381,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 			return kit.Argf(op, "ids", "%s memory with vectors in %s memory: both must be host or both device memory", iv.Device(), vv.Device())
 		}
 	}
-	return idx.Exclusive(op, func() error {
+	return idx.life.Exclusive(op, func() error {
 		iv := iv
 		if ids == nil {
 			gen := make([]int64, n)
@@ -440,10 +440,10 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
 	const op = "ivfpq.Index.Search"
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	return idx.search(op, c, res, params, queries, neighbors, distances)
@@ -506,10 +506,10 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if input == nil || labels == nil || codes == nil {
 		return kit.Argf(op, "input/labels/codes", "nil tensor")
 	}
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	iv, err := input.View()
 	if err != nil {
 		return kit.Argf(op, "input", "%w", err)
@@ -571,10 +571,10 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 // cuvsStreamSync into Go memory).
 func (idx *Index) ListSizesToHost(res *safe.Resources) ([]uint32, error) {
 	const op = "ivfpq.Index.ListSizesToHost"
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	return idx.listSizes(op, res)
 }
 
@@ -617,10 +617,10 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if codes == nil {
 		return kit.Argf(op, "codes", "nil")
 	}
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	if int64(label) >= idx.nLists {
 		return kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
@@ -664,7 +664,7 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfpq.Index.Serialize"
-	return kit.Serialize(op, res, &idx.Life, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfPqSerialize(h, p, idx.h)
 	})
 }
@@ -723,10 +723,10 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersDstRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
 		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
@@ -785,7 +785,7 @@ func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
 }
 
 func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
-	return idx.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
+	return idx.life.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
 }
 
 // Close frees the index, waiting for the searches and the Extend in
@@ -795,7 +795,10 @@ func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *
 // Index, is harmless; if freeing the index fails, the index keeps its
 // borrows and a later Close tries again. C call: cuvsIvfPqIndexDestroy.
 func (idx *Index) Close() error {
-	return idx.Life.Close("ivfpq.Index.Close", func() { _ = idx.slices.Close() })
+	if idx == nil {
+		return nil
+	}
+	return idx.life.Close("ivfpq.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

@@ -1,6 +1,7 @@
 package ivfpq
 
 import (
+	"fmt"
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
@@ -30,10 +31,10 @@ type Prepared struct {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut) (*Prepared, error) {
 	const op = "ivfpq.Index.Prepare"
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	sp, err := idx.checkSearch(op, params)
 	if err != nil {
 		return nil, err
@@ -57,12 +58,15 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 // synchronized (Results does it). It allocates nothing and makes one C call
 // (cuvsIvfPqSearch).
 func (p *Prepared) Run(res *safe.Resources) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfpq.Prepared.Run")
+	}
 	const op = "ivfpq.Prepared.Run"
 	s := p.s
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := p.idx.Enter(op); err != nil {
+	if err := p.idx.life.Enter(op); err != nil {
 		s.Leave()
 		return err
 	}
@@ -72,7 +76,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.Leave()
+	p.idx.life.Leave()
 	s.Leave()
 	return err
 }
@@ -81,6 +85,9 @@ func (p *Prepared) Run(res *safe.Resources) error {
 // or device memory) into the bound queries and waits for the copy
 // (cuvsMatrixCopy, cuvsStreamSync).
 func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfpq.Prepared.SetQueries")
+	}
 	return p.s.SetQueries(res, src)
 }
 
@@ -88,9 +95,22 @@ func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
 // be nil; the prepared shapes and element types; host or device memory) and
 // waits for the search and the copies.
 func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfpq.Prepared.Results")
+	}
 	return p.s.Results(res, neighbors, distances)
 }
 
 // Close ends the Prepared's borrows, waiting for a Run or copy in flight.
 // Closing twice is harmless.
-func (p *Prepared) Close() error { return p.s.Close() }
+func (p *Prepared) Close() error {
+	if p == nil || p.s == nil {
+		return nil
+	}
+	return p.s.Close()
+}
+
+// errZero is the error of a method of a Prepared not made by Prepare.
+func errZero(op string) error {
+	return fmt.Errorf("%s: %w (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
+}

@@ -46,8 +46,8 @@ type Index struct {
 	nLists int64
 	dtype  atomic.Uint32 // packed code, bits, lanes; changed by Extend after Deserialize
 
-	kit.Life                 // Close, cleanup, searches, Extend
-	slices   hostsearch.Pool // SearchSlice's device buffers
+	life   kit.Life        // Close, cleanup, searches, Extend
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -56,12 +56,12 @@ func newIndex(op string) (*Index, error) {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h}
-	kit.Start(&idx.Life, idx, "ivfsq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfSqIndexDestroy(h) })
+	kit.Start(&idx.life, idx, "ivfsq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfSqIndexDestroy(h) })
 	return idx, nil
 }
 
 // fail destroys a half-made index.
-func (idx *Index) fail() { idx.Fail() }
+func (idx *Index) fail() { idx.life.Fail() }
 
 // refresh reads size, lists and dimension from the library and the dtype
 // from the handle (lanes 0, which cuVS leaves, read as 1; all zero after
@@ -200,7 +200,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		}
 		pass = true
 	}
-	return idx.Exclusive(op, func() error {
+	return idx.life.Exclusive(op, func() error {
 		if ids == nil && idx.rows.Load() > 0 {
 			seq := make([]int64, n)
 			base := idx.rows.Load()
@@ -272,10 +272,10 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	const op = "ivfsq.Index.Search"
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
@@ -330,10 +330,10 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := idx.Enter(op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.Leave()
+	defer idx.life.Leave()
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
 		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
@@ -345,7 +345,7 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "ivfsq.Index.Serialize"
-	return kit.Serialize(op, res, &idx.Life, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfSqSerialize(h, p, idx.h)
 	})
 }
@@ -382,7 +382,10 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 // flight. Closing twice, or closing the zero Index, is harmless; if freeing
 // fails, a later Close tries again. C call: cuvsIvfSqIndexDestroy.
 func (idx *Index) Close() error {
-	return idx.Life.Close("ivfsq.Index.Close", func() { _ = idx.slices.Close() })
+	if idx == nil {
+		return nil
+	}
+	return idx.life.Close("ivfsq.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
