@@ -9,7 +9,9 @@ import (
 
 func TestSharedExclusiveClose(t *testing.T) {
 	var s State
-	if !s.Enter() || !s.Enter() || s.InFlight() != 2 {
+	first := s.Enter()
+	second := s.Enter()
+	if !first || !second || s.InFlight() != 2 {
 		t.Fatal("two shared uses should enter")
 	}
 	s.Leave()
