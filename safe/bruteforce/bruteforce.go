@@ -145,16 +145,36 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 }
 
 // Rows returns the number of rows indexed.
-func (idx *Index) Rows() int { return int(idx.rows) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows)
+}
 
 // Dim returns the dimension of the vectors.
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // DType returns the element type of the vectors.
-func (idx *Index) DType() dlpack.DataType { return idx.dtype }
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return idx.dtype
+}
 
 // Metric returns the distance the index was built with.
-func (idx *Index) Metric() safe.Metric { return idx.metric }
+func (idx *Index) Metric() safe.Metric {
+	if idx == nil {
+		return 0
+	}
+	return idx.metric
+}
 
 // checkFilter refuses, before any C call, what cuVS does wrong or refuses
 // late with a filter: more neighbors than the filter lets through (cuVS
@@ -191,6 +211,9 @@ func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
 // filtered search has no other). The results are ready once res's stream
 // is synchronized (res.Sync). It calls cuvsBruteForceSearch.
 func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if idx == nil {
+		return kit.NilIndex("bruteforce.Index.Search")
+	}
 	const op = "bruteforce.Index.Search"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -229,6 +252,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 
 // Serialize writes the index, with its dataset, to a file.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("bruteforce.Index.Serialize")
+	}
 	const op = "bruteforce.Index.Serialize"
 	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsBruteForceSerialize(h, p, idx.h)

@@ -26,6 +26,9 @@ type Prepared struct {
 // least k rows through for every query), and binds the tensors for repeated
 // Runs.
 func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("bruteforce.Index.Prepare")
+	}
 	const op = "bruteforce.Index.Prepare"
 	if err := idx.life.Enter(op); err != nil {
 		return nil, err

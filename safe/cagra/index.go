@@ -293,16 +293,36 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 
 // Rows returns the number of rows indexed (cuvsCagraIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Rows() int { return int(idx.rows.Load()) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
 
 // Dim returns the vectors' dimension (cuvsCagraIndexGetDims).
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree).
-func (idx *Index) GraphDegree() int { return int(idx.degree.Load()) }
+func (idx *Index) GraphDegree() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.degree.Load())
+}
 
 // DType returns the element type of the vectors.
-func (idx *Index) DType() dlpack.DataType { return idx.dtype }
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return idx.dtype
+}
 
 // Extend adds rows to the index (cuvsCagraExtend): additional holds them,
 // of the index's element type and dimension, in host or device memory
@@ -317,6 +337,9 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 // cuvsStreamSync.
 // Nil params means cuVS's defaults (DefaultExtendParams).
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *ExtendParams) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.Extend")
+	}
 	const op = "cagra.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -394,6 +417,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // cuvsMatrixCopy/cuvsStreamSync where results pass through the host.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.Search")
+	}
 	const op = "cagra.Index.Search"
 	if err := idx.life.Enter(op); err != nil {
 		return err
@@ -451,6 +477,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // Serialize writes the index to a file, with its dataset when
 // includeDataset is true (cuvsCagraSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.Serialize")
+	}
 	const op = "cagra.Index.Serialize"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsCagraSerialize(h, p, idx.h, includeDataset)
@@ -460,6 +489,9 @@ func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset boo
 // SerializeToHnswlib writes the index in hnswlib's format
 // (cuvsCagraSerializeToHnswlib), for CPU search with hnswlib.
 func (idx *Index) SerializeToHnswlib(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.SerializeToHnswlib")
+	}
 	const op = "cagra.Index.SerializeToHnswlib"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsCagraSerializeToHnswlib(h, p, idx.h)
@@ -603,12 +635,18 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 // while it is bound to a call or retained (by an index made with
 // IndexFromArgs, say), the index refuses Close and Extend.
 func (idx *Index) Dataset() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("cagra.Index.Dataset")
+	}
 	return idx.internalView("cagra.Index.Dataset", generated.CuvsCagraIndexGetDataset)
 }
 
 // Graph returns a read-only view of the index's graph, rows × degree uint32
 // in device memory (cuvsCagraIndexGetGraph). It expires as Dataset's does.
 func (idx *Index) Graph() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("cagra.Index.Graph")
+	}
 	return idx.internalView("cagra.Index.Graph", generated.CuvsCagraIndexGetGraph)
 }
 

@@ -40,6 +40,9 @@ type Prepared struct {
 // exact brute-force searches, which allocate and may synchronize the stream.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("cagra.Index.Prepare")
+	}
 	const op = "cagra.Index.Prepare"
 	if err := idx.life.Enter(op); err != nil {
 		return nil, err

@@ -140,16 +140,36 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 // Rows returns the number of rows indexed. The C API has no size getter:
 // the count is kept by Build and Extend, and read from the file by
 // Deserialize.
-func (idx *Index) Rows() int { return int(idx.rows.Load()) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
 
 // Dim returns the vectors' dimension (cuvsIvfFlatIndexGetDim).
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // NLists returns the number of lists (cuvsIvfFlatIndexGetNLists).
-func (idx *Index) NLists() int { return int(idx.nLists) }
+func (idx *Index) NLists() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.nLists)
+}
 
 // DType returns the element type of the vectors.
-func (idx *Index) DType() dlpack.DataType { return idx.dtype }
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return idx.dtype
+}
 
 // Extend adds rows (n × Dim() of the index's element type, device memory,
 // copied) with ids, an int64 device vector of n ids, or, with ids nil, the
@@ -167,6 +187,9 @@ func (idx *Index) DType() dlpack.DataType { return idx.dtype }
 // C calls: cuvsRMMAlloc/Free (ids nil), cuvsMatrixCopy, cuvsIvfFlatExtend,
 // cuvsStreamSync.
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
+	if idx == nil {
+		return kit.NilIndex("ivfflat.Index.Extend")
+	}
 	const op = "ivfflat.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -244,6 +267,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // C calls: cuvsIvfFlatSearch.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if idx == nil {
+		return kit.NilIndex("ivfflat.Index.Search")
+	}
 	const op = "ivfflat.Index.Search"
 	if err := idx.life.Enter(op); err != nil {
 		return err
@@ -292,6 +318,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // C calls: cuvsIvfFlatIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfflat.Index.Centers")
+	}
 	const op = "ivfflat.Index.Centers"
 	if dst == nil {
 		return kit.Argf(op, "dst", "nil")
@@ -317,6 +346,9 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 
 // Serialize writes the index to a file (cuvsIvfFlatSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("ivfflat.Index.Serialize")
+	}
 	const op = "ivfflat.Index.Serialize"
 	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfFlatSerialize(h, p, idx.h)

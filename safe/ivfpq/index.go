@@ -286,39 +286,84 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 
 // Rows returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Rows() int { return int(idx.rows.Load()) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
 
 // Dim returns the vectors' dimension (cuvsIvfPqIndexGetDim).
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // NLists returns the number of inverted lists (cuvsIvfPqIndexGetNLists).
-func (idx *Index) NLists() int { return int(idx.nLists) }
+func (idx *Index) NLists() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.nLists)
+}
 
 // PQDim returns the number of PQ sub-spaces, the codes per vector
 // (cuvsIvfPqIndexGetPqDim).
-func (idx *Index) PQDim() int { return int(idx.pqDim) }
+func (idx *Index) PQDim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.pqDim)
+}
 
 // PQBits returns the bits per PQ code (cuvsIvfPqIndexGetPqBits).
-func (idx *Index) PQBits() int { return int(idx.pqBits) }
+func (idx *Index) PQBits() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.pqBits)
+}
 
 // PQLen returns the length of a PQ sub-space, ceil(Dim/PQDim)
 // (cuvsIvfPqIndexGetPqLen).
-func (idx *Index) PQLen() int { return int(idx.pqLen) }
+func (idx *Index) PQLen() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.pqLen)
+}
 
 // RotDim returns the dimension of the rotated space, PQLen × PQDim.
-func (idx *Index) RotDim() int { return int(idx.pqLen * idx.pqDim) }
+func (idx *Index) RotDim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.pqLen * idx.pqDim)
+}
 
 // CodeBytes returns the bytes of one vector's packed codes,
 // ceil(PQDim × PQBits / 8): the width of Transform's and UnpackListCodes's
 // codes.
-func (idx *Index) CodeBytes() int { return int((idx.pqDim*idx.pqBits + 7) / 8) }
+func (idx *Index) CodeBytes() int {
+	if idx == nil {
+		return 0
+	}
+	return int((idx.pqDim*idx.pqBits + 7) / 8)
+}
 
 // DType returns the element type of the vectors the index was built or
 // extended with, or the zero DataType while it is unknown: cuVS records it
 // in Build and the first Extend, not in BuildPrecomputed or Deserialize.
 // While it is unknown, Search, Extend and Transform accept any of float32,
 // float16, int8 and uint8.
-func (idx *Index) DType() dlpack.DataType { return unpackDType(idx.dtype.Load()) }
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return unpackDType(idx.dtype.Load())
+}
 
 // checkDType checks an input's element type against the index's, when
 // known.
@@ -348,6 +393,9 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 // those of safe.DeviceVectorFrom and its Close (cuvsRMMAlloc,
 // cuvsMatrixCopy, cuvsStreamSync, cuvsRMMFree).
 func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Extend")
+	}
 	const op = "ivfpq.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -439,6 +487,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // which cuVS copies).
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Search")
+	}
 	const op = "ivfpq.Index.Search"
 	if err := idx.life.Enter(op); err != nil {
 		return err
@@ -502,6 +553,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // nearest list, codes (n × CodeBytes() uint8) its packed PQ codes. All in
 // device memory; ready once res is synchronized.
 func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, codes dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Transform")
+	}
 	const op = "ivfpq.Index.Transform"
 	if input == nil || labels == nil || codes == nil {
 		return kit.Argf(op, "input/labels/codes", "nil tensor")
@@ -570,6 +624,9 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 // index (cuvsIvfPqIndexGetListSizes, then cuvsMatrixCopy and
 // cuvsStreamSync into Go memory).
 func (idx *Index) ListSizesToHost(res *safe.Resources) ([]uint32, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("ivfpq.Index.ListSizesToHost")
+	}
 	const op = "ivfpq.Index.ListSizesToHost"
 	if err := idx.life.Enter(op); err != nil {
 		return nil, err
@@ -613,6 +670,9 @@ func (idx *Index) listSizes(op string, res *safe.Resources) ([]uint32, error) {
 // C calls: cuvsIvfPqIndexGetListSizes, cuvsMatrixCopy, cuvsStreamSync (to
 // check the range), cuvsIvfPqIndexUnpackContiguousListData.
 func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, codes dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.UnpackListCodes")
+	}
 	const op = "ivfpq.Index.UnpackListCodes"
 	if codes == nil {
 		return kit.Argf(op, "codes", "nil")
@@ -663,6 +723,9 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Serialize")
+	}
 	const op = "ivfpq.Index.Serialize"
 	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfPqSerialize(h, p, idx.h)
@@ -712,6 +775,9 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 // C calls: cuvsIvfPqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Centers")
+	}
 	const op = "ivfpq.Index.Centers"
 	if dst == nil {
 		return kit.Argf(op, "dst", "nil")
@@ -739,30 +805,45 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 // NLists × round_up(Dim+1, 8) float32, each row the centre, its squared
 // norm and zeros (cuvsIvfPqIndexGetCentersPadded).
 func (idx *Index) CentersPadded() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.CentersPadded")
+	}
 	return idx.internalView("ivfpq.Index.CentersPadded", generated.CuvsIvfPqIndexGetCentersPadded)
 }
 
 // PQCenters returns a view of the PQ codebooks, float32 [PQDim (or NLists
 // for PerCluster codebooks), PQLen, 2^PQBits] (cuvsIvfPqIndexGetPqCenters).
 func (idx *Index) PQCenters() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.PQCenters")
+	}
 	return idx.internalView("ivfpq.Index.PQCenters", generated.CuvsIvfPqIndexGetPqCenters)
 }
 
 // CentersRot returns a view of the centres in the rotated space, NLists ×
 // RotDim float32 (cuvsIvfPqIndexGetCentersRot).
 func (idx *Index) CentersRot() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.CentersRot")
+	}
 	return idx.internalView("ivfpq.Index.CentersRot", generated.CuvsIvfPqIndexGetCentersRot)
 }
 
 // RotationMatrix returns a view of the rotation, RotDim × Dim float32
 // (cuvsIvfPqIndexGetRotationMatrix).
 func (idx *Index) RotationMatrix() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.RotationMatrix")
+	}
 	return idx.internalView("ivfpq.Index.RotationMatrix", generated.CuvsIvfPqIndexGetRotationMatrix)
 }
 
 // ListSizes returns a view of the lists' sizes, NLists uint32 in device
 // memory (cuvsIvfPqIndexGetListSizes); ListSizesToHost copies them.
 func (idx *Index) ListSizes() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.ListSizes")
+	}
 	return idx.internalView("ivfpq.Index.ListSizes", generated.CuvsIvfPqIndexGetListSizes)
 }
 
@@ -772,6 +853,9 @@ func (idx *Index) ListSizes() (dlpack.View, error) {
 // are cuVS's filler. The index must hold rows (cuVS allocates no lists
 // before).
 func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.ListIndices")
+	}
 	const op = "ivfpq.Index.ListIndices"
 	if int64(label) >= idx.nLists {
 		return dlpack.View{}, kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)

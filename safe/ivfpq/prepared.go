@@ -30,6 +30,9 @@ type Prepared struct {
 // not exceed the index's size when prepared.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut) (*Prepared, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("ivfpq.Index.Prepare")
+	}
 	const op = "ivfpq.Index.Prepare"
 	if err := idx.life.Enter(op); err != nil {
 		return nil, err

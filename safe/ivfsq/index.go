@@ -133,19 +133,37 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 
 // Rows returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
 // after every change).
-func (idx *Index) Rows() int { return int(idx.rows.Load()) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
 
 // Dim returns the vectors' dimension (cuvsIvfSqIndexGetDim).
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // NLists returns the number of lists (cuvsIvfSqIndexGetNLists).
-func (idx *Index) NLists() int { return int(idx.nLists) }
+func (idx *Index) NLists() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.nLists)
+}
 
 // DType returns the element type the index was built (or first extended)
 // from. cuVS does not keep it in the file: it is the zero DataType after
 // Deserialize until an Extend. It constrains nothing: the index holds
 // codes, and Search and Extend take float32 or float16 alike.
 func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
 	v := idx.dtype.Load()
 	return dlpack.DataType{Code: dlpack.TypeCode(v & 0xff), Bits: uint8(v >> 8), Lanes: uint16(v >> 16)}
 }
@@ -167,6 +185,9 @@ func (idx *Index) DType() dlpack.DataType {
 // GetNLists/GetDim (and cuvsRMMAlloc/Free, cuvsMatrixCopy for device ids
 // made by the package).
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
+	if idx == nil {
+		return kit.NilIndex("ivfsq.Index.Extend")
+	}
 	const op = "ivfsq.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -271,6 +292,9 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // C calls: cuvsIvfSqSearch.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if idx == nil {
+		return kit.NilIndex("ivfsq.Index.Search")
+	}
 	const op = "ivfsq.Index.Search"
 	if err := idx.life.Enter(op); err != nil {
 		return err
@@ -319,6 +343,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // C calls: cuvsIvfSqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfsq.Index.Centers")
+	}
 	const op = "ivfsq.Index.Centers"
 	if dst == nil {
 		return kit.Argf(op, "dst", "nil")
@@ -344,6 +371,9 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("ivfsq.Index.Serialize")
+	}
 	const op = "ivfsq.Index.Serialize"
 	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfSqSerialize(h, p, idx.h)

@@ -26,6 +26,9 @@ type Prepared struct {
 // for repeated Runs.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("ivfsq.Index.Prepare")
+	}
 	const op = "ivfsq.Index.Prepare"
 	if err := idx.life.Enter(op); err != nil {
 		return nil, err

@@ -216,3 +216,7 @@ func (l *Life) Close(op string, before ...func()) error {
 	l.destroyed = true
 	return nil
 }
+
+// NilIndex is the error of a method called on a nil *Index (the result of
+// a failed Build, say).
+func NilIndex(op string) error { return Argf(op, "index", "nil *Index") }
