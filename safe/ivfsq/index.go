@@ -87,6 +87,23 @@ func (idx *Index) refresh(op string) error {
 	return nil
 }
 
+// refreshExtended reads what an Extend changes, the size and the dtype
+// (both atomic: searches read them meanwhile, outside the Extend); the
+// lists and dimension stay.
+func (idx *Index) refreshExtended(op string) error {
+	var size int64
+	if err := generated.CuvsIvfSqIndexGetSize(idx.h, &size); err != nil {
+		return kit.Wrap(op, err)
+	}
+	idx.rows.Store(size)
+	d := idx.h.Dtype
+	if d.Lanes == 0 && d.Bits != 0 {
+		d.Lanes = 1
+	}
+	idx.dtype.Store(uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16)
+	return nil
+}
+
 // Build trains NLists centers by k-means and an 8-bit scalar quantiser on
 // dataset (rows × dim, float32 or float16, row-major, host or device
 // memory) and, with p.AddDataOnBuild, encodes its rows with ids
@@ -247,7 +264,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			return generated.CuvsIvfSqExtend(h, t[0], t[1], idx.h)
 		})
-		if rerr := idx.refresh(op); err == nil {
+		if rerr := idx.refreshExtended(op); err == nil {
 			err = rerr
 		}
 		return err
