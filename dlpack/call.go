@@ -117,13 +117,21 @@ func (c Call) live() bool { return c.s != nil && c.s.gen.Load() == c.gen }
 // In binds a read-only view as an input of the call and returns the tensor
 // to hand to C. v is stamped with the call: after End, v.Err() reports
 // ErrExpired.
-func (c Call) In(v *View) (*generated.DLManagedTensor, error) { return c.bind(v, false, "Call.In") }
+func (c Call) In(v *View) (*generated.DLManagedTensor, error) {
+	if v == nil {
+		return nil, nilTensor("Call.In")
+	}
+	return c.bind(v, false, "Call.In")
+}
 
 // Out binds a writable view as an output of the call and returns the tensor
 // to hand to C. It fails with ErrAliased when m overlaps a view already bound
 // to the call (and In fails when its view overlaps a bound ViewMut). m is
 // stamped with the call: after End, m.Err() reports ErrExpired.
 func (c Call) Out(m *ViewMut) (*generated.DLManagedTensor, error) {
+	if m == nil {
+		return nil, nilTensor("Call.Out")
+	}
 	return c.bind(&m.v, true, "Call.Out")
 }
 

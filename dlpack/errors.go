@@ -56,6 +56,11 @@ func (e *Error) Error() string {
 // Unwrap returns e.Kind.
 func (e *Error) Unwrap() error { return e.Kind }
 
+// nilTensor is the error of a method called on a typed nil tensor.
+func nilTensor(op string) error {
+	return newError(ErrInvalidMetadata, op, "tensor", nil, "a nil pointer")
+}
+
 func newError(kind error, op, field string, value any, reason string) *Error {
 	return &Error{Kind: kind, Op: op, Field: field, Value: value, Reason: reason}
 }

@@ -28,18 +28,34 @@ func (h *HostVector[T]) Data() []T { return h.data }
 func (h *HostVector[T]) Len() int { return len(h.data) }
 
 // Owner returns the vector's owner, for retention and borrow checks.
-func (h *HostVector[T]) Owner() *Owner { return &h.owner }
+func (h *HostVector[T]) Owner() *Owner {
+	if h == nil {
+		return nil
+	}
+	return &h.owner
+}
 
 // Close marks the slice as no longer lent: see Owner.Close.
-func (h *HostVector[T]) Close() error { return h.owner.Close() }
+func (h *HostVector[T]) Close() error {
+	if h == nil {
+		return nil
+	}
+	return h.owner.Close()
+}
 
 // View returns a read-only view of the vector; ErrExpired after Close.
 func (h *HostVector[T]) View() (View, error) {
+	if h == nil {
+		return View{}, nilTensor("HostVector.View")
+	}
 	return hostView[T](&h.owner, h.data, int64(len(h.data)), 1, 1, "HostVector.View")
 }
 
 // ViewMut returns a writable view of the vector; ErrExpired after Close.
 func (h *HostVector[T]) ViewMut() (ViewMut, error) {
+	if h == nil {
+		return ViewMut{}, nilTensor("HostVector.ViewMut")
+	}
 	v, err := hostView[T](&h.owner, h.data, int64(len(h.data)), 1, 1, "HostVector.ViewMut")
 	return ViewMut{v}, err
 }
@@ -85,18 +101,34 @@ func (h *HostMatrix[T]) Cols() int { return int(h.cols) }
 func (h *HostMatrix[T]) Row(i int) []T { return h.data[int64(i)*h.cols : int64(i+1)*h.cols] }
 
 // Owner returns the matrix's owner, for retention and borrow checks.
-func (h *HostMatrix[T]) Owner() *Owner { return &h.owner }
+func (h *HostMatrix[T]) Owner() *Owner {
+	if h == nil {
+		return nil
+	}
+	return &h.owner
+}
 
 // Close marks the slice as no longer lent: see Owner.Close.
-func (h *HostMatrix[T]) Close() error { return h.owner.Close() }
+func (h *HostMatrix[T]) Close() error {
+	if h == nil {
+		return nil
+	}
+	return h.owner.Close()
+}
 
 // View returns a read-only view of the matrix; ErrExpired after Close.
 func (h *HostMatrix[T]) View() (View, error) {
+	if h == nil {
+		return View{}, nilTensor("HostMatrix.View")
+	}
 	return hostView[T](&h.owner, h.data, h.rows, h.cols, 2, "HostMatrix.View")
 }
 
 // ViewMut returns a writable view of the matrix; ErrExpired after Close.
 func (h *HostMatrix[T]) ViewMut() (ViewMut, error) {
+	if h == nil {
+		return ViewMut{}, nilTensor("HostMatrix.ViewMut")
+	}
 	v, err := hostView[T](&h.owner, h.data, h.rows, h.cols, 2, "HostMatrix.ViewMut")
 	return ViewMut{v}, err
 }

@@ -54,12 +54,20 @@ func deleteForeign(f foreign) {
 }
 
 // View returns a read-only view of the tensor; ErrExpired after Close.
-func (im *Imported) View() (View, error) { return im.view, im.view.check("Imported.View") }
+func (im *Imported) View() (View, error) {
+	if im == nil {
+		return View{}, nilTensor("Imported.View")
+	}
+	return im.view, im.view.check("Imported.View")
+}
 
 // ViewMut returns a writable view of the tensor (DLPack has no read-only
 // flag: the producer lends it writable). ErrExpired after Close; ErrAliased
 // when its strides reach an element twice.
 func (im *Imported) ViewMut() (ViewMut, error) {
+	if im == nil {
+		return ViewMut{}, nilTensor("Imported.ViewMut")
+	}
 	if err := im.view.check("Imported.ViewMut"); err != nil {
 		return ViewMut{}, err
 	}
@@ -72,17 +80,25 @@ func (im *Imported) ViewMut() (ViewMut, error) {
 }
 
 // Owner returns the owner the views are tied to (to retain them, say).
-func (im *Imported) Owner() *Owner { return &im.owner }
+func (im *Imported) Owner() *Owner {
+	if im == nil {
+		return nil
+	}
+	return &im.owner
+}
 
 // Close calls the producer's deleter (if it has one), exactly once, however
 // many times and from however many goroutines Close is called. It fails with
 // a *BorrowedError while a view is bound to a call or retained, and then does
 // nothing.
 func (im *Imported) Close() error {
+	if im == nil {
+		return nil
+	}
 	if err := im.owner.Close(); err != nil {
 		return err
 	}
-	if im.deleted.Swap(true) {
+	if im.deleted.Swap(true) || im.mt == nil {
 		return nil
 	}
 	im.cleanup.Stop()

@@ -73,6 +73,9 @@ func (o *Owner) Closed() bool { return o.closed.Load() }
 // memory is borrowed, and then changes nothing: the caller must not free the
 // storage. Closing a closed owner returns nil.
 func (o *Owner) Close() error {
+	if o == nil {
+		return nil
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed.Load() {
@@ -221,6 +224,7 @@ func (o *Owner) hold(r *Retention, op string) error {
 		return o.refusedLocked(op)
 	}
 	o.held = append(o.held, r)
+	r.counted = true
 	liveRetentions.Inc()
 	return nil
 }
@@ -232,12 +236,19 @@ type Retention struct {
 	by    string
 	mut   bool
 	ended atomic.Bool
-	pin   runtime.Pinner
-	data  unsafe.Pointer // keeps pinned Go memory reachable
+	// counted: made by a Retain (the zero Retention ends as a no-op)
+	counted bool
+	pin     runtime.Pinner
+	data    unsafe.Pointer // keeps pinned Go memory reachable
 }
 
 // By returns the holder's name.
-func (r *Retention) By() string { return r.by }
+func (r *Retention) By() string {
+	if r == nil {
+		return ""
+	}
+	return r.by
+}
 
 // End releases the borrow (and the pin of Go memory, for a retained view of
 // Go memory). Ending it again does nothing; it is safe from any goroutine.
@@ -245,8 +256,12 @@ func (r *Retention) End() {
 	if r == nil || r.ended.Swap(true) {
 		return
 	}
+	if !r.counted {
+		return // the zero Retention: nothing was retained
+	}
+	o := r.o
 	liveRetentions.Dec()
-	if o := r.o; o != nil {
+	if o != nil {
 		o.mu.Lock()
 		for i, h := range o.held {
 			if h == r {
@@ -280,6 +295,7 @@ func (v View) Retain(by string) (*Retention, error) {
 		}
 	}
 	if v.owner == nil {
+		r.counted = true
 		liveRetentions.Inc()
 	}
 	if v.device.Type == CPU && v.data != nil {

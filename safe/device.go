@@ -280,7 +280,7 @@ func (r *Resources) leave() {
 // Device returns the device r was bound to with OnDevice, and true; or
 // -1 and false for a handle that works on the thread's current device.
 func (r *Resources) Device() (int, bool) {
-	if r.dev == unbound {
+	if r == nil || r.dev == unbound {
 		return -1, false
 	}
 	return int(r.dev), true

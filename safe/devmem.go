@@ -172,13 +172,28 @@ func (m *DeviceMatrix[T]) Cols() int { return int(m.cols) }
 func (m *DeviceMatrix[T]) Device() dlpack.Device { return m.dev }
 
 // Owner returns the borrow state of the matrix's memory.
-func (m *DeviceMatrix[T]) Owner() *dlpack.Owner { return &m.owner }
+func (m *DeviceMatrix[T]) Owner() *dlpack.Owner {
+	if m == nil {
+		return nil
+	}
+	return &m.owner
+}
 
 // View returns a read-only view of the whole matrix.
-func (m *DeviceMatrix[T]) View() (dlpack.View, error) { return m.view, nil }
+func (m *DeviceMatrix[T]) View() (dlpack.View, error) {
+	if m == nil {
+		return dlpack.View{}, argf("safe.DeviceMatrix.View", "m", "nil *DeviceMatrix")
+	}
+	return m.view, nil
+}
 
 // ViewMut returns a writable view of the whole matrix.
-func (m *DeviceMatrix[T]) ViewMut() (dlpack.ViewMut, error) { return m.viewMut, nil }
+func (m *DeviceMatrix[T]) ViewMut() (dlpack.ViewMut, error) {
+	if m == nil {
+		return dlpack.ViewMut{}, argf("safe.DeviceMatrix.ViewMut", "m", "nil *DeviceMatrix")
+	}
+	return m.viewMut, nil
+}
 
 // RowsView returns a read-only view of rows [start, end), sharing the
 // matrix's memory and borrow state (no copy).
@@ -249,6 +264,9 @@ func (m *DeviceMatrix[T]) ToHost(res *Resources) ([]T, error) {
 // device, row-major or strided) into the matrix.
 func (m *DeviceMatrix[T]) CopyFrom(res *Resources, src dlpack.Tensor) error {
 	const op = "safe.DeviceMatrix.CopyFrom"
+	if src == nil {
+		return argf(op, "src", "nil")
+	}
 	sv, err := src.View()
 	if err != nil {
 		return argf(op, "src", "%w", err)
@@ -318,6 +336,9 @@ func copyBound(op string, res *Resources, src, dst *generated.DLManagedTensor) e
 // borrower, while the matrix is borrowed by a call or retained by an index.
 // Closing twice is harmless.
 func (m *DeviceMatrix[T]) Close() error {
+	if m == nil {
+		return nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.freed {
@@ -363,24 +384,57 @@ func DeviceVectorFrom[T dlpack.DType](res *Resources, data []T) (*DeviceVector[T
 }
 
 // Len returns the number of elements.
-func (v *DeviceVector[T]) Len() int { return v.m.Rows() }
+func (v *DeviceVector[T]) Len() int {
+	if v == nil || v.m == nil {
+		return 0
+	}
+	return v.m.Rows()
+}
 
 // Owner returns the borrow state of the vector's memory.
-func (v *DeviceVector[T]) Owner() *dlpack.Owner { return v.m.Owner() }
+func (v *DeviceVector[T]) Owner() *dlpack.Owner {
+	if v == nil || v.m == nil {
+		return nil
+	}
+	return v.m.Owner()
+}
 
 // View returns a rank-1 read-only view.
-func (v *DeviceVector[T]) View() (dlpack.View, error) { return v.view, nil }
+func (v *DeviceVector[T]) View() (dlpack.View, error) {
+	if v == nil {
+		return dlpack.View{}, argf("safe.DeviceVector.View", "v", "nil *DeviceVector")
+	}
+	return v.view, nil
+}
 
 // ViewMut returns a rank-1 writable view.
-func (v *DeviceVector[T]) ViewMut() (dlpack.ViewMut, error) { return v.viewMut, nil }
+func (v *DeviceVector[T]) ViewMut() (dlpack.ViewMut, error) {
+	if v == nil {
+		return dlpack.ViewMut{}, argf("safe.DeviceVector.ViewMut", "v", "nil *DeviceVector")
+	}
+	return v.viewMut, nil
+}
 
 // CopyFromHost copies src (Len() elements) into the vector.
 func (v *DeviceVector[T]) CopyFromHost(res *Resources, src []T) error {
+	if v == nil || v.m == nil {
+		return argf("safe.DeviceVector.CopyFromHost", "v", "a zero or nil DeviceVector (make one with NewDeviceVector)")
+	}
 	return v.m.CopyFromHost(res, src)
 }
 
 // CopyToHost copies the vector into dst (Len() elements).
-func (v *DeviceVector[T]) CopyToHost(res *Resources, dst []T) error { return v.m.CopyToHost(res, dst) }
+func (v *DeviceVector[T]) CopyToHost(res *Resources, dst []T) error {
+	if v == nil || v.m == nil {
+		return argf("safe.DeviceVector.CopyToHost", "v", "a zero or nil DeviceVector (make one with NewDeviceVector)")
+	}
+	return v.m.CopyToHost(res, dst)
+}
 
 // Close frees the memory (see DeviceMatrix.Close).
-func (v *DeviceVector[T]) Close() error { return v.m.Close() }
+func (v *DeviceVector[T]) Close() error {
+	if v == nil || v.m == nil {
+		return nil
+	}
+	return v.m.Close()
+}

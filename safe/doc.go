@@ -103,7 +103,7 @@
 // source location) and its full text with the stack trace (Text);
 // errors.Is(err, ErrCuvs) holds. An argument refused before any C call is
 // an *ArgError (errors.Is(err, ErrInvalidArgument)). The other sentinels:
-// ErrClosed, ErrBusy (an index busy with searches, or with an Extend),
+// ErrClosed, ErrBusy (a handle in use where waiting is not possible),
 // ErrVersion, ErrNotLoaded, ErrLibraryNotFound and ErrMissingSymbol (the
 // loaded library lacks a function: an older release, or a build without an
 // algorithm).

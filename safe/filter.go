@@ -184,7 +184,12 @@ func (f *Filter) AllowedFor(q int) int {
 }
 
 // Close frees the filter's device memory; it refuses while a search uses it.
-func (f *Filter) Close() error { return f.words.Close() }
+func (f *Filter) Close() error {
+	if f == nil || f.words == nil {
+		return nil
+	}
+	return f.words.Close()
+}
 
 // bind checks f (not nil) against an index of rows rows searched with
 // nQueries queries, binds its memory to call c and returns the C filter

@@ -86,16 +86,34 @@ func (m *PinnedMatrix[T]) Rows() int { return int(m.rows) }
 func (m *PinnedMatrix[T]) Cols() int { return int(m.cols) }
 
 // Owner returns the borrow state of the memory.
-func (m *PinnedMatrix[T]) Owner() *dlpack.Owner { return &m.owner }
+func (m *PinnedMatrix[T]) Owner() *dlpack.Owner {
+	if m == nil {
+		return nil
+	}
+	return &m.owner
+}
 
 // View returns a read-only view of the matrix.
-func (m *PinnedMatrix[T]) View() (dlpack.View, error) { return m.view, nil }
+func (m *PinnedMatrix[T]) View() (dlpack.View, error) {
+	if m == nil {
+		return dlpack.View{}, argf("safe.PinnedMatrix.View", "m", "nil *PinnedMatrix")
+	}
+	return m.view, nil
+}
 
 // ViewMut returns a writable view of the matrix.
-func (m *PinnedMatrix[T]) ViewMut() (dlpack.ViewMut, error) { return m.viewMut, nil }
+func (m *PinnedMatrix[T]) ViewMut() (dlpack.ViewMut, error) {
+	if m == nil {
+		return dlpack.ViewMut{}, argf("safe.PinnedMatrix.ViewMut", "m", "nil *PinnedMatrix")
+	}
+	return m.viewMut, nil
+}
 
 // Close frees the memory; it refuses while the matrix is borrowed.
 func (m *PinnedMatrix[T]) Close() error {
+	if m == nil {
+		return nil
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.freed {

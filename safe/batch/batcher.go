@@ -226,6 +226,9 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 // slices; SearchInto writes into the caller's.
 func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (neighbors []N, distances []float32, err error) {
 	const op = "batch.Batcher.Search"
+	if b == nil || b.b == nil {
+		return nil, nil, errZero(op)
+	}
 	in := b.b
 	if in.dim < 1 || len(queries) == 0 || len(queries)%in.dim != 0 {
 		return nil, nil, kit.Argf(op, "queries", "len %d is not a positive multiple of the dimension %d", len(queries), in.dim)
@@ -252,17 +255,40 @@ func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (neighbo
 // later. A search that failed returns its error to every request of its
 // batch. After Close began it returns an error wrapping safe.ErrClosed.
 func (b *Batcher[T, N]) SearchInto(ctx context.Context, queries []T, neighbors []N, distances []float32) error {
+	if b == nil || b.b == nil {
+		return errZero("batch.Batcher.SearchInto")
+	}
 	return b.b.search(ctx, "batch.Batcher.SearchInto", queries, neighbors, distances)
 }
 
 // Dim returns the width of a query.
-func (b *Batcher[T, N]) Dim() int { return b.b.dim }
+func (b *Batcher[T, N]) Dim() int {
+	if b == nil || b.b == nil {
+		return 0
+	}
+	return b.b.dim
+}
 
 // MaxK returns the largest k a request may ask for.
-func (b *Batcher[T, N]) MaxK() int { return b.b.maxK }
+func (b *Batcher[T, N]) MaxK() int {
+	if b == nil || b.b == nil {
+		return 0
+	}
+	return b.b.maxK
+}
 
 // MaxBatch returns the most rows a batch (and a request) may hold.
-func (b *Batcher[T, N]) MaxBatch() int { return b.b.maxBatch }
+func (b *Batcher[T, N]) MaxBatch() int {
+	if b == nil || b.b == nil {
+		return 0
+	}
+	return b.b.maxBatch
+}
+
+// errZero is the error of a method of a Batcher not made by New.
+func errZero(op string) error {
+	return fmt.Errorf("%s: %w (a Batcher not made by New)", op, safe.ErrClosed)
+}
 
 func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neighbors []N, distances []float32) error {
 	if b.dim < 1 || len(queries) == 0 || len(queries)%b.dim != 0 {
@@ -546,6 +572,9 @@ func (s Stats) Percentile(pct float64) int {
 
 // Stats returns the counts of the batches run so far.
 func (b *Batcher[T, N]) Stats() Stats {
+	if b == nil || b.b == nil {
+		return Stats{}
+	}
 	in := b.b
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -560,6 +589,9 @@ func (b *Batcher[T, N]) Stats() Stats {
 // for it (the slots it warms are not free).
 func (b *Batcher[T, N]) WarmUp() error {
 	const op = "batch.Batcher.WarmUp"
+	if b == nil || b.b == nil {
+		return errZero(op)
+	}
 	in := b.b
 	in.mu.Lock()
 	if in.closing {
@@ -591,6 +623,9 @@ func (b *Batcher[T, N]) WarmUp() error {
 //
 // C calls: cuvsRMMFree, cuvsRMMHostFree and cuvsResourcesDestroy, per slot.
 func (b *Batcher[T, N]) Close() error {
+	if b == nil || b.b == nil {
+		return nil
+	}
 	b.clean.Stop()
 	return b.b.close()
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
+	"github.com/cuvs-go/cuvs/safe/ivfsq"
 )
 
-// TestIVF searches an IVF-Flat and an IVF-PQ index through a Batcher from
+// TestIVF searches an IVF-Flat, an IVF-SQ and an IVF-PQ index through a Batcher from
 // many goroutines, one query per request, and checks each caller's ids
 // against a search of all the queries at once with the same parameters
 // (ties apart): an IVF search treats each query alone, so its results do
@@ -59,6 +60,21 @@ func TestIVF(t *testing.T) {
 		t.Fatal(err)
 	}
 	psp.NProbes = 4
+	sqp, err := ivfsq.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqp.NLists = 16
+	sq, err := ivfsq.Build(res, ds, &sqp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, sq)
+	ssp, err := ivfsq.DefaultSearchParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ssp.NProbes = 4
 
 	for _, c := range []struct {
 		name   string
@@ -67,6 +83,8 @@ func TestIVF(t *testing.T) {
 	}{
 		{"IVFFlat", func() (Searcher, error) { return IVFFlat(flat, &fsp, nil) },
 			func() (*safe.Results, error) { return ivfflat.SearchSlice(res, flat, &fsp, queries, k, nil) }},
+		{"IVFSQ", func() (Searcher, error) { return IVFSQ(sq, &ssp, nil) },
+			func() (*safe.Results, error) { return ivfsq.SearchSlice(res, sq, &ssp, queries, k, nil) }},
 		{"IVFPQ", func() (Searcher, error) { return IVFPQ(pq, &psp) },
 			func() (*safe.Results, error) { return ivfpq.SearchSlice(res, pq, &psp, queries, k) }},
 	} {
@@ -108,7 +126,7 @@ func TestIVF(t *testing.T) {
 			wg.Wait()
 		})
 	}
-	for name, err := range map[string]error{"IVFFlat": errOf(IVFFlat(nil, nil, nil)), "IVFPQ": errOf(IVFPQ(nil, nil))} {
+	for name, err := range map[string]error{"IVFFlat": errOf(IVFFlat(nil, nil, nil)), "IVFSQ": errOf(IVFSQ(nil, nil, nil)), "IVFPQ": errOf(IVFPQ(nil, nil))} {
 		var ae *safe.ArgError
 		if !errors.As(err, &ae) || ae.Arg != "idx" {
 			t.Errorf("%s(nil): %v", name, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
+	"github.com/cuvs-go/cuvs/safe/ivfsq"
 )
 
 // Searcher is what a Batcher searches: an index with its search parameters
@@ -15,7 +16,7 @@ import (
 // each slot with its own Resources, so SearchBatch must allow concurrent
 // calls on different Resources (every index of the safe layer does).
 //
-// CAGRA, BruteForce, IVFFlat and IVFPQ adapt this module's indexes; another
+// CAGRA, BruteForce, IVFFlat, IVFSQ and IVFPQ adapt this module's indexes; another
 // index type plugs in by implementing these five methods, usually in a few
 // lines around its Search.
 type Searcher interface {
@@ -125,8 +126,8 @@ func BruteForce(idx *bruteforce.Index, filter *safe.Filter) (Searcher, error) {
 // IVFFlat adapts an IVF-Flat index for a Batcher: every batch is searched
 // with params (copied; nil: cuVS's defaults) and filter, a bitset for the
 // index's rows or nil. Neighbor ids are int64. The index must outlive the
-// Batcher, and not be extended while it serves (Extend refuses while a
-// batch searches).
+// Batcher; it may be extended while it serves (a batch then waits for the
+// Extend, and a filter must still match the index's rows).
 //
 // C calls: cuvsIvfFlatSearch, per batch.
 func IVFFlat(idx *ivfflat.Index, params *ivfflat.SearchParams, filter *safe.Filter) (Searcher, error) {
@@ -142,7 +143,7 @@ func IVFFlat(idx *ivfflat.Index, params *ivfflat.SearchParams, filter *safe.Filt
 		return nil, err
 	}
 	sp := *p
-	return &adapter{idx: idx, rows: idx.Size, types: int64Only,
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
 		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, &sp, q, n, d, filter)
 		}}, nil
@@ -150,8 +151,8 @@ func IVFFlat(idx *ivfflat.Index, params *ivfflat.SearchParams, filter *safe.Filt
 
 // IVFPQ adapts an IVF-PQ index for a Batcher: every batch is searched with
 // params (copied; nil: cuVS's defaults). cuVS's IVF-PQ search takes no
-// filter. Neighbor ids are int64. The index must outlive the Batcher, and
-// not be extended while it serves.
+// filter. Neighbor ids are int64. The index must outlive the Batcher; it
+// may be extended while it serves (a batch then waits for the Extend).
 //
 // C calls: cuvsIvfPqSearch, per batch.
 func IVFPQ(idx *ivfpq.Index, params *ivfpq.SearchParams) (Searcher, error) {
@@ -164,8 +165,37 @@ func IVFPQ(idx *ivfpq.Index, params *ivfpq.SearchParams) (Searcher, error) {
 		return nil, err
 	}
 	sp := *p
-	return &adapter{idx: idx, rows: idx.Size, types: int64Only,
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
 		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, &sp, q, n, d)
+		}}, nil
+}
+
+// IVFSQ adapts an IVF-SQ index for a Batcher: every batch is searched with
+// params (copied; nil: cuVS's defaults) and filter, a bitset for the
+// index's rows or nil. Neighbor ids are int64. The index must outlive the
+// Batcher; it may be extended while it serves (a batch then waits for the
+// Extend, and a filter must still match the index's rows).
+//
+// An IVF-SQ index deserialized and not yet extended has no element type
+// (DType is the zero DataType) and takes float32 or float16 queries.
+//
+// C calls: cuvsIvfSqSearch, per batch.
+func IVFSQ(idx *ivfsq.Index, params *ivfsq.SearchParams, filter *safe.Filter) (Searcher, error) {
+	const op = "batch.IVFSQ"
+	if idx == nil {
+		return nil, kit.Argf(op, "idx", "nil")
+	}
+	if err := checkBitset(op, filter); err != nil {
+		return nil, err
+	}
+	p, err := kit.Or(params, ivfsq.DefaultSearchParams)
+	if err != nil {
+		return nil, err
+	}
+	sp := *p
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, &sp, q, n, d, filter)
 		}}, nil
 }

@@ -2,12 +2,13 @@
 // index is the dataset itself, and a search compares every query with every
 // row.
 //
-// The index keeps a reference to the dataset, not a copy: the dataset's
-// owner (a safe.DeviceMatrix, say) refuses to be freed or written until the
-// index is closed, with an error that names the index.
+// The index keeps a reference to a device dataset, not a copy: the
+// dataset's owner (a safe.DeviceMatrix, say) refuses to be freed or written
+// until the index is closed, with an error that names the index. A dataset
+// in Go (host) memory is copied once into device memory the index owns.
 //
-// Inputs and outputs live in device memory (CUDA, pinned host or managed);
-// neighbors are int64, distances float32. A search may be filtered by a
+// Search's inputs and outputs live in device memory (CUDA, pinned host or
+// managed); neighbors are int64, distances float32. A search may be filtered by a
 // bitset (one bit per row) or a bitmap (one bit per query and row).
 // Prepare binds a search's tensors once for a loop of Runs (one C call
 // each), as in package cagra.
@@ -18,14 +19,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"sync"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
@@ -33,7 +31,7 @@ import (
 
 // The tensor rules of brute force, in one place.
 var (
-	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true, ColMajor: true}
+	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true, ColMajor: true}
 	searchRules = kit.SearchRules{
 		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Float16}, Rank: 2, RowMajor: true},
 		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
@@ -65,28 +63,9 @@ type Index struct {
 	dim    int64
 	dtype  dlpack.DataType
 	metric safe.Metric
-	label  string
 
-	state  handle.State
-	mu     sync.Mutex // Close
-	left   *leftovers // what a cleanup must release if Close is never called
-	clean  runtime.Cleanup
+	life   kit.Life        // Close, cleanup, searches, the dataset's borrow or copy
 	slices hostsearch.Pool // SearchSlice's device buffers
-}
-
-// leftovers is what an index holds in C and in borrows: shared with its
-// cleanup, which releases them if the index is dropped without Close.
-type leftovers struct {
-	h       generated.CuvsBruteForceIndex_t
-	dataset *dlpack.Retention
-}
-
-func destroyIndex(l *leftovers) {
-	liveIndexes.Dec()
-	_ = generated.CuvsBruteForceIndexDestroy(l.h)
-	if l.dataset != nil {
-		l.dataset.End()
-	}
 }
 
 func newIndex(op string) (*Index, error) {
@@ -94,15 +73,22 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsBruteForceIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	liveIndexes.Inc()
 	idx := &Index{h: h}
-	idx.left = &leftovers{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
+	kit.Start(&idx.life, idx, "bruteforce.Index(%p)", liveIndexes, func() error { return generated.CuvsBruteForceIndexDestroy(h) })
 	return idx, nil
 }
 
-// Build makes an index over dataset (rows × dim, float32 or float16, device
-// memory, row- or column-major). The index borrows dataset until Close.
+// Build makes an index over dataset (rows × dim, float32 or float16; in
+// device memory, row- or column-major, or in host memory, row-major).
+// cuVS keeps a reference to the dataset, not a copy: the index borrows a
+// device dataset until Close (its owner refuses to be freed or written
+// meanwhile), and copies a host dataset once into device memory it owns
+// and frees at Close (the caller may change or drop the Go memory once
+// Build returns).
+//
+// C calls: cuvsBruteForceIndexCreate, cuvsBruteForceBuild, cuvsStreamSync;
+// for a host dataset also cuvsRMMAlloc, cuvsMatrixCopy (and cuvsRMMFree at
+// Close).
 // Nil params means cuVS's defaults (DefaultBuildParams).
 func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*Index, error) {
 	const op = "bruteforce.Build"
@@ -121,58 +107,74 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 	if !p.Metric.Valid() {
 		return nil, kit.Argf(op, "params.Metric", "%d is not a metric", p.Metric)
 	}
+	host := kit.IsHost(&dv)
+	if host && !dv.Layout().IsRowMajor() {
+		return nil, kit.Argf(op, "dataset", "layout %s: a dataset in host memory must be row-major", dv.Layout())
+	}
 	idx, err := newIndex(op)
 	if err != nil {
 		return nil, err
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = dv.Dim(0), dv.Dim(1), dv.DType(), p.Metric
-	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
-	// cuVS keeps a reference to the dataset: hold it until Close.
-	if idx.left.dataset, err = dv.Retain(idx.label); err != nil {
-		idx.destroy()
-		return nil, kit.Argf(op, "dataset", "%w", err)
+	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
+	if host {
+		uv, free, err := kit.Upload(op, "dataset", res, &dv)
+		if err != nil {
+			idx.life.Fail()
+			return nil, err
+		}
+		idx.life.Own(free)
+		dv = uv
+	} else {
+		// cuVS keeps a reference to the dataset: hold it until Close.
+		r, err := dv.Retain(idx.life.Label())
+		if err != nil {
+			idx.life.Fail()
+			return nil, kit.Argf(op, "dataset", "%w", err)
+		}
+		idx.life.Borrow(r)
 	}
-	if err := idx.build(op, res, &dv, p); err != nil {
-		idx.left.dataset.End()
-		idx.destroy()
+	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsBruteForceBuild(h, t[0], kit.CMetric(p.Metric), p.MetricArg, idx.h)
+	}); err != nil {
+		idx.life.Fail()
 		return nil, err
 	}
 	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
-func (idx *Index) build(op string, res *safe.Resources, dv *dlpack.View, p BuildParams) error {
-	c := dlpack.Begin(op)
-	defer c.End()
-	t, err := c.In(dv)
-	if err != nil {
-		return kit.Argf(op, "dataset", "%w", err)
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	defer kit.Unlock(res)
-	return kit.Wrap(op, generated.CuvsBruteForceBuild(h, t, kit.CMetric(p.Metric), p.MetricArg, idx.h))
-}
-
-func (idx *Index) destroy() {
-	idx.clean.Stop()
-	liveIndexes.Dec()
-	_ = generated.CuvsBruteForceIndexDestroy(idx.h)
-}
-
 // Rows returns the number of rows indexed.
-func (idx *Index) Rows() int { return int(idx.rows) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows)
+}
 
 // Dim returns the dimension of the vectors.
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // DType returns the element type of the vectors.
-func (idx *Index) DType() dlpack.DataType { return idx.dtype }
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return idx.dtype
+}
 
 // Metric returns the distance the index was built with.
-func (idx *Index) Metric() safe.Metric { return idx.metric }
+func (idx *Index) Metric() safe.Metric {
+	if idx == nil {
+		return 0
+	}
+	return idx.metric
+}
 
 // checkFilter refuses, before any C call, what cuVS does wrong or refuses
 // late with a filter: more neighbors than the filter lets through (cuVS
@@ -214,14 +216,17 @@ func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
 // refused. Device inputs are not read: NaN or infinite values in them give
 // what cuVS computes (SearchSlice refuses them in Go memory).
 func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if idx == nil {
+		return kit.NilIndex("bruteforce.Index.Search")
+	}
 	const op = "bruteforce.Index.Search"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	if !idx.state.Enter() {
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	if err := idx.life.Enter(op); err != nil {
+		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	// The work is in search, whose many returns would make these defers
@@ -252,8 +257,11 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 
 // Serialize writes the index, with its dataset, to a file.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("bruteforce.Index.Serialize")
+	}
 	const op = "bruteforce.Index.Serialize"
-	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsBruteForceSerialize(h, p, idx.h)
 	})
 }
@@ -285,11 +293,11 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsBruteForceDeserialize(h, p, idx.h)
 	}); err != nil {
-		idx.destroy()
+		idx.life.Fail()
 		return nil, err
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
-	idx.label = fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim)
+	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
 	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
@@ -345,22 +353,15 @@ func parseHeader(r *bufio.Reader) (header, error) {
 	return h, nil
 }
 
-// Close frees the index, waiting for searches in flight, and releases its
-// borrow on the dataset. Closing twice is harmless.
+// Close frees the index, waiting for searches in flight, and ends its
+// borrow of the dataset (or frees its copy of a host dataset). Closing
+// twice, or closing the zero Index, is harmless; if freeing fails, a later
+// Close tries again. C call: cuvsBruteForceIndexDestroy.
 func (idx *Index) Close() error {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if !idx.state.Close() {
+	if idx == nil {
 		return nil
 	}
-	idx.clean.Stop()
-	_ = idx.slices.Close()
-	liveIndexes.Dec()
-	err := generated.CuvsBruteForceIndexDestroy(idx.h)
-	if idx.left.dataset != nil {
-		idx.left.dataset.End()
-	}
-	return kit.Wrap("bruteforce.Index.Close", err)
+	return idx.life.Close("bruteforce.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

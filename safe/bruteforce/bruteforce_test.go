@@ -354,7 +354,6 @@ func TestValidation(t *testing.T) {
 		{"neighbors", idx.Search(f.res, f.queries, bigK, bigD, nil)},
 		{"queries/neighbors/distances", idx.Search(f.res, nil, f.neighbors, f.distances, nil)},
 		{"dataset", func() error { _, err := bruteforce.Build(f.res, f64, nil); return err }()},
-		{"dataset", func() error { _, err := bruteforce.Build(f.res, hostQ, nil); return err }()},
 		{"params.Metric", func() error {
 			_, err := bruteforce.Build(f.res, f.dataset, &bruteforce.BuildParams{Metric: 99})
 			return err

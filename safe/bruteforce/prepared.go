@@ -26,11 +26,14 @@ type Prepared struct {
 // least k rows through for every query), and binds the tensors for repeated
 // Runs.
 func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
-	const op = "bruteforce.Index.Prepare"
-	if !idx.state.Enter() {
-		return nil, fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	if idx == nil {
+		return nil, kit.NilIndex("bruteforce.Index.Prepare")
 	}
-	defer idx.state.Leave()
+	const op = "bruteforce.Index.Prepare"
+	if err := idx.life.Enter(op); err != nil {
+		return nil, err
+	}
+	defer idx.life.Leave()
 	s, err := prepared.New(op, "bruteforce.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, filter, safe.Bitset, safe.Bitmap)
 	if err != nil {
 		return nil, err
@@ -56,14 +59,17 @@ func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter
 // synchronized (Results does it). It allocates nothing and makes one C call
 // (cuvsBruteForceSearch).
 func (p *Prepared) Run(res *safe.Resources) error {
+	if p == nil || p.s == nil {
+		return errZero("bruteforce.Prepared.Run")
+	}
 	const op = "bruteforce.Prepared.Run"
 	s := p.s
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if !p.idx.state.Enter() {
+	if err := p.idx.life.Enter(op); err != nil {
 		s.Leave()
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+		return err
 	}
 	h, err := s.Lock(op, res)
 	if err == nil {
@@ -71,7 +77,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.state.Leave()
+	p.idx.life.Leave()
 	s.Leave()
 	return err
 }
@@ -79,15 +85,31 @@ func (p *Prepared) Run(res *safe.Resources) error {
 // SetQueries copies src (the prepared queries' shape and element type; host
 // or device memory) into the bound queries and waits for the copy.
 func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
+	if p == nil || p.s == nil {
+		return errZero("bruteforce.Prepared.SetQueries")
+	}
 	return p.s.SetQueries(res, src)
 }
 
 // Results copies the last results into neighbors and distances (either may
 // be nil) and waits for the search and the copies.
 func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
+	if p == nil || p.s == nil {
+		return errZero("bruteforce.Prepared.Results")
+	}
 	return p.s.Results(res, neighbors, distances)
 }
 
 // Close ends the Prepared's borrows, waiting for a Run or copy in flight.
 // Closing twice is harmless.
-func (p *Prepared) Close() error { return p.s.Close() }
+func (p *Prepared) Close() error {
+	if p == nil || p.s == nil {
+		return nil
+	}
+	return p.s.Close()
+}
+
+// errZero is the error of a method of a Prepared not made by Prepare.
+func errZero(op string) error {
+	return fmt.Errorf("%s: %w (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
+}

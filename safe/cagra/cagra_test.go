@@ -676,58 +676,28 @@ func TestExtendBusy(t *testing.T) {
 		}
 		return done
 	}
-	running := func(done chan error) bool { return len(done) == 0 }
 
-	// A search in flight refuses Extend, before any C call.
-	for attempt := 0; ; attempt++ {
-		done := hold("cuvsCagraSearch", func() error { return idx.Search(sres, &f.sp, f.queries, f.n64, f.dist, nil) })
-		before := calls()
-		err := idx.Extend(f.res, moreDev, &ep)
-		inFlight := running(done)
-		if serr := <-done; serr != nil {
-			t.Fatal(serr)
-		}
-		if err == nil {
-			all = append(all, more...)
-			if inFlight || attempt == 9 {
-				t.Fatalf("Extend succeeded during a search (attempt %d)", attempt)
-			}
-			continue
-		}
-		if !errors.Is(err, safe.ErrBusy) || !strings.Contains(err.Error(), "1 searches in flight") {
-			t.Errorf("Extend during a search: %v", err)
-		}
-		for _, fn := range []string{"cuvsCagraExtendParamsCreate", "cuvsCagraExtend"} {
-			if ctl.Calls(fn) != before[fn] {
-				t.Errorf("a refused Extend called %s", fn) // (the search calls others meanwhile)
-			}
-		}
-		break
+	// A search in flight: Extend waits for it, then succeeds.
+	done := hold("cuvsCagraSearch", func() error { return idx.Search(sres, &f.sp, f.queries, f.n64, f.dist, nil) })
+	if err := idx.Extend(f.res, moreDev, &ep); err != nil {
+		t.Fatalf("Extend during a search: %v", err)
 	}
+	if serr := <-done; serr != nil {
+		t.Fatalf("the search Extend waited for: %v", serr)
+	}
+	all = append(all, more...)
 
-	// An Extend in flight refuses searches and serialization.
-	for attempt := 0; ; attempt++ {
-		done := hold("cuvsCagraExtend", func() error { return idx.Extend(sres, moreDev, &ep) })
-		serr := idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil)
-		werr := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"), true)
-		inFlight := running(done)
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, more...)
-		if serr == nil || werr == nil {
-			if inFlight || attempt == 9 {
-				t.Fatalf("during Extend: search %v, serialize %v (attempt %d)", serr, werr, attempt)
-			}
-			continue
-		}
-		if !errors.Is(serr, safe.ErrBusy) || errors.Is(serr, safe.ErrClosed) {
-			t.Errorf("Search during Extend: %v", serr)
-		}
-		if !errors.Is(werr, safe.ErrBusy) {
-			t.Errorf("Serialize during Extend: %v", werr)
-		}
-		break
+	// An Extend in flight: searches and serialization wait for it, then
+	// succeed (never ErrBusy).
+	done = hold("cuvsCagraExtend", func() error { return idx.Extend(sres, moreDev, &ep) })
+	serr := idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil)
+	werr := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"), true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	all = append(all, more...)
+	if serr != nil || werr != nil {
+		t.Fatalf("during Extend: search %v, serialize %v", serr, werr)
 	}
 	ctl.SetCallDelay(0)
 	if idx.Rows() != int(len(all)/dim) {
@@ -1708,14 +1678,17 @@ func TestConcurrentSearch(t *testing.T) {
 	}
 	started.Wait() // every searcher has searched twice
 
-	// Extend is refused while searches are in flight (the held one at least).
+	// Extend waits for the searches in flight (the held one at least).
 	ep, _ := cagra.DefaultExtendParams()
-	for i := 0; i < 5; i++ {
-		if err := idx.Extend(f.res, f.queries, &ep); !errors.Is(err, safe.ErrBusy) {
-			t.Fatalf("Extend during searches: %v", err)
-		}
+	extended := make(chan error, 1)
+	go func() { extended <- idx.Extend(f.res, f.queries, &ep) }()
+	select {
+	case err := <-extended:
+		t.Fatalf("Extend returned (%v) while a search was in flight", err)
+	case <-time.After(20 * time.Millisecond):
 	}
-	// Close waits for the searches in flight: not done while one is held.
+	// Close waits for the searches in flight: not done while one is held;
+	// and it wins over the waiting Extend.
 	closed := make(chan error, 1)
 	go func() { closed <- idx.Close() }()
 	select {
@@ -1729,6 +1702,9 @@ func TestConcurrentSearch(t *testing.T) {
 	}
 	if err := <-closed; err != nil {
 		t.Fatal(err)
+	}
+	if err := <-extended; !errors.Is(err, safe.ErrClosed) {
+		t.Errorf("Extend waiting when Close came: %v, want ErrClosed", err)
 	}
 	wg.Wait()
 	if refused.Load() != searchers || ok.Load() < 2*searchers {

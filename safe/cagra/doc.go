@@ -20,9 +20,9 @@
 // row count. Results are ready once the Resources' stream is synchronized.
 // Any number of goroutines may search one index at once, each with its own
 // safe.Resources and output buffers: Search takes no lock across the C call
-// and allocates nothing on the Go heap. Extend needs the index alone: it is
-// refused with safe.ErrBusy while searches are in flight (and searches
-// while it runs). Close waits for the searches in flight; later calls fail
+// and allocates nothing on the Go heap. Extend needs the index alone: it
+// waits its turn under search traffic, and searches wait for it (at most
+// one Extend's time) instead of failing. Close waits for the searches in flight; later calls fail
 // with safe.ErrClosed.
 //
 // For a serving loop that searches batch after batch into the same

@@ -135,8 +135,8 @@ func (idx *Index) noExact() string {
 func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBruteForceIndex_t, error) {
 	idx.exactMu.Lock()
 	defer idx.exactMu.Unlock()
-	if idx.left.exact != nil {
-		return idx.left.exact.bf, nil
+	if idx.exact.e != nil {
+		return idx.exact.e.bf, nil
 	}
 	e := &exactState{mt: cDLManaged()}
 	ok := false
@@ -192,7 +192,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 		return nil, kit.Wrap(op, err)
 	}
 	ok = true
-	idx.left.exact = e
+	idx.exact.e = e
 	return e.bf, nil
 }
 

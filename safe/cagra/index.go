@@ -12,7 +12,6 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
@@ -32,8 +31,8 @@ var (
 )
 
 // Index is a CAGRA index. Any number of goroutines may search it at once,
-// each with its own safe.Resources; Extend needs it alone, and Close waits
-// for the searches in flight.
+// each with its own safe.Resources; Extend needs it alone (it waits its
+// turn, and searches wait for it), and Close waits for both.
 type Index struct {
 	dev    dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsCagraIndex_t // C memory
@@ -47,30 +46,18 @@ type Index struct {
 	onDisk      bool       // an ACE build that left the index on disk
 	exactMu     sync.Mutex // builds left.exact
 
-	state     handle.State
-	mu        sync.Mutex // Close, Extend, Dataset, Graph, the views list
-	left      *leftovers // what a cleanup must release if Close is never called
-	views     kit.Views  // handed out into the index's memory
-	destroyed bool
-	clean     runtime.Cleanup
-	slices    hostsearch.Pool // SearchSlice's device buffers
+	life   kit.Life        // Close, cleanup, searches, Extend, the dataset and graph views
+	exact  *exactSlot      // the exact path's brute-force index, once built; released with the index
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
-// leftovers is what an index holds in C and in borrows: shared with its
-// cleanup, which releases them if the index is dropped without Close.
-type leftovers struct {
-	h       generated.CuvsCagraIndex_t
-	borrows []*dlpack.Retention
-	exact   *exactState // the exact path's brute-force index, once built
-}
+// exactSlot holds the exact path's index apart from the Index, so that the
+// cleanup of an Index dropped without Close can release it.
+type exactSlot struct{ e *exactState }
 
-func destroyIndex(l *leftovers) {
-	liveIndexes.Dec()
-	l.exact.release()
-	_ = generated.CuvsCagraIndexDestroy(l.h)
-	for _, r := range l.borrows {
-		r.End()
-	}
+func (s *exactSlot) release() {
+	s.e.release()
+	s.e = nil
 }
 
 func newIndex(op string) (*Index, error) {
@@ -78,14 +65,11 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsCagraIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	liveIndexes.Inc()
-	idx := &Index{h: h}
-	idx.left = &leftovers{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
+	idx := &Index{h: h, exact: &exactSlot{}}
+	kit.Start(&idx.life, idx, "cagra.Index(%p)", liveIndexes, func() error { return generated.CuvsCagraIndexDestroy(h) })
+	idx.life.OnRelease(idx.exact.release)
 	return idx, nil
 }
-
-func (idx *Index) label() string { return fmt.Sprintf("cagra.Index(%p)", idx) }
 
 // refresh reads the index's shape from the library. The out-parameters are
 // locals: a pointer into the Index, which holds Go pointers, may not be
@@ -140,15 +124,7 @@ func (idx *Index) refuseOnDisk(op string) error {
 }
 
 // fail destroys a half-made index.
-func (idx *Index) fail() {
-	idx.clean.Stop()
-	idx.left.exact.release()
-	for _, r := range idx.left.borrows {
-		r.End()
-	}
-	liveIndexes.Dec()
-	_ = generated.CuvsCagraIndexDestroy(idx.h)
-}
+func (idx *Index) fail() { idx.life.Fail() }
 
 // keepsReference reports whether cuVS keeps a pointer to v's memory rather
 // than a copy: device-accessible memory whose rows are a multiple of 16
@@ -214,12 +190,12 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	if p.Compression == nil && keepsReference(&dv) {
-		r, err := dv.Retain(idx.label())
+		r, err := dv.Retain(idx.life.Label())
 		if err != nil {
 			idx.fail()
 			return nil, kit.Argf(op, "dataset", "%w", err)
 		}
-		idx.left.borrows = append(idx.left.borrows, r)
+		idx.life.Borrow(r)
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraBuild(h, cp.p, t[0], idx.h)
@@ -293,12 +269,12 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		if v == &dv && !keepsReference(v) {
 			continue
 		}
-		r, err := v.Retain(idx.label())
+		r, err := v.Retain(idx.life.Label())
 		if err != nil {
 			idx.fail()
 			return nil, kit.Argf(op, "graph/dataset", "%w", err)
 		}
-		idx.left.borrows = append(idx.left.borrows, r)
+		idx.life.Borrow(r)
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
@@ -317,30 +293,56 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 
 // Rows returns the number of rows indexed (cuvsCagraIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Rows() int { return int(idx.rows.Load()) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
 
 // Dim returns the vectors' dimension (cuvsCagraIndexGetDims). It is 0 for
 // an index deserialized from a file written without its dataset: cuVS
 // reports the dimension of the dataset it holds, and it holds none (such
 // an index is refused by Search, Prepare and Extend with ErrNoDataset).
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree).
-func (idx *Index) GraphDegree() int { return int(idx.degree.Load()) }
+func (idx *Index) GraphDegree() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.degree.Load())
+}
 
 // DType returns the element type of the vectors.
-func (idx *Index) DType() dlpack.DataType { return idx.dtype }
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return idx.dtype
+}
 
 // Extend adds rows to the index (cuvsCagraExtend): additional holds them,
 // of the index's element type and dimension, in host or device memory
-// (copied). It needs the index alone: it refuses (safe.ErrBusy) while
-// searches are in flight, and searches meanwhile are refused the same way.
+// (copied). It needs the index alone, and waits its turn: new searches wait
+// while it is pending, it waits for the searches in flight (and for a
+// running Extend), runs alone, and then lets the searches that waited in
+// before another Extend. It never fails because the index is busy; it
+// fails with safe.ErrClosed once Close has begun, even while waiting.
 // The views from Dataset and Graph expire (it refuses while one is in use).
 //
 // C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend and
 // cuvsStreamSync.
 // Nil params means cuVS's defaults (DefaultExtendParams).
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *ExtendParams) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.Extend")
+	}
 	const op = "cagra.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -366,42 +368,30 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 	if err := idx.refuseOnDisk(op); err != nil {
 		return err
 	}
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	ok, closed := idx.state.TryExclusive()
-	if !ok {
-		if closed {
-			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-		}
-		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
-	}
-	defer idx.state.LeaveExclusive()
-	if err := idx.views.Expire(op); err != nil {
-		return err
-	}
-	// The exact path's brute-force index reads the old dataset.
-	idx.left.exact.release()
-	idx.left.exact = nil
-	var cp generated.CuvsCagraExtendParams_t
-	if err := generated.CuvsCagraExtendParamsCreate(&cp); err != nil {
-		return kit.Wrap(op, err)
-	}
-	defer generated.CuvsCagraExtendParamsDestroy(cp)
-	cp.MaxChunkSize = p.MaxChunkSize
 	added := av.Dim(0)
-	extended := false
-	err = kit.CallWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		err := generated.CuvsCagraExtend(h, cp, t[0], idx.h)
-		extended = err == nil
+	return idx.life.Exclusive(op, func() error {
+		// The exact path's brute-force index reads the old dataset.
+		idx.exact.release()
+		var cp generated.CuvsCagraExtendParams_t
+		if err := generated.CuvsCagraExtendParamsCreate(&cp); err != nil {
+			return kit.Wrap(op, err)
+		}
+		defer generated.CuvsCagraExtendParamsDestroy(cp)
+		cp.MaxChunkSize = p.MaxChunkSize
+		extended := false
+		err := kit.CallWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			err := generated.CuvsCagraExtend(h, cp, t[0], idx.h)
+			extended = err == nil
+			return err
+		})
+		if extended {
+			// cuVS appended exactly the new rows and kept the graph degree;
+			// the count must follow even if the stream sync after it
+			// failed, or filters would be sized for the old count.
+			idx.rows.Add(added)
+		}
 		return err
 	})
-	if extended {
-		// cuVS appended exactly the new rows and kept the graph degree; the
-		// count must follow even if the stream sync after it failed, or
-		// filters would be sized for the old count.
-		idx.rows.Add(added)
-	}
-	return err
 }
 
 // Search finds the k nearest rows for each query, k being the number of
@@ -427,16 +417,23 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // The search parameters are handed to C as a Go value (a plain struct
 // that cuVS only reads during the call), so a search makes one C call.
 //
+// While an Extend runs or waits for the searches in flight, a new search
+// waits for it (never failing with safe.ErrBusy): at most the duration of
+// one Extend, since the searches that waited go in before the next one.
+//
 // C calls: cuvsCagraSearch; on the exact path cuvsCagraIndexGetDataset,
 // cuvsBruteForceIndexCreate/Build (once), cuvsBruteForceSearch, and
 // cuvsMatrixCopy/cuvsStreamSync where results pass through the host.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.Search")
+	}
 	const op = "cagra.Index.Search"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	// The work is in search, whose many returns would make these defers
@@ -492,6 +489,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // Serialize writes the index to a file, with its dataset when
 // includeDataset is true (cuvsCagraSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.Serialize")
+	}
 	const op = "cagra.Index.Serialize"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsCagraSerialize(h, p, idx.h, includeDataset)
@@ -501,6 +501,9 @@ func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset boo
 // SerializeToHnswlib writes the index in hnswlib's format
 // (cuvsCagraSerializeToHnswlib), for CPU search with hnswlib.
 func (idx *Index) SerializeToHnswlib(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.SerializeToHnswlib")
+	}
 	const op = "cagra.Index.SerializeToHnswlib"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsCagraSerializeToHnswlib(h, p, idx.h)
@@ -508,10 +511,10 @@ func (idx *Index) SerializeToHnswlib(res *safe.Resources, path string) error {
 }
 
 func (idx *Index) write(op string, res *safe.Resources, path string, f func(generated.CuvsResources_t, *byte) error) error {
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	if err := idx.refuseOnDisk(op); err != nil {
 		return err
 	}
@@ -584,10 +587,10 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		if x == nil {
 			return nil, kit.Argf(op, "indexes", "entry %d is nil", i)
 		}
-		if err := kit.Enter(&x.state, fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
+		if err := x.life.Enter(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
 			return nil, err
 		}
-		defer x.state.Leave()
+		defer x.life.Leave()
 		if err := x.refuseOnDisk(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
 			return nil, err
 		}
@@ -650,58 +653,36 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 // while it is bound to a call or retained (by an index made with
 // IndexFromArgs, say), the index refuses Close and Extend.
 func (idx *Index) Dataset() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("cagra.Index.Dataset")
+	}
 	return idx.internalView("cagra.Index.Dataset", generated.CuvsCagraIndexGetDataset)
 }
 
 // Graph returns a read-only view of the index's graph, rows × degree uint32
 // in device memory (cuvsCagraIndexGetGraph). It expires as Dataset's does.
 func (idx *Index) Graph() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("cagra.Index.Graph")
+	}
 	return idx.internalView("cagra.Index.Graph", generated.CuvsCagraIndexGetGraph)
 }
 
 func (idx *Index) internalView(op string, get func(generated.CuvsCagraIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
-	// idx.mu, not a shared use: Close and Extend, which expire the views,
-	// hold it, so a view is never added behind their back.
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.state.Closed() {
-		return dlpack.View{}, fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	return idx.views.Import(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
+	return idx.life.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
 }
 
-// Close frees the index, waiting for searches in flight, expires its
-// dataset and graph views and ends its borrows. It refuses while a view of
-// the index is in use (bound to a call, or retained by another index).
-// Closing twice is harmless; if freeing the index fails, the index keeps its
-// borrows and a later Close tries again. C call: cuvsCagraIndexDestroy.
+// Close frees the index, waiting for the searches and the Extend in
+// flight, expires its dataset and graph views and ends its borrows. It
+// refuses while a view of the index is in use (bound to a call, or
+// retained by another index). Closing twice, or closing the zero Index, is
+// harmless; if freeing the index fails, the index keeps its borrows and a
+// later Close tries again. C call: cuvsCagraIndexDestroy.
 func (idx *Index) Close() error {
-	const op = "cagra.Index.Close"
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.destroyed {
+	if idx == nil {
 		return nil
 	}
-	if !idx.state.Closed() {
-		if err := idx.views.Expire(op); err != nil {
-			return err
-		}
-		idx.state.Close()
-		idx.clean.Stop()
-	}
-	idx.left.exact.release()
-	idx.left.exact = nil
-	if err := generated.CuvsCagraIndexDestroy(idx.h); err != nil {
-		return kit.Wrap(op, err)
-	}
-	idx.destroyed = true
-	liveIndexes.Dec()
-	_ = idx.slices.Close()
-	for _, r := range idx.left.borrows {
-		r.End()
-	}
-	idx.left.borrows = nil
-	return nil
+	return idx.life.Close("cagra.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // ErrOnDisk is wrapped by the refusals of an index that an ACE build left

@@ -1,6 +1,7 @@
 package cagra
 
 import (
+	"fmt"
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
@@ -39,11 +40,14 @@ type Prepared struct {
 // exact brute-force searches, which allocate and may synchronize the stream.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("cagra.Index.Prepare")
+	}
 	const op = "cagra.Index.Prepare"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	if params == nil {
 		params = &zeroSearchParams // its zeros are cuVS's defaults
 	}
@@ -87,24 +91,27 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 // synchronized (Results does it). It allocates nothing and makes one C call
 // (cuvsCagraSearch), except on the exact path (see Prepare).
 func (p *Prepared) Run(res *safe.Resources) error {
+	if p == nil || p.s == nil {
+		return errZero("cagra.Prepared.Run")
+	}
 	const op = "cagra.Prepared.Run"
 	s := p.s
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := kit.Enter(&p.idx.state, op); err != nil {
+	if err := p.idx.life.Enter(op); err != nil {
 		s.Leave()
 		return err
 	}
 	if s.Filtered && p.idx.rows.Load() != s.Rows {
-		p.idx.state.Leave()
+		p.idx.life.Leave()
 		s.Leave()
 		return kit.Argf(op, "filter", "made for %d rows, the index has %d since Extend: prepare again", s.Rows, p.idx.rows.Load())
 	}
 	if p.exact {
 		t := kit.SearchTensors{Queries: s.Queries, Neighbors: s.Neighbors, Distances: s.Distances, N: p.n, K: p.k}
 		err := p.idx.searchExact(op, res, &t, s.Filter, p.allowed)
-		p.idx.state.Leave()
+		p.idx.life.Leave()
 		s.Leave()
 		return err
 	}
@@ -114,7 +121,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.state.Leave()
+	p.idx.life.Leave()
 	s.Leave()
 	return err
 }
@@ -123,6 +130,9 @@ func (p *Prepared) Run(res *safe.Resources) error {
 // or device memory) into the bound queries and waits for the copy
 // (cuvsMatrixCopy, cuvsStreamSync).
 func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
+	if p == nil || p.s == nil {
+		return errZero("cagra.Prepared.SetQueries")
+	}
 	return p.s.SetQueries(res, src)
 }
 
@@ -130,9 +140,22 @@ func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
 // be nil; the prepared shapes and element types; host or device memory) and
 // waits for the search and the copies.
 func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
+	if p == nil || p.s == nil {
+		return errZero("cagra.Prepared.Results")
+	}
 	return p.s.Results(res, neighbors, distances)
 }
 
 // Close ends the Prepared's borrows, waiting for a Run or copy in flight.
 // Closing twice is harmless.
-func (p *Prepared) Close() error { return p.s.Close() }
+func (p *Prepared) Close() error {
+	if p == nil || p.s == nil {
+		return nil
+	}
+	return p.s.Close()
+}
+
+// errZero is the error of a method of a Prepared not made by Prepare.
+func errZero(op string) error {
+	return fmt.Errorf("%s: %w (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
+}

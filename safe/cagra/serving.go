@@ -23,6 +23,9 @@ import (
 // a max latency of seconds in its first step). WarmUp is a search: it may
 // run while other goroutines search.
 func (idx *Index) WarmUp(res *safe.Resources, params *SearchParams, batch, k int, neighbors dlpack.DataType) error {
+	if idx == nil {
+		return kit.NilIndex("cagra.Index.WarmUp")
+	}
 	const op = "cagra.Index.WarmUp"
 	if batch < 1 {
 		return kit.Argf(op, "batch", "%d, want at least 1", batch)

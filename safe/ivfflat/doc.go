@@ -12,14 +12,14 @@
 // the header says) and copies them: the index borrows nothing. Start from
 // DefaultIndexParams, which reads cuVS's defaults from the library; NLists
 // must not exceed the rows. Extend adds rows with ids of your own or, by
-// default, Size(), Size()+1, ...
+// default, Rows(), Rows()+1, ...
 //
 // Search takes queries, neighbors (int64: the rows' ids) and distances
 // (float32) in device memory, k being the number of columns of neighbors,
-// and optionally a bitset filter for Size() rows. Any number of goroutines
+// and optionally a bitset filter for Rows() rows. Any number of goroutines
 // may search one index at once, each with its own safe.Resources; Extend
-// needs the index alone (safe.ErrBusy otherwise); Close waits for the
-// searches in flight. Prepare binds a search's tensors once for a loop of
+// needs the index alone (it waits its turn, and searches wait for it, at
+// most one Extend's time); Close waits for both. Prepare binds a search's tensors once for a loop of
 // Runs, as in package cagra.
 //
 // # What the C API does not say
@@ -27,7 +27,7 @@
 //   - It has no size getter: Size is counted by Build and Extend, and read
 //     from the file's header by Deserialize.
 //   - cuvsIvfFlatExtend dereferences its ids argument even though the C++
-//     accepts none: Extend always passes ids, making Size()..Size()+n-1 when
+//     accepts none: Extend always passes ids, making Rows()..Rows()+n-1 when
 //     given none.
 //   - cuvsIvfFlatIndexGetCenters overwrites the tensor it is given with a
 //     view into the index instead of copying into it: Centers copies from

@@ -48,6 +48,6 @@ func Example() {
 	}
 	ids, _ := neighbors.ToHost(res)
 	ds, _ := distances.ToHost(res)
-	fmt.Println(idx.Size(), idx.NLists(), ids, ds)
+	fmt.Println(idx.Rows(), idx.NLists(), ids, ds)
 	// Output: 8 2 [0 1 2 3 4 5 6 7] [0 0 0 0 0 0 0 0]
 }

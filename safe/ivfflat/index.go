@@ -5,16 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
@@ -26,7 +22,7 @@ var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, d
 // input with from_dlpack to a device_matrix_view: device memory (CUDA,
 // pinned or managed) only, row-major.
 var (
-	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	vectorsRule = kit.Rule{Arg: "vectors", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	idsRule     = kit.Rule{Arg: "ids", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
 	centersRule = kit.Rule{Arg: "dst", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
@@ -39,8 +35,8 @@ var (
 
 // Index is an IVF-Flat index: the rows, copied into lists, one per k-means
 // center. Any number of goroutines may search it at once, each with its own
-// safe.Resources; Extend needs it alone, and Close waits for the searches
-// in flight.
+// safe.Resources; Extend needs it alone (it waits its turn, and searches
+// wait for it), and Close waits for both.
 type Index struct {
 	dev    dlpack.Device                // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsIvfFlatIndex_t // C memory
@@ -49,16 +45,8 @@ type Index struct {
 	nLists int64
 	dtype  dlpack.DataType
 
-	state     handle.State
-	mu        sync.Mutex // Close, Extend
-	destroyed bool
-	clean     runtime.Cleanup
-	slices    hostsearch.Pool // SearchSlice's device buffers
-}
-
-func destroyIndex(h generated.CuvsIvfFlatIndex_t) {
-	liveIndexes.Dec()
-	_ = generated.CuvsIvfFlatIndexDestroy(h)
+	life   kit.Life        // Close, cleanup, searches, Extend
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -66,17 +54,13 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsIvfFlatIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	liveIndexes.Inc()
 	idx := &Index{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, h)
+	kit.Start(&idx.life, idx, "ivfflat.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfFlatIndexDestroy(h) })
 	return idx, nil
 }
 
 // fail destroys a half-made index.
-func (idx *Index) fail() {
-	idx.clean.Stop()
-	destroyIndex(idx.h)
-}
+func (idx *Index) fail() { idx.life.Fail() }
 
 // refresh reads the lists and dimension from the library, and the dtype
 // from the handle, lanes 0 read as 1 (cuvsIvfFlatDeserialize sets code and
@@ -95,12 +79,16 @@ func (idx *Index) refresh(op string) error {
 }
 
 // Build trains NLists centers by k-means on dataset (rows × dim, float32,
-// float16, int8 or uint8, row-major, in device memory: CUDA, pinned or
-// managed) and, with p.AddDataOnBuild, adds its rows with ids 0..rows-1.
-// cuVS copies the rows: the index keeps no reference to dataset.
+// float16, int8 or uint8, row-major, in host or device memory) and, with
+// p.AddDataOnBuild, adds its rows with ids 0..rows-1. cuVS copies the rows
+// into the lists: the index keeps no reference to dataset. cuVS's build
+// reads device memory only (CUDA, pinned or managed): a dataset in Go
+// (host) memory is first copied to device memory, freed before Build
+// returns.
 //
 // C calls: cuvsIvfFlatIndexCreate, cuvsIvfFlatBuild, cuvsStreamSync,
-// cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
+// cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim; for a host dataset
+// also cuvsRMMAlloc, cuvsMatrixCopy, cuvsRMMFree.
 // Nil params means cuVS's defaults (DefaultIndexParams).
 func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "ivfflat.Build"
@@ -118,6 +106,14 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	if err := p.validate(op, dv.Dim(0), dv.Dim(1)); err != nil {
 		return nil, err
+	}
+	if kit.IsHost(&dv) {
+		uv, free, err := kit.Upload(op, "dataset", res, &dv)
+		if err != nil {
+			return nil, err
+		}
+		defer free()
+		dv = uv
 	}
 	idx, err := newIndex(op)
 	if err != nil {
@@ -141,33 +137,59 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	return idx, nil
 }
 
-// Size returns the number of rows indexed. The C API has no size getter:
+// Rows returns the number of rows indexed. The C API has no size getter:
 // the count is kept by Build and Extend, and read from the file by
 // Deserialize.
-func (idx *Index) Size() int { return int(idx.rows.Load()) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
 
 // Dim returns the vectors' dimension (cuvsIvfFlatIndexGetDim).
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // NLists returns the number of lists (cuvsIvfFlatIndexGetNLists).
-func (idx *Index) NLists() int { return int(idx.nLists) }
+func (idx *Index) NLists() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.nLists)
+}
 
 // DType returns the element type of the vectors.
-func (idx *Index) DType() dlpack.DataType { return idx.dtype }
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return idx.dtype
+}
 
 // Extend adds rows (n × Dim() of the index's element type, device memory,
 // copied) with ids, an int64 device vector of n ids, or, with ids nil, the
-// ids Size()..Size()+n-1: the C function dereferences its ids argument
+// ids Rows()..Rows()+n-1: the C function dereferences its ids argument
 // unconditionally, so the package makes that vector (in device memory,
 // freed before Extend returns). Filters select rows by id: a filter made
-// for Size() rows cannot let through ids at or past Size().
+// for Rows() rows cannot let through ids at or past Rows().
 //
-// It needs the index alone: it refuses (safe.ErrBusy) while searches are
-// in flight, and searches meanwhile are refused the same way.
+// It needs the index alone, and waits its turn: new searches wait
+// while it is pending, it waits for the searches in flight (and for a
+// running Extend), runs alone, and then lets the searches that waited in
+// before another Extend. It never fails because the index is busy; it
+// fails with safe.ErrClosed once Close has begun, even while waiting.
 //
 // C calls: cuvsRMMAlloc/Free (ids nil), cuvsMatrixCopy, cuvsIvfFlatExtend,
 // cuvsStreamSync.
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
+	if idx == nil {
+		return kit.NilIndex("ivfflat.Index.Extend")
+	}
 	const op = "ivfflat.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -195,42 +217,34 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 			return kit.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
 		}
 	}
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	ok, closed := idx.state.TryExclusive()
-	if !ok {
-		if closed {
-			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+	return idx.life.Exclusive(op, func() error {
+		if ids == nil {
+			seq := make([]int64, n)
+			base := idx.rows.Load()
+			for i := range seq {
+				seq[i] = base + int64(i)
+			}
+			dev, err := safe.DeviceVectorFrom(res, seq)
+			if err != nil {
+				return fmt.Errorf("%s: ids: %w", op, err)
+			}
+			defer dev.Close()
+			if iv, err = dev.View(); err != nil {
+				return kit.Argf(op, "ids", "%w", err)
+			}
 		}
-		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
-	}
-	defer idx.state.LeaveExclusive()
-	if ids == nil {
-		seq := make([]int64, n)
-		base := idx.rows.Load()
-		for i := range seq {
-			seq[i] = base + int64(i)
+		extended := false
+		err = kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			err := generated.CuvsIvfFlatExtend(h, t[0], t[1], idx.h)
+			extended = err == nil
+			return err
+		})
+		if extended {
+			// the count follows even if the sync after it failed
+			idx.rows.Add(n)
 		}
-		dev, err := safe.DeviceVectorFrom(res, seq)
-		if err != nil {
-			return fmt.Errorf("%s: ids: %w", op, err)
-		}
-		defer dev.Close()
-		if iv, err = dev.View(); err != nil {
-			return kit.Argf(op, "ids", "%w", err)
-		}
-	}
-	extended := false
-	err = kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		err := generated.CuvsIvfFlatExtend(h, t[0], t[1], idx.h)
-		extended = err == nil
 		return err
 	})
-	if extended {
-		// the count follows even if the sync after it failed
-		idx.rows.Add(n)
-	}
-	return err
 }
 
 // Search finds the k nearest rows for each query, k being the number of
@@ -238,7 +252,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // centers are nearest the query. queries is n × Dim() of the index's
 // element type; neighbors (int64, the rows' ids) and distances (float32)
 // are n × k; all in device memory. filter, if not nil, is a bitset for
-// Size() rows, by id. The results are ready once res's stream is
+// Rows() rows, by id. The results are ready once res's stream is
 // synchronized (res.Sync).
 //
 // Slots that no allowed row fills (fewer rows in the probed lists, or
@@ -252,14 +266,21 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // Search allocates nothing on the Go heap when its tensors are pointers
 // (e.g. *safe.DeviceMatrix) and holds no lock across the C call.
 //
+// While an Extend runs or waits for the searches in flight, a new search
+// waits for it (never failing with safe.ErrBusy): at most the duration of
+// one Extend, since the searches that waited go in before the next one.
+//
 // C calls: cuvsIvfFlatSearch.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if idx == nil {
+		return kit.NilIndex("ivfflat.Index.Search")
+	}
 	const op = "ivfflat.Index.Search"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
@@ -269,13 +290,8 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	if params == nil {
-		var err error
-		if params, err = searchDefaults.Get(); err != nil {
-			return err
-		}
-	}
-	if err := params.validate(op); err != nil {
+	sp, err := params.resolve(op)
+	if err != nil {
 		return err
 	}
 	rows := idx.rows.Load()
@@ -287,7 +303,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	cp := generated.CuvsIvfFlatSearchParams{NProbes: params.NProbes}
+	cp := generated.CuvsIvfFlatSearchParams{NProbes: sp.NProbes}
 	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
@@ -298,7 +314,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 }
 
 // Centers copies the lists' centers, NLists() × Dim() float32, into dst
-// (host or device memory, rows contiguous) and waits for the copy.
+// (host or device memory, rows contiguous; e.g. a dlpack.NewHostMatrix
+// over a Go slice) and waits for the copy: the same shape as every IVF
+// package's Centers.
 // cuvsIvfFlatIndexGetCenters does not copy (whatever its header says): it
 // overwrites the tensor it is given with a view into the index; the package
 // hands it a tensor of its own and copies from that view.
@@ -306,6 +324,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // C calls: cuvsIvfFlatIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfflat.Index.Centers")
+	}
 	const op = "ivfflat.Index.Centers"
 	if dst == nil {
 		return kit.Argf(op, "dst", "nil")
@@ -317,50 +338,25 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
 		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
-	return copyCenters(op, res, &dm, func(mt *generated.DLManagedTensor) error {
+	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
 		return generated.CuvsIvfFlatIndexGetCenters(idx.h, mt)
 	})
 }
 
-// copyCenters gets a view of the centers into a DLManagedTensor of its own
-// (C memory), copies it into dst, and ends the view with its deleter.
-func copyCenters(op string, res *safe.Resources, dst *dlpack.ViewMut, get func(*generated.DLManagedTensor) error) error {
-	mt := cDLManaged()
-	if mt == nil {
-		return fmt.Errorf("%s: %w", op, safe.ErrOutOfMemory)
-	}
-	if err := get(mt); err != nil {
-		cFree(unsafe.Pointer(mt))
-		return kit.Wrap(op, err)
-	}
-	im, err := dlpack.Import(mt)
-	if err != nil {
-		cFree(unsafe.Pointer(mt))
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	im.Owner().SetLabel(op)
-	v, err := im.View()
-	if err == nil {
-		err = safe.Copy(res, &v, dst)
-	}
-	if cerr := im.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("%s: %w", op, cerr)
-	}
-	cFree(unsafe.Pointer(mt))
-	return err
-}
-
 // Serialize writes the index to a file (cuvsIvfFlatSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("ivfflat.Index.Serialize")
+	}
 	const op = "ivfflat.Index.Serialize"
-	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfFlatSerialize(h, p, idx.h)
 	})
 }
@@ -435,26 +431,14 @@ func readSize(path string) (int64, error) {
 	return s.Int, nil
 }
 
-// Close frees the index, waiting for searches in flight. Closing twice is
-// harmless; if freeing fails, a later Close tries again.
-// C call: cuvsIvfFlatIndexDestroy.
+// Close frees the index, waiting for the searches and the Extend in
+// flight. Closing twice, or closing the zero Index, is harmless; if freeing
+// fails, a later Close tries again. C call: cuvsIvfFlatIndexDestroy.
 func (idx *Index) Close() error {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.destroyed {
+	if idx == nil {
 		return nil
 	}
-	if !idx.state.Closed() {
-		idx.state.Close()
-		idx.clean.Stop()
-	}
-	if err := generated.CuvsIvfFlatIndexDestroy(idx.h); err != nil {
-		return kit.Wrap("ivfflat.Index.Close", err)
-	}
-	idx.destroyed = true
-	_ = idx.slices.Close()
-	liveIndexes.Dec()
-	return nil
+	return idx.life.Close("ivfflat.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

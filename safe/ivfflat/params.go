@@ -37,11 +37,12 @@ type IndexParams struct {
 	ConservativeMemoryAllocation bool
 }
 
-// SearchParams configures Search (cuvsIvfFlatSearchParams). The zero
-// SearchParams is refused: NProbes must be at least 1.
+// SearchParams configures Search (cuvsIvfFlatSearchParams). A zero field means
+// cuVS's default (DefaultSearchParams), so the zero SearchParams, like nil
+// params, is cuVS's defaults.
 type SearchParams struct {
-	// NProbes is the number of nearest lists searched per query, at least
-	// 1; cuVS uses min(NProbes, NLists). NProbes = NLists searches every
+	// NProbes is the number of nearest lists searched per query (0: cuVS's
+	// default); cuVS uses min(NProbes, NLists). NProbes = NLists searches every
 	// row (exact results); fewer is faster and approximate.
 	NProbes uint32
 }
@@ -123,6 +124,24 @@ func (s *SearchParams) validate(op string) error {
 		return kit.Argf(op, "params.NProbes", "0, want at least 1")
 	}
 	return nil
+}
+
+// resolve returns the parameters a search uses: s with each zero field
+// replaced by cuVS's default (DefaultSearchParams, read once), or all the
+// defaults for a nil s, checked against cuVS's ranges.
+func (s *SearchParams) resolve(op string) (SearchParams, error) {
+	d, err := searchDefaults.Get()
+	if err != nil {
+		return SearchParams{}, err
+	}
+	if s == nil {
+		return *d, nil
+	}
+	r := *s
+	if r.NProbes == 0 {
+		r.NProbes = d.NProbes
+	}
+	return r, r.validate(op)
 }
 
 // searchDefaults are DefaultSearchParams, read once: what a nil

@@ -34,8 +34,8 @@ func TestSerializeToDeserializeFrom(t *testing.T) {
 	back, err := ivfflat.DeserializeFrom(f.res, &buf)
 	must(t, err)
 	defer back.Close()
-	if back.Size() != idx.Size() || back.Dim() != idx.Dim() || back.NLists() != idx.NLists() {
-		t.Fatalf("deserialized %d×%d in %d lists, want %d×%d in %d", back.Size(), back.Dim(), back.NLists(), idx.Size(), idx.Dim(), idx.NLists())
+	if back.Rows() != idx.Rows() || back.Dim() != idx.Dim() || back.NLists() != idx.NLists() {
+		t.Fatalf("deserialized %d×%d in %d lists, want %d×%d in %d", back.Rows(), back.Dim(), back.NLists(), idx.Rows(), idx.Dim(), idx.NLists())
 	}
 	gotN, gotD := search(back)
 	if !slices.Equal(gotN, wantN) || !slices.Equal(gotD, wantD) {

@@ -1,13 +1,11 @@
 package ivfpq_test
 
 import (
-	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cuvs-go/cuvs/internal/safetest"
-	"github.com/cuvs-go/cuvs/safe"
 )
 
 // Goroutines search one index at once, each with its own resources and
@@ -54,40 +52,29 @@ func TestConcurrentSearch(t *testing.T) {
 	}
 }
 
-// A search in flight makes Extend refuse with safe.ErrBusy, before any C
-// call; the search still completes.
-func TestExtendBusy(t *testing.T) {
+// A search in flight: Extend waits for it (no ErrBusy), then succeeds,
+// and the search completes.
+func TestExtendWaitsForSearch(t *testing.T) {
 	f := setup(t)
 	ctl := safetest.Double(t, "a call delay")
 	idx := build(t, f.res, f.dataset, params(t))
 	sres := safetest.Resources(t)
 	t.Cleanup(func() { ctl.SetCallDelay(0) })
-	ctl.SetCallDelay(200 * time.Millisecond)
-	for attempt := 0; ; attempt++ {
-		base := ctl.Calls("cuvsIvfPqSearch")
-		done := make(chan error, 1)
-		go func() { done <- idx.Search(sres, &f.sp, f.queries, f.nb, f.dist) }()
-		for ctl.Calls("cuvsIvfPqSearch") == base {
-			time.Sleep(100 * time.Microsecond)
-		}
-		extends := ctl.Calls("cuvsIvfPqExtend")
-		err := idx.Extend(f.res, f.queries, nil)
-		inFlight := len(done) == 0
-		if serr := <-done; serr != nil {
-			t.Fatal(serr)
-		}
-		if err == nil {
-			if inFlight || attempt == 9 {
-				t.Fatalf("Extend succeeded during a search (attempt %d)", attempt)
-			}
-			continue
-		}
-		if !errors.Is(err, safe.ErrBusy) {
-			t.Errorf("Extend during a search: %v", err)
-		}
-		if ctl.Calls("cuvsIvfPqExtend") != extends {
-			t.Error("a refused Extend called cuvsIvfPqExtend")
-		}
-		break
+	ctl.SetCallDelay(50 * time.Millisecond)
+	rows := idx.Rows()
+	base := ctl.Calls("cuvsIvfPqSearch")
+	done := make(chan error, 1)
+	go func() { done <- idx.Search(sres, &f.sp, f.queries, f.nb, f.dist) }()
+	for ctl.Calls("cuvsIvfPqSearch") == base {
+		time.Sleep(100 * time.Microsecond)
+	}
+	if err := idx.Extend(f.res, f.queries, nil); err != nil {
+		t.Fatalf("Extend during a search: %v", err)
+	}
+	if serr := <-done; serr != nil {
+		t.Fatal(serr)
+	}
+	if got, want := idx.Rows(), rows+f.queries.Rows(); got != want {
+		t.Errorf("rows %d after Extend, want %d", got, want)
 	}
 }

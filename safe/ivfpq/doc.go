@@ -12,7 +12,7 @@
 // from DefaultIndexParams, which reads cuVS's defaults from the library;
 // Build checks every field in Go first (PQBits 4..8, PQDim × PQBits a
 // multiple of 8, NLists no more than the rows, ...). Extend adds rows, with
-// ids of your own or numbered on from Size(). BuildPrecomputed makes an
+// ids of your own or numbered on from Rows(). BuildPrecomputed makes an
 // index from a model trained elsewhere (centres, codebooks, rotation);
 // Deserialize reads one written by Serialize.
 //

@@ -60,7 +60,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer idx.Close()
-	fmt.Println(idx.Size(), idx.Dim(), idx.NLists(), idx.PQDim(), idx.PQBits(), idx.PQLen(), idx.DType())
+	fmt.Println(idx.Rows(), idx.Dim(), idx.NLists(), idx.PQDim(), idx.PQBits(), idx.PQLen(), idx.DType())
 
 	// Queries and results live in device memory; neighbors are int64.
 	const k = 5

@@ -2,8 +2,6 @@ package ivfpq
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
@@ -27,6 +24,7 @@ var (
 	vectorsRule    = kit.Rule{Arg: "vectors", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	idsRule        = kit.Rule{Arg: "ids", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
 	pqCentersRule  = kit.Rule{Arg: "pqCenters", Memory: kit.DeviceMemory, DTypes: f32, Rank: 3, RowMajor: true}
+	centersDstRule = kit.Rule{Arg: "dst", Memory: kit.AnyMemory, DTypes: f32, Rank: 2}
 	centersRule    = kit.Rule{Arg: "centers", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
 	centersRotRule = kit.Rule{Arg: "centersRot", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
 	rotationRule   = kit.Rule{Arg: "rotation", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
@@ -41,12 +39,12 @@ var (
 )
 
 // Index is an IVF-PQ index. Any number of goroutines may search it at once,
-// each with its own safe.Resources; Extend needs it alone, and Close waits
-// for the searches in flight.
+// each with its own safe.Resources; Extend needs it alone (it waits its
+// turn, and searches wait for it), and Close waits for both.
 type Index struct {
 	dev   dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h     generated.CuvsIvfPqIndex_t // C memory
-	size  atomic.Int64               // changed by Extend
+	rows  atomic.Int64               // changed by Extend
 	dtype atomic.Uint32              // packed dlpack.DataType; 0 while unknown
 	dim   int64
 	// read from the library when the index is made
@@ -54,28 +52,8 @@ type Index struct {
 	layout                       CodesLayout
 	layoutKnown                  bool // false after Deserialize: the C API has no getter
 
-	state     handle.State
-	mu        sync.Mutex // Close, Extend, the views list
-	left      *leftovers // what a cleanup must release if Close is never called
-	views     kit.Views  // handed out into the index's memory
-	destroyed bool
-	clean     runtime.Cleanup
-	slices    hostsearch.Pool // SearchSlice's device buffers
-}
-
-// leftovers is what an index holds in C and in borrows: shared with its
-// cleanup, which releases them if the index is dropped without Close.
-type leftovers struct {
-	h       generated.CuvsIvfPqIndex_t
-	borrows []*dlpack.Retention
-}
-
-func destroyIndex(l *leftovers) {
-	liveIndexes.Dec()
-	_ = generated.CuvsIvfPqIndexDestroy(l.h)
-	for _, r := range l.borrows {
-		r.End()
-	}
+	life   kit.Life        // Close, cleanup, searches, Extend, the views
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -83,24 +61,13 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsIvfPqIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	liveIndexes.Inc()
 	idx := &Index{h: h}
-	idx.left = &leftovers{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, idx.left)
+	kit.Start(&idx.life, idx, "ivfpq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfPqIndexDestroy(h) })
 	return idx, nil
 }
 
-func (idx *Index) label() string { return fmt.Sprintf("ivfpq.Index(%p)", idx) }
-
 // fail destroys a half-made index.
-func (idx *Index) fail() {
-	idx.clean.Stop()
-	for _, r := range idx.left.borrows {
-		r.End()
-	}
-	liveIndexes.Dec()
-	_ = generated.CuvsIvfPqIndexDestroy(idx.h)
-}
+func (idx *Index) fail() { idx.life.Fail() }
 
 func packDType(d dlpack.DataType) uint32 {
 	return uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16
@@ -143,7 +110,7 @@ func (idx *Index) refresh(op string) error {
 		}
 		v[i] = x
 	}
-	idx.size.Store(v[0])
+	idx.rows.Store(v[0])
 	idx.dim, idx.nLists, idx.pqDim, idx.pqBits, idx.pqLen = v[1], v[2], v[3], v[4], v[5]
 	idx.readDType()
 	return nil
@@ -294,12 +261,12 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		return nil, err
 	}
 	for i := range vs {
-		r, err := vs[i].Retain(idx.label())
+		r, err := vs[i].Retain(idx.life.Label())
 		if err != nil {
 			idx.fail()
 			return nil, kit.Argf(op, rules[i].Arg, "%w", err)
 		}
-		idx.left.borrows = append(idx.left.borrows, r)
+		idx.life.Borrow(r)
 	}
 	in := []*dlpack.View{&vs[0], &vs[1], &vs[2], &vs[3]}
 	if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
@@ -317,41 +284,86 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 	return idx, nil
 }
 
-// Size returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
+// Rows returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Size() int { return int(idx.size.Load()) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
 
 // Dim returns the vectors' dimension (cuvsIvfPqIndexGetDim).
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // NLists returns the number of inverted lists (cuvsIvfPqIndexGetNLists).
-func (idx *Index) NLists() int { return int(idx.nLists) }
+func (idx *Index) NLists() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.nLists)
+}
 
 // PQDim returns the number of PQ sub-spaces, the codes per vector
 // (cuvsIvfPqIndexGetPqDim).
-func (idx *Index) PQDim() int { return int(idx.pqDim) }
+func (idx *Index) PQDim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.pqDim)
+}
 
 // PQBits returns the bits per PQ code (cuvsIvfPqIndexGetPqBits).
-func (idx *Index) PQBits() int { return int(idx.pqBits) }
+func (idx *Index) PQBits() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.pqBits)
+}
 
 // PQLen returns the length of a PQ sub-space, ceil(Dim/PQDim)
 // (cuvsIvfPqIndexGetPqLen).
-func (idx *Index) PQLen() int { return int(idx.pqLen) }
+func (idx *Index) PQLen() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.pqLen)
+}
 
 // RotDim returns the dimension of the rotated space, PQLen × PQDim.
-func (idx *Index) RotDim() int { return int(idx.pqLen * idx.pqDim) }
+func (idx *Index) RotDim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.pqLen * idx.pqDim)
+}
 
 // CodeBytes returns the bytes of one vector's packed codes,
 // ceil(PQDim × PQBits / 8): the width of Transform's and UnpackListCodes's
 // codes.
-func (idx *Index) CodeBytes() int { return int((idx.pqDim*idx.pqBits + 7) / 8) }
+func (idx *Index) CodeBytes() int {
+	if idx == nil {
+		return 0
+	}
+	return int((idx.pqDim*idx.pqBits + 7) / 8)
+}
 
 // DType returns the element type of the vectors the index was built or
 // extended with, or the zero DataType while it is unknown: cuVS records it
 // in Build and the first Extend, not in BuildPrecomputed or Deserialize.
 // While it is unknown, Search, Extend and Transform accept any of float32,
 // float16, int8 and uint8.
-func (idx *Index) DType() dlpack.DataType { return unpackDType(idx.dtype.Load()) }
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return unpackDType(idx.dtype.Load())
+}
 
 // checkDType checks an input's element type against the index's, when
 // known.
@@ -365,19 +377,25 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 // Extend adds rows to the index (cuvsIvfPqExtend): vectors (n × Dim(), the
 // index's element type, host or device memory, copied and compressed) with
 // ids (n int64, in the same kind of memory: both host, or both device,
-// pinned or managed). ids nil numbers the rows Size(), Size()+1, ...: the
+// pinned or managed). ids nil numbers the rows Rows(), Rows()+1, ...: the
 // ids Build gave when the index has only those. Ids need not be unique or
 // in order; Search returns them.
 //
-// It needs the index alone: it refuses (safe.ErrBusy) while searches are in
-// flight, and searches meanwhile are refused the same way. The views into
-// the index expire (it refuses while one is in use).
+// It needs the index alone, and waits its turn: new searches wait
+// while it is pending, it waits for the searches in flight (and for a
+// running Extend), runs alone, and then lets the searches that waited in
+// before another Extend. It never fails because the index is busy; it
+// fails with safe.ErrClosed once Close has begun, even while waiting.
+// The views into the index expire (it refuses while one is in use).
 //
 // C calls: cuvsIvfPqExtend, cuvsStreamSync,
 // cuvsIvfPqIndexGetSize; with ids nil and vectors not in Go memory, also
 // those of safe.DeviceVectorFrom and its Close (cuvsRMMAlloc,
 // cuvsMatrixCopy, cuvsStreamSync, cuvsRMMFree).
 func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Extend")
+	}
 	const op = "ivfpq.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -411,48 +429,40 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 			return kit.Argf(op, "ids", "%s memory with vectors in %s memory: both must be host or both device memory", iv.Device(), vv.Device())
 		}
 	}
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	ok, closed := idx.state.TryExclusive()
-	if !ok {
-		if closed {
-			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-		}
-		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
-	}
-	defer idx.state.LeaveExclusive()
-	if err := idx.views.Expire(op); err != nil {
-		return err
-	}
-	if ids == nil {
-		gen := make([]int64, n)
-		for i := range gen {
-			gen[i] = idx.size.Load() + int64(i)
-		}
-		if deviceCompatible(&vv) {
-			d, err := safe.DeviceVectorFrom(res, gen)
-			if err != nil {
-				return fmt.Errorf("%s: the ids: %w", op, err)
+	return idx.life.Exclusive(op, func() error {
+		iv := iv
+		if ids == nil {
+			gen := make([]int64, n)
+			base := idx.rows.Load()
+			for i := range gen {
+				gen[i] = base + int64(i)
 			}
-			defer d.Close()
-			iv, _ = d.View()
-		} else {
-			iv, _ = dlpack.NewHostVector(gen).View()
+			if deviceCompatible(&vv) {
+				d, err := safe.DeviceVectorFrom(res, gen)
+				if err != nil {
+					return fmt.Errorf("%s: the ids: %w", op, err)
+				}
+				defer d.Close()
+				iv, _ = d.View()
+			} else {
+				iv, _ = dlpack.NewHostVector(gen).View()
+			}
 		}
-	}
-	extended := false
-	err = kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		err := generated.CuvsIvfPqExtend(h, t[0], t[1], idx.h)
-		extended = err == nil
+		extended := false
+		err := kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			err := generated.CuvsIvfPqExtend(h, t[0], t[1], idx.h)
+			extended = err == nil
+			return err
+		})
+		if extended {
+			// cuVS added exactly the new rows, and set the dtype if it was
+			// unknown; the count must follow even if the sync after it
+			// failed.
+			idx.rows.Add(n)
+			idx.readDType()
+		}
 		return err
 	})
-	if extended {
-		// cuVS added exactly the new rows, and set the dtype if it was
-		// unknown; the count must follow even if the sync after it failed.
-		idx.size.Add(n)
-		idx.readDType()
-	}
-	return err
 }
 
 // Search finds the k nearest rows for each query, k being the number of
@@ -474,15 +484,22 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // each with its own Resources. cuVS v26.06 cannot search an index whose
 // CodesLayout is Flat: Search refuses it when the layout is known.
 //
+// While an Extend runs or waits for the searches in flight, a new search
+// waits for it (never failing with safe.ErrBusy): at most the duration of
+// one Extend, since the searches that waited go in before the next one.
+//
 // C calls: cuvsIvfPqSearch (the parameters are handed to C as a Go value,
 // which cuVS copies).
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Search")
+	}
 	const op = "ivfpq.Index.Search"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	return idx.search(op, c, res, params, queries, neighbors, distances)
@@ -501,36 +518,32 @@ func (idx *Index) searchDType(queries dlpack.Tensor) dlpack.DataType {
 }
 
 // checkSearch checks params and the index for a search, and returns the
-// params to use: nil is DefaultSearchParams.
-func (idx *Index) checkSearch(op string, params *SearchParams) (*SearchParams, error) {
-	if params == nil {
-		var err error
-		if params, err = searchDefaults.Get(); err != nil {
-			return nil, err
-		}
-	}
-	if err := params.validate(op); err != nil {
-		return nil, err
+// params to use: params with its zero fields filled in by cuVS's defaults
+// (nil: all of DefaultSearchParams).
+func (idx *Index) checkSearch(op string, params *SearchParams) (SearchParams, error) {
+	sp, err := params.resolve(op)
+	if err != nil {
+		return SearchParams{}, err
 	}
 	if idx.layoutKnown && idx.layout != Interleaved {
-		return nil, kit.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
+		return SearchParams{}, kit.Argf(op, "index", "the index's codes layout is %s: cuVS searches only Interleaved", idx.layout)
 	}
-	return params, nil
+	return sp, nil
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	params, err := idx.checkSearch(op, params)
+	sp, err := idx.checkSearch(op, params)
 	if err != nil {
 		return err
 	}
 	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, idx.size.Load(), &t); err != nil {
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, idx.rows.Load(), &t); err != nil {
 		return err
 	}
-	cp := params.cValue()
+	cp := sp.cValue()
 	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
@@ -545,14 +558,17 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // nearest list, codes (n × CodeBytes() uint8) its packed PQ codes. All in
 // device memory; ready once res is synchronized.
 func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, codes dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Transform")
+	}
 	const op = "ivfpq.Index.Transform"
 	if input == nil || labels == nil || codes == nil {
 		return kit.Argf(op, "input/labels/codes", "nil tensor")
 	}
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	iv, err := input.View()
 	if err != nil {
 		return kit.Argf(op, "input", "%w", err)
@@ -613,11 +629,14 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 // index (cuvsIvfPqIndexGetListSizes, then cuvsMatrixCopy and
 // cuvsStreamSync into Go memory).
 func (idx *Index) ListSizesToHost(res *safe.Resources) ([]uint32, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("ivfpq.Index.ListSizesToHost")
+	}
 	const op = "ivfpq.Index.ListSizesToHost"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	return idx.listSizes(op, res)
 }
 
@@ -656,14 +675,17 @@ func (idx *Index) listSizes(op string, res *safe.Resources) ([]uint32, error) {
 // C calls: cuvsIvfPqIndexGetListSizes, cuvsMatrixCopy, cuvsStreamSync (to
 // check the range), cuvsIvfPqIndexUnpackContiguousListData.
 func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, codes dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.UnpackListCodes")
+	}
 	const op = "ivfpq.Index.UnpackListCodes"
 	if codes == nil {
 		return kit.Argf(op, "codes", "nil")
 	}
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	if int64(label) >= idx.nLists {
 		return kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
@@ -680,7 +702,7 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if cm.Dim(1) != int64(idx.CodeBytes()) {
 		return kit.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.CodeBytes())
 	}
-	if idx.size.Load() == 0 {
+	if idx.rows.Load() == 0 {
 		return kit.Argf(op, "label", "the index holds no rows")
 	}
 	sizes, err := idx.listSizes(op, res)
@@ -706,8 +728,11 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Serialize")
+	}
 	const op = "ivfpq.Index.Serialize"
-	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfPqSerialize(h, p, idx.h)
 	})
 }
@@ -752,44 +777,86 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	return idx, nil
 }
 
-// Centers returns a read-only view of the coarse cluster centres, NLists ×
-// Dim float32 in device memory, strided (rows of CentersPadded's width)
-// (cuvsIvfPqIndexGetCenters). Like every view of the index, it expires
-// when the index is closed or extended; while it is bound to a call or
-// retained (by an index made with BuildPrecomputed, say), the index refuses
-// Close and Extend.
-func (idx *Index) Centers() (dlpack.View, error) {
-	return idx.internalView("ivfpq.Index.Centers", generated.CuvsIvfPqIndexGetCenters)
+// Centers copies the coarse cluster centres, NLists() × Dim() float32,
+// into dst (host or device memory, rows contiguous; e.g. a
+// dlpack.NewHostMatrix over a Go slice) and waits for the copy: the same
+// shape as ivfflat's and ivfsq's Centers. cuvsIvfPqIndexGetCenters hands
+// out a strided view into the index (rows of CentersPadded's width); a
+// copy stays valid after Extend and Close, which a view would not. The
+// view itself, padded, is CentersPadded.
+//
+// C calls: cuvsIvfPqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
+// the view's deleter.
+func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfpq.Index.Centers")
+	}
+	const op = "ivfpq.Index.Centers"
+	if dst == nil {
+		return kit.Argf(op, "dst", "nil")
+	}
+	dm, err := dst.ViewMut()
+	if err != nil {
+		return kit.Argf(op, "dst", "%w", err)
+	}
+	if err := centersDstRule.CheckMut(op, &dm); err != nil {
+		return err
+	}
+	if err := idx.life.Enter(op); err != nil {
+		return err
+	}
+	defer idx.life.Leave()
+	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
+		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
+	}
+	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
+		return generated.CuvsIvfPqIndexGetCenters(idx.h, mt)
+	})
 }
 
 // CentersPadded returns a view of the centres as the index stores them,
 // NLists × round_up(Dim+1, 8) float32, each row the centre, its squared
 // norm and zeros (cuvsIvfPqIndexGetCentersPadded).
 func (idx *Index) CentersPadded() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.CentersPadded")
+	}
 	return idx.internalView("ivfpq.Index.CentersPadded", generated.CuvsIvfPqIndexGetCentersPadded)
 }
 
 // PQCenters returns a view of the PQ codebooks, float32 [PQDim (or NLists
 // for PerCluster codebooks), PQLen, 2^PQBits] (cuvsIvfPqIndexGetPqCenters).
 func (idx *Index) PQCenters() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.PQCenters")
+	}
 	return idx.internalView("ivfpq.Index.PQCenters", generated.CuvsIvfPqIndexGetPqCenters)
 }
 
 // CentersRot returns a view of the centres in the rotated space, NLists ×
 // RotDim float32 (cuvsIvfPqIndexGetCentersRot).
 func (idx *Index) CentersRot() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.CentersRot")
+	}
 	return idx.internalView("ivfpq.Index.CentersRot", generated.CuvsIvfPqIndexGetCentersRot)
 }
 
 // RotationMatrix returns a view of the rotation, RotDim × Dim float32
 // (cuvsIvfPqIndexGetRotationMatrix).
 func (idx *Index) RotationMatrix() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.RotationMatrix")
+	}
 	return idx.internalView("ivfpq.Index.RotationMatrix", generated.CuvsIvfPqIndexGetRotationMatrix)
 }
 
 // ListSizes returns a view of the lists' sizes, NLists uint32 in device
 // memory (cuvsIvfPqIndexGetListSizes); ListSizesToHost copies them.
 func (idx *Index) ListSizes() (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.ListSizes")
+	}
 	return idx.internalView("ivfpq.Index.ListSizes", generated.CuvsIvfPqIndexGetListSizes)
 }
 
@@ -799,11 +866,14 @@ func (idx *Index) ListSizes() (dlpack.View, error) {
 // are cuVS's filler. The index must hold rows (cuVS allocates no lists
 // before).
 func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
+	if idx == nil {
+		return dlpack.View{}, kit.NilIndex("ivfpq.Index.ListIndices")
+	}
 	const op = "ivfpq.Index.ListIndices"
 	if int64(label) >= idx.nLists {
 		return dlpack.View{}, kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
-	if idx.size.Load() == 0 {
+	if idx.rows.Load() == 0 {
 		return dlpack.View{}, kit.Argf(op, "label", "the index holds no rows: cuVS has no lists yet")
 	}
 	return idx.internalView(op, func(h generated.CuvsIvfPqIndex_t, mt *generated.DLManagedTensor) error {
@@ -812,46 +882,20 @@ func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
 }
 
 func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
-	// idx.mu, not a shared use: Close and Extend, which expire the views,
-	// hold it, so a view is never added behind their back.
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.state.Closed() {
-		return dlpack.View{}, fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	return idx.views.Import(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
+	return idx.life.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
 }
 
-// Close frees the index, waiting for searches in flight, expires its views
-// and ends its borrows (BuildPrecomputed's tensors). It refuses while a view
-// of the index is in use (bound to a call, or retained by another index).
-// Closing twice is harmless; if freeing the index fails, the index keeps its
+// Close frees the index, waiting for the searches and the Extend in
+// flight, expires its views and ends its borrows (BuildPrecomputed's
+// tensors). It refuses while a view of the index is in use (bound to a
+// call, or retained by another index). Closing twice, or closing the zero
+// Index, is harmless; if freeing the index fails, the index keeps its
 // borrows and a later Close tries again. C call: cuvsIvfPqIndexDestroy.
 func (idx *Index) Close() error {
-	const op = "ivfpq.Index.Close"
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.destroyed {
+	if idx == nil {
 		return nil
 	}
-	if !idx.state.Closed() {
-		if err := idx.views.Expire(op); err != nil {
-			return err
-		}
-		idx.state.Close()
-		idx.clean.Stop()
-	}
-	if err := generated.CuvsIvfPqIndexDestroy(idx.h); err != nil {
-		return kit.Wrap(op, err)
-	}
-	idx.destroyed = true
-	_ = idx.slices.Close()
-	liveIndexes.Dec()
-	for _, r := range idx.left.borrows {
-		r.End()
-	}
-	idx.left.borrows = nil
-	return nil
+	return idx.life.Close("ivfpq.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

@@ -269,7 +269,7 @@ func TestBuildSearch(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			idx := build(t, f.res, ds, params(t))
-			got := []int{idx.Size(), idx.Dim(), idx.NLists(), idx.PQDim(), idx.PQBits(), idx.PQLen(), idx.RotDim(), idx.CodeBytes()}
+			got := []int{idx.Rows(), idx.Dim(), idx.NLists(), idx.PQDim(), idx.PQBits(), idx.PQLen(), idx.RotDim(), idx.CodeBytes()}
 			if want := []int{rows, dim, nLists, dim / 2, 8, 2, dim, dim / 2}; !slices.Equal(got, want) {
 				t.Errorf("size, dim, lists, pq dim, pq bits, pq len, rot dim, code bytes: %v, want %v", got, want)
 			}
@@ -371,8 +371,8 @@ func TestViews(t *testing.T) {
 	f := setup(t)
 	idx := build(t, f.res, f.dataset, params(t))
 	dimExt := int64((dim + 1 + 7) / 8 * 8)
-	centers, err := idx.Centers()
-	if err != nil {
+	centers := make([]float32, nLists*dim)
+	if err := idx.Centers(f.res, hostMatrix(t, centers, nLists, dim)); err != nil {
 		t.Fatal(err)
 	}
 	padded, err := idx.CentersPadded()
@@ -401,7 +401,6 @@ func TestViews(t *testing.T) {
 		dt    dlpack.DataType
 		shape []int64
 	}{
-		{"Centers", centers, dlpack.Float32, []int64{nLists, dim}},
 		{"CentersPadded", padded, dlpack.Float32, []int64{nLists, dimExt}},
 		{"PQCenters", pqc, dlpack.Float32, []int64{dim / 2, 2, 256}},
 		{"CentersRot", crot, dlpack.Float32, []int64{nLists, dim}},
@@ -412,10 +411,7 @@ func TestViews(t *testing.T) {
 			t.Errorf("%s: %v, want %s %v on CUDA", c.name, c.v, c.dt, c.shape)
 		}
 	}
-	if !slices.Equal(centers.Strides(), []int64{dimExt, 1}) {
-		t.Errorf("Centers strides %v, want [%d 1]", centers.Strides(), dimExt)
-	}
-	cv, pv := toHost[float32](t, f.res, centers), toHost[float32](t, f.res, padded)
+	cv, pv := centers, toHost[float32](t, f.res, padded)
 	for l := 0; l < nLists; l++ {
 		if !slices.Equal(cv[l*dim:(l+1)*dim], pv[l*int(dimExt):l*int(dimExt)+dim]) {
 			t.Fatalf("list %d: Centers and CentersPadded differ", l)
@@ -467,16 +463,16 @@ func TestViews(t *testing.T) {
 	if err := idx.Extend(f.res, f.queries, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []dlpack.View{centers, padded, pqc, crot, rot, sizes} {
+	for _, v := range []dlpack.View{padded, pqc, crot, rot, sizes} {
 		if !errors.Is(v.Err(), dlpack.ErrExpired) {
 			t.Errorf("a view after Extend: %v", v.Err())
 		}
 	}
-	if idx.Size() != rows+nq {
-		t.Errorf("size %d after Extend", idx.Size())
+	if idx.Rows() != rows+nq {
+		t.Errorf("size %d after Extend", idx.Rows())
 	}
-	// Close expires them too.
-	c2, err := idx.Centers()
+	// Close expires them too; Centers' copy stays.
+	c2, err := idx.CentersPadded()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,20 +482,20 @@ func TestViews(t *testing.T) {
 	if _, err := c2.Data(); !errors.Is(err, dlpack.ErrExpired) {
 		t.Errorf("a view after Close: %v", err)
 	}
-	if _, err := idx.Centers(); !errors.Is(err, safe.ErrClosed) {
+	if err := idx.Centers(f.res, hostMatrix(t, make([]float32, nLists*dim), nLists, dim)); !errors.Is(err, safe.ErrClosed) {
 		t.Errorf("Centers after Close: %v", err)
 	}
 }
 
 // An index trained without data is empty; Extend fills it with ids of its
-// own or numbered from Size().
+// own or numbered from Rows().
 func TestExtend(t *testing.T) {
 	f := setup(t)
 	p := params(t)
 	p.AddDataOnBuild = false
 	idx := build(t, f.res, f.dataset, p)
-	if idx.Size() != 0 {
-		t.Fatalf("size %d without data", idx.Size())
+	if idx.Rows() != 0 {
+		t.Fatalf("size %d without data", idx.Rows())
 	}
 	if err := idx.Search(f.res, &f.sp, f.queries, f.nb, f.dist); !isArg(err, "neighbors") {
 		t.Errorf("search of an empty index: %v", err)
@@ -512,8 +508,8 @@ func TestExtend(t *testing.T) {
 	if err := idx.Extend(f.res, hostMatrix(t, slices.Clone(f.data[:half*dim]), half, dim), nil); err != nil {
 		t.Fatal(err)
 	}
-	if idx.Size() != int(half) {
-		t.Fatalf("size %d", idx.Size())
+	if idx.Rows() != int(half) {
+		t.Fatalf("size %d", idx.Rows())
 	}
 	// the second half from the device, numbered 1000..1999 by Extend
 	second, err := f.dataset.RowsView(half, rows)
@@ -544,8 +540,8 @@ func TestExtend(t *testing.T) {
 	if err := idx.Extend(f.res, hostMatrix(t, slices.Clone(f.data), rows, dim), dlpack.NewHostVector(slices.Clone(ids))); err != nil {
 		t.Fatal(err)
 	}
-	if idx.Size() != 2*rows {
-		t.Errorf("size %d", idx.Size())
+	if idx.Rows() != 2*rows {
+		t.Errorf("size %d", idx.Rows())
 	}
 	nb, _ = results(t, f, idx, &f.sp)
 	for _, id := range nb {
@@ -579,7 +575,7 @@ func TestSerialize(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, back)
-	got := []int{back.Size(), back.Dim(), back.NLists(), back.PQDim(), back.PQBits(), back.PQLen()}
+	got := []int{back.Rows(), back.Dim(), back.NLists(), back.PQDim(), back.PQBits(), back.PQLen()}
 	if want := []int{rows, dim, nLists, dim / 2, 8, 2}; !slices.Equal(got, want) {
 		t.Errorf("deserialized shape %v, want %v", got, want)
 	}
@@ -594,8 +590,8 @@ func TestSerialize(t *testing.T) {
 	if err := back.Extend(f.res, f.queries, nil); err != nil {
 		t.Fatal(err)
 	}
-	if back.DType() != dlpack.Float32 || back.Size() != rows+nq {
-		t.Errorf("after Extend: %v, %d rows", back.DType(), back.Size())
+	if back.DType() != dlpack.Float32 || back.Rows() != rows+nq {
+		t.Errorf("after Extend: %v, %d rows", back.DType(), back.Rows())
 	}
 	if _, err := ivfpq.Deserialize(f.res, filepath.Join(t.TempDir(), "missing")); !errors.Is(err, safe.ErrCuvs) {
 		t.Errorf("a missing file: %v", err)
@@ -636,8 +632,8 @@ func TestBuildPrecomputed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if idx.Size() != 0 || idx.DType() != (dlpack.DataType{}) || idx.NLists() != nLists || idx.PQDim() != dim/2 {
-		t.Errorf("precomputed index: %d rows, %v, %d lists, pq dim %d", idx.Size(), idx.DType(), idx.NLists(), idx.PQDim())
+	if idx.Rows() != 0 || idx.DType() != (dlpack.DataType{}) || idx.NLists() != nLists || idx.PQDim() != dim/2 {
+		t.Errorf("precomputed index: %d rows, %v, %d lists, pq dim %d", idx.Rows(), idx.DType(), idx.NLists(), idx.PQDim())
 	}
 	for _, o := range []interface{ Close() error }{pqcDev, cenDev, crotDev, rotDev} {
 		var be *dlpack.BorrowedError
@@ -648,8 +644,8 @@ func TestBuildPrecomputed(t *testing.T) {
 	if err := idx.Extend(f.res, f.dataset, nil); err != nil {
 		t.Fatal(err)
 	}
-	if idx.DType() != dlpack.Float32 || idx.Size() != rows {
-		t.Errorf("after Extend: %v, %d rows", idx.DType(), idx.Size())
+	if idx.DType() != dlpack.Float32 || idx.Rows() != rows {
+		t.Errorf("after Extend: %v, %d rows", idx.DType(), idx.Rows())
 	}
 	n2, d2 := results(t, f, idx, &f.sp)
 	check(t, n2, d2, f.data, f.qs, inRange(rows), nil, minRecall)

@@ -147,13 +147,13 @@ type IndexParams struct {
 	CodesLayout CodesLayout
 }
 
-// SearchParams configures Search (cuvsIvfPqSearchParams). Start from
-// DefaultSearchParams. The zero value is refused (NProbes and
-// MaxInternalBatchSize must be positive); its CUDA types are CUDAFloat32,
-// cuVS's defaults.
+// SearchParams configures Search (cuvsIvfPqSearchParams). A zero field
+// means cuVS's default (DefaultSearchParams): the zero SearchParams, like
+// nil params, is cuVS's defaults (its CUDA types, CUDAFloat32, are cuVS's
+// defaults too).
 type SearchParams struct {
-	// NProbes is the number of lists searched per query, at least 1; more
-	// than NLists searches them all.
+	// NProbes is the number of lists searched per query (0: cuVS's
+	// default); more than NLists searches them all.
 	NProbes uint32
 	// LUTDtype is the type of the look-up table built per query:
 	// CUDAFloat32, CUDAFloat16 or CUDAUint8 (smaller is faster, with lower
@@ -167,11 +167,13 @@ type SearchParams struct {
 	// that int8 loses recall unless the data are normalized and of low
 	// dimension).
 	CoarseSearchDtype CUDAType
-	// MaxInternalBatchSize is the number of queries cuVS searches at once,
-	// at least 1.
+	// MaxInternalBatchSize is the number of queries cuVS searches at once
+	// (0: cuVS's default).
 	MaxInternalBatchSize uint32
 	// PreferredShmemCarveout is the preferred fraction of the unified L1 /
-	// shared memory used as shared memory, in [0, 1] (a hint).
+	// shared memory used as shared memory, in (0, 1] (a hint; 0: cuVS's
+	// default, 1 in v26.06; ask for a small positive value for little
+	// shared memory).
 	PreferredShmemCarveout float64
 }
 
@@ -310,6 +312,30 @@ func (s *SearchParams) validate(op string) error {
 		return kit.Argf(op, "params.PreferredShmemCarveout", "%g is not in [0, 1]", s.PreferredShmemCarveout)
 	}
 	return nil
+}
+
+// resolve returns the parameters a search uses: s with each zero field
+// replaced by cuVS's default (DefaultSearchParams, read once), or all the
+// defaults for a nil s, checked against cuVS's ranges.
+func (s *SearchParams) resolve(op string) (SearchParams, error) {
+	d, err := searchDefaults.Get()
+	if err != nil {
+		return SearchParams{}, err
+	}
+	if s == nil {
+		return *d, nil
+	}
+	r := *s
+	if r.NProbes == 0 {
+		r.NProbes = d.NProbes
+	}
+	if r.MaxInternalBatchSize == 0 {
+		r.MaxInternalBatchSize = d.MaxInternalBatchSize
+	}
+	if r.PreferredShmemCarveout == 0 {
+		r.PreferredShmemCarveout = d.PreferredShmemCarveout
+	}
+	return r, r.validate(op)
 }
 
 // cValue is the C search parameters: a plain struct that cuVS copies at the

@@ -1,6 +1,7 @@
 package ivfpq
 
 import (
+	"fmt"
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
@@ -29,12 +30,15 @@ type Prepared struct {
 // not exceed the index's size when prepared.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut) (*Prepared, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("ivfpq.Index.Prepare")
+	}
 	const op = "ivfpq.Index.Prepare"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.state.Leave()
-	params, err := idx.checkSearch(op, params)
+	defer idx.life.Leave()
+	sp, err := idx.checkSearch(op, params)
 	if err != nil {
 		return nil, err
 	}
@@ -44,12 +48,12 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 			dt = qm.DType()
 		}
 	}
-	s, err := prepared.New(op, "ivfpq.Prepared", &searchRules, queries, neighbors, distances, dt, idx.dim, idx.size.Load(), nil)
+	s, err := prepared.New(op, "ivfpq.Prepared", &searchRules, queries, neighbors, distances, dt, idx.dim, idx.rows.Load(), nil)
 	if err != nil {
 		return nil, err
 	}
 	s.IndexDevice = idx.dev
-	cp := params.cValue()
+	cp := sp.cValue()
 	return &Prepared{idx: idx, params: &cp, s: s}, nil
 }
 
@@ -57,12 +61,15 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 // synchronized (Results does it). It allocates nothing and makes one C call
 // (cuvsIvfPqSearch).
 func (p *Prepared) Run(res *safe.Resources) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfpq.Prepared.Run")
+	}
 	const op = "ivfpq.Prepared.Run"
 	s := p.s
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := kit.Enter(&p.idx.state, op); err != nil {
+	if err := p.idx.life.Enter(op); err != nil {
 		s.Leave()
 		return err
 	}
@@ -72,7 +79,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.state.Leave()
+	p.idx.life.Leave()
 	s.Leave()
 	return err
 }
@@ -81,6 +88,9 @@ func (p *Prepared) Run(res *safe.Resources) error {
 // or device memory) into the bound queries and waits for the copy
 // (cuvsMatrixCopy, cuvsStreamSync).
 func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfpq.Prepared.SetQueries")
+	}
 	return p.s.SetQueries(res, src)
 }
 
@@ -88,9 +98,22 @@ func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
 // be nil; the prepared shapes and element types; host or device memory) and
 // waits for the search and the copies.
 func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfpq.Prepared.Results")
+	}
 	return p.s.Results(res, neighbors, distances)
 }
 
 // Close ends the Prepared's borrows, waiting for a Run or copy in flight.
 // Closing twice is harmless.
-func (p *Prepared) Close() error { return p.s.Close() }
+func (p *Prepared) Close() error {
+	if p == nil || p.s == nil {
+		return nil
+	}
+	return p.s.Close()
+}
+
+// errZero is the error of a method of a Prepared not made by Prepare.
+func errZero(op string) error {
+	return fmt.Errorf("%s: %w (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
+}

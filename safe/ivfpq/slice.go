@@ -45,7 +45,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 		dtypes = []dlpack.DataType{dt}
 	}
 	spec := hostsearch.Spec{
-		Dim: int(idx.dim), Rows: int(idx.size.Load()), DTypes: dtypes,
+		Dim: int(idx.dim), Rows: int(idx.rows.Load()), DTypes: dtypes,
 		Check: func(n, k int) error {
 			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 				return err

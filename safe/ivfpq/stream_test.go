@@ -26,8 +26,8 @@ func TestSerializeToDeserializeFrom(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer back.Close()
-	if back.Size() != idx.Size() || back.PQDim() != idx.PQDim() {
-		t.Fatalf("deserialized size %d, pq dim %d; want %d, %d", back.Size(), back.PQDim(), idx.Size(), idx.PQDim())
+	if back.Rows() != idx.Rows() || back.PQDim() != idx.PQDim() {
+		t.Fatalf("deserialized size %d, pq dim %d; want %d, %d", back.Rows(), back.PQDim(), idx.Rows(), idx.PQDim())
 	}
 	gotN, gotD := results(t, f, back, &f.sp)
 	if !slices.Equal(gotN, wantN) || !slices.Equal(gotD, wantD) {

@@ -73,7 +73,7 @@ func TestValidation(t *testing.T) {
 	cen, _ := idx.CentersPadded()
 	crot, _ := idx.CentersRot()
 	rot, _ := idx.RotationMatrix()
-	centers, _ := idx.Centers() // strided: not row-major
+	centers := newDevice[float32](t, f.res, nLists, dim) // NLists × Dim: not padded
 
 	sp := func(change func(*ivfpq.SearchParams)) *ivfpq.SearchParams {
 		s := f.sp
@@ -115,12 +115,10 @@ func TestValidation(t *testing.T) {
 		{"Build layout", "params.CodesLayout", buildErr(f.dataset, ip(func(p *ivfpq.IndexParams) { p.CodesLayout = 2 }))},
 		{"Build 0 train points", "params.MaxTrainPointsPerPQCode", buildErr(f.dataset, ip(func(p *ivfpq.IndexParams) { p.MaxTrainPointsPerPQCode = 0 }))},
 		{"Build zero params", "params.NLists", buildErr(f.dataset, ivfpq.IndexParams{})},
-		{"Search zero params", "params.NProbes", search(idx, &ivfpq.SearchParams{}, f.queries, f.nb, f.dist)},
 		{"Search LUT int8", "params.LUTDtype", search(idx, sp(func(s *ivfpq.SearchParams) { s.LUTDtype = ivfpq.CUDAInt8 }), f.queries, f.nb, f.dist)},
 		{"Search LUT wider than distances", "params.LUTDtype", search(idx, sp(func(s *ivfpq.SearchParams) { s.InternalDistanceDtype = ivfpq.CUDAFloat16 }), f.queries, f.nb, f.dist)},
 		{"Search distances uint8", "params.InternalDistanceDtype", search(idx, sp(func(s *ivfpq.SearchParams) { s.InternalDistanceDtype = ivfpq.CUDAUint8 }), f.queries, f.nb, f.dist)},
 		{"Search coarse uint8", "params.CoarseSearchDtype", search(idx, sp(func(s *ivfpq.SearchParams) { s.CoarseSearchDtype = ivfpq.CUDAUint8 }), f.queries, f.nb, f.dist)},
-		{"Search batch 0", "params.MaxInternalBatchSize", search(idx, sp(func(s *ivfpq.SearchParams) { s.MaxInternalBatchSize = 0 }), f.queries, f.nb, f.dist)},
 		{"Search carveout", "params.PreferredShmemCarveout", search(idx, sp(func(s *ivfpq.SearchParams) { s.PreferredShmemCarveout = 1.5 }), f.queries, f.nb, f.dist)},
 		{"Search flat layout", "index", search(flat, &f.sp, f.queries, f.nb, f.dist)},
 		{"Search host queries", "queries", search(idx, &f.sp, hostQ, f.nb, f.dist)},
@@ -153,7 +151,7 @@ func TestValidation(t *testing.T) {
 		{"Precomputed nil", "pqCenters", pre(params(t), dim, nil, cen, crot, rot)},
 		{"Precomputed pq centers shape", "pqCenters", pre(ip(func(p *ivfpq.IndexParams) { p.PQDim = dim / 4 }), dim, pqc, cen, crot, rot)},
 		{"Precomputed centers not padded", "centers", pre(params(t), dim, pqc, crot, crot, rot)},
-		{"Precomputed strided centers", "centers", pre(params(t), dim, pqc, centers, crot, rot)},
+		{"Precomputed centers of Dim columns", "centers", pre(params(t), dim, pqc, centers, crot, rot)},
 		{"Precomputed rotation shape", "rotation", pre(params(t), dim, pqc, cen, crot, cen)},
 		{"Precomputed lists", "centers", pre(ip(func(p *ivfpq.IndexParams) { p.NLists = nLists + 1 }), dim, pqc, cen, crot, rot)},
 		{"Precomputed host", "rotation", pre(params(t), dim, pqc, cen, crot, hostMatrix(t, make([]float32, dim*dim), dim, dim))},
@@ -224,7 +222,7 @@ func TestClosed(t *testing.T) {
 		"UnpackListCodes": idx.UnpackListCodes(f.res, 0, 0, codes),
 		"ListSizesToHost": errOf(idx.ListSizesToHost(f.res)),
 		"Serialize":       idx.Serialize(f.res, filepath.Join(t.TempDir(), "x")),
-		"Centers":         errOf(idx.Centers()),
+		"Centers":         idx.Centers(f.res, hostMatrix(t, make([]float32, nLists*dim), nLists, dim)),
 		"CentersPadded":   errOf(idx.CentersPadded()),
 		"PQCenters":       errOf(idx.PQCenters()),
 		"CentersRot":      errOf(idx.CentersRot()),
@@ -306,7 +304,9 @@ func TestFaults(t *testing.T) {
 		{"ListSizesToHost", func() error { return errOf(idx.ListSizesToHost(f.res)) }},
 		{"Serialize", func() error { return idx.Serialize(f.res, filepath.Join(dir, "s.idx")) }},
 		{"Deserialize", func() error { return closeIndex(ivfpq.Deserialize(f.res, path)) }},
-		{"Centers", view((*ivfpq.Index).Centers)},
+		{"Centers", func() error {
+			return idx.Centers(f.res, hostMatrix(t, make([]float32, nLists*dim), nLists, dim))
+		}},
 		{"CentersPadded", view((*ivfpq.Index).CentersPadded)},
 		{"PQCenters", view((*ivfpq.Index).PQCenters)},
 		{"CentersRot", view((*ivfpq.Index).CentersRot)},
@@ -330,8 +330,8 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, back)
-	if back.Size() != idx.Size() || idx.Size() == rows {
-		t.Errorf("the index counts %d rows, the library %d", idx.Size(), back.Size())
+	if back.Rows() != idx.Rows() || idx.Rows() == rows {
+		t.Errorf("the index counts %d rows, the library %d", idx.Rows(), back.Rows())
 	}
 	// Close reports a failed cuvsIvfPqIndexDestroy and a second Close
 	// finishes the job.

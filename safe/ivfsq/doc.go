@@ -13,12 +13,12 @@
 // what it needs: the index borrows nothing. Start from DefaultIndexParams,
 // which reads cuVS's defaults from the library. Extend adds rows (host or
 // device; ids, if given, in the same kind of memory) with ids of your own
-// or, by default, Size(), Size()+1, ...
+// or, by default, Rows(), Rows()+1, ...
 //
 // Search takes float32 or float16 queries (whatever the index was built
 // from: the index holds codes), neighbors (int64 ids) and distances
 // (float32), all in device memory, and optionally a bitset filter for
-// Size() rows. Concurrency is that of package ivfflat: searches in
+// Rows() rows. Concurrency is that of package ivfflat: searches in
 // parallel, each goroutine with its own safe.Resources; Extend alone;
 // Close waits. Prepare binds a search once for a loop of Runs.
 //

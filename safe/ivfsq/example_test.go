@@ -51,5 +51,5 @@ func Example() {
 		log.Fatal(err)
 	}
 	ids, _ := neighbors.ToHost(res)
-	fmt.Println(idx.Size(), ids)
+	fmt.Println(idx.Rows(), ids)
 }

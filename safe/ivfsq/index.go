@@ -2,16 +2,12 @@ package ivfsq
 
 import (
 	"fmt"
-	"runtime"
-	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/handle"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
@@ -40,8 +36,8 @@ func deviceCompatible(d dlpack.Device) bool {
 
 // Index is an IVF-SQ index: each row's residual from its list's center,
 // 8 bits per dimension. Any number of goroutines may search it at once,
-// each with its own safe.Resources; Extend needs it alone, and Close waits
-// for the searches in flight.
+// each with its own safe.Resources; Extend needs it alone (it waits its
+// turn, and searches wait for it), and Close waits for both.
 type Index struct {
 	dev    dlpack.Device              // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsIvfSqIndex_t // C memory
@@ -50,16 +46,8 @@ type Index struct {
 	nLists int64
 	dtype  atomic.Uint32 // packed code, bits, lanes; changed by Extend after Deserialize
 
-	state     handle.State
-	mu        sync.Mutex // Close, Extend
-	destroyed bool
-	clean     runtime.Cleanup
-	slices    hostsearch.Pool // SearchSlice's device buffers
-}
-
-func destroyIndex(h generated.CuvsIvfSqIndex_t) {
-	liveIndexes.Dec()
-	_ = generated.CuvsIvfSqIndexDestroy(h)
+	life   kit.Life        // Close, cleanup, searches, Extend
+	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 func newIndex(op string) (*Index, error) {
@@ -67,16 +55,13 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsIvfSqIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	liveIndexes.Inc()
 	idx := &Index{h: h}
-	idx.clean = runtime.AddCleanup(idx, destroyIndex, h)
+	kit.Start(&idx.life, idx, "ivfsq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfSqIndexDestroy(h) })
 	return idx, nil
 }
 
-func (idx *Index) fail() {
-	idx.clean.Stop()
-	destroyIndex(idx.h)
-}
+// fail destroys a half-made index.
+func (idx *Index) fail() { idx.life.Fail() }
 
 // refresh reads size, lists and dimension from the library and the dtype
 // from the handle (lanes 0, which cuVS leaves, read as 1; all zero after
@@ -94,6 +79,23 @@ func (idx *Index) refresh(op string) error {
 	}
 	idx.rows.Store(size)
 	idx.nLists, idx.dim = nLists, dim
+	d := idx.h.Dtype
+	if d.Lanes == 0 && d.Bits != 0 {
+		d.Lanes = 1
+	}
+	idx.dtype.Store(uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16)
+	return nil
+}
+
+// refreshExtended reads what an Extend changes, the size and the dtype
+// (both atomic: searches read them meanwhile, outside the Extend); the
+// lists and dimension stay.
+func (idx *Index) refreshExtended(op string) error {
+	var size int64
+	if err := generated.CuvsIvfSqIndexGetSize(idx.h, &size); err != nil {
+		return kit.Wrap(op, err)
+	}
+	idx.rows.Store(size)
 	d := idx.h.Dtype
 	if d.Lanes == 0 && d.Bits != 0 {
 		d.Lanes = 1
@@ -146,21 +148,39 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	return idx, nil
 }
 
-// Size returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
+// Rows returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
 // after every change).
-func (idx *Index) Size() int { return int(idx.rows.Load()) }
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
 
 // Dim returns the vectors' dimension (cuvsIvfSqIndexGetDim).
-func (idx *Index) Dim() int { return int(idx.dim) }
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
 
 // NLists returns the number of lists (cuvsIvfSqIndexGetNLists).
-func (idx *Index) NLists() int { return int(idx.nLists) }
+func (idx *Index) NLists() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.nLists)
+}
 
 // DType returns the element type the index was built (or first extended)
 // from. cuVS does not keep it in the file: it is the zero DataType after
 // Deserialize until an Extend. It constrains nothing: the index holds
 // codes, and Search and Extend take float32 or float16 alike.
 func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
 	v := idx.dtype.Load()
 	return dlpack.DataType{Code: dlpack.TypeCode(v & 0xff), Bits: uint8(v >> 8), Lanes: uint16(v >> 16)}
 }
@@ -168,17 +188,23 @@ func (idx *Index) DType() dlpack.DataType {
 // Extend encodes rows (n × Dim(), float32 or float16, host or device
 // memory, copied) with ids, an int64 vector of n ids in the same kind of
 // memory (host, or device-compatible), or, with ids nil, the ids
-// Size()..Size()+n-1 (cuVS itself numbers rows only into an empty index:
+// Rows()..Rows()+n-1 (cuVS itself numbers rows only into an empty index:
 // the package passes that vector otherwise, made in the vectors' kind of
 // memory and freed before Extend returns). Filters select rows by id.
 //
-// It needs the index alone: it refuses (safe.ErrBusy) while searches are
-// in flight, and searches meanwhile are refused the same way.
+// It needs the index alone, and waits its turn: new searches wait
+// while it is pending, it waits for the searches in flight (and for a
+// running Extend), runs alone, and then lets the searches that waited in
+// before another Extend. It never fails because the index is busy; it
+// fails with safe.ErrClosed once Close has begun, even while waiting.
 //
 // C calls: cuvsIvfSqExtend, cuvsStreamSync, cuvsIvfSqIndexGetSize/
 // GetNLists/GetDim (and cuvsRMMAlloc/Free, cuvsMatrixCopy for device ids
 // made by the package).
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
+	if idx == nil {
+		return kit.NilIndex("ivfsq.Index.Extend")
+	}
 	const op = "ivfsq.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -212,45 +238,37 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		}
 		pass = true
 	}
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	ok, closed := idx.state.TryExclusive()
-	if !ok {
-		if closed {
-			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-		}
-		return fmt.Errorf("%s: %w: %d searches in flight", op, safe.ErrBusy, idx.state.InFlight())
-	}
-	defer idx.state.LeaveExclusive()
-	if ids == nil && idx.rows.Load() > 0 {
-		seq := make([]int64, n)
-		base := idx.rows.Load()
-		for i := range seq {
-			seq[i] = base + int64(i)
-		}
-		if onDevice {
-			dev, err := safe.DeviceVectorFrom(res, seq)
-			if err != nil {
-				return fmt.Errorf("%s: ids: %w", op, err)
+	return idx.life.Exclusive(op, func() error {
+		if ids == nil && idx.rows.Load() > 0 {
+			seq := make([]int64, n)
+			base := idx.rows.Load()
+			for i := range seq {
+				seq[i] = base + int64(i)
 			}
-			defer dev.Close()
-			iv, _ = dev.View()
-		} else {
-			iv, _ = dlpack.NewHostVector(seq).View()
+			if onDevice {
+				dev, err := safe.DeviceVectorFrom(res, seq)
+				if err != nil {
+					return fmt.Errorf("%s: ids: %w", op, err)
+				}
+				defer dev.Close()
+				iv, _ = dev.View()
+			} else {
+				iv, _ = dlpack.NewHostVector(seq).View()
+			}
+			pass = true
 		}
-		pass = true
-	}
-	in := []*dlpack.View{&vv, nil}
-	if pass {
-		in[1] = &iv
-	}
-	err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfSqExtend(h, t[0], t[1], idx.h)
+		in := []*dlpack.View{&vv, nil}
+		if pass {
+			in[1] = &iv
+		}
+		err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			return generated.CuvsIvfSqExtend(h, t[0], t[1], idx.h)
+		})
+		if rerr := idx.refreshExtended(op); err == nil {
+			err = rerr
+		}
+		return err
 	})
-	if rerr := idx.refresh(op); err == nil {
-		err = rerr
-	}
-	return err
 }
 
 func queryDType(queries dlpack.Tensor) dlpack.DataType {
@@ -280,7 +298,7 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // centers are nearest the query, by distance to the rows' 8-bit codes.
 // queries is n × Dim(), float32 or float16; neighbors (int64, the rows'
 // ids) and distances (float32) are n × k; all in device memory. filter, if
-// not nil, is a bitset for Size() rows, by id. The results are ready once
+// not nil, is a bitset for Rows() rows, by id. The results are ready once
 // res's stream is synchronized.
 //
 // Slots that no allowed row fills (fewer rows in the probed lists, or
@@ -289,14 +307,21 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // writes them (seen on an H200). SearchSlice's results hold
 // safe.SentinelID64 with +Inf there.
 //
+// While an Extend runs or waits for the searches in flight, a new search
+// waits for it (never failing with safe.ErrBusy): at most the duration of
+// one Extend, since the searches that waited go in before the next one.
+//
 // C calls: cuvsIvfSqSearch.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	if idx == nil {
+		return kit.NilIndex("ivfsq.Index.Search")
+	}
 	const op = "ivfsq.Index.Search"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
@@ -306,13 +331,8 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	if params == nil {
-		var err error
-		if params, err = searchDefaults.Get(); err != nil {
-			return err
-		}
-	}
-	if err := params.validate(op); err != nil {
+	sp, err := params.resolve(op)
+	if err != nil {
 		return err
 	}
 	rows := idx.rows.Load()
@@ -324,7 +344,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	cp := generated.CuvsIvfSqSearchParams{NProbes: params.NProbes}
+	cp := generated.CuvsIvfSqSearchParams{NProbes: sp.NProbes}
 	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
@@ -335,7 +355,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 }
 
 // Centers copies the lists' centers, NLists() × Dim() float32, into dst
-// (host or device memory, rows contiguous) and waits for the copy.
+// (host or device memory, rows contiguous; e.g. a dlpack.NewHostMatrix
+// over a Go slice) and waits for the copy: the same shape as every IVF
+// package's Centers.
 // cuvsIvfSqIndexGetCenters overwrites the tensor it is given with a view
 // into the index (it does not copy): the package hands it a tensor of its
 // own and copies from that view.
@@ -343,6 +365,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // C calls: cuvsIvfSqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("ivfsq.Index.Centers")
+	}
 	const op = "ivfsq.Index.Centers"
 	if dst == nil {
 		return kit.Argf(op, "dst", "nil")
@@ -354,40 +379,25 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.state.Leave()
+	defer idx.life.Leave()
 	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
 		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
 	}
-	mt := cDLManaged()
-	if mt == nil {
-		return fmt.Errorf("%s: %w", op, safe.ErrOutOfMemory)
-	}
-	defer cFree(unsafe.Pointer(mt))
-	if err := generated.CuvsIvfSqIndexGetCenters(idx.h, mt); err != nil {
-		return kit.Wrap(op, err)
-	}
-	im, err := dlpack.Import(mt)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	im.Owner().SetLabel(op)
-	v, err := im.View()
-	if err == nil {
-		err = safe.Copy(res, &v, &dm)
-	}
-	if cerr := im.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("%s: %w", op, cerr)
-	}
-	return err
+	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
+		return generated.CuvsIvfSqIndexGetCenters(idx.h, mt)
+	})
 }
 
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("ivfsq.Index.Serialize")
+	}
 	const op = "ivfsq.Index.Serialize"
-	return kit.Serialize(op, res, &idx.state, path, func(h generated.CuvsResources_t, p *byte) error {
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsIvfSqSerialize(h, p, idx.h)
 	})
 }
@@ -428,26 +438,14 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	return idx, nil
 }
 
-// Close frees the index, waiting for searches in flight. Closing twice is
-// harmless; if freeing fails, a later Close tries again.
-// C call: cuvsIvfSqIndexDestroy.
+// Close frees the index, waiting for the searches and the Extend in
+// flight. Closing twice, or closing the zero Index, is harmless; if freeing
+// fails, a later Close tries again. C call: cuvsIvfSqIndexDestroy.
 func (idx *Index) Close() error {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if idx.destroyed {
+	if idx == nil {
 		return nil
 	}
-	if !idx.state.Closed() {
-		idx.state.Close()
-		idx.clean.Stop()
-	}
-	if err := generated.CuvsIvfSqIndexDestroy(idx.h); err != nil {
-		return kit.Wrap("ivfsq.Index.Close", err)
-	}
-	idx.destroyed = true
-	_ = idx.slices.Close()
-	liveIndexes.Dec()
-	return nil
+	return idx.life.Close("ivfsq.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

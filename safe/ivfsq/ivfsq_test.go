@@ -158,8 +158,8 @@ func TestSearchAllProbes(t *testing.T) {
 	safetest.Check(t)
 	f := newFixture(t, rows, nq, k)
 	idx := f.build(t, params(t))
-	if idx.Size() != rows || idx.Dim() != dim || idx.NLists() != nLists || idx.DType() != dlpack.Float32 {
-		t.Fatalf("index %d×%d, %d lists, %s", idx.Size(), idx.Dim(), idx.NLists(), idx.DType())
+	if idx.Rows() != rows || idx.Dim() != dim || idx.NLists() != nLists || idx.DType() != dlpack.Float32 {
+		t.Fatalf("index %d×%d, %d lists, %s", idx.Rows(), idx.Dim(), idx.NLists(), idx.DType())
 	}
 	nb, ds := f.search(t, idx, nLists, nil)
 	checkInvariants(t, nb, ds, k, rows, nil)
@@ -255,8 +255,8 @@ func TestSerializeRoundTrip(t *testing.T) {
 	back, err := ivfsq.Deserialize(f.res, path)
 	must(t, err)
 	safetest.Close(t, back)
-	if back.Size() != idx.Size() || back.Dim() != idx.Dim() || back.NLists() != idx.NLists() {
-		t.Fatalf("deserialized %d×%d, %d lists; want %d×%d, %d lists", back.Size(), back.Dim(), back.NLists(), idx.Size(), idx.Dim(), idx.NLists())
+	if back.Rows() != idx.Rows() || back.Dim() != idx.Dim() || back.NLists() != idx.NLists() {
+		t.Fatalf("deserialized %d×%d, %d lists; want %d×%d, %d lists", back.Rows(), back.Dim(), back.NLists(), idx.Rows(), idx.Dim(), idx.NLists())
 	}
 	if back.DType() != (dlpack.DataType{}) {
 		t.Errorf("deserialized DType %s, cuVS zeroes it", back.DType())
@@ -283,8 +283,8 @@ func TestExtend(t *testing.T) {
 	p := params(t)
 	p.AddDataOnBuild = false
 	idx := f.build(t, p)
-	if idx.Size() != 0 {
-		t.Fatalf("Size %d without data added", idx.Size())
+	if idx.Rows() != 0 {
+		t.Fatalf("Size %d without data added", idx.Rows())
 	}
 	half := rows / 2
 	first, err := f.dataset.RowsView(0, half)
@@ -300,8 +300,8 @@ func TestExtend(t *testing.T) {
 	must(t, err)
 	safetest.Close(t, dev)
 	must(t, idx.Extend(f.res, second, dev))
-	if idx.Size() != rows {
-		t.Fatalf("Size %d after extending to %d rows", idx.Size(), rows)
+	if idx.Rows() != rows {
+		t.Fatalf("Size %d after extending to %d rows", idx.Rows(), rows)
 	}
 	must(t, f.queries.CopyFromHost(f.res, append(append([]float32{}, f.data[:(nq/2)*dim]...), f.data[(rows-nq/2)*dim:]...)))
 	nb, _ := f.search(t, idx, nLists, nil)
@@ -466,7 +466,6 @@ func TestBadInput(t *testing.T) {
 		d      dlpack.TensorMut
 		filter *safe.Filter
 	}{
-		{"no probes", &ivfsq.SearchParams{}, f.queries, f.neighbors, f.distances, nil},
 		{"host queries", &ivfsq.SearchParams{NProbes: 1}, hostQ, f.neighbors, f.distances, nil},
 		{"narrow queries", &ivfsq.SearchParams{NProbes: 1}, narrow, f.neighbors, f.distances, nil},
 		{"uint32 neighbors", &ivfsq.SearchParams{NProbes: 1}, f.queries, nb32, f.distances, nil},
@@ -499,8 +498,8 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if idx.Size() != 100 {
-		t.Errorf("Size %d after refused extends", idx.Size())
+	if idx.Rows() != 100 {
+		t.Errorf("Size %d after refused extends", idx.Rows())
 	}
 }
 
@@ -545,8 +544,8 @@ func TestFaults(t *testing.T) {
 			}
 		})
 	}
-	if idx.Size() != 100 {
-		t.Errorf("Size %d after a failed extend", idx.Size())
+	if idx.Rows() != 100 {
+		t.Errorf("Size %d after a failed extend", idx.Rows())
 	}
 }
 
@@ -563,8 +562,8 @@ func TestHostMemory(t *testing.T) {
 	rest, err := dlpack.NewHostMatrix(f.data[(rows/2)*dim:], rows-rows/2, dim)
 	must(t, err)
 	must(t, idx.Extend(f.res, rest, nil))
-	if idx.Size() != rows {
-		t.Fatalf("Size %d, want %d", idx.Size(), rows)
+	if idx.Rows() != rows {
+		t.Fatalf("Size %d, want %d", idx.Rows(), rows)
 	}
 	nb, ds := f.search(t, idx, nLists, nil)
 	checkInvariants(t, nb, ds, k, rows, nil)

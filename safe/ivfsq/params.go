@@ -35,11 +35,12 @@ type IndexParams struct {
 	ConservativeMemoryAllocation bool
 }
 
-// SearchParams configures Search (cuvsIvfSqSearchParams). The zero
-// SearchParams is refused: NProbes must be at least 1.
+// SearchParams configures Search (cuvsIvfSqSearchParams). A zero field means
+// cuVS's default (DefaultSearchParams), so the zero SearchParams, like nil
+// params, is cuVS's defaults.
 type SearchParams struct {
-	// NProbes is the number of nearest lists searched per query, at least
-	// 1; cuVS uses min(NProbes, NLists). Even NProbes = NLists is
+	// NProbes is the number of nearest lists searched per query (0: cuVS's
+	// default); cuVS uses min(NProbes, NLists). Even NProbes = NLists is
 	// approximate: distances are computed to the 8-bit codes.
 	NProbes uint32
 }
@@ -110,6 +111,24 @@ func (s *SearchParams) validate(op string) error {
 		return kit.Argf(op, "params.NProbes", "0, want at least 1")
 	}
 	return nil
+}
+
+// resolve returns the parameters a search uses: s with each zero field
+// replaced by cuVS's default (DefaultSearchParams, read once), or all the
+// defaults for a nil s, checked against cuVS's ranges.
+func (s *SearchParams) resolve(op string) (SearchParams, error) {
+	d, err := searchDefaults.Get()
+	if err != nil {
+		return SearchParams{}, err
+	}
+	if s == nil {
+		return *d, nil
+	}
+	r := *s
+	if r.NProbes == 0 {
+		r.NProbes = d.NProbes
+	}
+	return r, r.validate(op)
 }
 
 // searchDefaults are DefaultSearchParams, read once: what a nil

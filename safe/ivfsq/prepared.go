@@ -1,6 +1,7 @@
 package ivfsq
 
 import (
+	"fmt"
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
@@ -25,18 +26,16 @@ type Prepared struct {
 // for repeated Runs.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("ivfsq.Index.Prepare")
+	}
 	const op = "ivfsq.Index.Prepare"
-	if err := kit.Enter(&idx.state, op); err != nil {
+	if err := idx.life.Enter(op); err != nil {
 		return nil, err
 	}
-	defer idx.state.Leave()
-	if params == nil {
-		var err error
-		if params, err = searchDefaults.Get(); err != nil {
-			return nil, err
-		}
-	}
-	if err := params.validate(op); err != nil {
+	defer idx.life.Leave()
+	sp, err := params.resolve(op)
+	if err != nil {
 		return nil, err
 	}
 	s, err := prepared.New(op, "ivfsq.Prepared", &searchRules, queries, neighbors, distances, queryDTypeMut(queries), idx.dim, idx.rows.Load(), filter, safe.Bitset)
@@ -44,24 +43,27 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, err
 	}
 	s.IndexDevice = idx.dev
-	return &Prepared{idx: idx, params: &generated.CuvsIvfSqSearchParams{NProbes: params.NProbes}, s: s}, nil
+	return &Prepared{idx: idx, params: &generated.CuvsIvfSqSearchParams{NProbes: sp.NProbes}, s: s}, nil
 }
 
 // Run searches once, on res's stream: the results are ready once res is
 // synchronized (Results does it). It allocates nothing and makes one C call
 // (cuvsIvfSqSearch).
 func (p *Prepared) Run(res *safe.Resources) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfsq.Prepared.Run")
+	}
 	const op = "ivfsq.Prepared.Run"
 	s := p.s
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := kit.Enter(&p.idx.state, op); err != nil {
+	if err := p.idx.life.Enter(op); err != nil {
 		s.Leave()
 		return err
 	}
 	if rows := p.idx.rows.Load(); rows != s.Rows && (s.Filtered || rows < s.Rows) {
-		p.idx.state.Leave()
+		p.idx.life.Leave()
 		s.Leave()
 		return kit.Argf(op, "index", "prepared for %d rows, the index has %d since Extend: prepare again", s.Rows, rows)
 	}
@@ -71,7 +73,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
-	p.idx.state.Leave()
+	p.idx.life.Leave()
 	s.Leave()
 	return err
 }
@@ -80,6 +82,9 @@ func (p *Prepared) Run(res *safe.Resources) error {
 // host or device memory) into the bound queries and waits for the copy
 // (cuvsMatrixCopy, cuvsStreamSync).
 func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfsq.Prepared.SetQueries")
+	}
 	return p.s.SetQueries(res, src)
 }
 
@@ -87,9 +92,22 @@ func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
 // be nil; the prepared shapes and element types; host or device memory)
 // and waits for the search and the copies.
 func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
+	if p == nil || p.s == nil {
+		return errZero("ivfsq.Prepared.Results")
+	}
 	return p.s.Results(res, neighbors, distances)
 }
 
 // Close ends the Prepared's borrows, waiting for a Run or copy in flight.
 // Closing twice is harmless.
-func (p *Prepared) Close() error { return p.s.Close() }
+func (p *Prepared) Close() error {
+	if p == nil || p.s == nil {
+		return nil
+	}
+	return p.s.Close()
+}
+
+// errZero is the error of a method of a Prepared not made by Prepare.
+func errZero(op string) error {
+	return fmt.Errorf("%s: %w (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
+}

@@ -14,7 +14,6 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/base"
-	"github.com/cuvs-go/cuvs/safe/internal/handle"
 )
 
 // Argf returns a *safe.ArgError. As with fmt.Errorf, an error given for a
@@ -196,19 +195,6 @@ func CallWith(op string, res *safe.Resources, in []*dlpack.View, f func(generate
 	return Wrap(op, generated.CuvsStreamSync(h))
 }
 
-// Enter starts a shared use of an index (a search, a serialization) through
-// its state, refusing with safe.ErrClosed after Close or safe.ErrBusy while
-// an exclusive operation (Extend) runs.
-func Enter(state *handle.State, op string) error {
-	if state.Enter() {
-		return nil
-	}
-	if state.Closed() {
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
-	return fmt.Errorf("%s: %w: the index is being extended", op, safe.ErrBusy)
-}
-
 // DataType converts an index's C dtype, whose lanes some of cuVS's paths
 // leave 0 (deserialization), to a DLPack data type with lanes 1.
 func DataType(d generated.DLDataType) dlpack.DataType {
@@ -230,12 +216,12 @@ func WithPath(op string, res *safe.Resources, path string, f func(h generated.Cu
 	return Wrap(op, f(h, &p[0]))
 }
 
-// Serialize is WithPath inside a shared use of an index (Enter).
-func Serialize(op string, res *safe.Resources, state *handle.State, path string, f func(h generated.CuvsResources_t, path *byte) error) error {
-	if err := Enter(state, op); err != nil {
+// Serialize is WithPath inside a shared use of an index (Life.Enter).
+func Serialize(op string, res *safe.Resources, life *Life, path string, f func(h generated.CuvsResources_t, path *byte) error) error {
+	if err := life.Enter(op); err != nil {
 		return err
 	}
-	defer state.Leave()
+	defer life.Leave()
 	return WithPath(op, res, path, f)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
 )
 
 // Views are the views cuVS hands out into an index's own memory
@@ -67,4 +68,36 @@ func (vs *Views) Expire(op string) error {
 	}
 	vs.list = nil
 	return nil
+}
+
+// CopyOut has get write a view of the index's memory into a
+// DLManagedTensor of C memory, copies the view into dst (safe.Copy: any
+// memory, the last dimension contiguous) and ends the view with its
+// deleter: for getters that hand out a view (cuvsIvfFlatIndexGetCenters,
+// cuvsIvfSqIndexGetCenters, cuvsIvfPqIndexGetCenters all call to_dlpack on
+// the index's own array, a view, whatever their headers say), so the
+// caller gets a copy that no Extend or Close can invalidate.
+func CopyOut(op string, res *safe.Resources, dst *dlpack.ViewMut, get func(*generated.DLManagedTensor) error) error {
+	var zero generated.DLManagedTensor
+	mt := (*generated.DLManagedTensor)(C.calloc(1, C.size_t(unsafe.Sizeof(zero))))
+	if mt == nil {
+		return fmt.Errorf("%s: %w", op, safe.ErrOutOfMemory)
+	}
+	defer C.free(unsafe.Pointer(mt))
+	if err := get(mt); err != nil {
+		return Wrap(op, err)
+	}
+	im, err := dlpack.Import(mt)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	im.Owner().SetLabel(op)
+	v, err := im.View()
+	if err == nil {
+		err = safe.Copy(res, &v, dst)
+	}
+	if cerr := im.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", op, cerr)
+	}
+	return err
 }

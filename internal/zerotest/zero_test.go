@@ -1,0 +1,274 @@
+// Package zerotest checks one rule for every exported type of dlpack,
+// safe and the safe/* packages: every method of the zero value gives an
+// error (or is a harmless no-op, as Close is), never a panic or a hang;
+// a typed nil pointer is refused as a tensor (View, ViewMut: an error),
+// and its Close does nothing; and every method of a typed nil index,
+// Prepared or Batcher (what a failed Build or Prepare leaves) gives an
+// error or a zero value.
+package zerotest
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/batch"
+	"github.com/cuvs-go/cuvs/safe/bruteforce"
+	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/ivfflat"
+	"github.com/cuvs-go/cuvs/safe/ivfpq"
+	"github.com/cuvs-go/cuvs/safe/ivfsq"
+)
+
+func TestMain(m *testing.M) { safetest.Main(m) }
+
+// nilMethods are the methods called on typed nil pointers: what a nil
+// that reaches the library's code as a tensor (View, ViewMut) or a
+// deferred Close meets. Each must give an error (or, for Close, do
+// nothing), never panic.
+var nilMethods = map[string]bool{"View": true, "ViewMut": true, "Close": true, "Owner": true}
+
+// skipped names the methods not called, with why.
+var skipped = map[string]string{
+	"dlpack.View.Dim":       "an index out of range panics, as a slice's does",
+	"dlpack.View.Stride":    "an index out of range panics, as a slice's does",
+	"dlpack.ViewMut.Dim":    "an index out of range panics, as a slice's does",
+	"dlpack.ViewMut.Stride": "an index out of range panics, as a slice's does",
+}
+
+// call runs f, reporting a panic or a hang.
+func call(f func() []reflect.Value) (out []reflect.Value, panicked any, hung bool) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { panicked = recover() }()
+		out = f()
+	}()
+	select {
+	case <-done:
+		return out, panicked, false
+	case <-time.After(10 * time.Second):
+		return nil, nil, true
+	}
+}
+
+// args makes a method's arguments: real resources and a background
+// context where it takes them, zero values elsewhere (nil tensors, nil
+// params, zero counts).
+func args(t reflect.Type, res *safe.Resources, skipRecv bool) []reflect.Value {
+	var in []reflect.Value
+	start := 0
+	if skipRecv {
+		start = 1
+	}
+	for i := start; i < t.NumIn(); i++ {
+		p := t.In(i)
+		switch {
+		case t.IsVariadic() && i == t.NumIn()-1:
+			continue
+		case p == reflect.TypeOf(res):
+			in = append(in, reflect.ValueOf(res))
+		case p == reflect.TypeOf((*context.Context)(nil)).Elem():
+			in = append(in, reflect.ValueOf(context.Background()))
+		default:
+			in = append(in, reflect.Zero(p))
+		}
+	}
+	return in
+}
+
+// TestZeroValues calls every exported method of the zero value and of the
+// typed nil pointer of every exported type.
+func TestZeroValues(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	types := []struct {
+		name   string
+		v      any // a pointer to the zero value
+		skip   string
+		allNil bool // every method of its typed nil is called (handles: indexes, Prepared, Batcher), not only nilMethods
+		value  bool // a value type (used by value, as View or a params struct): its typed nil pointer is not one of its values, and is not called
+	}{
+		{name: "dlpack.BorrowedError", v: new(dlpack.BorrowedError), value: true},
+		{name: "dlpack.Call", v: new(dlpack.Call), value: true},
+		{name: "dlpack.DataType", v: new(dlpack.DataType), value: true},
+		{name: "dlpack.Device", v: new(dlpack.Device), value: true},
+		{name: "dlpack.DeviceType", v: new(dlpack.DeviceType), value: true},
+		{name: "dlpack.Error", v: new(dlpack.Error), value: true},
+		{name: "dlpack.HostMatrix", v: new(dlpack.HostMatrix[float32]), skip: ""},
+		{name: "dlpack.HostVector", v: new(dlpack.HostVector[float32]), skip: ""},
+		{name: "dlpack.Imported", v: new(dlpack.Imported), skip: ""},
+		{name: "dlpack.Layout", v: new(dlpack.Layout), value: true},
+		{name: "dlpack.Owner", v: new(dlpack.Owner), skip: ""},
+		{name: "dlpack.Retention", v: new(dlpack.Retention), skip: ""},
+		{name: "dlpack.TypeCode", v: new(dlpack.TypeCode), value: true},
+		{name: "dlpack.View", v: new(dlpack.View), value: true},
+		{name: "dlpack.ViewMut", v: new(dlpack.ViewMut), value: true},
+		{name: "safe.ArgError", v: new(safe.ArgError), value: true},
+		{name: "safe.DeviceMatrix", v: new(safe.DeviceMatrix[float32]), skip: ""},
+		{name: "safe.DeviceVector", v: new(safe.DeviceVector[float32]), skip: ""},
+		{name: "safe.Error", v: new(safe.Error), value: true},
+		{name: "safe.Filter", v: new(safe.Filter), skip: ""},
+		{name: "safe.FilterKind", v: new(safe.FilterKind), value: true},
+		{name: "safe.Metric", v: new(safe.Metric), value: true},
+		{name: "safe.PinnedMatrix", v: new(safe.PinnedMatrix[float32]), skip: ""},
+		{name: "safe.Resources", v: new(safe.Resources), allNil: true},
+		{name: "safe.Results", v: new(safe.Results), skip: ""},
+		{name: "safe.Stream", v: new(safe.Stream), value: true},
+		{name: "safe.Version", v: new(safe.Version), value: true},
+		{name: "bruteforce.BuildParams", v: new(bruteforce.BuildParams), value: true},
+		{name: "bruteforce.Index", v: new(bruteforce.Index), allNil: true},
+		{name: "bruteforce.Prepared", v: new(bruteforce.Prepared), allNil: true},
+		{name: "cagra.ACEParams", v: new(cagra.ACEParams), value: true},
+		{name: "cagra.CompressionParams", v: new(cagra.CompressionParams), value: true},
+		{name: "cagra.ExtendParams", v: new(cagra.ExtendParams), value: true},
+		{name: "cagra.GraphBuildAlgo", v: new(cagra.GraphBuildAlgo), value: true},
+		{name: "cagra.HashMode", v: new(cagra.HashMode), value: true},
+		{name: "cagra.Heuristic", v: new(cagra.Heuristic), value: true},
+		{name: "cagra.IVFPQGraphParams", v: new(cagra.IVFPQGraphParams), value: true},
+		{name: "cagra.Index", v: new(cagra.Index), allNil: true},
+		{name: "cagra.IndexParams", v: new(cagra.IndexParams), value: true},
+		{name: "cagra.Prepared", v: new(cagra.Prepared), allNil: true},
+		{name: "cagra.SearchAlgo", v: new(cagra.SearchAlgo), value: true},
+		{name: "cagra.SearchParams", v: new(cagra.SearchParams), value: true},
+		{name: "ivfflat.Index", v: new(ivfflat.Index), allNil: true},
+		{name: "ivfflat.IndexParams", v: new(ivfflat.IndexParams), value: true},
+		{name: "ivfflat.Prepared", v: new(ivfflat.Prepared), allNil: true},
+		{name: "ivfflat.SearchParams", v: new(ivfflat.SearchParams), value: true},
+		{name: "ivfsq.Index", v: new(ivfsq.Index), allNil: true},
+		{name: "ivfsq.IndexParams", v: new(ivfsq.IndexParams), value: true},
+		{name: "ivfsq.Prepared", v: new(ivfsq.Prepared), allNil: true},
+		{name: "ivfsq.SearchParams", v: new(ivfsq.SearchParams), value: true},
+		{name: "ivfpq.CUDAType", v: new(ivfpq.CUDAType), value: true},
+		{name: "ivfpq.CodebookKind", v: new(ivfpq.CodebookKind), value: true},
+		{name: "ivfpq.CodesLayout", v: new(ivfpq.CodesLayout), value: true},
+		{name: "ivfpq.Index", v: new(ivfpq.Index), allNil: true},
+		{name: "ivfpq.IndexParams", v: new(ivfpq.IndexParams), value: true},
+		{name: "ivfpq.Prepared", v: new(ivfpq.Prepared), allNil: true},
+		{name: "ivfpq.SearchParams", v: new(ivfpq.SearchParams), value: true},
+		{name: "batch.Batcher", v: new(batch.Batcher[float32, int64]), allNil: true},
+		{name: "batch.Options", v: new(batch.Options), value: true},
+		{name: "batch.Stats", v: new(batch.Stats), value: true},
+	}
+	for _, c := range types {
+		t.Run(c.name, func(t *testing.T) {
+			if c.skip != "" {
+				t.Skip(c.skip)
+			}
+			pt := reflect.TypeOf(c.v)
+			var bad []string
+			for _, recv := range []struct {
+				what string
+				v    reflect.Value
+			}{{"zero value", reflect.ValueOf(c.v)}, {"typed nil", reflect.Zero(pt)}} {
+				if recv.what == "typed nil" && c.value {
+					continue
+				}
+				typedNil := recv.what == "typed nil"
+				for i := 0; i < pt.NumMethod(); i++ {
+					m := pt.Method(i)
+					if why, ok := skipped[c.name+"."+m.Name]; ok {
+						t.Logf("%s not called: %s", m.Name, why)
+						continue
+					}
+					// Value-receiver methods of a typed nil panic in Go's
+					// own dereference, before any code of ours runs: only
+					// pointer-receiver methods are ours to make safe.
+					if typedNil && (!pointerMethod(pt.Elem(), m.Name) || !(c.allNil || nilMethods[m.Name])) {
+						continue
+					}
+					in := append([]reflect.Value{recv.v}, args(m.Type, res, true)...)
+					out, p, hung := call(func() []reflect.Value { return m.Func.Call(in) })
+					switch {
+					case hung:
+						bad = append(bad, fmt.Sprintf("%s of the %s hangs", m.Name, recv.what))
+					case p != nil:
+						bad = append(bad, fmt.Sprintf("%s of the %s panics: %v", m.Name, recv.what, p))
+					default:
+						closeOut(out)
+					}
+				}
+			}
+			if len(bad) > 0 {
+				t.Error(strings.Join(bad, "\n"))
+			}
+		})
+	}
+}
+
+// pointerMethod reports whether T's method name has a pointer receiver
+// (it is not in T's own, value, method set).
+func pointerMethod(t reflect.Type, name string) bool {
+	_, ok := t.MethodByName(name)
+	return !ok
+}
+
+// closeOut closes whatever a method made (a view's owner stays).
+func closeOut(out []reflect.Value) {
+	for _, o := range out {
+		if !o.IsValid() || !o.CanInterface() {
+			continue
+		}
+		if c, ok := o.Interface().(interface{ Close() error }); ok && o.Kind() == reflect.Pointer && !o.IsNil() {
+			_ = c.Close()
+		}
+	}
+}
+
+// TestTypedNilTensors passes a typed nil of every tensor type of dlpack
+// and safe where a tensor is taken: an error naming the argument, never a
+// panic.
+func TestTypedNilTensors(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	tensors := map[string]interface {
+		dlpack.Tensor
+		dlpack.TensorMut
+	}{
+		"*dlpack.HostMatrix": (*dlpack.HostMatrix[float32])(nil),
+		"*dlpack.HostVector": (*dlpack.HostVector[float32])(nil),
+		"*safe.DeviceMatrix": (*safe.DeviceMatrix[float32])(nil),
+		"*safe.DeviceVector": (*safe.DeviceVector[float32])(nil),
+		"*safe.PinnedMatrix": (*safe.PinnedMatrix[float32])(nil),
+	}
+	for name, tn := range tensors {
+		t.Run(name, func(t *testing.T) {
+			ops := map[string]func() error{
+				"View":             func() error { _, err := tn.View(); return err },
+				"ViewMut":          func() error { _, err := tn.ViewMut(); return err },
+				"bruteforce.Build": func() error { _, err := bruteforce.Build(res, tn, nil); return err },
+				"cagra.Build":      func() error { _, err := cagra.Build(res, tn, nil); return err },
+				"ivfflat.Build":    func() error { _, err := ivfflat.Build(res, tn, nil); return err },
+				"ivfsq.Build":      func() error { _, err := ivfsq.Build(res, tn, nil); return err },
+				"ivfpq.Build":      func() error { _, err := ivfpq.Build(res, tn, nil); return err },
+				"safe.Copy": func() error {
+					dst, _ := dlpack.NewHostMatrix(make([]float32, 4), 2, 2)
+					v, err := tn.View()
+					if err != nil {
+						return err
+					}
+					dm, _ := dst.ViewMut()
+					return safe.Copy(res, &v, &dm)
+				},
+			}
+			for op, f := range ops {
+				var err error
+				_, p, hung := call(func() []reflect.Value { err = f(); return nil })
+				switch {
+				case hung:
+					t.Errorf("%s with a typed-nil %s hangs", op, name)
+				case p != nil:
+					t.Errorf("%s with a typed-nil %s panics: %v", op, name, p)
+				case err == nil:
+					t.Errorf("%s with a typed-nil %s: no error", op, name)
+				}
+			}
+		})
+	}
+}
