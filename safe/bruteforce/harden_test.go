@@ -90,9 +90,6 @@ func TestHostInputsNonFinite(t *testing.T) {
 	if idx != nil {
 		idx.Close()
 	}
-	if err != nil && strings.Contains(err.Error(), "device memory is needed") {
-		t.Skip("bruteforce.Build does not take host memory yet")
-	}
 	if !safetest.IsArg(err, "dataset") || !strings.Contains(err.Error(), "row 17 holds -Inf") {
 		t.Errorf("Build -Inf: %v", err)
 	}

@@ -47,10 +47,8 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 				return err
 			}
-			if params != nil {
-				if err := params.validate(op); err != nil {
-					return err
-				}
+			if _, err := params.resolve(op); err != nil {
+				return err
 			}
 			return kit.CheckFilter(filter, op, rows, int64(n), safe.Bitset)
 		},
