@@ -108,8 +108,6 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-func closedError(op string) error { return fmt.Errorf("%s: %w", op, ErrClosed) }
-
 // ErrCorruptIndex is wrapped by the refusals of an index file or stream
 // that is not a whole, well-formed index of the type being read:
 // truncated, damaged, of another index type or format, or with bytes
