@@ -153,3 +153,43 @@ func BenchmarkGPUEnterLeave(b *testing.B) {
 		})
 	}
 }
+
+// TestGPUStreams: the runtime has the stream functions, and a stream made
+// on each device can be destroyed from another OS thread (as Close may
+// run on any goroutine).
+func TestGPUStreams(t *testing.T) {
+	n := openReal(t)
+	if !HasStreams() {
+		t.Fatalf("%s lacks cudaStreamCreateWithFlags or cudaStreamDestroy", Path())
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var made []uintptr
+	for d := int32(0); d < int32(n); d++ {
+		prev, err := Enter(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewStream()
+		if err != nil || s == 0 || s == 1 || s == 2 {
+			t.Fatalf("NewStream on device %d: %#x, %v", d, s, err)
+		}
+		made = append(made, s)
+		if err := Leave(prev, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for _, s := range made {
+			if e := DestroyStream(s); e != nil && err == nil {
+				err = e
+			}
+		}
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
