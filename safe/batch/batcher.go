@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,7 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	pendRows int
 	free     []*slot[T, N]
 	running  int // slots dispatched and not yet back in free
+	flight   int // rows taken into batches not yet delivered
 	waking   int // slots dispatched that have not taken their batch yet
 	timerOn  bool
 	closing  bool
@@ -380,6 +382,29 @@ func (b *batcher[T, N]) due(busy int, now time.Time) bool {
 	return b.maxWait == 0 || b.closing || busy == 0 || b.pendRows >= b.maxBatch || now.Sub(b.pending[0].enq) >= b.maxWait
 }
 
+// knee is the load, in requests, up to which every request may have a
+// search of its own: the concurrent searches at which, in the H200 model
+// (internal/cuvsdouble), more streams stop paying for their overhead.
+const knee = 32
+
+// streamCap is how many batches may search at once at the present load, n
+// requests queued or searching: every slot while n <= knee (light load:
+// requests are searched as they come), then knee·sqrt(knee/n) (about 11 at
+// 256 requests, 6 at 1024), so that under heavy load fewer, larger batches
+// search, each costing the GPU little more than a small one. Measured
+// through examples/serving on the double's H200 model with fixed slot
+// counts: 32 slots matched per-call searching at 32 callers but reached
+// 0.71M queries/s at 1024, 4 slots reached 0.92M at 1024 but lost 16% at
+// 32 (BENCHMARKS.md). b.mu is held.
+func (b *batcher[T, N]) streamCap() int {
+	n := b.pendRows + b.flight
+	if n <= knee {
+		return len(b.slots)
+	}
+	c := int(knee*math.Sqrt(knee/float64(n)) + 0.5)
+	return max(1, min(c, len(b.slots)))
+}
+
 // kick dispatches the pending requests to a free slot if they are due, or
 // arms the timer for the oldest one's MaxWait. b.mu is held.
 func (b *batcher[T, N]) kick(now time.Time) {
@@ -388,7 +413,7 @@ func (b *batcher[T, N]) kick(now time.Time) {
 		// free (the next to finish will look).
 		return
 	}
-	if b.due(b.running, now) {
+	if b.due(b.running, now) && b.running < b.streamCap() {
 		s := b.free[len(b.free)-1]
 		b.free = b.free[:len(b.free)-1]
 		b.running++
@@ -433,6 +458,7 @@ func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 	clear(b.pending[n:])
 	b.pending = b.pending[:n]
 	b.pendRows -= rows
+	b.flight += rows
 	if rows > 0 {
 		b.batches++
 		b.queries += int64(rows)
@@ -459,6 +485,7 @@ func (b *batcher[T, N]) worker(s *slot[T, N]) {
 				t = b.run(s, rows)
 			}
 			b.mu.Lock()
+			b.flight -= rows
 			b.times.Stage += t.Stage
 			b.times.Search += t.Search
 			b.times.Deliver += t.Deliver
