@@ -47,10 +47,12 @@
 // for a timer only adds its wait. Before this rule, the Batcher (4 slots,
 // 100 µs MaxWait) reached half the per-call throughput at 32 callers (42.9k
 // against 83.2k queries a second). The default of 32 slots keeps up to 32
-// callers on the per-call path; internal/cuvsdouble's H200 model
-// (CUVS_DOUBLE_MODEL=h200) predicts, for one query per caller, per-call
-// throughput at every load and, at 256 and 1024 callers, batches of 8 and
-// 32 at about 0.6 and 1.1 million queries a second (BENCHMARKS.md).
+// callers on the per-call path; beyond 32 requests in the system fewer
+// batches search at once (about 32·sqrt(32/n) for n requests: 11 at 256, 6
+// at 1024), so that batches grow instead of streams. On
+// internal/cuvsdouble's H200 model (CUVS_DOUBLE_MODEL=h200) that matched
+// per-call throughput within 2% up to 32 callers and reached 0.38 and 0.83
+// million queries a second at 256 and 1024 (BENCHMARKS.md).
 // Stats accounts for a request's time: its queue wait, its batch's
 // hand-off, staging, search and delivery.
 //
