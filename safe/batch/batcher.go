@@ -389,19 +389,19 @@ const knee = 32
 
 // streamCap is how many batches may search at once at the present load, n
 // requests queued or searching: every slot while n <= knee (light load:
-// requests are searched as they come), then knee·sqrt(knee/n) (about 11 at
-// 256 requests, 6 at 1024), so that under heavy load fewer, larger batches
+// requests are searched as they come), then knee·sqrt(knee/n)/1.5 (about 8
+// at 256 requests, 4 at 1024), so that under heavy load fewer, larger batches
 // search, each costing the GPU little more than a small one. Measured
 // through examples/serving on the double's H200 model with fixed slot
 // counts: 32 slots matched per-call searching at 32 callers but reached
-// 0.71M queries/s at 1024, 4 slots reached 0.92M at 1024 but lost 16% at
-// 32 (BENCHMARKS.md). b.mu is held.
+// 0.71M queries/s at 1024, 8 slots did best at 256 and 4 slots at 1024
+// (0.92M) but lost 7% and 16% at 32 (BENCHMARKS.md). b.mu is held.
 func (b *batcher[T, N]) streamCap() int {
 	n := b.pendRows + b.flight
 	if n <= knee {
 		return len(b.slots)
 	}
-	c := int(knee*math.Sqrt(knee/float64(n)) + 0.5)
+	c := int(knee*math.Sqrt(knee/float64(n))/1.5 + 0.5)
 	return max(1, min(c, len(b.slots)))
 }
 

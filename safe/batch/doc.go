@@ -48,10 +48,10 @@
 // 100 µs MaxWait) reached half the per-call throughput at 32 callers (42.9k
 // against 83.2k queries a second). The default of 32 slots keeps up to 32
 // callers on the per-call path; beyond 32 requests in the system fewer
-// batches search at once (about 32·sqrt(32/n) for n requests: 11 at 256, 6
-// at 1024), so that batches grow instead of streams. On
-// internal/cuvsdouble's H200 model (CUVS_DOUBLE_MODEL=h200) that matched
-// per-call throughput within 2% up to 32 callers and reached 0.38 and 0.83
+// batches search at once (about 32·sqrt(32/n)/1.5 for n requests: 8 at 256,
+// 4 at 1024), so that batches grow instead of streams. On
+// internal/cuvsdouble's H200 model (CUVS_DOUBLE_MODEL=h200) that came within
+// 1-3% of per-call throughput up to 64 callers and reached 0.38 and 0.85
 // million queries a second at 256 and 1024 (BENCHMARKS.md).
 // Stats accounts for a request's time: its queue wait, its batch's
 // hand-off, staging, search and delivery.
