@@ -44,12 +44,25 @@ typedef struct {
   int compressed;  /* built with compression: GetDataset shows an empty view */
   int hollow;      /* built in instant mode: shape only, no dataset or graph */
   int on_disk;     /* an ACE build in disk mode: shape only, data in build_dir */
+  int ds_kind;     /* 26.08: the kind of dataset the index references (CG_DS_*) */
   const uint32_t* graph;
   uint32_t* graph_owned;
   size_t graph_bytes;
   uint64_t data_borrow, graph_borrow; /* registry ids of borrowed allocations */
   pthread_rwlock_t lock;
 } cg_impl;
+
+/* 26.08's index kinds, by the dataset view an index holds (c/src/neighbors/
+ * cagra.cpp sg_cagra_c_api_index_box::dataset_layout). A 26.06 index is
+ * always CG_DS_DEVICE_PADDED. */
+enum { CG_DS_DEVICE_PADDED = 0, CG_DS_DEVICE_STANDARD, CG_DS_HOST_PADDED, CG_DS_HOST_STANDARD };
+
+/* 26.06's index params carry compression; 26.08's have none. */
+#if DBL_RELEASE == 2606
+#define CG_COMPRESSION(p) ((p)->compression)
+#else
+#define CG_COMPRESSION(p) ((cuvsCagraCompressionParams_t)NULL)
+#endif
 
 static int cg_dtype_ok(DLDataType dt)
 {
@@ -465,8 +478,33 @@ static cuvsError_t cg_ace_disk_mode(cuvsCagraIndexParams_t params, const DLTenso
 
 /* ---- build ---- */
 
+/* 26.08: the rows of a cuvsDataset, which the index built on it references
+ * (cuVS never copies them into the index): data with a row stride of stride
+ * elements, the registry id of the allocation holding them (0: none known)
+ * and the index kind that dataset makes. */
+typedef struct {
+  const void* data;
+  int64_t stride;
+  uint64_t borrow;
+  int kind;
+} cg_ref;
+
+static void cg_take_ref(cg_impl* impl, const cg_ref* ref, int64_t n)
+{
+  impl->data = ref->data;
+  impl->stride = ref->stride;
+  impl->n = n;
+  impl->has_dataset = 1;
+  impl->ds_kind = ref->kind;
+  impl->data_borrow = ref->borrow;
+  if (ref->borrow) dbl_reg_borrow(ref->borrow, +1);
+}
+
+/* ref == NULL: 26.06's build from a tensor (checked here, referenced or
+ * copied); else 26.08's from a dataset (dataset describes its rows, already
+ * checked when the dataset was made). */
 static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* dataset,
-                            cuvsCagraIndex_t index)
+                            cuvsCagraIndex_t index, const cg_ref* ref)
 {
   TRY(dbl_check_params(params, K_CAGRA_INDEX_PARAMS));
   TRY(cg_handle(index));
@@ -478,8 +516,8 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
                      (int)t->dtype.bits);
   }
   TRY(dbl_check_graph_build_params(params));
-  if (params->compression) {
-    int k = dbl_reg_find(params->compression, NULL);
+  if (CG_COMPRESSION(params)) {
+    int k = dbl_reg_find(CG_COMPRESSION(params), NULL);
     if (k >= 0 && k != K_CAGRA_COMPRESSION_PARAMS) {
       dbl_violation("compression points to something that is not a cuvsCagraCompressionParams");
       return RAFT_FAIL("cuvsdouble: compression has the wrong type");
@@ -493,9 +531,11 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
     return RAFT_FAIL("cuvsdouble: dataset device type %d is neither device nor host compatible",
                      (int)t->device.device_type);
   }
-  TRY(dl_view(dataset, LAYOUT_ROW, t->dtype.code, t->dtype.bits, device ? WANT_DEVICE : WANT_HOST,
-              2));
-  TRY(dl_strict(t, "dataset"));
+  if (!ref) {
+    TRY(dl_view(dataset, LAYOUT_ROW, t->dtype.code, t->dtype.bits,
+                device ? WANT_DEVICE : WANT_HOST, 2));
+    TRY(dl_strict(t, "dataset"));
+  }
   int algo = (int)params->build_algo;
   if (algo < AUTO_SELECT || algo > ACE) algo = AUTO_SELECT;
   int64_t n = t->shape[0], dim = t->shape[1];
@@ -518,7 +558,7 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
             "CosineExpanded distance is not supported for iterative CAGRA graph build.");
   }
   TRY(cg_metric_ok((int)params->metric, t->dtype));
-  if (params->compression) {
+  if (CG_COMPRESSION(params)) {
     EXPECTS(params->metric == L2Expanded,
             "VPQ compression is only supported with L2Expanded distance mertric");
   }
@@ -541,19 +581,21 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
       impl->degree = (int64_t)degree;
       impl->stride = dim;
       impl->on_disk = 1;
+      if (ref) impl->ds_kind = ref->kind;
       cg_install(index, impl);
       return CUVS_SUCCESS;
     }
   }
-  if (params->compression) TRY(cg_check_compression(params->compression, algo, n, dim));
+  if (CG_COMPRESSION(params)) TRY(cg_check_compression(CG_COMPRESSION(params), algo, n, dim));
 
   cg_impl* impl = cg_new();
   if (!impl) return dbl_plain_fail("std::bad_alloc");
   impl->dtype = t->dtype;
   impl->metric = (int)params->metric;
   impl->dim = dim;
-  impl->compressed = params->compression != NULL;
-  if (cg_take_dataset(impl, t, device, !impl->compressed) != 0 ||
+  impl->compressed = CG_COMPRESSION(params) != NULL;
+  if (ref) cg_take_ref(impl, ref, n);
+  if ((!ref && cg_take_dataset(impl, t, device, !impl->compressed) != 0) ||
       cg_build_graph(impl, (int64_t)intermediate, (int64_t)degree) != 0) {
     cg_free(impl);
     return dbl_plain_fail("std::bad_alloc");
@@ -589,6 +631,7 @@ static cuvsError_t cg_build_instant(cuvsCagraIndexParams_t params, DLManagedTens
   return CUVS_SUCCESS;
 }
 
+#if DBL_RELEASE == 2606
 DBL_API cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t params,
                                    DLManagedTensor* dataset, cuvsCagraIndex_t index)
 {
@@ -599,10 +642,11 @@ DBL_API cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t p
   }
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
-  cuvsError_t st = cg_build(params, dataset, index);
+  cuvsError_t st = cg_build(params, dataset, index, NULL);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
 
 /* ---- search ---- */
 
@@ -738,6 +782,11 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
   TRY(dbl_check_plain_params(params, K_CAGRA_SEARCH_PARAMS));
   cg_impl* impl;
   TRY(cg_impl_data(index, &impl));
+#if DBL_RELEASE >= 2608
+  EXPECTS(impl->ds_kind == CG_DS_DEVICE_PADDED,
+          "cuvsCagraSearch: index must be device-padded. For standard indices, call "
+          "cuvsCagraUpdateDataset first.");
+#endif
   if (q->dtype.bits != impl->dtype.bits) {
     dbl_violation("queries are %d-bit but the CAGRA index is %d-bit (the real library "
                   "reinterprets the index: undefined behaviour)",
@@ -810,6 +859,7 @@ DBL_API cuvsError_t cuvsCagraSearch(cuvsResources_t res, cuvsCagraSearchParams_t
 
 /* ---- extend ---- */
 
+#if DBL_RELEASE == 2606
 static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* add,
                              cuvsCagraIndex_t index)
 {
@@ -923,6 +973,7 @@ DBL_API cuvsError_t cuvsCagraExtend(cuvsResources_t res, cuvsCagraExtendParams_t
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
 
 /* ---- serialization: a format of the double's own ---- */
 
@@ -1027,6 +1078,7 @@ static cuvsError_t cg_serialize(const char* filename, cuvsCagraIndex_t index, in
   return st;
 }
 
+#if DBL_RELEASE == 2606
 DBL_API cuvsError_t cuvsCagraSerialize(cuvsResources_t res, const char* filename,
                                        cuvsCagraIndex_t index, bool include_dataset)
 {
@@ -1037,6 +1089,7 @@ DBL_API cuvsError_t cuvsCagraSerialize(cuvsResources_t res, const char* filename
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
 
 DBL_API cuvsError_t cuvsCagraSerializeToHnswlib(cuvsResources_t res, const char* filename,
                                                 cuvsCagraIndex_t index)
@@ -1121,6 +1174,7 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
   return CUVS_SUCCESS;
 }
 
+#if DBL_RELEASE == 2606
 DBL_API cuvsError_t cuvsCagraDeserialize(cuvsResources_t res, const char* filename,
                                          cuvsCagraIndex_t index)
 {
@@ -1131,6 +1185,7 @@ DBL_API cuvsError_t cuvsCagraDeserialize(cuvsResources_t res, const char* filena
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
 
 /* ---- index from a graph and a dataset ---- */
 
@@ -1327,6 +1382,7 @@ static cuvsError_t cg_merge(cuvsCagraIndexParams_t params, cuvsCagraIndex_t* ind
   return CUVS_SUCCESS;
 }
 
+#if DBL_RELEASE == 2606
 DBL_API cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t params,
                                    cuvsCagraIndex_t* indices, size_t num_indices, cuvsFilter filter,
                                    cuvsCagraIndex_t output_index)
@@ -1338,3 +1394,8 @@ DBL_API cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t p
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
+
+#if DBL_RELEASE >= 2608
+#include "dbl_cagra_2608.inc" /* 26.08's CAGRA entry points, on the helpers above */
+#endif
