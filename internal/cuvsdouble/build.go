@@ -48,7 +48,7 @@ const ReleaseEnv = "CUVSDOUBLE_RELEASE"
 // and the version cuvsVersionGet reports by default (the newest patch release
 // whose C sources the double follows: v26.06.00, v26.08.01).
 var releaseInfo = map[string]struct {
-	macro                int
+	macro               int
 	major, minor, patch int
 }{
 	Release2606: {2606, 26, 6, 0},
