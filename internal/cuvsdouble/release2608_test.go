@@ -667,3 +667,36 @@ func TestDefaultReleaseIs2606(t *testing.T) {
 		t.Fatal("default build is not 26.06")
 	}
 }
+
+func TestCagra2608FromArgs(t *testing.T) {
+	c := newCagra2608(t)
+	defer c.closeAll()
+	const n, deg, nq, k = 40, 6, 4, 3
+	rng := newRand()
+	g := make([]uint32, n*deg)
+	for i := range g {
+		g[i] = uint32((i/deg + 1 + i%deg) % n)
+	}
+	graph := c.zeros(capi.CUDA, capi.CUDA, capi.UInt, 32, n, deg)
+	defer c.drop(graph)
+	capi.CopyIn(graph.b.p, g)
+	for _, dim := range []int{8, 7} {
+		data := randomMatrix(rng, n, dim)
+		host := c.f32(capi.CPU, capi.CPU, n, dim, data)
+		expectErr(t, c.lib.CagraFromArgs(c.res, capi.L2Expanded, graph.t, host.t, c.idx), "cuvsCagraIndexFromArgs: host dataset is unsupported")
+		c.drop(host)
+		dev := c.f32(capi.CUDA, capi.CUDA, n, dim, data)
+		c.must(c.lib.CagraFromArgs(c.res, capi.L2Expanded, graph.t, dev.t, c.idx))
+		q := c.f32(capi.CUDA, capi.CUDA, nq, dim, randomMatrix(rng, nq, dim))
+		_, _, err := c.searchInto(c.idx, q, k, 64, capi.Filter{})
+		if dim == 8 {
+			c.must(err) // rows of 32 bytes: a device-padded index on the caller's rows
+		} else {
+			expectErr(t, err, "cuvsCagraSearch: index must be device-padded")
+		}
+		c.drop(q)
+		c.must(c.lib.CagraDestroy(c.idx)) // before the rows it references
+		c.idx = capi.Must(c.lib.CagraCreate())
+		c.drop(dev)
+	}
+}

@@ -62,6 +62,7 @@ enum { CG_DS_DEVICE_PADDED = 0, CG_DS_DEVICE_STANDARD, CG_DS_HOST_PADDED, CG_DS_
 #define CG_COMPRESSION(p) ((p)->compression)
 #else
 #define CG_COMPRESSION(p) ((cuvsCagraCompressionParams_t)NULL)
+static void cg_destroy_installed(cuvsCagraIndex_t index); /* dbl_cagra_2608.inc */
 #endif
 
 static int cg_dtype_ok(DLDataType dt)
@@ -1197,12 +1198,21 @@ static cuvsError_t cg_from_args(cuvsDistanceType metric, DLManagedTensor* graph_
   TRY(dl_check_ptr(graph_t, "graph"));
   const DLTensor* t = &dataset_t->dl_tensor;
   const DLTensor* g = &graph_t->dl_tensor;
+#if DBL_RELEASE >= 2608
+  cg_destroy_installed(index); /* 26.08 destroys the index the handle held */
+#endif
   index->dtype = t->dtype;
   if (!cg_dtype_ok(t->dtype)) {
     return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d", (int)t->dtype.code,
                      (int)t->dtype.bits);
   }
   int device = dl_dev_compat(t);
+#if DBL_RELEASE >= 2608
+  EXPECTS(device || !dl_host_compat(t),
+          "cuvsCagraIndexFromArgs: host dataset is unsupported; use cuvsCagraBuild for host "
+          "datasets, then attach a matching device dataset view via cuvsCagraUpdateDataset with a "
+          "device padded dataset view.");
+#endif
   if (!device && !dl_host_compat(t)) {
     dbl_violation("cuvsCagraIndexFromArgs with dataset device type %d: the real library stores a "
                   "null index and reports success",
@@ -1234,6 +1244,18 @@ static cuvsError_t cg_from_args(cuvsDistanceType metric, DLManagedTensor* graph_
   impl->metric = (int)metric;
   impl->dim = t->shape[1];
   impl->degree = deg;
+#if DBL_RELEASE >= 2608
+  /* 26.08 references the rows either way: a device-padded index when each
+   * row is a multiple of 16 bytes, a device-standard one (unsearchable until
+   * cuvsCagraUpdateDataset) otherwise */
+  if (((size_t)impl->dim * dl_elem_size(t->dtype)) % 16 != 0) {
+    dbl_entry e;
+    size_t bytes = (size_t)(n * impl->dim) * dl_elem_size(t->dtype);
+    cg_ref ref = {t->data, impl->dim, 0, CG_DS_DEVICE_STANDARD};
+    if (bytes > 0 && dbl_reg_containing(t->data, bytes, &e)) ref.borrow = e.id;
+    cg_take_ref(impl, &ref, n);
+  } else
+#endif
   if (cg_take_dataset(impl, t, device, 1) != 0) {
     cg_free(impl);
     return dbl_plain_fail("std::bad_alloc");
