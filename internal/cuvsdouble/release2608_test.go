@@ -700,3 +700,30 @@ func TestCagra2608FromArgs(t *testing.T) {
 		c.drop(dev)
 	}
 }
+
+// In strict device mode an owning dataset's rows are device memory of the
+// library's: a view of them (cuvsCagraIndexGetDataset) passes as a device
+// tensor.
+func TestCagra2608StrictDatasetStorage(t *testing.T) {
+	c := newCagra2608(t)
+	defer c.closeAll()
+	const n, dim, k = 30, 8, 3
+	data := randomMatrix(newRand(), n, dim)
+	ds := c.build2608(data, n, dim)
+	c.ctl.SetStrictDevice(true)
+	defer c.ctl.SetStrictDevice(false)
+	view := capi.Must(c.lib.CagraDataset(c.idx))
+	q := matrix{t: view, rows: n, cols: dim}
+	ids, _, err := c.searchInto(c.idx, q, k, 64, capi.Filter{})
+	c.must(err)
+	for i := 0; i < n; i++ {
+		if ids[i*k] != int64(i) {
+			t.Fatalf("row %d finds %v first", i, ids[i*k:i*k+k])
+		}
+	}
+	view.CallDeleter()
+	view.Free()
+	c.must(c.lib.CagraDestroy(c.idx))
+	c.idx = capi.Must(c.lib.CagraCreate())
+	c.must(c.lib.DatasetDestroy(ds))
+}
