@@ -378,6 +378,18 @@ func TestCagra2608Layouts(t *testing.T) {
 	defer c.drop(host)
 	hv := capi.Must(c.lib.DatasetMakeStandardView(c.res, host.t))
 	c.must(c.lib.CagraBuildDataset(c.res, c.params, hv, c.idx))
+	view := capi.Must(c.lib.CagraDataset(c.idx))
+	if view.Device() != capi.CPU || view.Data() != host.b.p {
+		t.Fatalf("a host index's dataset: device %d, data %p (rows at %p)", view.Device(), view.Data(), host.b.p)
+	}
+	view.CallDeleter()
+	view.Free()
+	gview := capi.Must(c.lib.CagraGraph(c.idx))
+	if gview.Device() != capi.CUDA {
+		t.Fatalf("graph on device %d", gview.Device())
+	}
+	gview.CallDeleter()
+	gview.Free()
 	_, _, err := c.searchInto(c.idx, q, k, 64, capi.Filter{})
 	expectErr(t, err, "cuvsCagraSearch: index must be device-padded. For standard indices, call cuvsCagraUpdateDataset first.")
 	ep := capi.Must(c.lib.ParamsCreate("CagraExtendParams"))

@@ -343,7 +343,8 @@ static cuvsError_t cg_view(cuvsCagraIndex_t index, DLManagedTensor* out, int gra
                   "were never released (call its deleter first): they leak");
   }
   pthread_rwlock_rdlock(&impl->lock);
-  t->device.device_type = kDLCUDA;
+  /* a 26.08 host index's views are host memory (to_dlpack of host views) */
+  t->device.device_type = impl->ds_kind >= CG_DS_HOST_PADDED && !graph ? kDLCPU : kDLCUDA;
   t->device.device_id = 0;
   t->ndim = 2;
   t->shape = dbl_meta_alloc(2);
