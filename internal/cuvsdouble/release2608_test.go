@@ -739,3 +739,112 @@ func TestCagra2608StrictDatasetStorage(t *testing.T) {
 	c.idx = capi.Must(c.lib.CagraCreate())
 	c.must(c.lib.DatasetDestroy(ds))
 }
+
+// TestWildcardFaults2608 makes each call of a 26.08 round trip through the
+// Dataset API fail in turn (build, extend, search, serialize, deserialize):
+// whatever fails, the handles the sequence made are released.
+func TestWildcardFaults2608(t *testing.T) {
+	f := newFixture2608(t)
+	defer f.close()
+	const n, m, dim = 40, 10, 8
+	data := randomMatrix(newRand(), n+m, dim)
+	old := f.f32(capi.CPU, capi.CPU, n, dim, data[:n*dim])
+	defer f.drop(old)
+	all := f.f32(capi.CUDA, capi.CUDA, n+m, dim, data)
+	defer f.drop(all)
+	q := f.f32(capi.CUDA, capi.CUDA, 2, dim, data[:2*dim])
+	defer f.drop(q)
+	nb := f.zeros(capi.CUDA, capi.CUDA, capi.UInt, 32, 2, 4)
+	defer f.drop(nb)
+	d := f.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, 2, 4)
+	defer f.drop(d)
+	path := filepath.Join(t.TempDir(), "idx")
+
+	retry := func(fn func() error) {
+		if fn() != nil {
+			_ = fn()
+		}
+	}
+	sequence := func() error {
+		p, err := f.lib.ParamsCreate("CagraIndexParams")
+		if err != nil {
+			return err
+		}
+		defer retry(func() error { return f.lib.ParamsDestroy("CagraIndexParams", p) })
+		v := capi.GetCagraIndexParams2608(p)
+		v.IntermediateGraphDegree, v.GraphDegree = 16, 8
+		capi.SetCagraIndexParams2608(p, v)
+		sp, err := f.lib.ParamsCreate("CagraSearchParams")
+		if err != nil {
+			return err
+		}
+		defer retry(func() error { return f.lib.ParamsDestroy("CagraSearchParams", sp) })
+		ep, err := f.lib.ParamsCreate("CagraExtendParams")
+		if err != nil {
+			return err
+		}
+		defer retry(func() error { return f.lib.ParamsDestroy("CagraExtendParams", ep) })
+		ds, err := f.lib.DatasetMakePadded(f.res, old.t, capi.DatasetDevice)
+		if err != nil {
+			return err
+		}
+		defer retry(func() error { return f.lib.DatasetDestroy(ds) })
+		ext, err := f.lib.DatasetMakePaddedView(f.res, all.t)
+		if err != nil {
+			return err
+		}
+		defer retry(func() error { return f.lib.DatasetDestroy(ext) })
+		idx, err := f.lib.CagraCreate()
+		if err != nil {
+			return err
+		}
+		defer retry(func() error { return f.lib.CagraDestroy(idx) }) // before the datasets
+		if err := f.lib.CagraBuildDataset(f.res, p, ds, idx); err != nil {
+			return err
+		}
+		if err := f.lib.CagraExtendDataset(f.res, ep, ext, n, idx); err != nil {
+			return err
+		}
+		if err := f.lib.CagraSearch(f.res, sp, idx, q.t, nb.t, d.t, capi.Filter{}); err != nil {
+			return err
+		}
+		if err := f.lib.CagraSerializeGraph(f.res, path, idx, true); err != nil {
+			return err
+		}
+		back, err := f.lib.CagraCreate()
+		if err != nil {
+			return err
+		}
+		bds, err := f.lib.CagraDeserializeGraphAndDataset(f.res, path, back)
+		if err == nil {
+			defer retry(func() error { return f.lib.DatasetDestroy(bds) })
+		}
+		defer retry(func() error { return f.lib.CagraDestroy(back) })
+		return err
+	}
+	base := f.ctl.Counters()
+	for i := 0; ; i++ {
+		f.must(f.ctl.Fail(cuvsdouble.Fault{Func: cuvsdouble.AnyFunction, Skip: i, Text: "injected"}))
+		err := sequence()
+		hit := f.ctl.PendingFaults() == 0
+		f.ctl.ClearFaults()
+		if got := f.ctl.Counters(); !equalLive(got, base) {
+			t.Fatalf("failing call %d: counters\n%v\nwant\n%v", i, got, base)
+		}
+		if !hit {
+			if err != nil {
+				t.Fatalf("sequence failed without a fault: %v", err)
+			}
+			if i < 12 {
+				t.Fatalf("only %d calls", i)
+			}
+			break
+		}
+		if err != nil && !strings.Contains(err.Error(), "injected") {
+			t.Fatalf("failing call %d: %v", i, err)
+		}
+	}
+	if v := f.ctl.Violations(); len(v) > 0 {
+		t.Fatal(v)
+	}
+}
