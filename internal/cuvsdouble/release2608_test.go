@@ -848,3 +848,44 @@ func TestWildcardFaults2608(t *testing.T) {
 		t.Fatal(v)
 	}
 }
+
+// Inner product: the partitions' results merge larger first.
+func TestCagra2608MultiPartitionInnerProduct(t *testing.T) {
+	c := newCagra2608(t)
+	defer c.closeAll()
+	const n, dim, nq, k = 60, 8, 6, 5
+	rng := newRand()
+	data := randomMatrix(rng, 2*n, dim)
+	queries := randomMatrix(rng, nq, dim)
+	v := capi.GetCagraIndexParams2608(c.params)
+	v.Metric, v.IntermediateGraphDegree, v.GraphDegree = capi.InnerProduct, 24, 12
+	capi.SetCagraIndexParams2608(c.params, v)
+	ds1 := c.build2608(data[:n*dim], n, dim)
+	p1 := c.idx
+	c.idx = capi.Must(c.lib.CagraCreate())
+	ds2 := c.build2608(data[n*dim:], n, dim)
+	p2 := c.idx
+	c.idx = capi.Must(c.lib.CagraCreate())
+	q := c.f32(capi.CUDA, capi.CUDA, nq, dim, queries)
+	pids := c.zeros(capi.CUDA, capi.CUDA, capi.UInt, 32, nq, k)
+	nb := c.zeros(capi.CUDA, capi.CUDA, capi.UInt, 32, nq, k)
+	dist := c.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, nq, k)
+	c.must(c.lib.CagraSearchMultiPartition(c.res, c.search, []capi.Index{p1, p2}, q.t, pids.t, nb.t, dist.t, nil))
+	gotP, gotN := capi.CopyOut[uint32](pids.b.p, nq*k), capi.CopyOut[uint32](nb.b.p, nq*k)
+	global := make([]int64, nq*k)
+	for i := range global {
+		global[i] = int64(gotN[i]) + int64(gotP[i])*n
+	}
+	checkApprox(t, "inner product", data, 2*n, dim, queries, global, capi.CopyOut[float32](dist.b.p, nq*k), k, capi.InnerProduct, nil)
+	want, _ := exactKNN(data, 2*n, dim, queries, k, capi.InnerProduct, nil, false)
+	if r := recall(global, want, k); r < 0.8 {
+		t.Fatalf("recall %.2f", r)
+	}
+	for _, m := range []matrix{q, pids, nb, dist} {
+		c.drop(m)
+	}
+	c.must(c.lib.CagraDestroy(p1))
+	c.must(c.lib.CagraDestroy(p2))
+	c.must(c.lib.DatasetDestroy(ds1))
+	c.must(c.lib.DatasetDestroy(ds2))
+}
