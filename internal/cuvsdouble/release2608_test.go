@@ -396,6 +396,11 @@ func TestCagra2608Layouts(t *testing.T) {
 	expectErr(t, c.lib.CagraExtendDataset(c.res, ep, hv, n, c.idx), "cuvsCagraExtend: only device_padded indices are extendable")
 	c.must(c.lib.ParamsDestroy("CagraExtendParams", ep))
 	expectErr(t, c.lib.CagraUpdateDataset(c.res, hv, c.idx), "cuvsCagraUpdateDataset: dataset view must be device padded")
+	few := c.f32(capi.CUDA, capi.CUDA, n-1, dim, data[:(n-1)*dim])
+	fv := capi.Must(c.lib.DatasetMakePaddedView(c.res, few.t))
+	expectErr(t, c.lib.CagraUpdateDataset(c.res, fv, c.idx), "Padded dataset row count must match the index size")
+	c.must(c.lib.DatasetDestroy(fv))
+	c.drop(few)
 
 	dev := c.f32(capi.CUDA, capi.CUDA, n, dim, data)
 	defer c.drop(dev)
