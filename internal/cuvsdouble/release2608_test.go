@@ -492,8 +492,11 @@ func TestCagra2608MergeSerialize(t *testing.T) {
 	// the graph alone: no dataset until one is attached
 	g := capi.Must(c.lib.CagraCreate())
 	c.must(c.lib.CagraDeserializeGraph(c.res, graph, g))
+	if dims, _ := c.lib.CagraDims(g); dims != 0 { // index(res)'s empty dataset
+		t.Fatalf("graph-only index of dimension %d", dims)
+	}
 	_, _, err = c.searchInto(g, q, k, 64, capi.Filter{})
-	expectErr(t, err, "Attempted to search without a dataset")
+	expectErr(t, err, "Number of query dimensions should equal number of dimensions in the index.")
 	_, err = c.lib.CagraDeserializeGraphAndDataset(c.res, graph, capi.Must(c.lib.CagraCreate()))
 	expectErr(t, err, "cuvsCagraDeserializeGraphAndDataset: serialized index has no dataset")
 	c.allowLeak("cagra_index", 1) // the handle above, never destroyed
@@ -530,6 +533,24 @@ func TestCagra2608MergeSerialize(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "junk"), x), "Invalid or truncated index header")
+	b, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := slices.Clone(b)
+	bad[12] = 77 // the metric
+	if err := os.WriteFile(filepath.Join(dir, "metric"), bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "metric"), x), "cagra::deserialize: invalid metric value 77")
+	if err := os.WriteFile(filepath.Join(dir, "long"), append(b, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "long"), x), "has bytes after the index")
+	if err := os.WriteFile(filepath.Join(dir, "short"), b[:len(b)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "short"), x), "is truncated")
 	c.must(c.lib.CagraDestroy(x))
 }
 

@@ -821,8 +821,13 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
                    "cuvs::neighbors::hnsw::deserialize() to load it into memory before searching.");
   }
   if (st == CUVS_SUCCESS && !impl->has_dataset) {
+#if DBL_RELEASE >= 2608
+    st = RAFT_FAIL("Attempted to search without a dataset. Please call "
+                   "index.update_device_dataset_same_layout(...) first.");
+#else
     st = RAFT_FAIL(
       "Attempted to search without a dataset. Please call index.update_dataset(...) first.");
+#endif
   }
   if (st == CUVS_SUCCESS) st = cg_check_search_params(params, k, filter.type == BITSET);
   dbl_filter f;
