@@ -528,6 +528,10 @@ func TestCagra2608MergeSerialize(t *testing.T) {
 	x := capi.Must(c.lib.CagraCreate())
 	_, err = c.lib.CagraDeserializeGraphAndDataset(c.res, old, x)
 	expectErr(t, err, "serialization version mismatch, expected 6, got 5")
+	// and 26.06 refuses 26.08's (version 6)
+	back6 := capi.Must(f6.lib.CagraCreate())
+	expectErr(t, f6.lib.CagraDeserialize(f6.res, full, back6), "serialization version mismatch, expected 5, got 6")
+	f6.must(f6.lib.CagraDestroy(back6))
 	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "missing"), x), "Cannot open file")
 	if err := os.WriteFile(filepath.Join(dir, "junk"), []byte("junk"), 0o644); err != nil {
 		t.Fatal(err)

@@ -1119,7 +1119,13 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
   FILE* f = fopen(filename, "rb");
   if (!f) return RAFT_FAIL("Cannot open file %s", filename);
   cg_file_header h;
-  if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CG_FILE_MAGIC, 8) != 0) {
+  size_t got_header = fread(&h, 1, sizeof h, f);
+  if (got_header >= 8 && memcmp(h.magic, "CVDBLCG6", 8) == 0) {
+    /* a file of the 26.08 double (cuVS's serialization version 6) */
+    fclose(f);
+    return RAFT_FAIL("serialization version mismatch, expected %d, got %d ", 5, 6);
+  }
+  if (got_header != sizeof h || memcmp(h.magic, CG_FILE_MAGIC, 8) != 0) {
     fclose(f);
     return RAFT_FAIL("cuvsdouble: %s is not a CAGRA index file written by the test double",
                      filename);
