@@ -49,7 +49,7 @@ DOUBLE := $(DOUBLE_2606)
 # examples, stress and batch tests that use it) wait, and so does safe's
 # TestParseVersion, which expects BindingsVersion to be 26.06 whatever library
 # is loaded. Each run prints what it leaves out.
-CONFORMANCE_2608_WAIT_PKGS := ./safe/cagra ./examples/quickstart ./examples/serving ./internal/stress
+CONFORMANCE_2608_WAIT_PKGS := ./safe/cagra ./safe/internal/serialtest ./examples/quickstart ./examples/serving ./internal/stress
 CONFORMANCE_2608_SKIP := ^(TestCAGRA|TestUnfilledSlots)$$
 CONFORMANCE_2608_PKGS = $(filter-out $(CONFORMANCE_2608_WAIT_PKGS),$(CONFORMANCE_PKGS))
 
