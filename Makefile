@@ -33,15 +33,36 @@ test-cgocheck:
 # The packages whose tests load libcuvs_c (those whose tests import internal/safetest).
 CONFORMANCE_PKGS ?= $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
   awk '$$1 !~ /internal\/bench$$/ { for (i = 2; i <= NF; i++) if ($$i ~ /internal\/safetest$$/) { sub("^github.com/cuvs-go/cuvs", ".", $$1); print $$1; next } }')
-DOUBLE := $(CURDIR)/build/double/libcuvs_c.so
+# The double is built once per cuVS release of the window, each its own libcuvs_c
+# (that release's functions, layouts, semantics and cuvsVersionGet). DOUBLE, the
+# library serving-smoke and gpu-test-double run against, is the 26.06 one.
+DOUBLE_2606 := $(CURDIR)/build/double/v26.06/libcuvs_c.so
+DOUBLE_2608 := $(CURDIR)/build/double/v26.08/libcuvs_c.so
+DOUBLE := $(DOUBLE_2606)
 
-## double: build the ABI test double as a library of its own, build/double/libcuvs_c.so
+# The conformance pass against the 26.08 double leaves out what waits for the
+# safe layer to choose its C calls by release: safe/cagra still calls 26.06's
+# CAGRA functions (cuvsCagraIndexParamsCreate with the 56-byte layout,
+# cuvsCagraBuild, Extend and Merge on tensors instead of datasets,
+# cuvsCagraSerialize and Deserialize), which a 26.08 library refuses with
+# ErrNotInRelease. So the packages that build CAGRA indexes (safe/cagra and the
+# examples, stress and batch tests that use it) wait, and so does safe's
+# TestParseVersion, which expects BindingsVersion to be 26.06 whatever library
+# is loaded. Each run prints what it leaves out.
+CONFORMANCE_2608_WAIT_PKGS := ./safe/cagra ./examples/quickstart ./examples/serving ./internal/stress
+CONFORMANCE_2608_SKIP := ^(TestCAGRA|TestUnfilledSlots|TestParseVersion)$$
+CONFORMANCE_2608_PKGS = $(filter-out $(CONFORMANCE_2608_WAIT_PKGS),$(CONFORMANCE_PKGS))
+
+## double: build the ABI test double as a library of its own, per release: build/double/v26.06/libcuvs_c.so and build/double/v26.08/libcuvs_c.so
 double:
-	$(GO) run ./internal/cuvsdouble/cmd/cuvsdouble-build -o $(DOUBLE)
+	$(GO) run ./internal/cuvsdouble/cmd/cuvsdouble-build -release 26.06 -o $(DOUBLE_2606)
+	$(GO) run ./internal/cuvsdouble/cmd/cuvsdouble-build -release 26.08 -o $(DOUBLE_2608)
 
-## test-conformance: the tests of the packages that load libcuvs_c, against a freshly built double loaded as any library would be (CUVS_TEST_LIBRARY: what needs the double's controls skips)
+## test-conformance: the tests of the packages that load libcuvs_c, against each freshly built double loaded as any library would be (CUVS_TEST_LIBRARY: what needs the double's controls skips); against 26.08, what waits for the safe layer is left out (see CONFORMANCE_2608_WAIT_PKGS)
 test-conformance: double
-	CUVS_TEST_LIBRARY=$(DOUBLE) $(GO) test -count=1 $(CONFORMANCE_PKGS)
+	CUVS_TEST_LIBRARY=$(DOUBLE_2606) $(GO) test -count=1 $(CONFORMANCE_PKGS)
+	@echo "conformance against the 26.08 double: waiting for the safe layer, left out: packages $(CONFORMANCE_2608_WAIT_PKGS); tests $(CONFORMANCE_2608_SKIP)"
+	CUVS_TEST_LIBRARY=$(DOUBLE_2608) $(GO) test -count=1 -skip '$(CONFORMANCE_2608_SKIP)' $(CONFORMANCE_2608_PKGS)
 
 ## gpu-test: build, here, test binaries (race and cgocheck2) of those packages, the programs their tests run (bin/: dtype probe, cbench, the README's program) and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go (nor this repository): build/gpu-test/run.sh /path/to/libcuvs_c.so
 gpu-test:
@@ -108,7 +129,7 @@ cbench:
 ## serving-smoke: both programs side by side (compare.sh) against the ABI test double: the numbers mean nothing
 serving-smoke: serving cbench double
 	SERVING=$(CURDIR)/build/serving CBENCH=$(CURDIR)/build/cbench OUT=$(CURDIR)/build/serving-smoke \
-	  sh examples/serving/compare.sh -lib $(CURDIR)/build/double/libcuvs_c.so \
+	  sh examples/serving/compare.sh -lib $(DOUBLE) \
 	  -n 2000 -dim 32 -k 10 -itopk 32 -graph-degree 16 -goroutines 1,2,4 -seconds 0.2
 
 .PHONY: serving cbench serving-smoke

@@ -19,8 +19,53 @@ import (
 	"testing"
 )
 
-//go:embed csrc/*.c csrc/*.h
+//go:embed csrc/*.c csrc/*.h csrc/*.inc
 var csrc embed.FS
+
+// The cuVS releases the double serves, oldest first. Each build of the double
+// is one release's libcuvs_c: compiled against generated/cuvs_decls.h in that
+// release's mode (-DCUVSGO_RELEASE=2606 or 2608, see gen/README.md), exporting
+// that release's functions only, with that release's struct layouts and
+// semantics, and reporting that release's version from cuvsVersionGet.
+const (
+	Release2606 = "26.06"
+	Release2608 = "26.08"
+)
+
+// Releases lists the releases the double can be built as, oldest first.
+func Releases() []string { return []string{Release2606, Release2608} }
+
+// NewestRelease is the release cuvsdouble-build builds without -release.
+const NewestRelease = Release2608
+
+// ReleaseEnv names an environment variable choosing the release Build and
+// BuildFile compile when no Release option is given ("26.06" or "26.08").
+// Without it they build 26.06, the release the double's own tests and the
+// safe layer's tests are written against.
+const ReleaseEnv = "CUVSDOUBLE_RELEASE"
+
+// releaseInfo is what a release's build differs in: the CUVSGO_RELEASE value
+// and the version cuvsVersionGet reports by default (the newest patch release
+// whose C sources the double follows: v26.06.00, v26.08.01).
+var releaseInfo = map[string]struct {
+	macro               int
+	major, minor, patch int
+}{
+	Release2606: {2606, 26, 6, 0},
+	Release2608: {2608, 26, 8, 1},
+}
+
+// Release builds the double as the given cuVS release ("26.06" or "26.08").
+func Release(r string) Option {
+	return func(c *config) { c.release = r }
+}
+
+// ReleaseVersion returns the version cuvsVersionGet of a release's double
+// reports by default.
+func ReleaseVersion(r string) (major, minor, patch uint16, ok bool) {
+	info, ok := releaseInfo[r]
+	return uint16(info.major), uint16(info.minor), uint16(info.patch), ok
+}
 
 // LibraryName is the file name the built library gets, the soname of the
 // real one.
@@ -55,6 +100,7 @@ type config struct {
 	realHeaders []string
 	cflags      []string
 	isolated    bool
+	release     string
 }
 
 // Omit leaves the named cuVS functions out of the library's exported symbols,
@@ -171,6 +217,18 @@ func build(cfg *config, tempDir func() string) (string, error) {
 		header, headerName = b, "cuvs_decls.h"
 	}
 
+	release := cfg.release
+	if release == "" {
+		release = os.Getenv(ReleaseEnv)
+	}
+	if release == "" {
+		release = Release2606
+	}
+	info, ok := releaseInfo[release]
+	if !ok {
+		return "", fmt.Errorf("release %q: the double serves %s", release, strings.Join(Releases(), ", "))
+	}
+
 	cflags := append(strings.Fields(os.Getenv(CFlagsEnv)), cfg.cflags...)
 	omit := slices.Clone(cfg.omit)
 	sort.Strings(omit)
@@ -196,7 +254,7 @@ func build(cfg *config, tempDir func() string) (string, error) {
 	}
 	fmt.Fprintf(h, "header %s %d\n", headerName, len(header))
 	h.Write(header)
-	fmt.Fprintf(h, "real %q\nomit %q\ncflags %q\n", realDirs, omit, cflags)
+	fmt.Fprintf(h, "real %q\nomit %q\ncflags %q\nrelease %s\n", realDirs, omit, cflags, release)
 	key := hex.EncodeToString(h.Sum(nil))[:24]
 
 	buildMu.Lock()
@@ -236,7 +294,11 @@ func build(cfg *config, tempDir func() string) (string, error) {
 		}
 	}
 	args := []string{"-std=gnu11", "-O2", "-g", "-fPIC", "-shared", "-pthread",
-		"-fvisibility=hidden", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter"}
+		"-fvisibility=hidden", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-unused-parameter",
+		fmt.Sprintf("-DCUVSGO_RELEASE=%d", info.macro),
+		fmt.Sprintf("-DDBL_VERSION_MAJOR=%d", info.major),
+		fmt.Sprintf("-DDBL_VERSION_MINOR=%d", info.minor),
+		fmt.Sprintf("-DDBL_VERSION_PATCH=%d", info.patch)}
 	if len(realDirs) > 0 {
 		stand := filepath.Join(work, "standin")
 		if err := os.MkdirAll(filepath.Join(stand, "cuvs", "core"), 0o755); err != nil {

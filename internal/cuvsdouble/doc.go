@@ -1,6 +1,6 @@
 // Package cuvsdouble is test support only: an ABI test double of libcuvs_c
-// (cuVS v26.06.00), a small C library of this project's own that tests compile
-// with gcc and load in place of the real one.
+// (cuVS v26.06.00 or v26.08.01), a small C library of this project's own that
+// tests compile with gcc and load in place of the real one.
 //
 // It is never a default and never loaded unless a test asks for it: nothing
 // outside tests imports this package, and the bindings only load it from the
@@ -59,6 +59,35 @@
 //   - parameter structs are created with cuVS's default values, and
 //     cuvsCagraIndexParamsDestroy frees graph_build_params by build_algo as
 //     cuVS does.
+//
+// # One build per release
+//
+// Each build of the double is one cuVS release's libcuvs_c (Release option,
+// CUVSDOUBLE_RELEASE, cuvsdouble-build -release): compiled against
+// generated/cuvs_decls.h in that release's mode (-DCUVSGO_RELEASE=2606 or
+// 2608), it exports that release's functions only (26.08's has no
+// cuvsCagraSerialize/Deserialize; 26.06's none of the Dataset API), with its
+// struct layouts (26.08's cuvsCagraIndexParams is 48 bytes, without
+// compression) and cuvsVersionGet reporting 26.6.0 or 26.8.1. Build and
+// BuildFile build 26.06 unless told otherwise; cuvsdouble-build the newest.
+// Neither build has k-means, multi-GPU CAGRA or the other APIs the bindings
+// declare but the safe layer does not use.
+//
+// The 26.08 build follows c/src of v26.08.01 (csrc/dbl_2608.c,
+// csrc/dbl_cagra_2608.inc): the Dataset API (cuvsDatasetMakePadded copies
+// into rows padded to 16 bytes and refuses a source that needs no copy,
+// MakePaddedView and MakeStandardView reference the caller's rows, the
+// padded view only when they are already padded); every CAGRA index
+// references the rows of the dataset it was built, extended, merged or
+// updated with, never copies them (an owning dataset destroyed, or the
+// memory under a view freed, while an index references it is a violation,
+// as cuvsRMMFree of memory an index references); search, extend and
+// multi-partition search refuse all but device-padded indexes;
+// cuvsCagraExtend takes old and new rows in one device-padded dataset
+// (rows [0, new_start_row) not the index's own are a violation: cuVS does
+// not check them); files are of the double's own format, versioned 6 as
+// cuVS 26.08's, and a 26.06 file is refused with cuVS's version mismatch;
+// cuvsSelectK returns the k smallest unsorted (in input order).
 //
 // # What it adds for tests
 //

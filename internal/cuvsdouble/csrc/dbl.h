@@ -51,6 +51,28 @@
 #include "cuvs_decls.h"
 #endif
 
+/* The cuVS release this build of the double is (build.go passes
+ * -DCUVSGO_RELEASE=2606 or 2608, the mode of cuvs_decls.h that declares that
+ * release's functions under their C names with its types, and the version
+ * cuvsVersionGet reports). DBL_R2606(x) / DBL_R2608(x) keep x in that
+ * release's build only. */
+#ifndef CUVSGO_RELEASE
+#define CUVSGO_RELEASE 2606
+#endif
+#define DBL_RELEASE CUVSGO_RELEASE
+#if DBL_RELEASE == 2606
+#define DBL_R2606(x) x
+#define DBL_R2608(x)
+#else
+#define DBL_R2606(x)
+#define DBL_R2608(x) x
+#endif
+#ifndef DBL_VERSION_MAJOR
+#define DBL_VERSION_MAJOR 26
+#define DBL_VERSION_MINOR 6
+#define DBL_VERSION_PATCH 0
+#endif
+
 #define DBL_API __attribute__((visibility("default")))
 #define DBL_HIDDEN __attribute__((visibility("hidden")))
 
@@ -115,9 +137,9 @@
   X(cuvsCagraBuild, E)                                \
   X(cuvsCagraExtend, E)                               \
   X(cuvsCagraSearch, E)                               \
-  X(cuvsCagraSerialize, E)                            \
+  DBL_R2606(X(cuvsCagraSerialize, E))                 \
   X(cuvsCagraSerializeToHnswlib, E)                   \
-  X(cuvsCagraDeserialize, E)                          \
+  DBL_R2606(X(cuvsCagraDeserialize, E))               \
   X(cuvsCagraIndexFromArgs, E)                        \
   X(cuvsCagraMerge, E)                                \
   X(cuvsIvfPqIndexParamsCreate, E)                    \
@@ -127,7 +149,31 @@
   X(cuvsNNDescentIndexParamsCreate, E)                \
   X(cuvsNNDescentIndexParamsDestroy, E)               \
   DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)                     \
-  DBL_FUNCS_IVF_PQ(X)
+  DBL_FUNCS_IVF_PQ(X)                                 \
+  DBL_R2608(DBL_FUNCS_2608(X))
+
+/* Functions 26.08 added (dbl_2608.c, dbl_cagra_2608.inc). */
+#define DBL_FUNCS_2608(X)                         \
+  X(cuvsResourcesCreateWithMemoryTracking, E)     \
+  X(cuvsResourcesSetWorkspacePool, E)             \
+  X(cuvsRMMAsyncMemoryResourceEnable, E)          \
+  X(cuvsDatasetCreate, E)                         \
+  X(cuvsDatasetMakePadded, E)                     \
+  X(cuvsDatasetMakePaddedView, E)                 \
+  X(cuvsDatasetMakeStandardView, E)               \
+  X(cuvsDatasetDestroy, E)                        \
+  X(cuvsDatasetGetMemType, E)                     \
+  X(cuvsDatasetGetLayout, E)                      \
+  X(cuvsDatasetGetIsOwning, E)                    \
+  X(cuvsDatasetGetDtype, E)                       \
+  X(cuvsCagraIndexParamsFromDataset, E)           \
+  X(cuvsCagraUpdateDataset, E)                    \
+  X(cuvsCagraSearchMultiPartition, E)             \
+  X(cuvsCagraSerializeGraph, E)                   \
+  X(cuvsCagraSerializeGraphAndDataset, E)         \
+  X(cuvsCagraDeserializeGraph, E)                 \
+  X(cuvsCagraDeserializeGraphAndDataset, E)       \
+  X(cuvsSelectK, E)
 
 /* IVF-Flat, IVF-SQ and refine (dbl_ivf_flat.c, dbl_ivf_sq.c, dbl_refine.c). */
 #define DBL_FUNCS_IVF_FLAT_SQ_REFINE(X) \
@@ -224,7 +270,17 @@ enum {
   X(K_RMM_BYTES, "rmm_bytes")                               \
   X(K_HOST_BYTES, "host_bytes")                             \
   X(K_BUFFER_BYTES, "buffer_bytes")                         \
-  DBL_KINDS_IVF_FLAT_SQ(X)
+  DBL_KINDS_IVF_FLAT_SQ(X)                                  \
+  DBL_R2608(DBL_KINDS_2608(X))
+
+/* 26.08's objects: cuvsDataset handles (cuvsDatasetCreate, MakePadded,
+ * MakePaddedView, MakeStandardView, DeserializeGraphAndDataset, Merge) and
+ * the padded copies an owning dataset holds ("device" memory of the
+ * library's, which an index built on it references), with their bytes. */
+#define DBL_KINDS_2608(X)                   \
+  X(K_DATASET, "dataset")                   \
+  X(K_DATASET_STORAGE, "dataset_storage")   \
+  X(K_DATASET_BYTES, "dataset_bytes")
 
 /* IVF-Flat and IVF-SQ objects: params from ...Create, handles from
  * ...IndexCreate, built indexes (dbl_ivf_flat.c, dbl_ivf_sq.c). */
@@ -434,5 +490,40 @@ DBL_HIDDEN int knn_search(const dbl_matrix* data, const dbl_matrix* queries, int
                           float metric_arg, int64_t k, const dbl_filter* filter, int exclude_self,
                           int64_t* nb64, uint32_t* nb32, int64_t nb_rs, float* dist,
                           int64_t dist_rs);
+
+/* ---- 26.08's Dataset API (dbl_2608.c) ---- */
+#if DBL_RELEASE >= 2608
+/* What a cuvsDataset's addr points to in the double, for views and owners
+ * alike: n rows of dim elements, each row `stride` elements apart. An owning
+ * dataset holds its rows in storage of its own (K_DATASET_STORAGE, zeroed
+ * padding), which an index built on it references; a view references the
+ * caller's tensor memory. */
+typedef struct {
+  uint64_t magic;
+  const void* data;
+  int64_t n, dim, stride;
+  void* owned;
+  size_t owned_bytes;
+  uint64_t storage_id; /* registry id of owned (0 for a view) */
+} dbl_ds;
+
+/* The dbl_ds of a live cuvsDataset_t handle made by the library; a handle
+ * that is not one is a violation (the real library dereferences it) and
+ * fails. *out is NULL for an empty handle (cuvsDatasetCreate's). */
+DBL_HIDDEN cuvsError_t dbl_ds_get(cuvsDataset_t d, dbl_ds** out);
+/* An owning dbl_ds of n x dim in rows of stride elements, zero-filled
+ * (NULL on allocation failure). */
+DBL_HIDDEN dbl_ds* dbl_ds_new_owned(int64_t n, int64_t dim, int64_t stride, size_t es);
+/* Fills a handle (new when *h is NULL) with s. Returns 0, or -1. */
+DBL_HIDDEN int dbl_ds_fill(cuvsDataset_t* h, dbl_ds* s, DLDataType dt, int mem_type, int layout,
+                           int owning);
+/* Frees an unattached dbl_ds. */
+DBL_HIDDEN void dbl_ds_free(dbl_ds* s);
+/* The registry id of the live allocation holding s's rows (its storage, or
+ * cuvsRMMAlloc/cuvsRMMHostAlloc memory it views), 0 when none is known. */
+DBL_HIDDEN uint64_t dbl_ds_borrow_id(const dbl_ds* s, size_t es);
+/* cagra's required row width: dim rounded up to 16 bytes, in elements. */
+DBL_HIDDEN int64_t dbl_cagra_row_width(int64_t dim, size_t es);
+#endif
 
 #endif

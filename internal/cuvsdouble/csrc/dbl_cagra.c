@@ -44,12 +44,26 @@ typedef struct {
   int compressed;  /* built with compression: GetDataset shows an empty view */
   int hollow;      /* built in instant mode: shape only, no dataset or graph */
   int on_disk;     /* an ACE build in disk mode: shape only, data in build_dir */
+  int ds_kind;     /* 26.08: the kind of dataset the index references (CG_DS_*) */
   const uint32_t* graph;
   uint32_t* graph_owned;
   size_t graph_bytes;
   uint64_t data_borrow, graph_borrow; /* registry ids of borrowed allocations */
   pthread_rwlock_t lock;
 } cg_impl;
+
+/* 26.08's index kinds, by the dataset view an index holds (c/src/neighbors/
+ * cagra.cpp sg_cagra_c_api_index_box::dataset_layout). A 26.06 index is
+ * always CG_DS_DEVICE_PADDED. */
+enum { CG_DS_DEVICE_PADDED = 0, CG_DS_DEVICE_STANDARD, CG_DS_HOST_PADDED, CG_DS_HOST_STANDARD };
+
+/* 26.06's index params carry compression; 26.08's have none. */
+#if DBL_RELEASE == 2606
+#define CG_COMPRESSION(p) ((p)->compression)
+#else
+#define CG_COMPRESSION(p) ((cuvsCagraCompressionParams_t)NULL)
+static void cg_destroy_installed(cuvsCagraIndex_t index); /* dbl_cagra_2608.inc */
+#endif
 
 static int cg_dtype_ok(DLDataType dt)
 {
@@ -329,7 +343,8 @@ static cuvsError_t cg_view(cuvsCagraIndex_t index, DLManagedTensor* out, int gra
                   "were never released (call its deleter first): they leak");
   }
   pthread_rwlock_rdlock(&impl->lock);
-  t->device.device_type = kDLCUDA;
+  /* a 26.08 host index's views are host memory (to_dlpack of host views) */
+  t->device.device_type = impl->ds_kind >= CG_DS_HOST_PADDED && !graph ? kDLCPU : kDLCUDA;
   t->device.device_id = 0;
   t->ndim = 2;
   t->shape = dbl_meta_alloc(2);
@@ -465,8 +480,33 @@ static cuvsError_t cg_ace_disk_mode(cuvsCagraIndexParams_t params, const DLTenso
 
 /* ---- build ---- */
 
+/* 26.08: the rows of a cuvsDataset, which the index built on it references
+ * (cuVS never copies them into the index): data with a row stride of stride
+ * elements, the registry id of the allocation holding them (0: none known)
+ * and the index kind that dataset makes. */
+typedef struct {
+  const void* data;
+  int64_t stride;
+  uint64_t borrow;
+  int kind;
+} cg_ref;
+
+static void cg_take_ref(cg_impl* impl, const cg_ref* ref, int64_t n)
+{
+  impl->data = ref->data;
+  impl->stride = ref->stride;
+  impl->n = n;
+  impl->has_dataset = 1;
+  impl->ds_kind = ref->kind;
+  impl->data_borrow = ref->borrow;
+  if (ref->borrow) dbl_reg_borrow(ref->borrow, +1);
+}
+
+/* ref == NULL: 26.06's build from a tensor (checked here, referenced or
+ * copied); else 26.08's from a dataset (dataset describes its rows, already
+ * checked when the dataset was made). */
 static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* dataset,
-                            cuvsCagraIndex_t index)
+                            cuvsCagraIndex_t index, const cg_ref* ref)
 {
   TRY(dbl_check_params(params, K_CAGRA_INDEX_PARAMS));
   TRY(cg_handle(index));
@@ -478,8 +518,8 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
                      (int)t->dtype.bits);
   }
   TRY(dbl_check_graph_build_params(params));
-  if (params->compression) {
-    int k = dbl_reg_find(params->compression, NULL);
+  if (CG_COMPRESSION(params)) {
+    int k = dbl_reg_find(CG_COMPRESSION(params), NULL);
     if (k >= 0 && k != K_CAGRA_COMPRESSION_PARAMS) {
       dbl_violation("compression points to something that is not a cuvsCagraCompressionParams");
       return RAFT_FAIL("cuvsdouble: compression has the wrong type");
@@ -493,9 +533,11 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
     return RAFT_FAIL("cuvsdouble: dataset device type %d is neither device nor host compatible",
                      (int)t->device.device_type);
   }
-  TRY(dl_view(dataset, LAYOUT_ROW, t->dtype.code, t->dtype.bits, device ? WANT_DEVICE : WANT_HOST,
-              2));
-  TRY(dl_strict(t, "dataset"));
+  if (!ref) {
+    TRY(dl_view(dataset, LAYOUT_ROW, t->dtype.code, t->dtype.bits,
+                device ? WANT_DEVICE : WANT_HOST, 2));
+    TRY(dl_strict(t, "dataset"));
+  }
   int algo = (int)params->build_algo;
   if (algo < AUTO_SELECT || algo > ACE) algo = AUTO_SELECT;
   int64_t n = t->shape[0], dim = t->shape[1];
@@ -518,7 +560,7 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
             "CosineExpanded distance is not supported for iterative CAGRA graph build.");
   }
   TRY(cg_metric_ok((int)params->metric, t->dtype));
-  if (params->compression) {
+  if (CG_COMPRESSION(params)) {
     EXPECTS(params->metric == L2Expanded,
             "VPQ compression is only supported with L2Expanded distance mertric");
   }
@@ -541,19 +583,21 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
       impl->degree = (int64_t)degree;
       impl->stride = dim;
       impl->on_disk = 1;
+      if (ref) impl->ds_kind = ref->kind;
       cg_install(index, impl);
       return CUVS_SUCCESS;
     }
   }
-  if (params->compression) TRY(cg_check_compression(params->compression, algo, n, dim));
+  if (CG_COMPRESSION(params)) TRY(cg_check_compression(CG_COMPRESSION(params), algo, n, dim));
 
   cg_impl* impl = cg_new();
   if (!impl) return dbl_plain_fail("std::bad_alloc");
   impl->dtype = t->dtype;
   impl->metric = (int)params->metric;
   impl->dim = dim;
-  impl->compressed = params->compression != NULL;
-  if (cg_take_dataset(impl, t, device, !impl->compressed) != 0 ||
+  impl->compressed = CG_COMPRESSION(params) != NULL;
+  if (ref) cg_take_ref(impl, ref, n);
+  if ((!ref && cg_take_dataset(impl, t, device, !impl->compressed) != 0) ||
       cg_build_graph(impl, (int64_t)intermediate, (int64_t)degree) != 0) {
     cg_free(impl);
     return dbl_plain_fail("std::bad_alloc");
@@ -589,6 +633,7 @@ static cuvsError_t cg_build_instant(cuvsCagraIndexParams_t params, DLManagedTens
   return CUVS_SUCCESS;
 }
 
+#if DBL_RELEASE == 2606
 DBL_API cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t params,
                                    DLManagedTensor* dataset, cuvsCagraIndex_t index)
 {
@@ -599,10 +644,11 @@ DBL_API cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t p
   }
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
-  cuvsError_t st = cg_build(params, dataset, index);
+  cuvsError_t st = cg_build(params, dataset, index, NULL);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
 
 /* ---- search ---- */
 
@@ -738,6 +784,11 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
   TRY(dbl_check_plain_params(params, K_CAGRA_SEARCH_PARAMS));
   cg_impl* impl;
   TRY(cg_impl_data(index, &impl));
+#if DBL_RELEASE >= 2608
+  EXPECTS(impl->ds_kind == CG_DS_DEVICE_PADDED,
+          "cuvsCagraSearch: index must be device-padded. For standard indices, call "
+          "cuvsCagraUpdateDataset first.");
+#endif
   if (q->dtype.bits != impl->dtype.bits) {
     dbl_violation("queries are %d-bit but the CAGRA index is %d-bit (the real library "
                   "reinterprets the index: undefined behaviour)",
@@ -810,6 +861,7 @@ DBL_API cuvsError_t cuvsCagraSearch(cuvsResources_t res, cuvsCagraSearchParams_t
 
 /* ---- extend ---- */
 
+#if DBL_RELEASE == 2606
 static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* add,
                              cuvsCagraIndex_t index)
 {
@@ -923,6 +975,7 @@ DBL_API cuvsError_t cuvsCagraExtend(cuvsResources_t res, cuvsCagraExtendParams_t
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
 
 /* ---- serialization: a format of the double's own ---- */
 
@@ -1027,6 +1080,7 @@ static cuvsError_t cg_serialize(const char* filename, cuvsCagraIndex_t index, in
   return st;
 }
 
+#if DBL_RELEASE == 2606
 DBL_API cuvsError_t cuvsCagraSerialize(cuvsResources_t res, const char* filename,
                                        cuvsCagraIndex_t index, bool include_dataset)
 {
@@ -1037,6 +1091,7 @@ DBL_API cuvsError_t cuvsCagraSerialize(cuvsResources_t res, const char* filename
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
 
 DBL_API cuvsError_t cuvsCagraSerializeToHnswlib(cuvsResources_t res, const char* filename,
                                                 cuvsCagraIndex_t index)
@@ -1156,6 +1211,7 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
   return CUVS_SUCCESS;
 }
 
+#if DBL_RELEASE == 2606
 DBL_API cuvsError_t cuvsCagraDeserialize(cuvsResources_t res, const char* filename,
                                          cuvsCagraIndex_t index)
 {
@@ -1166,6 +1222,7 @@ DBL_API cuvsError_t cuvsCagraDeserialize(cuvsResources_t res, const char* filena
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
 
 /* ---- index from a graph and a dataset ---- */
 
@@ -1177,12 +1234,21 @@ static cuvsError_t cg_from_args(cuvsDistanceType metric, DLManagedTensor* graph_
   TRY(dl_check_ptr(graph_t, "graph"));
   const DLTensor* t = &dataset_t->dl_tensor;
   const DLTensor* g = &graph_t->dl_tensor;
+#if DBL_RELEASE >= 2608
+  cg_destroy_installed(index); /* 26.08 destroys the index the handle held */
+#endif
   index->dtype = t->dtype;
   if (!cg_dtype_ok(t->dtype)) {
     return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d", (int)t->dtype.code,
                      (int)t->dtype.bits);
   }
   int device = dl_dev_compat(t);
+#if DBL_RELEASE >= 2608
+  EXPECTS(device || !dl_host_compat(t),
+          "cuvsCagraIndexFromArgs: host dataset is unsupported; use cuvsCagraBuild for host "
+          "datasets, then attach a matching device dataset view via cuvsCagraUpdateDataset with a "
+          "device padded dataset view.");
+#endif
   if (!device && !dl_host_compat(t)) {
     dbl_violation("cuvsCagraIndexFromArgs with dataset device type %d: the real library stores a "
                   "null index and reports success",
@@ -1214,6 +1280,18 @@ static cuvsError_t cg_from_args(cuvsDistanceType metric, DLManagedTensor* graph_
   impl->metric = (int)metric;
   impl->dim = t->shape[1];
   impl->degree = deg;
+#if DBL_RELEASE >= 2608
+  /* 26.08 references the rows either way: a device-padded index when each
+   * row is a multiple of 16 bytes, a device-standard one (unsearchable until
+   * cuvsCagraUpdateDataset) otherwise */
+  if (((size_t)impl->dim * dl_elem_size(t->dtype)) % 16 != 0) {
+    dbl_entry e;
+    size_t bytes = (size_t)(n * impl->dim) * dl_elem_size(t->dtype);
+    cg_ref ref = {t->data, impl->dim, 0, CG_DS_DEVICE_STANDARD};
+    if (bytes > 0 && dbl_reg_containing(t->data, bytes, &e)) ref.borrow = e.id;
+    cg_take_ref(impl, &ref, n);
+  } else
+#endif
   if (cg_take_dataset(impl, t, device, 1) != 0) {
     cg_free(impl);
     return dbl_plain_fail("std::bad_alloc");
@@ -1362,6 +1440,7 @@ static cuvsError_t cg_merge(cuvsCagraIndexParams_t params, cuvsCagraIndex_t* ind
   return CUVS_SUCCESS;
 }
 
+#if DBL_RELEASE == 2606
 DBL_API cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t params,
                                    cuvsCagraIndex_t* indices, size_t num_indices, cuvsFilter filter,
                                    cuvsCagraIndex_t output_index)
@@ -1373,3 +1452,8 @@ DBL_API cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t p
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
 }
+#endif
+
+#if DBL_RELEASE >= 2608
+#include "dbl_cagra_2608.inc" /* 26.08's CAGRA entry points, on the helpers above */
+#endif

@@ -40,7 +40,8 @@ static atomic_llong g_calls[F_COUNT];
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* registry, faults, violations */
 
-static atomic_int g_ver_major = 26, g_ver_minor = 6, g_ver_patch = 0;
+static atomic_int g_ver_major = DBL_VERSION_MAJOR, g_ver_minor = DBL_VERSION_MINOR,
+                  g_ver_patch = DBL_VERSION_PATCH;
 static atomic_int g_log_level = 2; /* CUVS_LOG_LEVEL_INFO: spdlog's default */
 static atomic_int g_device_id = -1; /* >= 0: the id every new resources reports */
 static atomic_int g_call_delay_us = 0;
@@ -210,7 +211,8 @@ int dbl_reg_containing(const void* p, size_t n, dbl_entry* out)
   pthread_mutex_lock(&g_mu);
   for (size_t i = 0; i < g_tab_cap; i++) {
     dbl_entry* e = &g_tab[i];
-    if (!e->p || (e->kind != K_RMM && e->kind != K_HOST)) continue;
+    if (!e->p || (e->kind != K_RMM && e->kind != K_HOST DBL_R2608(&&e->kind != K_DATASET_STORAGE)))
+      continue;
     uintptr_t b = (uintptr_t)e->p;
     if (a >= b && a + n <= b + e->size) {
       if (out) *out = *e;
@@ -784,6 +786,52 @@ DBL_API cuvsError_t cuvsRMMMemoryResourceReset(void)
   return dbl_ok();
 }
 
+#if DBL_RELEASE >= 2608
+/* 26.08 (c/src/core/c_api.cpp). cuvsResourcesCreateWithMemoryTracking makes a
+ * raft::memory_tracking_resources sampling memory use into csv_path; the
+ * double makes ordinary resources and creates (truncates) the file, writing
+ * no samples (the CSV's format is raft's: not imitated). */
+DBL_API cuvsError_t cuvsResourcesCreateWithMemoryTracking(cuvsResources_t* res, const char* csv_path,
+                                                          int64_t sample_interval_ms)
+{
+  DBL_ENTER(cuvsResourcesCreateWithMemoryTracking);
+  if (csv_path == NULL || csv_path[0] == 0) {
+    return dbl_plain_fail("csv_path must be a non-empty string");
+  }
+  if (sample_interval_ms < 0) return dbl_plain_fail("sample_interval_ms must be >= 0");
+  FILE* f = fopen(csv_path, "w");
+  if (!f) return RAFT_FAIL("cuvsdouble: cannot open the memory tracking file %s", csv_path);
+  fclose(f);
+  return res_create(res, 0);
+}
+
+/* raft::resource::set_workspace_resource with an uncapped pool of
+ * initial_size_bytes: the double checks the handle and allocates nothing. */
+DBL_API cuvsError_t cuvsResourcesSetWorkspacePool(cuvsResources_t res, size_t initial_size_bytes)
+{
+  DBL_ENTER(cuvsResourcesSetWorkspacePool);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  dbl_res_release(r);
+  return dbl_ok();
+}
+
+/* rmm::mr::set_current_device_resource(cuda_async_memory_resource{}): a
+ * change of the current device's resource, as PoolMemoryResourceEnable is
+ * (memory allocated before and freed after goes through the wrong one). */
+DBL_API cuvsError_t cuvsRMMAsyncMemoryResourceEnable(void)
+{
+  DBL_ENTER(cuvsRMMAsyncMemoryResourceEnable);
+  atomic_fetch_add(&g_mr_gen[tls_device], 1);
+  atomic_store(&g_pool_on[tls_device], 0);
+  atomic_store(&g_pool_enabled, 0);
+  atomic_store(&g_pool_initial, 0);
+  atomic_store(&g_pool_max, 0);
+  atomic_store(&g_pool_managed, 0);
+  return dbl_ok();
+}
+#endif
+
 DBL_API cuvsError_t cuvsRMMHostAlloc(void** ptr, size_t bytes)
 {
   DBL_ENTER(cuvsRMMHostAlloc);
@@ -1234,7 +1282,7 @@ DBL_API void cuvsdouble_reset(void)
   for (int i = 0; i < F_COUNT; i++) atomic_store(&g_calls[i], 0);
   atomic_store(&g_fault_hits, 0);
   cuvsdouble_clear_violations();
-  cuvsdouble_set_version(26, 6, 0);
+  cuvsdouble_set_version(DBL_VERSION_MAJOR, DBL_VERSION_MINOR, DBL_VERSION_PATCH);
   atomic_store(&g_log_level, 2);
   atomic_store(&g_device_id, -1);
   atomic_store(&g_device_count, 1);

@@ -131,7 +131,7 @@ DBL_API cuvsError_t cuvsCagraIndexParamsCreate(cuvsCagraIndexParams_t* params)
   p->graph_degree = 64;
   p->build_algo = IVF_PQ;
   p->nn_descent_niter = 20;
-  p->compression = NULL;
+  DBL_R2606(p->compression = NULL;) /* 26.08's params have no compression member */
   g->ivf_pq_build_params = NULL;
   g->ivf_pq_search_params = NULL;
   g->refinement_rate = 1;
@@ -465,29 +465,24 @@ DBL_HIDDEN cuvsError_t dbl_check_graph_build_params(cuvsCagraIndexParams_t p)
 
 static uint32_t round_up_u32(uint32_t x, uint32_t m) { return ((x + m - 1) / m) * m; }
 
-DBL_API cuvsError_t cuvsCagraIndexParamsFromHnswParams(cuvsCagraIndexParams_t params,
-                                                       int64_t n_rows, int64_t dim, int M,
-                                                       int ef_construction,
-                                                       enum cuvsCagraHnswHeuristicType heuristic,
-                                                       cuvsDistanceType metric)
+/* cagra::index_params::graph_build_heuristic and what
+ * _populate_cagra_index_params_from_cpp copies back into the C struct: the
+ * degrees given, NN-Descent below 10^6 rows (graph_build_params left as it
+ * is), IVF-PQ settings written through graph_build_params from 10^6 rows.
+ * c_metric is what the C struct's metric gets (from_hnsw_params leaves the
+ * C++ default, L2Expanded; from_dataset sets the metric given). */
+static cuvsError_t params_heuristic(const char* fn, cuvsCagraIndexParams_t params, int64_t n_rows,
+                                    int64_t dim, size_t intermediate, size_t graph_degree,
+                                    cuvsDistanceType c_metric, cuvsDistanceType metric,
+                                    int64_t build_quality)
 {
-  DBL_ENTER(cuvsCagraIndexParamsFromHnswParams);
-  TRY(dbl_check_params(params, K_CAGRA_INDEX_PARAMS));
-  size_t graph_degree, intermediate;
-  if (heuristic == CUVS_CAGRA_HEURISTIC_SAME_GRAPH_FOOTPRINT) {
-    graph_degree = (size_t)(M * 2);
-    intermediate = (size_t)(M * 3);
-  } else {
-    graph_degree = (size_t)(2 + M * 2 / 3);
-    intermediate = (size_t)(M + M * ef_construction / 256);
-  }
   if (n_rows < (int64_t)1e6) {
     /* NN-Descent; graph_build_params is left as it is */
-    params->metric = L2Expanded; /* cuVS copies the C++ default, not `metric` */
+    params->metric = c_metric;
     params->intermediate_graph_degree = intermediate;
     params->graph_degree = graph_degree;
     params->build_algo = NN_DESCENT;
-    params->nn_descent_niter = (size_t)(5 + ef_construction / 16);
+    params->nn_descent_niter = (size_t)(5 + build_quality);
     return dbl_ok();
   }
   /* IVF-PQ: cuVS writes through graph_build_params and the two pointers in it */
@@ -495,10 +490,10 @@ DBL_API cuvsError_t cuvsCagraIndexParamsFromHnswParams(cuvsCagraIndexParams_t pa
   int k = dbl_reg_find(ip, NULL);
   if (!ip || (k >= 0 && k != K_CAGRA_IVFPQ_PARAMS) || !ip->ivf_pq_build_params ||
       !ip->ivf_pq_search_params) {
-    dbl_violation("cuvsCagraIndexParamsFromHnswParams for %lld rows writes IVF-PQ settings "
+    dbl_violation("%s for %lld rows writes IVF-PQ settings "
                   "through graph_build_params->ivf_pq_build_params/ivf_pq_search_params, which "
                   "must be set (the real library dereferences them: crash)",
-                  (long long)n_rows);
+                  fn, (long long)n_rows);
     return RAFT_FAIL("cuvsdouble: graph_build_params has no IVF-PQ build/search params to fill");
   }
   TRY(check_optional(ip->ivf_pq_build_params, K_IVFPQ_INDEX_PARAMS, "ivf_pq_build_params"));
@@ -528,7 +523,7 @@ DBL_API cuvsError_t cuvsCagraIndexParamsFromHnswParams(cuvsCagraIndexParams_t pa
   double frac = 1.0 / sqrt((double)n_rows * 1e-5);
   if (frac < min_frac) frac = min_frac;
   if (frac > 1.0) frac = 1.0;
-  params->metric = L2Expanded;
+  params->metric = c_metric;
   params->intermediate_graph_degree = intermediate;
   params->graph_degree = graph_degree;
   params->build_algo = IVF_PQ;
@@ -544,10 +539,47 @@ DBL_API cuvsError_t cuvsCagraIndexParamsFromHnswParams(cuvsCagraIndexParams_t pa
   bp->force_random_rotation = false;
   bp->conservative_memory_allocation = false;
   bp->max_train_points_per_pq_code = 256;
-  sp->n_probes = (uint32_t)round(2 + sqrt((double)n_lists) / 20 + ef_construction / 16);
+  sp->n_probes = (uint32_t)round(2 + sqrt((double)n_lists) / 20 + (double)build_quality);
   sp->lut_dtype = DBL_CUDA_R_16F;
   sp->internal_distance_dtype = DBL_CUDA_R_16F;
   sp->preferred_shmem_carveout = 1.0;
   ip->refinement_rate = 1;
   return dbl_ok();
 }
+
+DBL_API cuvsError_t cuvsCagraIndexParamsFromHnswParams(cuvsCagraIndexParams_t params,
+                                                       int64_t n_rows, int64_t dim, int M,
+                                                       int ef_construction,
+                                                       enum cuvsCagraHnswHeuristicType heuristic,
+                                                       cuvsDistanceType metric)
+{
+  DBL_ENTER(cuvsCagraIndexParamsFromHnswParams);
+  TRY(dbl_check_params(params, K_CAGRA_INDEX_PARAMS));
+  size_t graph_degree, intermediate;
+  if (heuristic == CUVS_CAGRA_HEURISTIC_SAME_GRAPH_FOOTPRINT) {
+    graph_degree = (size_t)(M * 2);
+    intermediate = (size_t)(M * 3);
+  } else {
+    graph_degree = (size_t)(2 + M * 2 / 3);
+    intermediate = (size_t)(M + M * ef_construction / 256);
+  }
+  /* cuVS copies the C++ default metric into the C struct, not `metric` */
+  return params_heuristic("cuvsCagraIndexParamsFromHnswParams", params, n_rows, dim, intermediate,
+                          graph_degree, L2Expanded, metric, ef_construction / 16);
+}
+
+#if DBL_RELEASE >= 2608
+/* 26.08: cagra::index_params::from_dataset: the graph degree given, the
+ * intermediate degree 3/2 of it, the metric given, and graph_build_heuristic
+ * with build_quality. */
+DBL_API cuvsError_t cuvsCagraIndexParamsFromDataset(cuvsCagraIndexParams_t params, int64_t n_rows,
+                                                    int64_t dim, size_t graph_degree,
+                                                    cuvsDistanceType metric, size_t build_quality)
+{
+  DBL_ENTER(cuvsCagraIndexParamsFromDataset);
+  TRY(dbl_check_params(params, K_CAGRA_INDEX_PARAMS));
+  return params_heuristic("cuvsCagraIndexParamsFromDataset", params, n_rows, dim,
+                          graph_degree * 3 / 2, graph_degree, metric, metric,
+                          (int64_t)build_quality);
+}
+#endif

@@ -122,13 +122,14 @@ cuvsError_t dl_strict(const DLTensor* t, const char* what)
   int found = dbl_reg_containing(t->data, n, &e);
   int d = t->device.device_type;
   if (d == kDLCUDA || d == kDLCUDAManaged) {
-    if (!found || e.kind != K_RMM) {
+    /* 26.08: an owning dataset's rows are device memory of the library's */
+    if (!found || (e.kind != K_RMM DBL_R2608(&&e.kind != K_DATASET_STORAGE))) {
       return RAFT_FAIL(
         "cuvsdouble (strict device mode): %s is a device tensor whose %zu bytes at %p are not "
         "inside a live cuvsRMMAlloc allocation",
         what, n, t->data);
     }
-    if (d == kDLCUDA && e.device != dbl_current_device()) {
+    if (d == kDLCUDA && e.kind == K_RMM && e.device != dbl_current_device()) {
       /* Without peer access the real kernel faults (cudaErrorIllegalAddress). */
       dbl_violation("%s is memory of device %d, read with device %d current", what, e.device,
                     dbl_current_device());

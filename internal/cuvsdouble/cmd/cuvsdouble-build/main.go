@@ -3,7 +3,11 @@
 // it outside tests, e.g. examples/serving and internal/cbench in
 // `make serving-smoke`:
 //
-//	go run ./internal/cuvsdouble/cmd/cuvsdouble-build -o build/double/libcuvs_c.so
+//	go run ./internal/cuvsdouble/cmd/cuvsdouble-build -release 26.06 -o build/double/v26.06/libcuvs_c.so
+//
+// -release picks the cuVS release the library is (26.06 or 26.08: its
+// functions, struct layouts, semantics and cuvsVersionGet); without it, the
+// newest.
 //
 // It prints the path. The double is test support: never a cuVS to serve with.
 package main
@@ -14,22 +18,24 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cuvs-go/cuvs/internal/cuvsdouble"
 )
 
 func main() {
 	out := flag.String("o", filepath.Join("build", "double", cuvsdouble.LibraryName), "where to put the library")
+	release := flag.String("release", cuvsdouble.NewestRelease, "the cuVS release to build ("+strings.Join(cuvsdouble.Releases(), " or ")+")")
 	flag.Parse()
-	if err := build(*out); err != nil {
+	if err := build(*out, *release); err != nil {
 		fmt.Fprintln(os.Stderr, "cuvsdouble-build:", err)
 		os.Exit(1)
 	}
 	fmt.Println(*out)
 }
 
-func build(out string) error {
-	path, cleanup, err := cuvsdouble.BuildFile()
+func build(out, release string) error {
+	path, cleanup, err := cuvsdouble.BuildFile(cuvsdouble.Release(release))
 	if err != nil {
 		return err
 	}

@@ -129,6 +129,7 @@ void capi_close(capi_lib* l)
 }
 
 int capi_has(capi_lib* l, const char* name) { return dlsym(l->h, name) != NULL; }
+void* capi_sym(capi_lib* l, const char* name) { return dlsym(l->h, name); }
 
 char* capi_last_text(capi_lib* l)
 {

@@ -154,6 +154,8 @@ typedef struct {
 } capi_ret;
 
 typedef struct capi_lib capi_lib;
+/* dlsym in the opened library (NULL when it lacks the symbol) */
+void* capi_sym(capi_lib* l, const char* name);
 
 capi_lib* capi_open(const char* path, char** err);
 void capi_device_sync(void);
