@@ -44,10 +44,12 @@ type Index struct {
 	metric      safe.Metric // as built; for the exact path
 	metricKnown bool
 	onDisk      bool       // an ACE build that left the index on disk
+	noDataset   bool       // 26.08: deserialized without its dataset (cuvsCagraDeserializeGraph), until UpdateDataset
 	exactMu     sync.Mutex // builds left.exact
 
 	life   kit.Life        // Close, cleanup, searches, Extend, the dataset and graph views
 	exact  *exactSlot      // the exact path's brute-force index, once built; released with the index
+	ds     *dsSlot         // on cuVS 26.08: the dataset the index references, destroyed after it
 	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
@@ -65,9 +67,11 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsCagraIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	idx := &Index{h: h, exact: &exactSlot{}}
+	ds := &dsSlot{}
+	idx := &Index{h: h, exact: &exactSlot{}, ds: ds}
 	kit.Start(&idx.life, idx, "cagra.Index(%p)", liveIndexes, func() error { return generated.CuvsCagraIndexDestroy(h) })
 	idx.life.OnRelease(idx.exact.release)
+	idx.life.Own(func() error { ds.release(); return nil })
 	return idx, nil
 }
 
@@ -189,19 +193,26 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err != nil {
 		return nil, err
 	}
-	if p.Compression == nil && keepsReference(&dv) {
-		r, err := dv.Retain(idx.life.Label())
-		if err != nil {
+	if is2608() {
+		if err := idx.build2608(op, res, &dv, cp.p.p08); err != nil {
 			idx.fail()
-			return nil, kit.Argf(op, "dataset", "%w", err)
+			return nil, err
 		}
-		idx.life.Borrow(r)
-	}
-	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsCagraBuild(h, cp.p, t[0], idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
+	} else {
+		if p.Compression == nil && keepsReference(&dv) {
+			r, err := dv.Retain(idx.life.Label())
+			if err != nil {
+				idx.fail()
+				return nil, kit.Argf(op, "dataset", "%w", err)
+			}
+			idx.life.Borrow(r)
+		}
+		if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			return generated.CuvsCagraBuild(h, cp.p.p06, t[0], idx.h)
+		}); err != nil {
+			idx.fail()
+			return nil, err
+		}
 	}
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
@@ -378,6 +389,13 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		}
 		defer generated.CuvsCagraExtendParamsDestroy(cp)
 		cp.MaxChunkSize = p.MaxChunkSize
+		if is2608() {
+			extended, err := idx.extend2608(op, res, cp, &av)
+			if extended {
+				idx.rows.Add(added)
+			}
+			return err
+		}
 		extended := false
 		err := kit.CallWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			err := generated.CuvsCagraExtend(h, cp, t[0], idx.h)
@@ -487,14 +505,29 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 }
 
 // Serialize writes the index to a file, with its dataset when
-// includeDataset is true (cuvsCagraSerialize).
+// includeDataset is true: cuvsCagraSerialize on cuVS 26.06,
+// cuvsCagraSerializeGraphAndDataset or cuvsCagraSerializeGraph on 26.08.
+//
+// Files are not read across releases: cuVS 26.08's format is version 6
+// (with the dataset's kind after the version), 26.06's an earlier one, and
+// each release's reader refuses any version but its own
+// (cagra_serialize.cuh: "serialization version mismatch"), so a file
+// written on one release is refused, as safe.ErrCorruptIndex, by
+// Deserialize on the other. Re-serialize after upgrading.
 func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
 	if idx == nil {
 		return kit.NilIndex("cagra.Index.Serialize")
 	}
 	const op = "cagra.Index.Serialize"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsCagraSerialize(h, p, idx.h, includeDataset)
+		switch {
+		case !is2608():
+			return generated.CuvsCagraSerialize(h, p, idx.h, includeDataset)
+		case includeDataset:
+			return generated.CuvsCagraSerializeGraphAndDataset(h, p, idx.h)
+		default:
+			return generated.CuvsCagraSerializeGraph(h, p, idx.h)
+		}
 	})
 }
 
@@ -530,7 +563,15 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // with safe.ErrCorruptIndex: its layout is checked before any C call, and
 // cuVS's own refusals of its contents carry the sentinel too.
 //
-// C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize, and
+// On cuVS 26.08 the file's header says whether it holds its dataset:
+// cuvsCagraDeserializeGraphAndDataset then gives an owning dataset that the
+// index references and destroys on Close (cuvsDatasetDestroy), and
+// cuvsCagraDeserializeGraph reads a file without one (a graph-only index,
+// refused with ErrNoDataset until UpdateDataset). Files of the other
+// release are refused (see Serialize).
+//
+// C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize (26.06) or
+// cuvsCagraDeserializeGraph[AndDataset] (26.08), and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "cagra.Deserialize"
@@ -544,12 +585,24 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	noDataset := false
 	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsCagraDeserialize(h, p, idx.h)
+		if !is2608() {
+			return generated.CuvsCagraDeserialize(h, p, idx.h)
+		}
+		if has, _ := fileHasDataset(path); !has {
+			noDataset = true
+			return generated.CuvsCagraDeserializeGraph(h, p, idx.h)
+		}
+		var ds generated.CuvsDataset_t
+		err := generated.CuvsCagraDeserializeGraphAndDataset(h, p, idx.h, &ds)
+		idx.ds.replace(dsSlot{ds: ds})
+		return err
 	}); err != nil {
 		idx.fail()
 		return nil, err
 	}
+	idx.noDataset = noDataset
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
 		return nil, err
@@ -630,7 +683,21 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		out.fail()
 		return nil, err
 	}
-	err = generated.CuvsCagraMerge(h, cp.p, &hs[0], uint64(len(hs)), f, out.h)
+	if is2608() {
+		// 26.08's merge fills an empty owning dataset with the merged rows
+		// (in device memory, or in host memory when the device allocation
+		// fails for an unfiltered merge) and binds the output index to it.
+		var merged generated.CuvsDataset_t
+		if err = generated.CuvsDatasetCreate(&merged); err == nil {
+			out.ds.replace(dsSlot{ds: merged})
+			err = generated.CuvsCagraMerge_v2608(h, cp.p.p08, &hs[0], uint64(len(hs)), f, merged, out.h)
+		}
+		if err == nil {
+			err = generated.CuvsStreamSync(h)
+		}
+	} else {
+		err = generated.CuvsCagraMerge(h, cp.p.p06, &hs[0], uint64(len(hs)), f, out.h)
+	}
 	kit.Unlock(res)
 	runtime.KeepAlive(hs)
 	if err != nil {
