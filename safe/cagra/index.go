@@ -239,8 +239,16 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 // (a host graph is copied), and the dataset when cuVS keeps a reference to
 // it (device memory with rows a multiple of 16 bytes).
 //
+// On cuVS 26.08, whose cuvsCagraIndexFromArgs refuses host datasets and
+// whose search takes device-padded indexes only, a dataset that is not
+// already padded rows in device memory is copied: a host one uploaded
+// first, then (unless the upload is padded) copied into a padded device
+// dataset the index owns and attached with cuvsCagraUpdateDataset.
+//
 // C calls: cuvsCagraIndexCreate, cuvsCagraIndexFromArgs, cuvsStreamSync,
-// and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
+// and cuvsCagraIndexGetSize/GetDims/GetGraphDegree; on 26.08 also
+// cuvsRMMAlloc/cuvsMatrixCopy (host datasets), cuvsDatasetMakePadded[View]
+// and cuvsCagraUpdateDataset.
 func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpack.Tensor) (*Index, error) {
 	const op = "cagra.IndexFromArgs"
 	if graph == nil || dataset == nil {
@@ -277,7 +285,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		if v == &gv && v.Device().Type == dlpack.CPU {
 			continue // a host graph is copied
 		}
-		if v == &dv && !keepsReference(v) {
+		if v == &dv && !keepsReference(v) || v == &dv && is2608() && !(deviceMemory(v.Device().Type) && padded(v)) {
 			continue
 		}
 		r, err := v.Retain(idx.life.Label())
@@ -287,7 +295,12 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		}
 		idx.life.Borrow(r)
 	}
-	if err := kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	if is2608() {
+		if err := idx.fromArgs2608(op, res, metric, &gv, &dv); err != nil {
+			idx.fail()
+			return nil, err
+		}
+	} else if err := kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
 	}); err != nil {
 		idx.fail()
@@ -311,10 +324,11 @@ func (idx *Index) Rows() int {
 	return int(idx.rows.Load())
 }
 
-// Dim returns the vectors' dimension (cuvsCagraIndexGetDims). It is 0 for
-// an index deserialized from a file written without its dataset: cuVS
-// reports the dimension of the dataset it holds, and it holds none (such
-// an index is refused by Search, Prepare and Extend with ErrNoDataset).
+// Dim returns the vectors' dimension (cuvsCagraIndexGetDims). On cuVS
+// 26.06 it is 0 for an index deserialized from a file written without its
+// dataset: cuVS reports the dimension of the dataset it holds, and it holds
+// none; on 26.08 it may be the file's (such an index is refused by Search,
+// Prepare and Extend with ErrNoDataset either way).
 func (idx *Index) Dim() int {
 	if idx == nil {
 		return 0

@@ -149,6 +149,9 @@ func deviceDataset(op string, res *safe.Resources, v *dlpack.View, label string,
 
 // build2608 is Build on cuVS 26.08 (cuvsCagraBuild_v2608, on a Dataset).
 func (idx *Index) build2608(op string, res *safe.Resources, dv *dlpack.View, p generated.CuvsCagraIndexParams_t_v2608) error {
+	if p.BuildAlgo == generated.CuvsCagraGraphBuildAlgo_ACE {
+		return idx.ace2608(op, res, dv, p)
+	}
 	own := func() error(nil)
 	v := dv
 	if deviceMemory(dv.Device().Type) && !dv.Layout().IsContiguous() {
@@ -268,4 +271,67 @@ func fileHasDataset(path string) (has, ok bool) {
 		return false, false
 	}
 	return k.Int != 0, true
+}
+
+// fromArgs2608 is IndexFromArgs on cuVS 26.08 (see IndexFromArgs).
+func (idx *Index) fromArgs2608(op string, res *safe.Resources, metric safe.Metric, gv, dv *dlpack.View) error {
+	again := *dv // a view bound to a call expires with it: one for each call
+	v, own := dv, func() error(nil)
+	if !deviceMemory(dv.Device().Type) {
+		up, free, err := kit.Upload(op, "dataset", res, dv)
+		if err != nil {
+			return err
+		}
+		v, own = &up, free
+		again = up
+	}
+	if err := kit.CallWith(op, res, []*dlpack.View{gv, v}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
+	}); err != nil {
+		if own != nil {
+			_ = own()
+		}
+		return err
+	}
+	if padded(v) {
+		idx.ds.replace(dsSlot{mem: own}) // the index references v's rows
+		return nil
+	}
+	slot, err := deviceDataset(op, res, &again, idx.life.Label(), own, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
+		return generated.CuvsCagraUpdateDataset(h, ds, idx.h)
+	})
+	idx.ds.replace(slot)
+	return err
+}
+
+// ace2608 is an ACE build on cuVS 26.08: ACE reads host rows, and a host
+// dataset gives a host-backed index that search refuses, so the build
+// runs on a standard view of the host rows (cuvsDatasetMakeStandardView),
+// then a padded device copy (cuvsDatasetMakePadded) is attached with
+// cuvsCagraUpdateDataset and the host view destroyed.
+func (idx *Index) ace2608(op string, res *safe.Resources, dv *dlpack.View, p generated.CuvsCagraIndexParams_t_v2608) error {
+	var host, dev generated.CuvsDataset_t
+	err := kit.CallWith(op, res, []*dlpack.View{dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		if err := generated.CuvsDatasetMakeStandardView(h, t[0], &host); err != nil {
+			return err
+		}
+		if err := generated.CuvsCagraBuild_v2608(h, p, host, idx.h); err != nil {
+			return err
+		}
+		if err := generated.CuvsDatasetMakePadded(h, t[0], generated.CuvsDatasetMemType_t_CUVS_DATASET_MEM_TYPE_DEVICE, &dev); err != nil {
+			return err
+		}
+		return generated.CuvsCagraUpdateDataset(h, dev, idx.h)
+	})
+	idx.ds.replace(dsSlot{ds: dev})
+	if host != nil {
+		if err != nil {
+			// The index may reference the host view's rows: destroy it
+			// with the index.
+			idx.life.Own(func() error { return generated.CuvsDatasetDestroy(host) })
+		} else {
+			_ = generated.CuvsDatasetDestroy(host)
+		}
+	}
+	return err
 }
