@@ -152,7 +152,7 @@ func (idx *Index) build2608(op string, res *safe.Resources, dv *dlpack.View, p g
 	if p.BuildAlgo == generated.CuvsCagraGraphBuildAlgo_ACE {
 		return idx.ace2608(op, res, dv, p)
 	}
-	own := func() error(nil)
+	own := (func() error)(nil)
 	v := dv
 	if deviceMemory(dv.Device().Type) && !dv.Layout().IsContiguous() {
 		// Strided device rows: cuVS's dataset factories take C-contiguous
@@ -276,7 +276,7 @@ func fileHasDataset(path string) (has, ok bool) {
 // fromArgs2608 is IndexFromArgs on cuVS 26.08 (see IndexFromArgs).
 func (idx *Index) fromArgs2608(op string, res *safe.Resources, metric safe.Metric, gv, dv *dlpack.View) error {
 	again := *dv // a view bound to a call expires with it: one for each call
-	v, own := dv, func() error(nil)
+	v, own := dv, (func() error)(nil)
 	if !deviceMemory(dv.Device().Type) {
 		up, free, err := kit.Upload(op, "dataset", res, dv)
 		if err != nil {
