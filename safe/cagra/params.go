@@ -235,6 +235,18 @@ func FromHNSWParams(rows, dim int, m, efConstruction int, h Heuristic, metric sa
 	if !metric.Valid() {
 		return IndexParams{}, kit.Argf(op, "metric", "%d is not a metric", metric)
 	}
+	return populate(op, metric, func(p cParams) error {
+		if p.p08 != nil {
+			return generated.CuvsCagraIndexParamsFromHnswParams_v2608(p.p08, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
+		}
+		return generated.CuvsCagraIndexParamsFromHnswParams(p.p06, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
+	})
+}
+
+// populate runs fill, a cuVS call that overwrites index params with those
+// it derives (_populate_cagra_index_params_from_cpp), on params of the
+// loaded release, and reads them back.
+func populate(op string, metric safe.Metric, fill func(cParams) error) (IndexParams, error) {
 	p, err := createParams()
 	if err != nil {
 		return IndexParams{}, kit.Wrap(op, err)
@@ -255,11 +267,7 @@ func FromHNSWParams(rows, dim int, m, efConstruction int, h Heuristic, metric sa
 		destroyIndexParams(p, created)
 		return IndexParams{}, kit.Wrap(op, err)
 	}
-	if p.p08 != nil {
-		err = generated.CuvsCagraIndexParamsFromHnswParams_v2608(p.p08, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
-	} else {
-		err = generated.CuvsCagraIndexParamsFromHnswParams(p.p06, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
-	}
+	err = fill(p)
 	out := p.fromC()
 	// cuVS v26.06 writes its C++ default metric (L2Expanded) whatever
 	// metric it is given.
@@ -281,6 +289,31 @@ func FromHNSWParams(rows, dim int, m, efConstruction int, h Heuristic, metric sa
 		return IndexParams{}, kit.Wrap(op, err)
 	}
 	return out, nil
+}
+
+// IndexParamsFromDataset returns the CAGRA parameters cuVS chooses for a
+// rows × dim dataset, a graph degree, a metric and a build quality (higher
+// builds better graphs, at more cost, up to a point): cuVS 26.08's
+// cuvsCagraIndexParamsFromDataset, which picks the graph build algorithm
+// and its parameters from the dataset's shape. On cuVS 26.06 it returns an
+// error wrapping safe.ErrNotInRelease, before any other work.
+func IndexParamsFromDataset(rows, dim, graphDegree int, metric safe.Metric, buildQuality int) (IndexParams, error) {
+	const op = "cagra.IndexParamsFromDataset"
+	if err := kit.InRelease(op, "cuvsCagraIndexParamsFromDataset"); err != nil {
+		return IndexParams{}, err
+	}
+	if rows < 1 || dim < 1 || graphDegree < 1 {
+		return IndexParams{}, kit.Argf(op, "rows/dim/graphDegree", "all must be positive (got %d, %d, %d)", rows, dim, graphDegree)
+	}
+	if buildQuality < 0 {
+		return IndexParams{}, kit.Argf(op, "buildQuality", "%d is negative", buildQuality)
+	}
+	if !metric.Valid() {
+		return IndexParams{}, kit.Argf(op, "metric", "%d is not a metric", metric)
+	}
+	return populate(op, metric, func(p cParams) error {
+		return generated.CuvsCagraIndexParamsFromDataset(p.p08, int64(rows), int64(dim), uint64(graphDegree), kit.CMetric(metric), uint64(buildQuality))
+	})
 }
 
 func ivfpqFromC(ip *generated.CuvsIvfPqParams) *IVFPQGraphParams {

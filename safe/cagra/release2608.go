@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"unsafe"
@@ -334,4 +335,187 @@ func (idx *Index) ace2608(op string, res *safe.Resources, dv *dlpack.View, p gen
 		}
 	}
 	return err
+}
+
+// UpdateDataset binds the index to dataset (rows × dim of the index's
+// element type and dimension, Rows() rows, host or device memory) in place
+// of the rows it referenced: cuVS 26.08's cuvsCagraUpdateDataset, which
+// attaches a device-padded dataset. Rows already padded in device memory
+// are referenced (a view: the index borrows them until Close or the next
+// UpdateDataset or Extend, as Build does); others are copied into a padded
+// device dataset the index owns (cuvsDatasetMakePadded). The graph is kept:
+// row i of dataset must be the vector of the graph's row i. It makes an
+// index deserialized without its dataset searchable. Like Extend, it
+// needs the index alone and waits its turn, and the Dataset and Graph
+// views expire. On cuVS 26.06 it returns an error wrapping
+// safe.ErrNotInRelease, before any other work.
+//
+// C calls: cuvsDatasetMakePaddedView or cuvsDatasetMakePadded,
+// cuvsCagraUpdateDataset, cuvsStreamSync, cuvsDatasetDestroy (of the
+// dataset it replaces).
+func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) error {
+	const op = "cagra.Index.UpdateDataset"
+	if err := kit.InRelease(op, "cuvsCagraUpdateDataset"); err != nil {
+		return err
+	}
+	if idx == nil {
+		return kit.NilIndex(op)
+	}
+	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+		return err
+	}
+	if err := idx.refuseOnDisk(op); err != nil {
+		return err
+	}
+	dv, err := datasetRule.Take(op, res, dataset)
+	if err != nil {
+		return err
+	}
+	if dv.DType() != idx.dtype || (idx.dim != 0 && dv.Dim(1) != idx.dim) {
+		return kit.Argf(op, "dataset", "%s × %d columns, the index holds %s × %d", dv.DType(), dv.Dim(1), idx.dtype, idx.dim)
+	}
+	if rows := idx.rows.Load(); dv.Dim(0) != rows {
+		// cuVS does not check: its graph would refer to rows that are not there.
+		return kit.Argf(op, "dataset", "%d rows, the index's graph has %d", dv.Dim(0), rows)
+	}
+	return idx.life.Exclusive(op, func() error {
+		idx.exact.release() // it reads the old rows
+		v, own := &dv, func() error(nil)
+		if !deviceMemory(dv.Device().Type) {
+			up, free, err := kit.Upload(op, "dataset", res, &dv)
+			if err != nil {
+				return err
+			}
+			v, own = &up, free
+		}
+		slot, err := deviceDataset(op, res, v, idx.life.Label(), own, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
+			return generated.CuvsCagraUpdateDataset(h, ds, idx.h)
+		})
+		if err != nil {
+			slot.release()
+			return err
+		}
+		idx.ds.replace(slot)
+		idx.noDataset = false
+		return idx.refresh(op)
+	})
+}
+
+var (
+	partitionIDsRule = kit.Rule{Arg: "partitionIDs", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 2, RowMajor: true}
+)
+
+// SearchMultiPartition searches several indexes (partitions of one
+// collection, of the same element type and dimension) at once and returns
+// the k best of all for each query: cuVS 26.08's
+// cuvsCagraSearchMultiPartition. queries is n × Dim(); neighbors (uint32 or
+// int64), distances (float32) and partitionIDs (uint32) are n × k, all in
+// device memory: neighbors[i][j] is a row of partitions[partitionIDs[i][j]].
+// filters, if not nil, has one entry per partition: nil (no filter) or a
+// bitset over that partition's Rows() rows. The results are ready once
+// res's stream is synchronized (res.Sync); slots left unfilled hold
+// SentinelID. On cuVS 26.06 it returns an error wrapping
+// safe.ErrNotInRelease, before any other work.
+//
+// C call: cuvsCagraSearchMultiPartition.
+func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions []*Index, queries dlpack.Tensor, partitionIDs, neighbors, distances dlpack.TensorMut, filters []*safe.Filter) error {
+	const op = "cagra.SearchMultiPartition"
+	if err := kit.InRelease(op, "cuvsCagraSearchMultiPartition"); err != nil {
+		return err
+	}
+	if len(partitions) == 0 {
+		return kit.Argf(op, "partitions", "none")
+	}
+	if filters != nil && len(filters) != len(partitions) {
+		return kit.Argf(op, "filters", "%d filters for %d partitions", len(filters), len(partitions))
+	}
+	if params == nil {
+		params = &zeroSearchParams
+	}
+	sp, err := params.withDefaults(op)
+	if err != nil {
+		return err
+	}
+	if err := sp.validate(op); err != nil {
+		return err
+	}
+	var hsArr [32]generated.CuvsCagraIndex_t
+	var fsArr [32]generated.CuvsFilter
+	hs, fs := hsArr[:0], fsArr[:0]
+	var total int64
+	first := partitions[0]
+	for i, x := range partitions {
+		if x == nil {
+			return kit.Argf(op, "partitions", "entry %d is nil", i)
+		}
+		if err := x.life.Enter(op); err != nil {
+			return err
+		}
+		defer x.life.Leave()
+		if err := kit.CheckIndexDevice(res, op, x.dev); err != nil {
+			return err
+		}
+		if err := x.refuseOnDisk(op); err != nil {
+			return err
+		}
+		if err := x.refuseGraphOnly(op); err != nil {
+			return err
+		}
+		if x.dtype != first.dtype || x.dim != first.dim {
+			return kit.Argf(op, "partitions", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.dim, first.dtype, first.dim)
+		}
+		hs = append(hs, x.h)
+		total += x.rows.Load()
+	}
+	c := dlpack.Begin(op)
+	defer c.End()
+	var t kit.SearchTensors
+	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, first.dtype, first.dim, total, &t); err != nil {
+		return err
+	}
+	if partitionIDs == nil {
+		return kit.Argf(op, "partitionIDs", "nil tensor")
+	}
+	pm, err := partitionIDs.ViewMut()
+	if err != nil {
+		return kit.Argf(op, "partitionIDs", "%w", err)
+	}
+	if err := partitionIDsRule.CheckMut(op, &pm); err != nil {
+		return err
+	}
+	if pm.Dim(0) != t.N || pm.Dim(1) != t.K {
+		return kit.Argf(op, "partitionIDs", "shape %v, want [%d %d]", pm.Shape(), t.N, t.K)
+	}
+	pt, err := c.Out(&pm)
+	if err != nil {
+		return kit.Argf(op, "partitionIDs", "%w", err)
+	}
+	anyFilter := false
+	for i, x := range partitions {
+		var f *safe.Filter
+		if filters != nil {
+			f = filters[i]
+		}
+		cf, err := kit.BindFilter(f, fmt.Sprintf("%s: filters[%d]", op, i), c, x.rows.Load(), t.N, safe.Bitset)
+		if err != nil {
+			return err
+		}
+		anyFilter = anyFilter || f != nil
+		fs = append(fs, cf)
+	}
+	if err := sp.checkFiltered(op, anyFilter, t.K); err != nil {
+		return err
+	}
+	var fp *generated.CuvsFilter
+	if filters != nil {
+		fp = &fs[0]
+	}
+	cp := sp.cValue()
+	h, err := kit.Lock(res, op)
+	if err != nil {
+		return err
+	}
+	err = generated.CuvsCagraSearchMultiPartition(h, &cp, uint32(len(hs)), &hs[0], t.Queries, pt, t.Neighbors, t.Distances, fp)
+	kit.Unlock(res)
+	return kit.Wrap(op, err)
 }
