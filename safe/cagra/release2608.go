@@ -380,7 +380,7 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 	}
 	return idx.life.Exclusive(op, func() error {
 		idx.exact.release() // it reads the old rows
-		v, own := &dv, func() error(nil)
+		v, own := &dv, (func() error)(nil)
 		if !deviceMemory(dv.Device().Type) {
 			up, free, err := kit.Upload(op, "dataset", res, &dv)
 			if err != nil {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
-	"github.com/cuvs-go/cuvs/internal/safetest"
 )
 
 // One Go program, the same calls, on either release: build (a view of
