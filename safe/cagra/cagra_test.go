@@ -1446,6 +1446,35 @@ func TestFaults(t *testing.T) {
 		{"Dataset", func() error { return errOf(idx.Dataset()) }},
 		{"Graph", func() error { return errOf(idx.Graph()) }},
 	}
+	if on2608() {
+		leanPath := filepath.Join(dir, "lean.idx")
+		if err := idx.Serialize(f.res, leanPath, false); err != nil {
+			t.Fatal(err)
+		}
+		pids := newDevice[uint32](t, f.res, nq, k)
+		ops = append(ops, []struct {
+			name string
+			op   func() error
+		}{
+			{"IndexParamsFromDataset", func() error {
+				return errOf(cagra.IndexParamsFromDataset(rows, dim, degree, safe.L2Expanded, 1))
+			}},
+			{"Deserialize graph-only, UpdateDataset host", func() error {
+				g, err := cagra.Deserialize(f.res, leanPath)
+				if err == nil {
+					err = g.UpdateDataset(f.res, hostData)
+					if cerr := g.Close(); err == nil {
+						err = cerr
+					}
+				}
+				return err
+			}},
+			{"UpdateDataset device", func() error { return other.UpdateDataset(f.res, f.dataset) }},
+			{"SearchMultiPartition filtered", func() error {
+				return cagra.SearchMultiPartition(f.res, &f.sp, []*cagra.Index{other, other}, f.queries, pids, f.n64, f.dist, []*safe.Filter{nil, bs})
+			}},
+		}...)
+	}
 	for _, o := range ops {
 		injectEach(t, o.name, o.op)
 	}
