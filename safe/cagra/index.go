@@ -152,11 +152,31 @@ func keepsReference(v *dlpack.View) bool {
 // say) refuses to be freed or written meanwhile. The ACE graph build needs
 // the dataset in host memory (CPU or pinned).
 //
+// On cuVS 26.08 (safe.Release), whose cuvsCagraBuild takes a cuvsDataset_t
+// and whose index never owns its rows, Build wraps dataset in the Dataset
+// API and the Index keeps that dataset until Close (cuvsDatasetDestroy
+// after cuvsCagraIndexDestroy):
+//   - device or managed memory, C-contiguous rows of a multiple of 16 bytes:
+//     a view (cuvsDatasetMakePaddedView), no copy; the index borrows the
+//     caller's memory until Close (or until Extend or UpdateDataset rebind
+//     it), as on 26.06;
+//   - anything else (host or pinned memory, rows of another width): a
+//     padded copy in device memory that the index owns
+//     (cuvsDatasetMakePadded); strided device rows go through one more
+//     contiguous device copy first;
+//   - ACE (host memory): the build reads a standard view of the host rows
+//     (cuvsDatasetMakeStandardView), then a padded device copy is attached
+//     (cuvsDatasetMakePadded, cuvsCagraUpdateDataset).
+//
+// p.Compression is refused on 26.08 (an *safe.ArgError naming it and the
+// release): 26.08's index params have no compression member and no C call
+// takes compression parameters.
+//
 // C calls: cuvsCagraIndexParamsCreate/Destroy (and, as p asks,
 // cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqSearchParamsCreate/Destroy,
 // cuvsCagraCompressionParamsCreate/Destroy), cuvsCagraIndexCreate,
-// cuvsCagraBuild, cuvsStreamSync, and
-// cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
+// cuvsCagraBuild (26.06's, or 26.08's with the Dataset calls above),
+// cuvsStreamSync, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 // Nil params means cuVS's defaults (DefaultIndexParams).
 func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "cagra.Build"
@@ -361,8 +381,21 @@ func (idx *Index) DType() dlpack.DataType {
 // fails with safe.ErrClosed once Close has begun, even while waiting.
 // The views from Dataset and Graph expire (it refuses while one is in use).
 //
+// On cuVS 26.08, whose cuvsCagraExtend takes the old and the new rows
+// concatenated in one device-padded dataset and rebinds the index to it,
+// Extend builds that dataset on the device: it allocates Rows() + n rows
+// (cuvsRMMAlloc), copies the index's rows from its dataset
+// (cuvsCagraIndexGetDataset, cuvsMatrixCopy) and the new ones after them,
+// and wraps them as a padded view (rows of a multiple of 16 bytes) or
+// copies them once more into a padded dataset (cuvsDatasetMakePadded); the
+// dataset the index referenced before is destroyed (a view of the
+// caller's rows stops being borrowed). So each Extend costs a device copy
+// of the whole dataset (two for rows that are not 16-byte multiples), and
+// device memory for the old and the new dataset while it runs: extend in
+// few large batches rather than many small ones.
+//
 // C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend and
-// cuvsStreamSync.
+// cuvsStreamSync (on 26.08 also the calls above, cuvsDatasetDestroy).
 // Nil params means cuVS's defaults (DefaultExtendParams).
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *ExtendParams) error {
 	if idx == nil {
@@ -632,8 +665,16 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 // only the rows it lets through are kept (numbered in the same order). The
 // indexes must hold the same element type and dimension, and stay usable.
 //
+// On cuVS 26.08 cuvsCagraMerge fills an empty owning dataset
+// (cuvsDatasetCreate) with the merged rows, in device memory, and the new
+// index references it: the Index keeps it until Close. When that device
+// allocation fails cuVS falls back to host memory for an unfiltered merge,
+// and the merged index then fails Search (cuVS refuses host-backed
+// indexes) until UpdateDataset gives it device rows.
+//
 // C calls: those of Build's parameters, cuvsCagraIndexCreate,
-// cuvsCagraMerge, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
+// cuvsCagraMerge, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree (on
+// 26.08 also cuvsDatasetCreate, cuvsStreamSync).
 // Nil params means cuVS's defaults (DefaultIndexParams).
 func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *safe.Filter) (*Index, error) {
 	const op = "cagra.Merge"
