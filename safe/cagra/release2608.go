@@ -397,7 +397,13 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 		}
 		idx.ds.replace(slot)
 		idx.noDataset = false
-		return idx.refresh(op)
+		if idx.dim == 0 {
+			// A graph-only index that reported no dimension: the rows'
+			// is its own now. (Otherwise nothing changes: the shape was
+			// checked, and Dim may be read concurrently.)
+			idx.dim = dv.Dim(1)
+		}
+		return nil
 	})
 }
 
