@@ -396,6 +396,11 @@ func TestCagra2608Layouts(t *testing.T) {
 	expectErr(t, c.lib.CagraExtendDataset(c.res, ep, hv, n, c.idx), "cuvsCagraExtend: only device_padded indices are extendable")
 	c.must(c.lib.ParamsDestroy("CagraExtendParams", ep))
 	expectErr(t, c.lib.CagraUpdateDataset(c.res, hv, c.idx), "cuvsCagraUpdateDataset: dataset view must be device padded")
+	few := c.f32(capi.CUDA, capi.CUDA, n-1, dim, data[:(n-1)*dim])
+	fv := capi.Must(c.lib.DatasetMakePaddedView(c.res, few.t))
+	expectErr(t, c.lib.CagraUpdateDataset(c.res, fv, c.idx), "Padded dataset row count must match the index size")
+	c.must(c.lib.DatasetDestroy(fv))
+	c.drop(few)
 
 	dev := c.f32(capi.CUDA, capi.CUDA, n, dim, data)
 	defer c.drop(dev)
@@ -487,8 +492,11 @@ func TestCagra2608MergeSerialize(t *testing.T) {
 	// the graph alone: no dataset until one is attached
 	g := capi.Must(c.lib.CagraCreate())
 	c.must(c.lib.CagraDeserializeGraph(c.res, graph, g))
+	if dims, _ := c.lib.CagraDims(g); dims != 0 { // index(res)'s empty dataset
+		t.Fatalf("graph-only index of dimension %d", dims)
+	}
 	_, _, err = c.searchInto(g, q, k, 64, capi.Filter{})
-	expectErr(t, err, "Attempted to search without a dataset")
+	expectErr(t, err, "Number of query dimensions should equal number of dimensions in the index.")
 	_, err = c.lib.CagraDeserializeGraphAndDataset(c.res, graph, capi.Must(c.lib.CagraCreate()))
 	expectErr(t, err, "cuvsCagraDeserializeGraphAndDataset: serialized index has no dataset")
 	c.allowLeak("cagra_index", 1) // the handle above, never destroyed
@@ -520,11 +528,33 @@ func TestCagra2608MergeSerialize(t *testing.T) {
 	x := capi.Must(c.lib.CagraCreate())
 	_, err = c.lib.CagraDeserializeGraphAndDataset(c.res, old, x)
 	expectErr(t, err, "serialization version mismatch, expected 6, got 5")
+	// and 26.06 refuses 26.08's (version 6)
+	back6 := capi.Must(f6.lib.CagraCreate())
+	expectErr(t, f6.lib.CagraDeserialize(f6.res, full, back6), "serialization version mismatch, expected 5, got 6")
+	f6.must(f6.lib.CagraDestroy(back6))
 	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "missing"), x), "Cannot open file")
 	if err := os.WriteFile(filepath.Join(dir, "junk"), []byte("junk"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "junk"), x), "Invalid or truncated index header")
+	b, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := slices.Clone(b)
+	bad[12] = 77 // the metric
+	if err := os.WriteFile(filepath.Join(dir, "metric"), bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "metric"), x), "cagra::deserialize: invalid metric value 77")
+	if err := os.WriteFile(filepath.Join(dir, "long"), append(b, 0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "long"), x), "has bytes after the index")
+	if err := os.WriteFile(filepath.Join(dir, "short"), b[:len(b)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expectErr(t, c.lib.CagraDeserializeGraph(c.res, filepath.Join(dir, "short"), x), "is truncated")
 	c.must(c.lib.CagraDestroy(x))
 }
 
@@ -847,4 +877,45 @@ func TestWildcardFaults2608(t *testing.T) {
 	if v := f.ctl.Violations(); len(v) > 0 {
 		t.Fatal(v)
 	}
+}
+
+// Inner product: the partitions' results merge larger first.
+func TestCagra2608MultiPartitionInnerProduct(t *testing.T) {
+	c := newCagra2608(t)
+	defer c.closeAll()
+	const n, dim, nq, k = 60, 8, 6, 5
+	rng := newRand()
+	data := randomMatrix(rng, 2*n, dim)
+	queries := randomMatrix(rng, nq, dim)
+	v := capi.GetCagraIndexParams2608(c.params)
+	v.Metric, v.IntermediateGraphDegree, v.GraphDegree = capi.InnerProduct, 24, 12
+	capi.SetCagraIndexParams2608(c.params, v)
+	ds1 := c.build2608(data[:n*dim], n, dim)
+	p1 := c.idx
+	c.idx = capi.Must(c.lib.CagraCreate())
+	ds2 := c.build2608(data[n*dim:], n, dim)
+	p2 := c.idx
+	c.idx = capi.Must(c.lib.CagraCreate())
+	q := c.f32(capi.CUDA, capi.CUDA, nq, dim, queries)
+	pids := c.zeros(capi.CUDA, capi.CUDA, capi.UInt, 32, nq, k)
+	nb := c.zeros(capi.CUDA, capi.CUDA, capi.UInt, 32, nq, k)
+	dist := c.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, nq, k)
+	c.must(c.lib.CagraSearchMultiPartition(c.res, c.search, []capi.Index{p1, p2}, q.t, pids.t, nb.t, dist.t, nil))
+	gotP, gotN := capi.CopyOut[uint32](pids.b.p, nq*k), capi.CopyOut[uint32](nb.b.p, nq*k)
+	global := make([]int64, nq*k)
+	for i := range global {
+		global[i] = int64(gotN[i]) + int64(gotP[i])*n
+	}
+	checkApprox(t, "inner product", data, 2*n, dim, queries, global, capi.CopyOut[float32](dist.b.p, nq*k), k, capi.InnerProduct, nil)
+	want, _ := exactKNN(data, 2*n, dim, queries, k, capi.InnerProduct, nil, false)
+	if r := recall(global, want, k); r < 0.8 {
+		t.Fatalf("recall %.2f", r)
+	}
+	for _, m := range []matrix{q, pids, nb, dist} {
+		c.drop(m)
+	}
+	c.must(c.lib.CagraDestroy(p1))
+	c.must(c.lib.CagraDestroy(p2))
+	c.must(c.lib.DatasetDestroy(ds1))
+	c.must(c.lib.DatasetDestroy(ds2))
 }

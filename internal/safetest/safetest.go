@@ -1,5 +1,8 @@
 // Package safetest runs the safe layer's tests against a libcuvs_c: by
-// default the ABI test double (internal/cuvsdouble), built for the test run;
+// default the ABI test double (internal/cuvsdouble), built for the test run
+// as the cuVS release CUVSDOUBLE_RELEASE names (26.06 unless set; e.g.
+// CUVSDOUBLE_RELEASE=26.08 go test ./safe/cagra runs against the 26.08
+// double with its controls);
 // with CUVS_TEST_LIBRARY=/path/to/libcuvs_c.so, that library instead
 // (conformance mode: a real libcuvs_c on a GPU machine, or the double loaded
 // as if it were one).

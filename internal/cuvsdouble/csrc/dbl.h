@@ -47,6 +47,10 @@
 #include <cuvs/neighbors/ivf_flat.h>
 #include <cuvs/neighbors/ivf_sq.h>
 #include <cuvs/neighbors/refine.h>
+#if defined(CUVSGO_RELEASE) && CUVSGO_RELEASE >= 2608
+#include <cuvs/core/dataset.h>
+#include <cuvs/selection/select_k.h>
+#endif
 #else
 #include "cuvs_decls.h"
 #endif

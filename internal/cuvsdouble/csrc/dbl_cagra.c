@@ -821,8 +821,13 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
                    "cuvs::neighbors::hnsw::deserialize() to load it into memory before searching.");
   }
   if (st == CUVS_SUCCESS && !impl->has_dataset) {
+#if DBL_RELEASE >= 2608
+    st = RAFT_FAIL("Attempted to search without a dataset. Please call "
+                   "index.update_device_dataset_same_layout(...) first.");
+#else
     st = RAFT_FAIL(
       "Attempted to search without a dataset. Please call index.update_dataset(...) first.");
+#endif
   }
   if (st == CUVS_SUCCESS) st = cg_check_search_params(params, k, filter.type == BITSET);
   dbl_filter f;
@@ -1124,7 +1129,13 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
   FILE* f = fopen(filename, "rb");
   if (!f) return RAFT_FAIL("Cannot open file %s", filename);
   cg_file_header h;
-  if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, CG_FILE_MAGIC, 8) != 0) {
+  size_t got_header = fread(&h, 1, sizeof h, f);
+  if (got_header >= 8 && memcmp(h.magic, "CVDBLCG6", 8) == 0) {
+    /* a file of the 26.08 double (cuVS's serialization version 6) */
+    fclose(f);
+    return RAFT_FAIL("serialization version mismatch, expected %d, got %d ", 5, 6);
+  }
+  if (got_header != sizeof h || memcmp(h.magic, CG_FILE_MAGIC, 8) != 0) {
     fclose(f);
     return RAFT_FAIL("cuvsdouble: %s is not a CAGRA index file written by the test double",
                      filename);
