@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
@@ -262,4 +263,44 @@ func TestOnly2608(t *testing.T) {
 		_, err = cagra.Merge(f.res, &p, []*cagra.Index{idx, idx}, nil)
 		wantCompressionRefused(t, err)
 	})
+}
+
+// On 26.08 an index references the rows of the dataset it was last bound
+// to: Build's view of padded device rows borrows them; Extend rebinds the
+// index to its own concatenated copy, and UpdateDataset to its argument, so
+// the earlier rows are free to go.
+func TestDatasetRebinding2608(t *testing.T) {
+	if !on2608() {
+		t.Skip("cuVS 26.08's Dataset API: on 26.06 the borrow lasts until Close (TestBuildBorrowsDataset)")
+	}
+	f := setup(t)
+	m := deviceMatrix(t, f.res, f.data, rows, dim)
+	idx := build(t, f.res, m, params(t))
+	if err := m.Close(); !errors.Is(err, dlpack.ErrBorrowed) {
+		t.Fatalf("closing rows the index views: %v", err)
+	}
+	more := safetest.Random(3, 10, dim)
+	if err := idx.Extend(f.res, hostMatrix(t, more, 10, dim), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("closing the rows an extended index no longer references: %v", err)
+	}
+	all := append(slices.Clone(f.data), more...)
+	search(t, f, idx, f.n64, all, nil, nil)
+
+	m2 := deviceMatrix(t, f.res, all, rows+10, dim)
+	if err := idx.UpdateDataset(f.res, m2); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Close(); !errors.Is(err, dlpack.ErrBorrowed) {
+		t.Fatalf("closing rows attached with UpdateDataset: %v", err)
+	}
+	search(t, f, idx, f.n64, all, nil, nil)
+	if err := idx.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Close(); err != nil {
+		t.Fatalf("closing after the index closed: %v", err)
+	}
 }
