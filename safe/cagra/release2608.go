@@ -420,14 +420,17 @@ var (
 // filters, if not nil, has one entry per partition: nil (no filter) or a
 // bitset over that partition's Rows() rows. The results are ready once
 // res's stream is synchronized (res.Sync); slots left unfilled hold
-// SentinelID. On cuVS 26.06 it returns an error wrapping
+// SentinelID. With at most 32 partitions it allocates nothing on the Go
+// heap. On cuVS 26.06 it returns an error wrapping
 // safe.ErrNotInRelease, before any other work.
 //
 // C call: cuvsCagraSearchMultiPartition.
 func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions []*Index, queries dlpack.Tensor, partitionIDs, neighbors, distances dlpack.TensorMut, filters []*safe.Filter) error {
 	const op = "cagra.SearchMultiPartition"
-	if err := kit.InRelease(op, "cuvsCagraSearchMultiPartition"); err != nil {
-		return err
+	if !is2608() { // kit.InRelease allocates: only for the refusal
+		if err := kit.InRelease(op, "cuvsCagraSearchMultiPartition"); err != nil {
+			return err
+		}
 	}
 	if len(partitions) == 0 {
 		return kit.Argf(op, "partitions", "none")
@@ -450,6 +453,12 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 	hs, fs := hsArr[:0], fsArr[:0]
 	var total int64
 	first := partitions[0]
+	entered := 0
+	defer func() {
+		for _, x := range partitions[:entered] {
+			x.life.Leave()
+		}
+	}()
 	for i, x := range partitions {
 		if x == nil {
 			return kit.Argf(op, "partitions", "entry %d is nil", i)
@@ -457,7 +466,7 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 		if err := x.life.Enter(op); err != nil {
 			return err
 		}
-		defer x.life.Leave()
+		entered++
 		if err := kit.CheckIndexDevice(res, op, x.dev); err != nil {
 			return err
 		}
@@ -502,9 +511,9 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 		if filters != nil {
 			f = filters[i]
 		}
-		cf, err := kit.BindFilter(f, fmt.Sprintf("%s: filters[%d]", op, i), c, x.rows.Load(), t.N, safe.Bitset)
+		cf, err := kit.BindFilter(f, op, c, x.rows.Load(), t.N, safe.Bitset)
 		if err != nil {
-			return err
+			return fmt.Errorf("filters[%d]: %w", i, err)
 		}
 		anyFilter = anyFilter || f != nil
 		fs = append(fs, cf)

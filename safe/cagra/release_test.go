@@ -304,3 +304,33 @@ func TestDatasetRebinding2608(t *testing.T) {
 		t.Fatalf("closing after the index closed: %v", err)
 	}
 }
+
+// A multi-partition search allocates nothing on the Go heap.
+func TestSearchMultiPartitionAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	if !on2608() {
+		t.Skip("cuVS 26.08 only")
+	}
+	f := setup(t)
+	a := build(t, f.res, f.dataset, params(t))
+	b := build(t, f.res, f.dataset, params(t))
+	pids := newDevice[uint32](t, f.res, nq, k)
+	parts := []*cagra.Index{a, b}
+	fb, err := safe.NewBitsetFilterAllowing(f.res, rows, []int64{1, 2, 3, 50, 60, 70, 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, fb)
+	filters := []*safe.Filter{nil, fb}
+	run := func() {
+		if err := cagra.SearchMultiPartition(f.res, &f.sp, parts, f.queries, pids, f.n64, f.dist, filters); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if n := testing.AllocsPerRun(20, run); n != 0 {
+		t.Errorf("SearchMultiPartition: %v allocations per call", n)
+	}
+}
