@@ -480,6 +480,10 @@ func TestBuildAlgorithms(t *testing.T) {
 			t.Run(v.name+"/"+src, func(t *testing.T) {
 				safetest.Check(t)
 				idx, err := cagra.Build(f.res, dataset, &p)
+				if p.Compression != nil && on2608() {
+					wantCompressionRefused(t, err)
+					return
+				}
 				if p.Compression != nil {
 					// 200 rows cannot train 256 PQ centers: the real
 					// library fails inside the build, Go refuses first.
@@ -643,6 +647,11 @@ func TestExtend(t *testing.T) {
 	comp, _ := cagra.DefaultCompressionParams()
 	comp.PQBits = 4 // 16 PQ centers: 200 rows cannot train the default 256
 	p.Compression = &comp
+	if on2608() {
+		_, err := cagra.Build(f.res, f.dataset, &p)
+		wantCompressionRefused(t, err)
+		return
+	}
 	cidx := build(t, f.res, f.dataset, p)
 	err = cidx.Extend(f.res, deviceMatrix(t, f.res, more2, 30, dim), &ep)
 	if !isCuvs(err, "cuvsCagraExtend", "cagra::extend only supports an uncompressed dataset index") {
@@ -771,7 +780,8 @@ func TestSerialize(t *testing.T) {
 	safetest.Close(t, graphOnly)
 	// cuVS keeps the empty dataset: its dimension, 0, is the index's; the
 	// rows are the graph's.
-	if graphOnly.Rows() != rows || graphOnly.Dim() != 0 || graphOnly.GraphDegree() != degree {
+	// On 26.08 the file's dimension may be kept (the double keeps it).
+	if graphOnly.Rows() != rows || (graphOnly.Dim() != 0 && !(on2608() && graphOnly.Dim() == dim)) || graphOnly.GraphDegree() != degree {
 		t.Errorf("graph-only index: %d×%d degree %d", graphOnly.Rows(), graphOnly.Dim(), graphOnly.GraphDegree())
 	}
 	noDataset := func(what string, err error) {
@@ -812,7 +822,7 @@ func TestSerialize(t *testing.T) {
 	}
 
 	// Files that are not indexes, or not there.
-	if _, err := cagra.Deserialize(f.res, filepath.Join(dir, "missing")); !isCuvs(err, "cuvsCagraDeserialize", "Cannot open file "+filepath.Join(dir, "missing")) {
+	if _, err := cagra.Deserialize(f.res, filepath.Join(dir, "missing")); !isCuvs(err, deserializeCall(), "Cannot open file "+filepath.Join(dir, "missing")) {
 		t.Errorf("missing file: %v", err)
 	}
 	if _, err := cagra.Deserialize(f.res, hnsw); err == nil {
@@ -949,6 +959,11 @@ func TestBuildBorrowsDataset(t *testing.T) {
 	comp.PQBits = 4 // 16 PQ centers: 200 rows cannot train the default 256
 	p = params(t)
 	p.Compression = &comp
+	if on2608() {
+		_, err := cagra.Build(f.res, f.dataset, &p)
+		wantCompressionRefused(t, err)
+		return
+	}
 	dc, err := safe.DeviceMatrixFrom(f.res, f.data, rows, dim)
 	if err != nil {
 		t.Fatal(err)
@@ -1376,6 +1391,9 @@ func TestFaults(t *testing.T) {
 	full := params(t)
 	full.IVFPQ = &cagra.IVFPQGraphParams{Build: &ivfpqBuild, Search: &ivfpqSearch, RefinementRate: 2}
 	full.Compression = &comp
+	if on2608() {
+		full.Compression = nil // refused on 26.08 (TestBuildAlgorithms)
+	}
 	aceParams := params(t)
 	aceParams.BuildAlgo, aceParams.ACE = cagra.ACE, &ace
 	plain := params(t)
@@ -1427,6 +1445,35 @@ func TestFaults(t *testing.T) {
 		}},
 		{"Dataset", func() error { return errOf(idx.Dataset()) }},
 		{"Graph", func() error { return errOf(idx.Graph()) }},
+	}
+	if on2608() {
+		leanPath := filepath.Join(dir, "lean.idx")
+		if err := idx.Serialize(f.res, leanPath, false); err != nil {
+			t.Fatal(err)
+		}
+		pids := newDevice[uint32](t, f.res, nq, k)
+		ops = append(ops, []struct {
+			name string
+			op   func() error
+		}{
+			{"IndexParamsFromDataset", func() error {
+				return errOf(cagra.IndexParamsFromDataset(rows, dim, degree, safe.L2Expanded, 1))
+			}},
+			{"Deserialize graph-only, UpdateDataset host", func() error {
+				g, err := cagra.Deserialize(f.res, leanPath)
+				if err == nil {
+					err = g.UpdateDataset(f.res, hostData)
+					if cerr := g.Close(); err == nil {
+						err = cerr
+					}
+				}
+				return err
+			}},
+			{"UpdateDataset device", func() error { return other.UpdateDataset(f.res, f.dataset) }},
+			{"SearchMultiPartition filtered", func() error {
+				return cagra.SearchMultiPartition(f.res, &f.sp, []*cagra.Index{other, other}, f.queries, pids, f.n64, f.dist, []*safe.Filter{nil, bs})
+			}},
+		}...)
 	}
 	for _, o := range ops {
 		injectEach(t, o.name, o.op)
@@ -1718,3 +1765,24 @@ func TestConcurrentSearch(t *testing.T) {
 
 // ptr returns a pointer to a copy of v (params for a call from a helper).
 func ptr[T any](v T) *T { return &v }
+
+// deserializeCall is the C function Deserialize calls for a file without
+// its dataset on the loaded release.
+func deserializeCall() string {
+	if safe.Release() == "26.08" {
+		return "cuvsCagraDeserializeGraph"
+	}
+	return "cuvsCagraDeserialize"
+}
+
+func on2608() bool { return safe.Release() == "26.08" }
+
+// wantCompressionRefused checks the refusal of CompressionParams on cuVS
+// 26.08, whose index params have no compression member: an *safe.ArgError
+// naming the field and the release.
+func wantCompressionRefused(t *testing.T, err error) {
+	t.Helper()
+	if !isArg(err, "params.Compression") || !strings.Contains(err.Error(), "26.08") {
+		t.Errorf("compressed build on 26.08: %v, want an *safe.ArgError naming params.Compression and 26.08", err)
+	}
+}

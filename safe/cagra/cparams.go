@@ -29,9 +29,9 @@ import (
 // build_algo IVF_PQ, whatever build used meanwhile: that trap cannot be
 // reached from Go.
 type cIndexParams struct {
-	p           generated.CuvsCagraIndexParams_t // C memory, from cuvsCagraIndexParamsCreate
-	created     unsafe.Pointer                   // the cuvsIvfPqParams Create put in graph_build_params
-	ace         *generated.CuvsAceParams         // C memory of ours, freed by release
+	p           cParams                  // C memory, from cuvsCagraIndexParamsCreate of the loaded release
+	created     unsafe.Pointer           // the cuvsIvfPqParams Create put in graph_build_params
+	ace         *generated.CuvsAceParams // C memory of ours, freed by release
 	compression generated.CuvsCagraCompressionParams_t
 }
 
@@ -41,6 +41,9 @@ func cAlloc[T any]() *T {
 }
 
 func (p *IndexParams) validate(op string) error {
+	if p.Compression != nil && is2608() {
+		return compressionNotInRelease(op)
+	}
 	if !p.Metric.Valid() {
 		return kit.Argf(op, "params.Metric", "%d is not a metric", p.Metric)
 	}
@@ -84,27 +87,27 @@ func (p *IndexParams) validate(op string) error {
 // toC materializes p; release must follow, whatever happens.
 func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 	c := &cIndexParams{}
-	if err := generated.CuvsCagraIndexParamsCreate(&c.p); err != nil {
-		c.p = nil
+	var err error
+	if c.p, err = createParams(); err != nil {
 		return c, kit.Wrap(op, err)
 	}
-	c.created = c.p.GraphBuildParams
-	d := c.p
-	d.Metric = kit.CMetric(p.Metric)
-	d.IntermediateGraphDegree = uint64(p.IntermediateGraphDegree)
-	d.GraphDegree = uint64(p.GraphDegree)
-	d.BuildAlgo = generated.CuvsCagraGraphBuildAlgo(p.BuildAlgo)
-	d.NnDescentNiter = uint64(p.NNDescentIterations)
+	d := c.p.fields()
+	c.created = *d.gbp
+	*d.metric = kit.CMetric(p.Metric)
+	*d.igd = uint64(p.IntermediateGraphDegree)
+	*d.gd = uint64(p.GraphDegree)
+	*d.algo = generated.CuvsCagraGraphBuildAlgo(p.BuildAlgo)
+	*d.niter = uint64(p.NNDescentIterations)
 	switch {
 	case p.BuildAlgo == ACE:
 		// NULL graph_build_params: cuVS uses its own ACE defaults.
-		d.GraphBuildParams = nil
+		*d.gbp = nil
 		if a := p.ACE; a != nil {
 			c.ace = cAlloc[generated.CuvsAceParams]()
 			c.ace.Npartitions, c.ace.EfConstruction = uint64(a.NPartitions), uint64(a.EFConstruction)
 			c.ace.UseDisk, c.ace.MaxHostMemoryGb, c.ace.MaxGpuMemoryGb = a.UseDisk, a.MaxHostMemoryGB, a.MaxGPUMemoryGB
 			c.ace.BuildDir = (*byte)(unsafe.Pointer(C.CString(a.BuildDir))) // malloc'd, as cuVS expects
-			d.GraphBuildParams = unsafe.Pointer(c.ace)
+			*d.gbp = unsafe.Pointer(c.ace)
 		}
 	case p.IVFPQ != nil && c.created != nil:
 		// Fill the IVF-PQ object Create made ({NULL, NULL, 1}); cuVS reads
@@ -137,6 +140,9 @@ func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 		}
 	}
 	if cp := p.Compression; cp != nil {
+		if c.p.p08 != nil {
+			return c, compressionNotInRelease(op)
+		}
 		if err := generated.CuvsCagraCompressionParamsCreate(&c.compression); err != nil {
 			c.compression = nil
 			return c, kit.Wrap(op, err)
@@ -144,15 +150,17 @@ func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 		cc := c.compression
 		cc.PqBits, cc.PqDim, cc.VqNCenters, cc.KmeansNIters = cp.PQBits, cp.PQDim, cp.VQNCenters, cp.KMeansNIters
 		cc.VqKmeansTrainsetFraction, cc.PqKmeansTrainsetFraction = cp.VQKMeansTrainsetFraction, cp.PQKMeansTrainsetFraction
-		d.Compression = cc
+		c.p.p06.Compression = cc
 	}
 	return c, nil
 }
 
 // release frees what toC allocated.
 func (c *cIndexParams) release() {
-	if c.p != nil {
-		c.p.Compression = nil // ours: destroyed below
+	if c.p.p06 != nil {
+		c.p.p06.Compression = nil // ours: destroyed below
+	}
+	if !c.p.isNil() {
 		destroyIndexParams(c.p, c.created)
 	}
 	if c.ace != nil {
@@ -172,7 +180,7 @@ func (c *cIndexParams) release() {
 // IVF-PQ build and search params created may point to: they are destroyed
 // here first). A graph_build_params that is not created belongs to the
 // caller, who frees it.
-func destroyIndexParams(p generated.CuvsCagraIndexParams_t, created unsafe.Pointer) {
+func destroyIndexParams(p cParams, created unsafe.Pointer) {
 	if ip := (*generated.CuvsIvfPqParams)(created); ip != nil {
 		if ip.IvfPqBuildParams != nil {
 			_ = generated.CuvsIvfPqIndexParamsDestroy(ip.IvfPqBuildParams)
@@ -183,9 +191,84 @@ func destroyIndexParams(p generated.CuvsCagraIndexParams_t, created unsafe.Point
 			ip.IvfPqSearchParams = nil
 		}
 	}
-	p.GraphBuildParams = created
-	p.BuildAlgo = generated.CuvsCagraGraphBuildAlgo_IVF_PQ
-	_ = generated.CuvsCagraIndexParamsDestroy(p)
+	d := p.fields()
+	*d.gbp = created
+	*d.algo = generated.CuvsCagraGraphBuildAlgo_IVF_PQ
+	_ = p.destroy()
+}
+
+// cParams is one C cuvsCagraIndexParams of the loaded release: 26.06's
+// (56 bytes, with compression) or 26.08's (48 bytes, without), exactly one
+// of them set.
+type cParams struct {
+	p06 generated.CuvsCagraIndexParams_t
+	p08 generated.CuvsCagraIndexParams_t_v2608
+}
+
+// paramsFields points at the members both layouts share.
+type paramsFields struct {
+	metric  *generated.CuvsDistanceType
+	igd, gd *uint64
+	algo    *generated.CuvsCagraGraphBuildAlgo
+	niter   *uint64
+	gbp     *unsafe.Pointer
+}
+
+// createParams calls the loaded release's cuvsCagraIndexParamsCreate.
+func createParams() (cParams, error) {
+	var c cParams
+	if is2608() {
+		if err := generated.CuvsCagraIndexParamsCreate_v2608(&c.p08); err != nil {
+			return cParams{}, err
+		}
+		return c, nil
+	}
+	if err := generated.CuvsCagraIndexParamsCreate(&c.p06); err != nil {
+		return cParams{}, err
+	}
+	return c, nil
+}
+
+func (c cParams) isNil() bool { return c.p06 == nil && c.p08 == nil }
+
+func (c cParams) fields() paramsFields {
+	if d := c.p08; d != nil {
+		return paramsFields{&d.Metric, &d.IntermediateGraphDegree, &d.GraphDegree, &d.BuildAlgo, &d.NnDescentNiter, &d.GraphBuildParams}
+	}
+	d := c.p06
+	return paramsFields{&d.Metric, &d.IntermediateGraphDegree, &d.GraphDegree, &d.BuildAlgo, &d.NnDescentNiter, &d.GraphBuildParams}
+}
+
+// destroy calls the loaded release's cuvsCagraIndexParamsDestroy.
+func (c cParams) destroy() error {
+	if c.p08 != nil {
+		return generated.CuvsCagraIndexParamsDestroy_v2608(c.p08)
+	}
+	return generated.CuvsCagraIndexParamsDestroy(c.p06)
+}
+
+// fromC reads the shared members back.
+func (c cParams) fromC() IndexParams {
+	d := c.fields()
+	return IndexParams{
+		Metric:                  safe.Metric(*d.metric),
+		IntermediateGraphDegree: int(*d.igd),
+		GraphDegree:             int(*d.gd),
+		BuildAlgo:               GraphBuildAlgo(*d.algo),
+		NNDescentIterations:     int(*d.niter),
+	}
+}
+
+// is2608 reports whether the loaded library is of cuVS 26.08, whose CAGRA
+// calls take the Dataset API and 48-byte index params.
+func is2608() bool { return generated.Release() == "26.08" }
+
+// compressionNotInRelease refuses CompressionParams on 26.08: its
+// cuvsCagraIndexParams lost the compression member and no call of its C
+// API takes cuvsCagraCompressionParams (cuvsCagraCompressionParamsCreate
+// stays, unused).
+func compressionNotInRelease(op string) error {
+	return kit.Argf(op, "params.Compression", "cuVS %s takes no compression parameters (its cuvsCagraIndexParams has no compression member, and no C call takes them; VPQ compression is cuVS 26.06's)", generated.Release())
 }
 
 func aceFromC(a *generated.CuvsAceParams) *ACEParams {

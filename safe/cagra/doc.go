@@ -36,13 +36,28 @@
 //
 // cuVS copies a host dataset, but keeps a reference to a device dataset
 // whose rows are a multiple of 16 bytes (float32 rows of 4, 8, 12, ...
-// values), unless it compresses it: the index then borrows the dataset
+// values; on 26.08 C-contiguous rows in device or managed memory), unless
+// it compresses it: the index then borrows the dataset
 // until Close, and its owner (a safe.DeviceMatrix, say) refuses to be freed
 // or written meanwhile, with an error that names the index. IndexFromArgs
 // borrows a device graph, and the dataset under the same rule. The views
 // Dataset and Graph look into the index's own memory: they expire when the
 // index is closed or extended, and the index refuses to close while one is
 // in use.
+//
+// # Two cuVS releases
+//
+// The package is one API on cuVS 26.06 and 26.08 and chooses the C calls
+// of the loaded library's release (safe.Release). On 26.08 Build, Extend
+// and Merge go through cuVS's Dataset API (an index references a
+// cuvsDataset_t the Index keeps and destroys after itself: see Build for
+// which datasets are viewed and which copied, Extend for the device copy
+// each extend costs), Serialize and Deserialize map to
+// cuvsCagraSerializeGraph[AndDataset] and their Deserialize pairs, and
+// CompressionParams are refused (26.08 takes none). Index files are not
+// read across releases (see Serialize). UpdateDataset,
+// IndexParamsFromDataset and SearchMultiPartition exist in 26.08 only and
+// return an error wrapping safe.ErrNotInRelease on 26.06.
 //
 // # The C API
 //

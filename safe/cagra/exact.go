@@ -385,8 +385,16 @@ func readMetric(path string) (m safe.Metric, ok bool) {
 	if _, err := io.ReadFull(r, tag[:]); err != nil || tag[0] != '<' && tag[0] != '|' && tag[0] != '>' {
 		return 0, false
 	}
-	var s npy.Scalar
-	for range 5 {
+	// version, [26.08: dataset kind,] rows, dim, degree, metric
+	s, err := npy.ReadScalar(r)
+	if err != nil {
+		return 0, false
+	}
+	n := 4
+	if s.Int >= 6 {
+		n = 5
+	}
+	for range n {
 		if s, err = npy.ReadScalar(r); err != nil {
 			return 0, false
 		}

@@ -167,6 +167,13 @@ func TestCompressionRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if on2608() {
+		p := params(t)
+		p.Compression = &def
+		_, err := cagra.Build(f.res, f.dataset, &p)
+		wantCompressionRefused(t, err)
+		return
+	}
 	for field, set := range map[string]func(*cagra.CompressionParams){
 		"params.Compression.PQBits":                   func(c *cagra.CompressionParams) {}, // 256 centers > 200 rows
 		"params.Compression.PQDim":                    func(c *cagra.CompressionParams) { c.PQBits, c.PQDim = 4, 3 },

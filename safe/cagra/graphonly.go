@@ -18,7 +18,11 @@ const noDatasetHelp = "to search it, make an index of its graph (Graph) and the 
 // graphOnly reports whether the index holds a graph but no dataset: rows
 // (the graph's) and dimension 0, which only a file written without its
 // dataset gives (a build needs at least one column).
-func (idx *Index) graphOnly() bool { return idx.dim == 0 && idx.rows.Load() > 0 }
+// On 26.08 cuvsCagraDeserializeGraph keeps the file's dimension, and
+// noDataset says it instead.
+func (idx *Index) graphOnly() bool {
+	return idx.noDataset || (idx.dim == 0 && idx.rows.Load() > 0)
+}
 
 // refuseGraphOnly refuses, before any C call, what cuVS cannot do with an
 // index that has no dataset.

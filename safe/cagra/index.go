@@ -44,10 +44,12 @@ type Index struct {
 	metric      safe.Metric // as built; for the exact path
 	metricKnown bool
 	onDisk      bool       // an ACE build that left the index on disk
+	noDataset   bool       // 26.08: deserialized without its dataset (cuvsCagraDeserializeGraph), until UpdateDataset
 	exactMu     sync.Mutex // builds left.exact
 
 	life   kit.Life        // Close, cleanup, searches, Extend, the dataset and graph views
 	exact  *exactSlot      // the exact path's brute-force index, once built; released with the index
+	ds     *dsSlot         // on cuVS 26.08: the dataset the index references, destroyed after it
 	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
@@ -65,9 +67,11 @@ func newIndex(op string) (*Index, error) {
 	if err := generated.CuvsCagraIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	idx := &Index{h: h, exact: &exactSlot{}}
+	ds := &dsSlot{}
+	idx := &Index{h: h, exact: &exactSlot{}, ds: ds}
 	kit.Start(&idx.life, idx, "cagra.Index(%p)", liveIndexes, func() error { return generated.CuvsCagraIndexDestroy(h) })
 	idx.life.OnRelease(idx.exact.release)
+	idx.life.Own(func() error { ds.release(); return nil })
 	return idx, nil
 }
 
@@ -148,11 +152,31 @@ func keepsReference(v *dlpack.View) bool {
 // say) refuses to be freed or written meanwhile. The ACE graph build needs
 // the dataset in host memory (CPU or pinned).
 //
+// On cuVS 26.08 (safe.Release), whose cuvsCagraBuild takes a cuvsDataset_t
+// and whose index never owns its rows, Build wraps dataset in the Dataset
+// API and the Index keeps that dataset until Close (cuvsDatasetDestroy
+// after cuvsCagraIndexDestroy):
+//   - device or managed memory, C-contiguous rows of a multiple of 16 bytes:
+//     a view (cuvsDatasetMakePaddedView), no copy; the index borrows the
+//     caller's memory until Close (or until Extend or UpdateDataset rebind
+//     it), as on 26.06;
+//   - anything else (host or pinned memory, rows of another width): a
+//     padded copy in device memory that the index owns
+//     (cuvsDatasetMakePadded); strided device rows go through one more
+//     contiguous device copy first;
+//   - ACE (host memory): the build reads a standard view of the host rows
+//     (cuvsDatasetMakeStandardView), then a padded device copy is attached
+//     (cuvsDatasetMakePadded, cuvsCagraUpdateDataset).
+//
+// p.Compression is refused on 26.08 (an *safe.ArgError naming it and the
+// release): 26.08's index params have no compression member and no C call
+// takes compression parameters.
+//
 // C calls: cuvsCagraIndexParamsCreate/Destroy (and, as p asks,
 // cuvsIvfPqIndexParamsCreate/Destroy, cuvsIvfPqSearchParamsCreate/Destroy,
 // cuvsCagraCompressionParamsCreate/Destroy), cuvsCagraIndexCreate,
-// cuvsCagraBuild, cuvsStreamSync, and
-// cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
+// cuvsCagraBuild (26.06's, or 26.08's with the Dataset calls above),
+// cuvsStreamSync, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 // Nil params means cuVS's defaults (DefaultIndexParams).
 func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "cagra.Build"
@@ -189,19 +213,26 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err != nil {
 		return nil, err
 	}
-	if p.Compression == nil && keepsReference(&dv) {
-		r, err := dv.Retain(idx.life.Label())
-		if err != nil {
+	if is2608() {
+		if err := idx.build2608(op, res, &dv, cp.p.p08); err != nil {
 			idx.fail()
-			return nil, kit.Argf(op, "dataset", "%w", err)
+			return nil, err
 		}
-		idx.life.Borrow(r)
-	}
-	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsCagraBuild(h, cp.p, t[0], idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
+	} else {
+		if p.Compression == nil && keepsReference(&dv) {
+			r, err := dv.Retain(idx.life.Label())
+			if err != nil {
+				idx.fail()
+				return nil, kit.Argf(op, "dataset", "%w", err)
+			}
+			idx.life.Borrow(r)
+		}
+		if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			return generated.CuvsCagraBuild(h, cp.p.p06, t[0], idx.h)
+		}); err != nil {
+			idx.fail()
+			return nil, err
+		}
 	}
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
@@ -228,8 +259,16 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 // (a host graph is copied), and the dataset when cuVS keeps a reference to
 // it (device memory with rows a multiple of 16 bytes).
 //
+// On cuVS 26.08, whose cuvsCagraIndexFromArgs refuses host datasets and
+// whose search takes device-padded indexes only, a dataset that is not
+// already padded rows in device memory is copied: a host one uploaded
+// first, then (unless the upload is padded) copied into a padded device
+// dataset the index owns and attached with cuvsCagraUpdateDataset.
+//
 // C calls: cuvsCagraIndexCreate, cuvsCagraIndexFromArgs, cuvsStreamSync,
-// and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
+// and cuvsCagraIndexGetSize/GetDims/GetGraphDegree; on 26.08 also
+// cuvsRMMAlloc/cuvsMatrixCopy (host datasets), cuvsDatasetMakePadded[View]
+// and cuvsCagraUpdateDataset.
 func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpack.Tensor) (*Index, error) {
 	const op = "cagra.IndexFromArgs"
 	if graph == nil || dataset == nil {
@@ -266,7 +305,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		if v == &gv && v.Device().Type == dlpack.CPU {
 			continue // a host graph is copied
 		}
-		if v == &dv && !keepsReference(v) {
+		if v == &dv && !keepsReference(v) || v == &dv && is2608() && !(deviceMemory(v.Device().Type) && padded(v)) {
 			continue
 		}
 		r, err := v.Retain(idx.life.Label())
@@ -276,7 +315,12 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		}
 		idx.life.Borrow(r)
 	}
-	if err := kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+	if is2608() {
+		if err := idx.fromArgs2608(op, res, metric, &gv, &dv); err != nil {
+			idx.fail()
+			return nil, err
+		}
+	} else if err := kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
 	}); err != nil {
 		idx.fail()
@@ -300,10 +344,11 @@ func (idx *Index) Rows() int {
 	return int(idx.rows.Load())
 }
 
-// Dim returns the vectors' dimension (cuvsCagraIndexGetDims). It is 0 for
-// an index deserialized from a file written without its dataset: cuVS
-// reports the dimension of the dataset it holds, and it holds none (such
-// an index is refused by Search, Prepare and Extend with ErrNoDataset).
+// Dim returns the vectors' dimension (cuvsCagraIndexGetDims). On cuVS
+// 26.06 it is 0 for an index deserialized from a file written without its
+// dataset: cuVS reports the dimension of the dataset it holds, and it holds
+// none; on 26.08 it may be the file's (such an index is refused by Search,
+// Prepare and Extend with ErrNoDataset either way).
 func (idx *Index) Dim() int {
 	if idx == nil {
 		return 0
@@ -336,8 +381,21 @@ func (idx *Index) DType() dlpack.DataType {
 // fails with safe.ErrClosed once Close has begun, even while waiting.
 // The views from Dataset and Graph expire (it refuses while one is in use).
 //
+// On cuVS 26.08, whose cuvsCagraExtend takes the old and the new rows
+// concatenated in one device-padded dataset and rebinds the index to it,
+// Extend builds that dataset on the device: it allocates Rows() + n rows
+// (cuvsRMMAlloc), copies the index's rows from its dataset
+// (cuvsCagraIndexGetDataset, cuvsMatrixCopy) and the new ones after them,
+// and wraps them as a padded view (rows of a multiple of 16 bytes) or
+// copies them once more into a padded dataset (cuvsDatasetMakePadded); the
+// dataset the index referenced before is destroyed (a view of the
+// caller's rows stops being borrowed). So each Extend costs a device copy
+// of the whole dataset (two for rows that are not 16-byte multiples), and
+// device memory for the old and the new dataset while it runs: extend in
+// few large batches rather than many small ones.
+//
 // C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend and
-// cuvsStreamSync.
+// cuvsStreamSync (on 26.08 also the calls above, cuvsDatasetDestroy).
 // Nil params means cuVS's defaults (DefaultExtendParams).
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *ExtendParams) error {
 	if idx == nil {
@@ -378,6 +436,13 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		}
 		defer generated.CuvsCagraExtendParamsDestroy(cp)
 		cp.MaxChunkSize = p.MaxChunkSize
+		if is2608() {
+			extended, err := idx.extend2608(op, res, cp, &av)
+			if extended {
+				idx.rows.Add(added)
+			}
+			return err
+		}
 		extended := false
 		err := kit.CallWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			err := generated.CuvsCagraExtend(h, cp, t[0], idx.h)
@@ -487,14 +552,29 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 }
 
 // Serialize writes the index to a file, with its dataset when
-// includeDataset is true (cuvsCagraSerialize).
+// includeDataset is true: cuvsCagraSerialize on cuVS 26.06,
+// cuvsCagraSerializeGraphAndDataset or cuvsCagraSerializeGraph on 26.08.
+//
+// Files are not read across releases: cuVS 26.08's format is version 6
+// (with the dataset's kind after the version), 26.06's an earlier one, and
+// each release's reader refuses any version but its own
+// (cagra_serialize.cuh: "serialization version mismatch"), so a file
+// written on one release is refused, as safe.ErrCorruptIndex, by
+// Deserialize on the other. Re-serialize after upgrading.
 func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
 	if idx == nil {
 		return kit.NilIndex("cagra.Index.Serialize")
 	}
 	const op = "cagra.Index.Serialize"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsCagraSerialize(h, p, idx.h, includeDataset)
+		switch {
+		case !is2608():
+			return generated.CuvsCagraSerialize(h, p, idx.h, includeDataset)
+		case includeDataset:
+			return generated.CuvsCagraSerializeGraphAndDataset(h, p, idx.h)
+		default:
+			return generated.CuvsCagraSerializeGraph(h, p, idx.h)
+		}
 	})
 }
 
@@ -530,7 +610,15 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // with safe.ErrCorruptIndex: its layout is checked before any C call, and
 // cuVS's own refusals of its contents carry the sentinel too.
 //
-// C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize, and
+// On cuVS 26.08 the file's header says whether it holds its dataset:
+// cuvsCagraDeserializeGraphAndDataset then gives an owning dataset that the
+// index references and destroys on Close (cuvsDatasetDestroy), and
+// cuvsCagraDeserializeGraph reads a file without one (a graph-only index,
+// refused with ErrNoDataset until UpdateDataset). Files of the other
+// release are refused (see Serialize).
+//
+// C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize (26.06) or
+// cuvsCagraDeserializeGraph[AndDataset] (26.08), and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "cagra.Deserialize"
@@ -544,12 +632,24 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	noDataset := false
 	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsCagraDeserialize(h, p, idx.h)
+		if !is2608() {
+			return generated.CuvsCagraDeserialize(h, p, idx.h)
+		}
+		if has, _ := fileHasDataset(path); !has {
+			noDataset = true
+			return generated.CuvsCagraDeserializeGraph(h, p, idx.h)
+		}
+		var ds generated.CuvsDataset_t
+		err := generated.CuvsCagraDeserializeGraphAndDataset(h, p, idx.h, &ds)
+		idx.ds.replace(dsSlot{ds: ds})
+		return err
 	}); err != nil {
 		idx.fail()
 		return nil, err
 	}
+	idx.noDataset = noDataset
 	if err := idx.refresh(op); err != nil {
 		idx.fail()
 		return nil, err
@@ -565,8 +665,16 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 // only the rows it lets through are kept (numbered in the same order). The
 // indexes must hold the same element type and dimension, and stay usable.
 //
+// On cuVS 26.08 cuvsCagraMerge fills an empty owning dataset
+// (cuvsDatasetCreate) with the merged rows, in device memory, and the new
+// index references it: the Index keeps it until Close. When that device
+// allocation fails cuVS falls back to host memory for an unfiltered merge,
+// and the merged index then fails Search (cuVS refuses host-backed
+// indexes) until UpdateDataset gives it device rows.
+//
 // C calls: those of Build's parameters, cuvsCagraIndexCreate,
-// cuvsCagraMerge, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
+// cuvsCagraMerge, and cuvsCagraIndexGetSize/GetDims/GetGraphDegree (on
+// 26.08 also cuvsDatasetCreate, cuvsStreamSync).
 // Nil params means cuVS's defaults (DefaultIndexParams).
 func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *safe.Filter) (*Index, error) {
 	const op = "cagra.Merge"
@@ -630,7 +738,21 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		out.fail()
 		return nil, err
 	}
-	err = generated.CuvsCagraMerge(h, cp.p, &hs[0], uint64(len(hs)), f, out.h)
+	if is2608() {
+		// 26.08's merge fills an empty owning dataset with the merged rows
+		// (in device memory, or in host memory when the device allocation
+		// fails for an unfiltered merge) and binds the output index to it.
+		var merged generated.CuvsDataset_t
+		if err = generated.CuvsDatasetCreate(&merged); err == nil {
+			out.ds.replace(dsSlot{ds: merged})
+			err = generated.CuvsCagraMerge_v2608(h, cp.p.p08, &hs[0], uint64(len(hs)), f, merged, out.h)
+		}
+		if err == nil {
+			err = generated.CuvsStreamSync(h)
+		}
+	} else {
+		err = generated.CuvsCagraMerge(h, cp.p.p06, &hs[0], uint64(len(hs)), f, out.h)
+	}
 	kit.Unlock(res)
 	runtime.KeepAlive(hs)
 	if err != nil {

@@ -200,24 +200,14 @@ type SearchParams struct {
 // DefaultACEParams or DefaultCompressionParams to set them).
 func DefaultIndexParams() (IndexParams, error) {
 	const op = "cagra.DefaultIndexParams"
-	var p generated.CuvsCagraIndexParams_t
-	if err := generated.CuvsCagraIndexParamsCreate(&p); err != nil {
+	p, err := createParams()
+	if err != nil {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
-	out := indexParamsFromC(p)
+	out := p.fromC()
 	// p is destroyed exactly as created (build_algo untouched), so
 	// cuvsCagraIndexParamsDestroy frees what Create allocated.
-	return out, kit.Wrap(op, generated.CuvsCagraIndexParamsDestroy(p))
-}
-
-func indexParamsFromC(p *generated.CuvsCagraIndexParams) IndexParams {
-	return IndexParams{
-		Metric:                  safe.Metric(p.Metric),
-		IntermediateGraphDegree: int(p.IntermediateGraphDegree),
-		GraphDegree:             int(p.GraphDegree),
-		BuildAlgo:               GraphBuildAlgo(p.BuildAlgo),
-		NNDescentIterations:     int(p.NnDescentNiter),
-	}
+	return out, kit.Wrap(op, p.destroy())
 }
 
 // Heuristic chooses how FromHNSWParams maps HNSW's parameters.
@@ -245,11 +235,24 @@ func FromHNSWParams(rows, dim int, m, efConstruction int, h Heuristic, metric sa
 	if !metric.Valid() {
 		return IndexParams{}, kit.Argf(op, "metric", "%d is not a metric", metric)
 	}
-	var p generated.CuvsCagraIndexParams_t
-	if err := generated.CuvsCagraIndexParamsCreate(&p); err != nil {
+	return populate(op, metric, func(p cParams) error {
+		if p.p08 != nil {
+			return generated.CuvsCagraIndexParamsFromHnswParams_v2608(p.p08, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
+		}
+		return generated.CuvsCagraIndexParamsFromHnswParams(p.p06, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
+	})
+}
+
+// populate runs fill, a cuVS call that overwrites index params with those
+// it derives (_populate_cagra_index_params_from_cpp), on params of the
+// loaded release, and reads them back.
+func populate(op string, metric safe.Metric, fill func(cParams) error) (IndexParams, error) {
+	p, err := createParams()
+	if err != nil {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
-	created := p.GraphBuildParams // the IVF-PQ object Create allocated
+	pf := p.fields()
+	created := *pf.gbp // the IVF-PQ object Create allocated
 	// From 1e6 rows cuVS writes through the IVF-PQ object's build and search
 	// params, which Create leaves NULL: give it real ones
 	// (destroyIndexParams frees them).
@@ -264,15 +267,15 @@ func FromHNSWParams(rows, dim int, m, efConstruction int, h Heuristic, metric sa
 		destroyIndexParams(p, created)
 		return IndexParams{}, kit.Wrap(op, err)
 	}
-	err := generated.CuvsCagraIndexParamsFromHnswParams(p, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
-	out := indexParamsFromC(p)
+	err = fill(p)
+	out := p.fromC()
 	// cuVS v26.06 writes its C++ default metric (L2Expanded) whatever
 	// metric it is given.
 	out.Metric = metric
-	if err == nil && out.BuildAlgo == IVFPQ && p.GraphBuildParams == created {
+	if err == nil && out.BuildAlgo == IVFPQ && *pf.gbp == created {
 		out.IVFPQ = ivfpqFromC(ip)
 	}
-	if g := p.GraphBuildParams; g != nil && g != created && p.BuildAlgo == generated.CuvsCagraGraphBuildAlgo_ACE {
+	if g := *pf.gbp; g != nil && g != created && *pf.algo == generated.CuvsCagraGraphBuildAlgo_ACE {
 		// cuVS replaced graph_build_params by ACE params of its own (new,
 		// build_dir strdup'd), which cuvsAceParamsDestroy frees.
 		a := (*generated.CuvsAceParams)(g)
@@ -286,6 +289,31 @@ func FromHNSWParams(rows, dim int, m, efConstruction int, h Heuristic, metric sa
 		return IndexParams{}, kit.Wrap(op, err)
 	}
 	return out, nil
+}
+
+// IndexParamsFromDataset returns the CAGRA parameters cuVS chooses for a
+// rows × dim dataset, a graph degree, a metric and a build quality (higher
+// builds better graphs, at more cost, up to a point): cuVS 26.08's
+// cuvsCagraIndexParamsFromDataset, which picks the graph build algorithm
+// and its parameters from the dataset's shape. On cuVS 26.06 it returns an
+// error wrapping safe.ErrNotInRelease, before any other work.
+func IndexParamsFromDataset(rows, dim, graphDegree int, metric safe.Metric, buildQuality int) (IndexParams, error) {
+	const op = "cagra.IndexParamsFromDataset"
+	if err := kit.InRelease(op, "cuvsCagraIndexParamsFromDataset"); err != nil {
+		return IndexParams{}, err
+	}
+	if rows < 1 || dim < 1 || graphDegree < 1 {
+		return IndexParams{}, kit.Argf(op, "rows/dim/graphDegree", "all must be positive (got %d, %d, %d)", rows, dim, graphDegree)
+	}
+	if buildQuality < 0 {
+		return IndexParams{}, kit.Argf(op, "buildQuality", "%d is negative", buildQuality)
+	}
+	if !metric.Valid() {
+		return IndexParams{}, kit.Argf(op, "metric", "%d is not a metric", metric)
+	}
+	return populate(op, metric, func(p cParams) error {
+		return generated.CuvsCagraIndexParamsFromDataset(p.p08, int64(rows), int64(dim), uint64(graphDegree), kit.CMetric(metric), uint64(buildQuality))
+	})
 }
 
 func ivfpqFromC(ip *generated.CuvsIvfPqParams) *IVFPQGraphParams {
