@@ -111,8 +111,10 @@ func TestOnDeviceGetsThePool(t *testing.T) {
 	}
 }
 
-// Resources made without OnDevice never touch the CUDA runtime.
-func TestUnboundResourcesMakeNoCUDACalls(t *testing.T) {
+// Resources made without OnDevice never select a device: no
+// cudaSetDevice, cudaGetDevice or cudaGetDeviceCount (their only runtime
+// calls are NewResources' stream creation and Close's destruction).
+func TestUnboundResourcesMakeNoDeviceCalls(t *testing.T) {
 	safetest.Check(t)
 	ctl := safetest.Double(t, "its CUDA call counts")
 	calls := func() int64 {
@@ -132,7 +134,7 @@ func TestUnboundResourcesMakeNoCUDACalls(t *testing.T) {
 	}
 	safetest.Close(t, m)
 	if n := calls() - before; n != 0 {
-		t.Errorf("%d CUDA runtime calls on unbound resources, want 0", n)
+		t.Errorf("%d CUDA device calls on unbound resources, want 0", n)
 	}
 }
 
