@@ -22,10 +22,20 @@ func NewHostVector[T DType](data []T) *HostVector[T] {
 }
 
 // Data returns the wrapped slice.
-func (h *HostVector[T]) Data() []T { return h.data }
+func (h *HostVector[T]) Data() []T {
+	if h == nil {
+		return nil
+	}
+	return h.data
+}
 
 // Len returns the number of elements.
-func (h *HostVector[T]) Len() int { return len(h.data) }
+func (h *HostVector[T]) Len() int {
+	if h == nil {
+		return 0
+	}
+	return len(h.data)
+}
 
 // Owner returns the vector's owner, for retention and borrow checks.
 func (h *HostVector[T]) Owner() *Owner {
@@ -89,16 +99,36 @@ func NewHostMatrix[T DType](data []T, rows, cols int) (*HostMatrix[T], error) {
 }
 
 // Data returns the wrapped slice, row-major.
-func (h *HostMatrix[T]) Data() []T { return h.data }
+func (h *HostMatrix[T]) Data() []T {
+	if h == nil {
+		return nil
+	}
+	return h.data
+}
 
 // Rows returns the number of rows.
-func (h *HostMatrix[T]) Rows() int { return int(h.rows) }
+func (h *HostMatrix[T]) Rows() int {
+	if h == nil {
+		return 0
+	}
+	return int(h.rows)
+}
 
 // Cols returns the number of columns.
-func (h *HostMatrix[T]) Cols() int { return int(h.cols) }
+func (h *HostMatrix[T]) Cols() int {
+	if h == nil {
+		return 0
+	}
+	return int(h.cols)
+}
 
 // Row returns row i of the matrix (sharing memory).
-func (h *HostMatrix[T]) Row(i int) []T { return h.data[int64(i)*h.cols : int64(i+1)*h.cols] }
+func (h *HostMatrix[T]) Row(i int) []T {
+	if h == nil || i < 0 || int64(i) >= h.rows {
+		return nil
+	}
+	return h.data[int64(i)*h.cols : int64(i+1)*h.cols]
+}
 
 // Owner returns the matrix's owner, for retention and borrow checks.
 func (h *HostMatrix[T]) Owner() *Owner {

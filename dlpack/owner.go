@@ -1,6 +1,7 @@
 package dlpack
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/cuvs-go/cuvs/internal/live"
 )
+
+// errNilOwner is what a nil *Owner's Retain and LendMut return.
+var errNilOwner = errors.New("dlpack: a nil *Owner: no memory to borrow")
 
 // liveRetentions counts the retentions not yet ended, for tests' leak checks.
 var liveRetentions = live.New("dlpack.Retention")
@@ -46,6 +50,9 @@ type Owner struct {
 // SetLabel names the owner in error messages, e.g. "device matrix 1000x128
 // float32". The default is "tensor owner".
 func (o *Owner) SetLabel(label string) {
+	if o == nil {
+		return
+	}
 	o.mu.Lock()
 	o.label = label
 	o.mu.Unlock()
@@ -53,6 +60,9 @@ func (o *Owner) SetLabel(label string) {
 
 // Label returns the owner's name for messages.
 func (o *Owner) Label() string {
+	if o == nil {
+		return ""
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.labelLocked()
@@ -66,7 +76,7 @@ func (o *Owner) labelLocked() string {
 }
 
 // Closed reports whether Close has succeeded.
-func (o *Owner) Closed() bool { return o.closed.Load() }
+func (o *Owner) Closed() bool { return o != nil && o.closed.Load() }
 
 // Close marks the memory as gone: views tied to o expire, and new borrows
 // are refused with ErrExpired. It fails with a *BorrowedError while the
@@ -90,6 +100,9 @@ func (o *Owner) Close() error {
 
 // Busy reports whether the memory is borrowed now.
 func (o *Owner) Busy() bool {
+	if o == nil {
+		return false
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.busyLocked()
@@ -99,6 +112,9 @@ func (o *Owner) busyLocked() bool { return o.readers > 0 || o.writing || len(o.h
 
 // Borrowers lists who holds the memory now, in the words errors use.
 func (o *Owner) Borrowers() []string {
+	if o == nil {
+		return nil
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.borrowersLocked()
@@ -195,6 +211,9 @@ func (o *Owner) releaseCall(excl bool) {
 // Close and exclusive borrows, naming "by". It fails when the owner is closed
 // or lent exclusively.
 func (o *Owner) Retain(by string) (*Retention, error) {
+	if o == nil {
+		return nil, errNilOwner
+	}
 	r := &Retention{o: o, by: by}
 	if err := o.hold(r, "borrow"); err != nil {
 		return nil, err
@@ -207,6 +226,9 @@ func (o *Owner) Retain(by string) (*Retention, error) {
 // refuses Close and every other borrow. It fails when the memory is borrowed
 // or the owner closed.
 func (o *Owner) LendMut(by string) (*Retention, error) {
+	if o == nil {
+		return nil, errNilOwner
+	}
 	r := &Retention{o: o, by: by, mut: true}
 	if err := o.hold(r, "lend mutably"); err != nil {
 		return nil, err

@@ -163,13 +163,28 @@ func DeviceMatrixFrom[T dlpack.DType](res *Resources, data []T, rows, cols int) 
 }
 
 // Rows returns the number of rows.
-func (m *DeviceMatrix[T]) Rows() int { return int(m.rows) }
+func (m *DeviceMatrix[T]) Rows() int {
+	if m == nil {
+		return 0
+	}
+	return int(m.rows)
+}
 
 // Cols returns the number of columns.
-func (m *DeviceMatrix[T]) Cols() int { return int(m.cols) }
+func (m *DeviceMatrix[T]) Cols() int {
+	if m == nil {
+		return 0
+	}
+	return int(m.cols)
+}
 
 // Device returns the device the memory is on.
-func (m *DeviceMatrix[T]) Device() dlpack.Device { return m.dev }
+func (m *DeviceMatrix[T]) Device() dlpack.Device {
+	if m == nil {
+		return dlpack.Device{}
+	}
+	return m.dev
+}
 
 // Owner returns the borrow state of the matrix's memory.
 func (m *DeviceMatrix[T]) Owner() *dlpack.Owner {
@@ -198,6 +213,9 @@ func (m *DeviceMatrix[T]) ViewMut() (dlpack.ViewMut, error) {
 // RowsView returns a read-only view of rows [start, end), sharing the
 // matrix's memory and borrow state (no copy).
 func (m *DeviceMatrix[T]) RowsView(start, end int) (dlpack.View, error) {
+	if m == nil {
+		return dlpack.View{}, argf("safe.DeviceMatrix.RowsView", "m", "nil *DeviceMatrix")
+	}
 	if start < 0 || end < start || int64(end) > m.rows {
 		return dlpack.View{}, argf("safe.DeviceMatrix.RowsView", "rows", "[%d, %d) is not within [0, %d)", start, end, m.rows)
 	}
@@ -216,6 +234,9 @@ func (m *DeviceMatrix[T]) RowsView(start, end int) (dlpack.View, error) {
 // matrix and waits for the copy to finish.
 func (m *DeviceMatrix[T]) CopyFromHost(res *Resources, src []T) error {
 	const op = "safe.DeviceMatrix.CopyFromHost"
+	if m == nil {
+		return argf(op, "m", "nil *DeviceMatrix")
+	}
 	if int64(len(src)) != m.rows*m.cols {
 		return argf(op, "src", "len %d, the matrix holds %d×%d", len(src), m.rows, m.cols)
 	}
@@ -237,6 +258,9 @@ func (m *DeviceMatrix[T]) CopyFromHost(res *Resources, src []T) error {
 // elements) and waits for the copy to finish.
 func (m *DeviceMatrix[T]) CopyToHost(res *Resources, dst []T) error {
 	const op = "safe.DeviceMatrix.CopyToHost"
+	if m == nil {
+		return argf(op, "m", "nil *DeviceMatrix")
+	}
 	if int64(len(dst)) != m.rows*m.cols {
 		return argf(op, "dst", "len %d, the matrix holds %d×%d", len(dst), m.rows, m.cols)
 	}
@@ -256,6 +280,9 @@ func (m *DeviceMatrix[T]) CopyToHost(res *Resources, dst []T) error {
 
 // ToHost copies the matrix into a new slice.
 func (m *DeviceMatrix[T]) ToHost(res *Resources) ([]T, error) {
+	if m == nil {
+		return nil, argf("safe.DeviceMatrix.ToHost", "m", "nil *DeviceMatrix")
+	}
 	out := make([]T, m.rows*m.cols)
 	return out, m.CopyToHost(res, out)
 }

@@ -158,22 +158,45 @@ func countBits(words []uint32, lo, hi int64) int64 {
 }
 
 // Kind returns the filter's kind.
-func (f *Filter) Kind() FilterKind { return f.kind }
+func (f *Filter) Kind() FilterKind {
+	if f == nil {
+		return 0
+	}
+	return f.kind
+}
 
 // Rows returns the index row count the filter is for.
-func (f *Filter) Rows() int { return int(f.rows) }
+func (f *Filter) Rows() int {
+	if f == nil {
+		return 0
+	}
+	return int(f.rows)
+}
 
 // Queries returns the number of queries a bitmap is for (0 for a bitset).
-func (f *Filter) Queries() int { return int(f.queries) }
+func (f *Filter) Queries() int {
+	if f == nil {
+		return 0
+	}
+	return int(f.queries)
+}
 
 // Allowed returns how many rows the filter lets through: for a bitset, the
 // bits set; for a bitmap, the fewest any one query may return (see
 // AllowedFor). A search for more neighbors than that cannot be filled.
-func (f *Filter) Allowed() int { return int(f.allowed) }
+func (f *Filter) Allowed() int {
+	if f == nil {
+		return 0
+	}
+	return int(f.allowed)
+}
 
 // AllowedFor returns how many rows query q may return: the bitset's count
 // for every q; for a bitmap, query q's (0 for a q out of range).
 func (f *Filter) AllowedFor(q int) int {
+	if f == nil {
+		return 0
+	}
 	if f.kind != Bitmap {
 		return int(f.allowed)
 	}

@@ -73,17 +73,27 @@ func NewPinnedMatrix[T dlpack.DType](rows, cols int) (*PinnedMatrix[T], error) {
 // Data returns the elements, row-major. The slice aliases the pinned memory:
 // do not use it after Close, nor write it while a call borrows the matrix.
 func (m *PinnedMatrix[T]) Data() []T {
-	if m.ptr == nil {
+	if m == nil || m.ptr == nil {
 		return nil
 	}
 	return unsafe.Slice((*T)(m.ptr), m.rows*m.cols)
 }
 
 // Rows returns the number of rows.
-func (m *PinnedMatrix[T]) Rows() int { return int(m.rows) }
+func (m *PinnedMatrix[T]) Rows() int {
+	if m == nil {
+		return 0
+	}
+	return int(m.rows)
+}
 
 // Cols returns the number of columns.
-func (m *PinnedMatrix[T]) Cols() int { return int(m.cols) }
+func (m *PinnedMatrix[T]) Cols() int {
+	if m == nil {
+		return 0
+	}
+	return int(m.cols)
+}
 
 // Owner returns the borrow state of the memory.
 func (m *PinnedMatrix[T]) Owner() *dlpack.Owner {

@@ -17,7 +17,7 @@ type Results struct {
 
 // Len returns the number of queries.
 func (r *Results) Len() int {
-	if r.K == 0 {
+	if r == nil || r.K == 0 {
 		return 0
 	}
 	return len(r.Neighbors) / r.K
@@ -26,5 +26,8 @@ func (r *Results) Len() int {
 // Row returns query i's neighbours and their distances (sub-slices of
 // Neighbors and Distances, not copies).
 func (r *Results) Row(i int) (neighbors []int64, distances []float32) {
+	if r == nil || i < 0 || i >= r.Len() {
+		return nil, nil
+	}
 	return r.Neighbors[i*r.K : (i+1)*r.K : (i+1)*r.K], r.Distances[i*r.K : (i+1)*r.K : (i+1)*r.K]
 }
