@@ -132,12 +132,23 @@ func (c *resourcesConfig) create(op string) (generated.CuvsResources_t, error) {
 	return h, nil
 }
 
+// releaseKey names a C function in a release.
+type releaseKey struct{ release, cName string }
+
+// inReleaseOK remembers the functions found in the loaded release.
+var inReleaseOK sync.Map
+
 // inRelease refuses a C function the loaded release lacks, naming the
 // releases that have it.
 func inRelease(op, cName string) error {
-	in := generated.FunctionReleases(cName)
 	rel := generated.Release()
+	key := releaseKey{rel, cName}
+	if _, ok := inReleaseOK.Load(key); ok {
+		return nil // the common case, without allocating
+	}
+	in := generated.FunctionReleases(cName)
 	if slices.Contains(in, rel) {
+		inReleaseOK.Store(key, struct{}{})
 		return nil
 	}
 	if rel == "" {

@@ -101,3 +101,19 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("Releases() = %v", safe.Releases())
 	}
 }
+
+// Select allocates nothing on the Go heap per call.
+func TestSelectAllocs(t *testing.T) {
+	needs2608(t)
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	in, _ := safe.DeviceMatrixFrom(res, []float32{4, 1, 3, 2}, 1, 4)
+	defer safetest.Close(t, in)
+	v, _ := safe.NewDeviceMatrix[float32](res, 1, 2)
+	defer safetest.Close(t, v)
+	x, _ := safe.NewDeviceMatrix[int64](res, 1, 2)
+	defer safetest.Close(t, x)
+	if n := testing.AllocsPerRun(50, func() { _ = selectk.Select(res, in, v, x) }); n != 0 {
+		t.Errorf("%v allocations per Select", n)
+	}
+}
