@@ -179,7 +179,7 @@ type MissingSymbolError struct {
 }
 
 func (e *MissingSymbolError) Error() string {
-	return fmt.Sprintf("%s is not exported by %s (a build without this algorithm)", e.Symbol, e.Library)
+	return fmt.Sprintf("%s is not built into this libcuvs (%s does not export it: a build without this algorithm)", e.Symbol, e.Library)
 }
 
 // Is reports whether target is ErrMissingSymbol.

@@ -173,6 +173,9 @@ func TestMissingSymbol(t *testing.T) {
 	if ms.Symbol != "cuvsCagraIndexCreate" || ms.Library != lib {
 		t.Errorf("got %+v", ms)
 	}
+	if !strings.Contains(err.Error(), "cuvsCagraIndexCreate is not built into this libcuvs") {
+		t.Errorf("message %q does not say the function is not built into this libcuvs", err)
+	}
 	if !generated.Has("cuvsRMMAlloc") || generated.Has("cuvsCagraIndexCreate") || generated.Has("noSuchFunction") {
 		t.Error("Has is wrong")
 	}
