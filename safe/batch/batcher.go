@@ -151,6 +151,7 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	free     []*slot[T, N]
 	running  int // slots dispatched and not yet back in free
 	flight   int // rows taken into batches not yet delivered
+	peak     int
 	waking   int // slots dispatched that have not taken their batch yet
 	timerOn  bool
 	closing  bool
@@ -254,7 +255,9 @@ func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (neighbo
 //
 // It returns when the results are written, or at once when ctx is done
 // first, with ctx's error: the buffers are then never written, now or
-// later. A search that failed returns its error to every request of its
+// later. (A request that finds the Batcher idle is searched on the
+// calling goroutine, as a direct search, and returns when that search
+// ends: see the package documentation.) A search that failed returns its error to every request of its
 // batch. After Close began it returns an error wrapping safe.ErrClosed.
 func (b *Batcher[T, N]) SearchInto(ctx context.Context, queries []T, neighbors []N, distances []float32) error {
 	if b == nil || b.b == nil {
@@ -324,6 +327,21 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neig
 	r.enq = time.Now()
 	b.pending = append(b.pending, r)
 	b.pendRows += rows
+	if len(b.pending) == 1 && b.waking == 0 && len(b.free) > 0 && b.due(b.running, r.enq) && b.running < b.streamCap() && b.gathered(b.running) {
+		// Alone, with a slot free: search it here, as a direct call would,
+		// with no goroutine hand-off on the way in or out.
+		s := b.free[len(b.free)-1]
+		b.free = b.free[:len(b.free)-1]
+		b.running++
+		n := b.take(s, r.enq)
+		b.times.Led++
+		b.mu.Unlock()
+		b.lead(s, n)
+		<-r.done
+		err := r.err
+		b.put(r)
+		return err
+	}
 	b.kick(r.enq)
 	b.mu.Unlock()
 
@@ -387,22 +405,57 @@ func (b *batcher[T, N]) due(busy int, now time.Time) bool {
 // (internal/cuvsdouble), more streams stop paying for their overhead.
 const knee = 32
 
-// streamCap is how many batches may search at once at the present load, n
-// requests queued or searching: every slot while n <= knee (light load:
-// requests are searched as they come), then knee·sqrt(knee/n)/1.5 (about 8
-// at 256 requests, 4 at 1024), so that under heavy load fewer, larger batches
-// search, each costing the GPU little more than a small one. Measured
-// through examples/serving on the double's H200 model with fixed slot
-// counts: 32 slots matched per-call searching at 32 callers but reached
-// 0.71M queries/s at 1024, 8 slots did best at 256 and 4 slots at 1024
-// (0.92M) but lost 7% and 16% at 32 (BENCHMARKS.md). b.mu is held.
+// load is the number of requests in the system (queued or in a batch not
+// yet delivered), as a peak held across the moments between a batch's
+// delivery and its callers' next requests: without the hold, the cap and
+// the gather target would swing with every delivery and batches would
+// break up into small ones (measured: 8% fewer queries/s at 1024 callers).
+// decay lowers the held peak at each batch start. b.mu is held.
+func (b *batcher[T, N]) load() int {
+	b.peak = max(b.peak, b.pendRows+b.flight)
+	return b.peak
+}
+
+func (b *batcher[T, N]) decay() {
+	if n := b.pendRows + b.flight; b.peak > n {
+		b.peak -= (b.peak - n + 15) / 16
+	}
+}
+
+// streamCap is how many batches may search at once at load n: every slot
+// while n <= knee (light load: each request is searched as it comes), then
+// knee·sqrt(knee/n) (11 at 256 requests, 6 at 1024), so that under heavy
+// load fewer, larger batches search, each costing the GPU little more than
+// a small one. Chosen on the double's H200 model through examples/serving
+// (BENCHMARKS.md): /1 beat /1.5 and /2.5 at 256–1024 callers, /0.75 tied.
+// b.mu is held.
 func (b *batcher[T, N]) streamCap() int {
-	n := b.pendRows + b.flight
+	n := b.load()
 	if n <= knee {
 		return len(b.slots)
 	}
-	c := int(knee*math.Sqrt(knee/float64(n))/1.5 + 0.5)
+	c := int(knee*math.Sqrt(knee/float64(n)) + 0.5)
 	return max(1, min(c, len(b.slots)))
+}
+
+// gathered reports whether the pending rows make a batch worth starting
+// while busy others search: always at light load, with nothing searching,
+// or while Close drains; under the cap, once a cap's share of the load is
+// waiting (n/cap rows, at most MaxBatch). Without it, the first caller back
+// from a delivery takes a free slot for a batch of one and the rest wait a
+// whole search for the next (measured: 390k against 480k queries/s at 256
+// callers). No timer: a batch that finishes looks again, so a request
+// waits at most for the searches in flight. b.mu is held.
+func (b *batcher[T, N]) gathered(busy int) bool {
+	if busy == 0 || b.closing {
+		return true
+	}
+	n := b.load()
+	if n <= knee {
+		return true
+	}
+	c := b.streamCap()
+	return b.pendRows >= min((n+c-1)/c, b.maxBatch)
 }
 
 // kick dispatches the pending requests to a free slot if they are due, or
@@ -413,7 +466,8 @@ func (b *batcher[T, N]) kick(now time.Time) {
 		// free (the next to finish will look).
 		return
 	}
-	if b.due(b.running, now) && b.running < b.streamCap() {
+	due := b.due(b.running, now)
+	if due && b.running < b.streamCap() && b.gathered(b.running) {
 		s := b.free[len(b.free)-1]
 		b.free = b.free[:len(b.free)-1]
 		b.running++
@@ -422,7 +476,9 @@ func (b *batcher[T, N]) kick(now time.Time) {
 		s.wake <- struct{}{} // buffered, and empty while the slot is free
 		return
 	}
-	if !b.timerOn {
+	// Held back by the cap or the gather rule: the next batch to finish
+	// looks again. Only MaxWait needs the timer.
+	if !due && !b.timerOn {
 		b.timerOn = true
 		b.timer.Reset(b.maxWait - now.Sub(b.pending[0].enq))
 	}
@@ -459,6 +515,7 @@ func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 	b.pending = b.pending[:n]
 	b.pendRows -= rows
 	b.flight += rows
+	b.decay()
 	if rows > 0 {
 		b.batches++
 		b.queries += int64(rows)
@@ -490,7 +547,7 @@ func (b *batcher[T, N]) worker(s *slot[T, N]) {
 			b.times.Search += t.Search
 			b.times.Deliver += t.Deliver
 			now = time.Now()
-			if rows == 0 || len(b.pending) == 0 || b.waking > 0 || !b.due(b.running-1, now) {
+			if rows == 0 || len(b.pending) == 0 || b.waking > 0 || !b.due(b.running-1, now) || !b.gathered(b.running-1) || b.running > b.streamCap() {
 				break
 			}
 		}
@@ -500,6 +557,22 @@ func (b *batcher[T, N]) worker(s *slot[T, N]) {
 		b.maybeIdle()
 		b.mu.Unlock()
 	}
+}
+
+// lead runs the batch of rows rows already taken into s, a slot the
+// caller's goroutine took, and gives the slot back. b.mu is not held.
+func (b *batcher[T, N]) lead(s *slot[T, N], rows int) {
+	t := b.run(s, rows)
+	b.mu.Lock()
+	b.flight -= rows
+	b.times.Stage += t.Stage
+	b.times.Search += t.Search
+	b.times.Deliver += t.Deliver
+	b.running--
+	b.free = append(b.free, s)
+	b.kick(time.Now())
+	b.maybeIdle()
+	b.mu.Unlock()
 }
 
 // run stages the batch's queries, searches them and delivers the results to
@@ -545,6 +618,7 @@ type Stats struct {
 // goroutine waking), Stage, Search and Deliver.
 type Times struct {
 	Requests int64         // requests taken into batches
+	Led      int64         // batches searched by their one caller's goroutine (no hand-off)
 	Queue    time.Duration // over requests: enqueued → taken into a batch
 	Handoff  time.Duration // over batches: slot dispatched → its goroutine took the batch
 	Stage    time.Duration // over batches: queries copied into pinned staging

@@ -19,17 +19,18 @@
 //
 // # When a batch is searched
 //
-// Requests join one queue. Whenever a slot is free and requests wait, the
-// slot takes the oldest of them, up to MaxBatch rows, and searches them at
-// once: there is no timer. While every slot is busy, requests queue, and
-// the next slot to finish takes them all as its next batch. So at light
-// load (fewer concurrent callers than Slots) every request is searched
-// alone, as a direct search, at a direct search's latency plus the copies
-// and two goroutine hand-offs; under heavy load batches grow by themselves
-// to the queue's length (callers / Slots), up to MaxBatch. Options.MaxWait,
-// when set, makes a request wait up to that long for a fuller batch while
-// other batches search (the rule of earlier releases); the default, 0,
-// never waits.
+// Requests join one queue. A request that finds the queue empty and a slot
+// free is searched at once on its caller's own goroutine, as a direct
+// search (no hand-off to another goroutine, in or out). Otherwise,
+// whenever a slot is free and requests wait, the slot's goroutine takes
+// the oldest of them, up to MaxBatch rows, and searches them at once:
+// there is no timer. While every slot is busy, requests queue, and the
+// next slot to finish takes them as its next batch. So at light load
+// (fewer concurrent callers than Slots) every request is searched alone,
+// at a direct search's latency plus a copy; under heavy load batches grow
+// by themselves, up to MaxBatch. Options.MaxWait, when set, makes a
+// request wait up to that long for a fuller batch while other batches
+// search (the rule of earlier releases); the default, 0, never waits.
 //
 // Why: on an H200 (CAGRA, N = 100k, D = 128, degree 32, itopk 64, libcuvs
 // v26.06.00) a search of b queries with c searches in flight took (p50, µs)
@@ -47,12 +48,17 @@
 // for a timer only adds its wait. Before this rule, the Batcher (4 slots,
 // 100 µs MaxWait) reached half the per-call throughput at 32 callers (42.9k
 // against 83.2k queries a second). The default of 32 slots keeps up to 32
-// callers on the per-call path; beyond 32 requests in the system fewer
-// batches search at once (about 32·sqrt(32/n)/1.5 for n requests: 8 at 256,
-// 4 at 1024), so that batches grow instead of streams. On
-// internal/cuvsdouble's H200 model (CUVS_DOUBLE_MODEL=h200) that came within
-// 1-3% of per-call throughput up to 64 callers and reached 0.38 and 0.85
-// million queries a second at 256 and 1024 (BENCHMARKS.md).
+// callers on the per-call path. Beyond 32 requests in the system (n, held
+// at its recent peak) fewer batches search at once, 32·sqrt(32/n) (11 at
+// 256, 6 at 1024), and a slot that could start one waits, without a timer,
+// until a share of the load (n divided by that cap) is queued, or until
+// nothing else searches: batches grow instead of streams, and the first
+// caller back from a delivery does not take a slot for a batch of one. On
+// internal/cuvsdouble's H200 model (CUVS_DOUBLE_MODEL=h200, on the GPU
+// machine's 16 CPU cores) that came within 1% of per-call throughput and
+// p99 latency (1.02-1.04x) up to 32 callers and reached 0.47-0.48 and
+// 0.90 million queries a second at 256 and 1024 callers, p99 0.8 and 1.5
+// ms (BENCHMARKS.md).
 // Stats accounts for a request's time: its queue wait, its batch's
 // hand-off, staging, search and delivery.
 //
@@ -81,8 +87,11 @@
 //
 // # Cancellation and Close
 //
-// A request whose context is done returns at once with the context's
-// error, whether it still waits in the queue (it is withdrawn) or its
+// A request searched on its own goroutine (the lone request of an idle
+// Batcher, above) is a direct search: its context is looked at before,
+// and the search, once started, runs to its end (one search's time), as a
+// direct call's does. Any other request whose context is done returns at
+// once with the context's error, whether it still waits in the queue (it is withdrawn) or its
 // batch is searching (its rows are searched, and their results dropped):
 // its buffers are never written after it returned. Only when its results
 // are being copied out at that very moment does it wait for that copy, and

@@ -603,6 +603,9 @@ func TestFreeSlotStartsAtOnce(t *testing.T) {
 	if st.Batches != 3 || st.Times.Requests != 7 || st.Sizes[1] != 2 || st.Sizes[5] != 1 {
 		t.Errorf("stats %+v", st)
 	}
+	if st.Times.Led != 2 { // first and second, each alone with a slot free
+		t.Errorf("%d batches searched on their caller's goroutine, want 2", st.Times.Led)
+	}
 	if st.Times.Search <= 0 || st.MeanQueue() < 0 || st.PerBatch(st.Times.Search) <= 0 {
 		t.Errorf("times %+v", st.Times)
 	}
