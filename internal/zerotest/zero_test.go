@@ -26,6 +26,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
 	"github.com/cuvs-go/cuvs/safe/kmeans"
+	"github.com/cuvs-go/cuvs/safe/pca"
 )
 
 func TestMain(m *testing.M) { safetest.Main(m) }
@@ -151,6 +152,9 @@ func TestZeroValues(t *testing.T) {
 		{name: "kmeans.InitMethod", v: new(kmeans.InitMethod), value: true},
 		{name: "kmeans.Model", v: new(kmeans.Model[float32])},
 		{name: "kmeans.Params", v: new(kmeans.Params), value: true},
+		{name: "pca.Model", v: new(pca.Model)},
+		{name: "pca.Params", v: new(pca.Params), value: true},
+		{name: "pca.Solver", v: new(pca.Solver), value: true},
 		{name: "batch.Batcher", v: new(batch.Batcher[float32, int64])},
 		{name: "batch.Options", v: new(batch.Options), value: true},
 		{name: "batch.Stats", v: new(batch.Stats), value: true},
