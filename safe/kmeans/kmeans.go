@@ -27,7 +27,6 @@ type FitResult struct {
 // arg is one argument's view (set: given).
 type arg struct {
 	v   dlpack.View
-	m   dlpack.ViewMut
 	set bool
 }
 
