@@ -453,3 +453,44 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("nil model: %v", err)
 	}
 }
+
+// With one cluster the centroid is the weighted mean, and the inertia is
+// weighted by the weights scaled to sum to the rows.
+func TestFitWeights(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	data, _, _ := blobs(9, 2, 15)
+	n := len(data) / dim
+	w := make([]float32, n)
+	wsum := 0.0
+	for i := range w {
+		w[i] = float32(1 + 3*(i%2)) // one blob weighs 4 times the other
+		wsum += float64(w[i])
+	}
+	mean := make([]float32, dim)
+	for j := range dim {
+		s := 0.0
+		for i := range n {
+			s += float64(w[i]) * float64(data[i*dim+j])
+		}
+		mean[j] = float32(s / wsum)
+	}
+	p, _ := kmeans.DefaultParams()
+	p.Clusters = 1
+	m, err := kmeans.FitSlice(res, &p, data, dim, w, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0.0
+	for i := range n {
+		want += float64(w[i]) * float64(n) / wsum * sq(data[i*dim:(i+1)*dim], mean)
+	}
+	for j := range dim {
+		if math.Abs(float64(m.Centroids[j]-mean[j])) > 1e-3 {
+			t.Fatalf("centroid %v, weighted mean %v", m.Centroids, mean)
+		}
+	}
+	if math.Abs(m.Inertia-want) > 1e-3*want {
+		t.Errorf("inertia %v, Go %v", m.Inertia, want)
+	}
+}

@@ -205,7 +205,7 @@ func TestTransformRoundTrip(t *testing.T) {
 	res := safetest.Resources(t)
 	const rows = 120
 	x := data(2, rows)
-	for _, k := range []int{2, dim} {
+	for _, k := range []int{1, 2, dim} {
 		p, _ := pca.DefaultParams()
 		p.Components = k
 		m, ft, err := pca.FitTransform(res, &p, x, dim)
