@@ -43,6 +43,8 @@
 //   - Predict's labels are int32; Predict and ClusterCost index with 32-bit
 //     ints (rows and columns up to 2^31-1, and rows × columns too for the
 //     balanced predict).
+//   - Fit refuses more Clusters than rows here (cuVS's seeding samples
+//     rows; what it does with too few was not tried on a GPU).
 //   - cuVS draws its random numbers from a fixed seed: the same call on
 //     the same data gives the same centroids.
 //
