@@ -28,9 +28,14 @@
 //
 // # What the C API does not say
 //
-//   - The number of components comes from the params alone, never from the
-//     tensors' shapes: cuVS reads and writes out of bounds when they
-//     disagree. This package sizes every tensor from one number.
+//   - Where the number of components comes from depends on the RAFT
+//     underneath: RAFT's pointer-based PCA (the column-major-only one)
+//     reads it from the params and never from the tensors' shapes, so it
+//     reads and writes out of bounds when they disagree; the layout-generic
+//     RAFT that 26.08's row-major path needs reads it from the components'
+//     rows (and checks it against the columns). Which one a 26.06 build
+//     has was not verified. This package sizes every tensor and the params
+//     from one number, so both agree.
 //   - Whitening counts the rows of the data being transformed, not the
 //     rows fitted: Transform of n rows scales by sqrt(n − 1) / singular
 //     value, so whitened transforms of a few rows are not on the fitted

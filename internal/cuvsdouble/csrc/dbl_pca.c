@@ -9,9 +9,10 @@
  *     requiring the others to match;
  *   - explained_var, explained_var_ratio, singular_vals and mu are rank-1
  *     device vectors, noise_vars a rank-0 device scalar;
- *   - n_components comes from the params, never from the tensors' shapes
- *     (the real library reads and writes out of bounds when they disagree;
- *     the double refuses and records a violation);
+ *   - n_components comes from the params in RAFT's pointer-based PCA, from
+ *     the components' rows in the layout-generic RAFT of 26.08's row-major
+ *     path; when the two disagree the real library goes out of bounds (or
+ *     ignores the params): the double refuses and records a violation;
  *   - fit: n_cols > 1, n_rows > 1, n_components > 0; mu = column means;
  *     covariance with n_rows - 1; eigenvectors sorted by decreasing
  *     eigenvalue; explained_var = eigenvalues, ratio = eigenvalue / sum of
