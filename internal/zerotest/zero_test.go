@@ -21,9 +21,12 @@ import (
 	"github.com/cuvs-go/cuvs/safe/batch"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/distance"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
+	"github.com/cuvs-go/cuvs/safe/kmeans"
+	"github.com/cuvs-go/cuvs/safe/pca"
 )
 
 func TestMain(m *testing.M) { safetest.Main(m) }
@@ -145,6 +148,13 @@ func TestZeroValues(t *testing.T) {
 		{name: "ivfpq.IndexParams", v: new(ivfpq.IndexParams), value: true},
 		{name: "ivfpq.Prepared", v: new(ivfpq.Prepared)},
 		{name: "ivfpq.SearchParams", v: new(ivfpq.SearchParams), value: true},
+		{name: "kmeans.FitResult", v: new(kmeans.FitResult), value: true},
+		{name: "kmeans.InitMethod", v: new(kmeans.InitMethod), value: true},
+		{name: "kmeans.Model", v: new(kmeans.Model[float32])},
+		{name: "kmeans.Params", v: new(kmeans.Params), value: true},
+		{name: "pca.Model", v: new(pca.Model)},
+		{name: "pca.Params", v: new(pca.Params), value: true},
+		{name: "pca.Solver", v: new(pca.Solver), value: true},
 		{name: "batch.Batcher", v: new(batch.Batcher[float32, int64])},
 		{name: "batch.Options", v: new(batch.Options), value: true},
 		{name: "batch.Stats", v: new(batch.Stats), value: true},
@@ -233,13 +243,22 @@ func TestTypedNilTensors(t *testing.T) {
 	for name, tn := range tensors {
 		t.Run(name, func(t *testing.T) {
 			ops := map[string]func() error{
-				"View":             func() error { _, err := tn.View(); return err },
-				"ViewMut":          func() error { _, err := tn.ViewMut(); return err },
-				"bruteforce.Build": func() error { _, err := bruteforce.Build(res, tn, nil); return err },
-				"cagra.Build":      func() error { _, err := cagra.Build(res, tn, nil); return err },
-				"ivfflat.Build":    func() error { _, err := ivfflat.Build(res, tn, nil); return err },
-				"ivfsq.Build":      func() error { _, err := ivfsq.Build(res, tn, nil); return err },
-				"ivfpq.Build":      func() error { _, err := ivfpq.Build(res, tn, nil); return err },
+				"View":              func() error { _, err := tn.View(); return err },
+				"ViewMut":           func() error { _, err := tn.ViewMut(); return err },
+				"bruteforce.Build":  func() error { _, err := bruteforce.Build(res, tn, nil); return err },
+				"cagra.Build":       func() error { _, err := cagra.Build(res, tn, nil); return err },
+				"ivfflat.Build":     func() error { _, err := ivfflat.Build(res, tn, nil); return err },
+				"ivfsq.Build":       func() error { _, err := ivfsq.Build(res, tn, nil); return err },
+				"ivfpq.Build":       func() error { _, err := ivfpq.Build(res, tn, nil); return err },
+				"distance.Pairwise": func() error { return distance.Pairwise(res, tn, tn, tn, safe.L2Expanded, 2) },
+				"kmeans.Fit": func() error {
+					p, err := kmeans.DefaultParams()
+					if err != nil {
+						return err
+					}
+					_, err = kmeans.Fit(res, &p, tn, nil, tn)
+					return err
+				},
 				"safe.Copy": func() error {
 					dst, _ := dlpack.NewHostMatrix(make([]float32, 4), 2, 2)
 					v, err := tn.View()

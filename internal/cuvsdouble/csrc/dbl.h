@@ -154,8 +154,28 @@
   X(cuvsNNDescentIndexParamsDestroy, E)               \
   DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)                     \
   DBL_FUNCS_IVF_PQ(X)                                 \
+  DBL_FUNCS_KMEANS_PCA_DISTANCE(X)                    \
   DBL_R2608(DBL_FUNCS_2608(X))
 
+/* k-means, PCA and pairwise distances (dbl_kmeans_api.c, dbl_pca.c,
+ * dbl_distance.c); the _v2 k-means functions are 26.06's only. */
+#define DBL_FUNCS_KMEANS_PCA_DISTANCE(X)         \
+  X(cuvsPairwiseDistance, E)                     \
+  X(cuvsKMeansParamsCreate, E)                   \
+  X(cuvsKMeansParamsDestroy, E)                  \
+  X(cuvsKMeansFit, E)                            \
+  X(cuvsKMeansPredict, E)                        \
+  X(cuvsKMeansClusterCost, E)                    \
+  DBL_R2606(X(cuvsKMeansParamsCreate_v2, E))     \
+  DBL_R2606(X(cuvsKMeansParamsDestroy_v2, E))    \
+  DBL_R2606(X(cuvsKMeansFit_v2, E))              \
+  DBL_R2606(X(cuvsKMeansPredict_v2, E))          \
+  X(cuvsPcaParamsCreate, E)                      \
+  X(cuvsPcaParamsDestroy, E)                     \
+  X(cuvsPcaFit, E)                               \
+  X(cuvsPcaFitTransform, E)                      \
+  X(cuvsPcaTransform, E)                         \
+  X(cuvsPcaInverseTransform, E)
 /* Functions 26.08 added (dbl_2608.c, dbl_cagra_2608.inc). */
 #define DBL_FUNCS_2608(X)                         \
   X(cuvsResourcesCreateWithMemoryTracking, E)     \
@@ -275,8 +295,14 @@ enum {
   X(K_HOST_BYTES, "host_bytes")                             \
   X(K_BUFFER_BYTES, "buffer_bytes")                         \
   DBL_KINDS_IVF_FLAT_SQ(X)                                  \
+  DBL_KINDS_KMEANS_PCA(X)                                   \
   DBL_R2608(DBL_KINDS_2608(X))
 
+/* k-means and PCA params (dbl_kmeans_api.c, dbl_pca.c). */
+#define DBL_KINDS_KMEANS_PCA(X)                 \
+  X(K_KMEANS_PARAMS, "kmeans_params")           \
+  X(K_KMEANS_PARAMS_V2, "kmeans_params_v2")     \
+  X(K_PCA_PARAMS, "pca_params")
 /* 26.08's objects: cuvsDataset handles (cuvsDatasetCreate, MakePadded,
  * MakePaddedView, MakeStandardView, DeserializeGraphAndDataset, Merge) and
  * the padded copies an owning dataset holds ("device" memory of the

@@ -1,0 +1,626 @@
+/*
+ * The k-means C API (c/src/cluster/kmeans.cpp; cpp/src/cluster/detail/kmeans.cuh,
+ * cpp/src/cluster/kmeans_balanced.cuh). dbl_kmeans.c is the IVF trainer; this
+ * file is the public API:
+ *   cuvsKMeansParamsCreate/Destroy, cuvsKMeansFit, cuvsKMeansPredict,
+ *   cuvsKMeansClusterCost, and on 26.06 the _v2 twins (cuvsKMeansParams_v2
+ *   lacks inertia_check; both structs are converted the same way and
+ *   inertia_check is never read). 26.08 has one struct, the v2 layout with
+ *   streaming_batch_size renamed device_buffer_samples.
+ *
+ * What the real code does and the double imitates:
+ *   - fit takes float32 or float64 X; X in host memory is read as a row-major
+ *     n x d array with no layout check (only its data pointer and shape), the
+ *     centroids must then be device memory and the weights host memory;
+ *     hierarchical (balanced) k-means refuses host X, sample weights and
+ *     float64, uses the centroids' row count (not n_clusters) and
+ *     hierarchical_n_iters iterations, and reports n_iter = hierarchical_n_iters;
+ *   - regular fit: metric L2Expanded or L2SqrtExpanded, n_clusters > 0,
+ *     tol > 0, oversampling_factor >= 0, centroids n_clusters x d, weights of
+ *     n rows with a positive sum, normalized to sum n; init Array uses the
+ *     centroids as given (and one init), Random samples rows, KMeansPlusPlus
+ *     seeds by D^2 sampling; the best of n_init runs is kept;
+ *   - predict needs device X, int32 labels; the balanced predict reports
+ *     inertia 0;
+ *   - cluster cost: sum over rows of the squared L2 distance to the nearest
+ *     centroid (unweighted).
+ * The double runs Lloyd's iterations on the CPU with a fixed seed.
+ */
+#include <math.h>
+
+#include "dbl.h"
+#include "dbl_ivf.h"
+
+/* The fields both structs share, read by one conversion (as the C code's
+ * templated convert_params). */
+typedef struct {
+  int metric, n_clusters, init, max_iter, n_init, batch_samples, batch_centroids;
+  double tol, oversampling;
+  bool hierarchical;
+  int hierarchical_n_iters;
+  int64_t buffer_samples, init_size;
+} km_params;
+
+#define KM_FILL(out, p)                               \
+  do {                                                \
+    (out)->metric = (int)(p)->metric;                 \
+    (out)->n_clusters = (p)->n_clusters;              \
+    (out)->init = (int)(p)->init;                     \
+    (out)->max_iter = (p)->max_iter;                  \
+    (out)->tol = (p)->tol;                            \
+    (out)->n_init = (p)->n_init;                      \
+    (out)->oversampling = (p)->oversampling_factor;   \
+    (out)->batch_samples = (p)->batch_samples;        \
+    (out)->batch_centroids = (p)->batch_centroids;    \
+    (out)->hierarchical = (p)->hierarchical;          \
+    (out)->hierarchical_n_iters = (p)->hierarchical_n_iters; \
+    (out)->init_size = (p)->init_size;                \
+  } while (0)
+
+/* ---- the arithmetic, on doubles ---- */
+
+typedef struct {
+  const void* p;
+  int bits;
+  int64_t n, d;
+} km_mat;
+
+static double km_at(const km_mat* m, int64_t i, int64_t j)
+{
+  if (m->bits == 64) return ((const double*)m->p)[i * m->d + j];
+  return ((const float*)m->p)[i * m->d + j];
+}
+
+static double km_sq(const km_mat* x, int64_t i, const double* c, int64_t d)
+{
+  double s = 0;
+  for (int64_t j = 0; j < d; j++) {
+    double t = km_at(x, i, j) - c[j];
+    s += t * t;
+  }
+  return s;
+}
+
+/* score of row i against centroid c, smaller is nearer */
+static double km_score(int metric, const km_mat* x, int64_t i, const double* c, int64_t d)
+{
+  if (metric == InnerProduct || metric == CosineExpanded) {
+    double ip = 0, nx = 0, nc = 0;
+    for (int64_t j = 0; j < d; j++) {
+      double v = km_at(x, i, j);
+      ip += v * c[j];
+      nx += v * v;
+      nc += c[j] * c[j];
+    }
+    if (metric == CosineExpanded) return 1.0 - ip / (sqrt(nx) * sqrt(nc) + 1e-30);
+    return -ip;
+  }
+  double s = km_sq(x, i, c, d);
+  return metric == L2SqrtExpanded ? sqrt(s) : s;
+}
+
+static int32_t km_nearest(int metric, const km_mat* x, int64_t i, const double* c, int64_t k,
+                          int64_t d, double* best)
+{
+  int32_t bi = 0;
+  double bv = INFINITY;
+  for (int64_t j = 0; j < k; j++) {
+    double v = km_score(metric, x, i, c + j * d, d);
+    if (v < bv) {
+      bv = v;
+      bi = (int32_t)j;
+    }
+  }
+  if (best) *best = bv;
+  return bi;
+}
+
+static uint64_t km_rng(uint64_t* s)
+{
+  *s += 0x9E3779B97F4A7C15ULL;
+  uint64_t z = *s;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+static double km_unit(uint64_t* s) { return (double)(km_rng(s) >> 11) / 9007199254740992.0; }
+
+static void km_row(const km_mat* x, int64_t i, double* out)
+{
+  for (int64_t j = 0; j < x->d; j++) out[j] = km_at(x, i, j);
+}
+
+/* k-means++ (D^2 sampling) or uniform row sampling into c (k x d). */
+static void km_seed(const km_mat* x, const double* w, int init, int64_t k, uint64_t* rng, double* c)
+{
+  int64_t n = x->n, d = x->d;
+  if (init == 1) { /* Random: k distinct rows */
+    int64_t* pick = calloc((size_t)n, sizeof *pick);
+    for (int64_t i = 0; i < n; i++) pick[i] = i;
+    for (int64_t j = 0; j < k; j++) {
+      int64_t r = j + (int64_t)(km_rng(rng) % (uint64_t)(n - j));
+      int64_t t = pick[j];
+      pick[j] = pick[r];
+      pick[r] = t;
+      km_row(x, pick[j], c + j * d);
+    }
+    free(pick);
+    return;
+  }
+  double* dist = malloc((size_t)n * sizeof *dist);
+  km_row(x, (int64_t)(km_rng(rng) % (uint64_t)n), c);
+  for (int64_t i = 0; i < n; i++) dist[i] = km_sq(x, i, c, d);
+  for (int64_t j = 1; j < k; j++) {
+    double total = 0;
+    for (int64_t i = 0; i < n; i++) total += dist[i] * (w ? w[i] : 1);
+    int64_t pick = n - 1;
+    if (total > 0) {
+      double u = km_unit(rng) * total, acc = 0;
+      for (int64_t i = 0; i < n; i++) {
+        acc += dist[i] * (w ? w[i] : 1);
+        if (acc >= u && dist[i] > 0) {
+          pick = i;
+          break;
+        }
+      }
+    } else {
+      pick = (int64_t)(km_rng(rng) % (uint64_t)n);
+    }
+    km_row(x, pick, c + j * d);
+    for (int64_t i = 0; i < n; i++) {
+      double v = km_sq(x, i, c + j * d, d);
+      if (v < dist[i]) dist[i] = v;
+    }
+  }
+  free(dist);
+}
+
+/* Lloyd's iterations from c; returns the iterations run, the (weighted)
+ * inertia in *inertia. */
+static int km_lloyd(const km_mat* x, const double* w, int metric, int64_t k, int max_iter,
+                    double tol, double* c, double* inertia)
+{
+  int64_t n = x->n, d = x->d;
+  double* sums = calloc((size_t)(k * d), sizeof *sums);
+  double* cnt = calloc((size_t)k, sizeof *cnt);
+  int it = 0;
+  for (it = 0; it < max_iter;) {
+    memset(sums, 0, (size_t)(k * d) * sizeof *sums);
+    memset(cnt, 0, (size_t)k * sizeof *cnt);
+    for (int64_t i = 0; i < n; i++) {
+      int32_t l = km_nearest(metric, x, i, c, k, d, NULL);
+      double wi = w ? w[i] : 1;
+      for (int64_t j = 0; j < d; j++) sums[l * d + j] += wi * km_at(x, i, j);
+      cnt[l] += wi;
+    }
+    double shift = 0;
+    for (int64_t l = 0; l < k; l++) {
+      if (cnt[l] <= 0) continue; /* an empty cluster keeps its centroid */
+      for (int64_t j = 0; j < d; j++) {
+        double v = sums[l * d + j] / cnt[l];
+        shift += (v - c[l * d + j]) * (v - c[l * d + j]);
+        c[l * d + j] = v;
+      }
+    }
+    it++;
+    if (shift < tol) break;
+  }
+  double in = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double b;
+    km_nearest(metric, x, i, c, k, d, &b);
+    in += (w ? w[i] : 1) * b;
+  }
+  *inertia = in;
+  free(sums);
+  free(cnt);
+  return it;
+}
+
+/* ---- tensors ---- */
+
+static int km_bits(const DLTensor* t)
+{
+  if (t->dtype.code == kDLFloat && t->dtype.bits == 32) return 32;
+  if (t->dtype.code == kDLFloat && t->dtype.bits == 64) return 64;
+  return 0;
+}
+
+static double* km_weights(const DLTensor* t, int bits, int64_t n)
+{
+  double* w = malloc((size_t)(n ? n : 1) * sizeof *w);
+  for (int64_t i = 0; i < n; i++) {
+    w[i] = bits == 64 ? ((const double*)t->data)[i] : ((const float*)t->data)[i];
+  }
+  return w;
+}
+
+static void km_store(void* dst, int bits, const double* src, int64_t n)
+{
+  for (int64_t i = 0; i < n; i++) {
+    if (bits == 64) {
+      ((double*)dst)[i] = src[i];
+    } else {
+      ((float*)dst)[i] = (float)src[i];
+    }
+  }
+}
+
+static cuvsError_t km_fit(const km_params* p, DLManagedTensor* X, DLManagedTensor* sw,
+                          DLManagedTensor* centroids, double* inertia, int* n_iter)
+{
+  TRY(dl_check_ptr(X, "X"));
+  int bits = km_bits(&X->dl_tensor);
+  if (!bits) {
+    return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d",
+                     (int)X->dl_tensor.dtype.code, (int)X->dl_tensor.dtype.bits);
+  }
+  EXPECTS(inertia != NULL && n_iter != NULL, "cuvsdouble: NULL inertia or n_iter");
+  const DLTensor* xt = &X->dl_tensor;
+  km_mat x = {xt->data, bits, xt->ndim > 0 ? xt->shape[0] : 0, xt->ndim > 1 ? xt->shape[1] : 0};
+  TRY(dl_check_ptr(centroids, "centroids"));
+  const DLTensor* ct = &centroids->dl_tensor;
+  double* w = NULL;
+  if (!dl_dev_compat(xt)) {
+    EXPECTS(!p->hierarchical, "hierarchical kmeans is not supported with host data");
+    EXPECTS(dl_dev_compat(ct), "centroids must be on device memory");
+    TRY(dl_view(centroids, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+    if (sw) EXPECTS(dl_host_compat(&sw->dl_tensor), "sample_weight must be host accessible when X is on host");
+  } else if (p->hierarchical) {
+    EXPECTS(sw == NULL, "sample_weight cannot be used with hierarchical kmeans");
+    EXPECTS(bits == 32, "float64 is an unsupported dtype for hierarchical kmeans");
+    TRY(dl_view(X, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+    TRY(dl_view(centroids, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+    TRY(dl_strict(xt, "X"));
+    TRY(dl_strict(ct, "centroids"));
+    int64_t k = ct->shape[0], d = x.d;
+    EXPECTS(ct->shape[1] == d, "Number of features in dataset and centroids are different");
+    EXPECTS(k > 0 && k <= x.n,
+            "The number of centroids must be strictly positive and cannot exceed the number of "
+            "points in the training dataset.");
+    int m = p->metric;
+    if (m != L2Expanded && m != L2SqrtExpanded && m != CosineExpanded && m != InnerProduct) {
+      return RAFT_FAIL("The chosen distance metric is not supported (%d)", m);
+    }
+    double* c = malloc((size_t)(k * d) * sizeof *c);
+    /* evenly spaced rows seed the balanced fit */
+    for (int64_t j = 0; j < k; j++) km_row(&x, j * x.n / k, c + j * d);
+    double in;
+    km_lloyd(&x, NULL, m, k, p->hierarchical_n_iters, 0, c, &in);
+    km_store(ct->data, bits, c, k * d);
+    free(c);
+    *inertia = in;
+    *n_iter = p->hierarchical_n_iters;
+    return CUVS_SUCCESS;
+  } else {
+    TRY(dl_view(X, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+    TRY(dl_strict(xt, "X"));
+    if (sw) {
+      TRY(dl_view(sw, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 1));
+      TRY(dl_strict(&sw->dl_tensor, "sample_weight"));
+    }
+    TRY(dl_view(centroids, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+  }
+  TRY(dl_strict(ct, "centroids"));
+  EXPECTS(p->metric == L2Expanded || p->metric == L2SqrtExpanded,
+          "kmeans only supports L2Expanded or L2SqrtExpanded distance metrics.");
+  if (sw) {
+    EXPECTS(sw->dl_tensor.shape[0] == x.n, "invalid parameter (sample_weight!=n_samples)");
+  }
+  EXPECTS(p->n_clusters > 0, "invalid parameter (n_clusters<=0)");
+  EXPECTS(p->tol > 0, "invalid parameter (tol<=0)");
+  EXPECTS(p->oversampling >= 0, "invalid parameter (oversampling_factor<0)");
+  EXPECTS(ct->shape[0] == p->n_clusters, "invalid parameter (centroids.extent(0) != n_clusters)");
+  EXPECTS(ct->shape[1] == x.d, "invalid parameter (centroids.extent(1) != n_features)");
+  int64_t n = x.n, d = x.d, k = p->n_clusters;
+  EXPECTS(k <= n, "cuvsdouble: n_clusters (%lld) exceeds the %lld samples", (long long)k,
+          (long long)n);
+  if (sw) {
+    w = km_weights(&sw->dl_tensor, bits, n);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += w[i];
+    if (!(s > 0)) {
+      free(w);
+      return RAFT_FAIL("invalid parameter (sum of sample weights must be positive)");
+    }
+    for (int64_t i = 0; i < n; i++) w[i] *= (double)n / s;
+  }
+  double* c = malloc((size_t)(k * d) * sizeof *c);
+  double* best = malloc((size_t)(k * d) * sizeof *best);
+  double best_in = INFINITY;
+  int best_it = 0;
+  int runs = p->init == 2 ? 1 : (p->n_init > 0 ? p->n_init : 1);
+  uint64_t rng = 0;
+  for (int r = 0; r < runs; r++) {
+    if (p->init == 2) {
+      for (int64_t i = 0; i < k * d; i++) {
+        c[i] = bits == 64 ? ((const double*)ct->data)[i] : ((const float*)ct->data)[i];
+      }
+    } else {
+      km_seed(&x, w, p->init, k, &rng, c);
+    }
+    double in;
+    int it = km_lloyd(&x, w, p->metric, k, p->max_iter, p->tol, c, &in);
+    if (in < best_in || r == 0) {
+      best_in = in;
+      best_it = it;
+      memcpy(best, c, (size_t)(k * d) * sizeof *c);
+    }
+  }
+  km_store(ct->data, bits, best, k * d);
+  free(c);
+  free(best);
+  free(w);
+  *inertia = best_in;
+  *n_iter = best_it;
+  return CUVS_SUCCESS;
+}
+
+static cuvsError_t km_predict(const km_params* p, DLManagedTensor* X, DLManagedTensor* sw,
+                              DLManagedTensor* centroids, DLManagedTensor* labels,
+                              bool normalize, double* inertia)
+{
+  TRY(dl_check_ptr(X, "X"));
+  int bits = km_bits(&X->dl_tensor);
+  if (!bits) {
+    return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d",
+                     (int)X->dl_tensor.dtype.code, (int)X->dl_tensor.dtype.bits);
+  }
+  EXPECTS(inertia != NULL, "cuvsdouble: NULL inertia");
+  EXPECTS(dl_dev_compat(&X->dl_tensor), "X dataset must be accessible on device memory");
+  TRY(dl_check_ptr(centroids, "centroids"));
+  TRY(dl_check_ptr(labels, "labels"));
+  if (p->hierarchical) {
+    EXPECTS(sw == NULL, "sample_weight cannot be used with hierarchical kmeans");
+    EXPECTS(bits == 32, "float64 is an unsupported dtype for hierarchical kmeans");
+  }
+  TRY(dl_view(X, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+  if (sw && !p->hierarchical) TRY(dl_view(sw, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 1));
+  TRY(dl_view(centroids, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+  TRY(dl_view(labels, LAYOUT_ROW, kDLInt, 32, WANT_DEVICE, 1));
+  TRY(dl_strict(&X->dl_tensor, "X"));
+  TRY(dl_strict(&centroids->dl_tensor, "centroids"));
+  TRY(dl_strict(&labels->dl_tensor, "labels"));
+  const DLTensor *xt = &X->dl_tensor, *ct = &centroids->dl_tensor, *lt = &labels->dl_tensor;
+  km_mat x = {xt->data, bits, xt->shape[0], xt->shape[1]};
+  int64_t k = ct->shape[0], d = x.d, n = x.n;
+  int m = p->metric;
+  if (p->hierarchical) {
+    EXPECTS(n == lt->shape[0], "The number of rows in the dataset and labels must be the same");
+    EXPECTS(ct->shape[1] == d, "The number of features in dataset and centroids must be the same");
+    if (m != L2Expanded && m != L2SqrtExpanded && m != CosineExpanded && m != InnerProduct) {
+      return RAFT_FAIL("The chosen distance metric is not supported (%d)", m);
+    }
+  } else {
+    EXPECTS(m == L2Expanded || m == L2SqrtExpanded,
+            "kmeans only supports L2Expanded or L2SqrtExpanded distance metrics.");
+    if (sw) EXPECTS(sw->dl_tensor.shape[0] == n, "invalid parameter (sample_weight!=n_samples)");
+    EXPECTS(p->n_clusters > 0, "invalid parameter (n_clusters<=0)");
+    EXPECTS(p->tol > 0, "invalid parameter (tol<=0)");
+    EXPECTS(p->oversampling >= 0, "invalid parameter (oversampling_factor<0)");
+    EXPECTS(k == p->n_clusters, "invalid parameter (centroids.extent(0) != n_clusters)");
+    EXPECTS(ct->shape[1] == d, "invalid parameter (centroids.extent(1) != n_features)");
+    EXPECTS(lt->shape[0] == n, "invalid parameter (labels.extent(0) != n_samples)");
+  }
+  double* c = malloc((size_t)(k * d ? k * d : 1) * sizeof *c);
+  for (int64_t i = 0; i < k * d; i++) {
+    c[i] = bits == 64 ? ((const double*)ct->data)[i] : ((const float*)ct->data)[i];
+  }
+  double* w = sw && !p->hierarchical ? km_weights(&sw->dl_tensor, bits, n) : NULL;
+  if (w && normalize) {
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += w[i];
+    if (s > 0) {
+      for (int64_t i = 0; i < n; i++) w[i] *= (double)n / s;
+    }
+  }
+  double in = 0;
+  int32_t* lab = lt->data;
+  for (int64_t i = 0; i < n; i++) {
+    double b;
+    lab[i] = km_nearest(m, &x, i, c, k, d, &b);
+    in += (w ? w[i] : 1) * b;
+  }
+  free(c);
+  free(w);
+  *inertia = p->hierarchical ? 0 : in;
+  return CUVS_SUCCESS;
+}
+
+static cuvsError_t km_cost(DLManagedTensor* X, DLManagedTensor* centroids, double* cost)
+{
+  TRY(dl_check_ptr(X, "X"));
+  int bits = km_bits(&X->dl_tensor);
+  if (!bits) {
+    return RAFT_FAIL("Unsupported dataset DLtensor dtype: %d and bits: %d",
+                     (int)X->dl_tensor.dtype.code, (int)X->dl_tensor.dtype.bits);
+  }
+  EXPECTS(dl_dev_compat(&X->dl_tensor), "X dataset must be accessible on device memory");
+  TRY(dl_check_ptr(centroids, "centroids"));
+  TRY(dl_view(X, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+  TRY(dl_view(centroids, LAYOUT_ROW, kDLFloat, bits, WANT_DEVICE, 2));
+  TRY(dl_strict(&X->dl_tensor, "X"));
+  TRY(dl_strict(&centroids->dl_tensor, "centroids"));
+  EXPECTS(cost != NULL, "cuvsdouble: NULL cost");
+  const DLTensor *xt = &X->dl_tensor, *ct = &centroids->dl_tensor;
+  km_mat x = {xt->data, bits, xt->shape[0], xt->shape[1]};
+  EXPECTS(ct->shape[1] == x.d, "cuvsdouble: centroids have %lld columns, X has %lld",
+          (long long)ct->shape[1], (long long)x.d);
+  int64_t k = ct->shape[0], d = x.d;
+  double* c = malloc((size_t)(k * d ? k * d : 1) * sizeof *c);
+  for (int64_t i = 0; i < k * d; i++) {
+    c[i] = bits == 64 ? ((const double*)ct->data)[i] : ((const float*)ct->data)[i];
+  }
+  double s = 0;
+  for (int64_t i = 0; i < x.n; i++) {
+    double b;
+    km_nearest(L2Expanded, &x, i, c, k, d, &b);
+    s += b;
+  }
+  free(c);
+  *cost = s;
+  return CUVS_SUCCESS;
+}
+
+/* ---- params ---- */
+
+#define KM_DEFAULTS(p)                  \
+  do {                                  \
+    (p)->metric = L2Expanded;           \
+    (p)->n_clusters = 8;                \
+    (p)->init = KMeansPlusPlus;         \
+    (p)->max_iter = 300;                \
+    (p)->tol = 1e-4;                    \
+    (p)->n_init = 1;                    \
+    (p)->oversampling_factor = 2.0;     \
+    (p)->batch_samples = 1 << 15;       \
+    (p)->batch_centroids = 0;           \
+    (p)->hierarchical = false;          \
+    (p)->hierarchical_n_iters = 20;     \
+    (p)->init_size = 0;                 \
+  } while (0)
+
+DBL_API cuvsError_t cuvsKMeansParamsCreate(cuvsKMeansParams_t* params)
+{
+  DBL_ENTER(cuvsKMeansParamsCreate);
+  if (!params) {
+    dbl_violation("NULL out-parameter (the real library would crash)");
+    return RAFT_FAIL("cuvsdouble: NULL out-parameter");
+  }
+  struct cuvsKMeansParams* p = calloc(1, sizeof *p);
+  if (!p) return dbl_plain_fail("std::bad_alloc");
+  KM_DEFAULTS(p);
+#if DBL_RELEASE >= 2608
+  p->device_buffer_samples = 0;
+#else
+  p->inertia_check = false;
+  p->streaming_batch_size = 0;
+#endif
+  dbl_reg_add(p, K_KMEANS_PARAMS, sizeof *p);
+  *params = p;
+  return dbl_ok();
+}
+
+DBL_API cuvsError_t cuvsKMeansParamsDestroy(cuvsKMeansParams_t params)
+{
+  DBL_ENTER(cuvsKMeansParamsDestroy);
+  return ivf_plain_destroy(params, K_KMEANS_PARAMS, "cuvsKMeansParams");
+}
+
+static void km_from_v1(const struct cuvsKMeansParams* p, km_params* out)
+{
+  KM_FILL(out, p);
+#if DBL_RELEASE >= 2608
+  out->buffer_samples = p->device_buffer_samples;
+#else
+  out->buffer_samples = p->streaming_batch_size;
+#endif
+}
+
+DBL_API cuvsError_t cuvsKMeansFit(cuvsResources_t res, cuvsKMeansParams_t params,
+                                  DLManagedTensor* X, DLManagedTensor* sample_weight,
+                                  DLManagedTensor* centroids, double* inertia, int* n_iter)
+{
+  DBL_ENTER(cuvsKMeansFit);
+  TRY(ivf_check_plain(params, K_KMEANS_PARAMS, "cuvsKMeansParams"));
+  km_params p;
+  km_from_v1(params, &p);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = km_fit(&p, X, sample_weight, centroids, inertia, n_iter);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, centroids, NULL);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+DBL_API cuvsError_t cuvsKMeansPredict(cuvsResources_t res, cuvsKMeansParams_t params,
+                                      DLManagedTensor* X, DLManagedTensor* sample_weight,
+                                      DLManagedTensor* centroids, DLManagedTensor* labels,
+                                      bool normalize_weight, double* inertia)
+{
+  DBL_ENTER(cuvsKMeansPredict);
+  TRY(ivf_check_plain(params, K_KMEANS_PARAMS, "cuvsKMeansParams"));
+  km_params p;
+  km_from_v1(params, &p);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = km_predict(&p, X, sample_weight, centroids, labels, normalize_weight, inertia);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, labels, NULL);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+DBL_API cuvsError_t cuvsKMeansClusterCost(cuvsResources_t res, DLManagedTensor* X,
+                                          DLManagedTensor* centroids, double* cost)
+{
+  DBL_ENTER(cuvsKMeansClusterCost);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = km_cost(X, centroids, cost);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+#if DBL_RELEASE < 2608
+DBL_API cuvsError_t cuvsKMeansParamsCreate_v2(cuvsKMeansParams_v2_t* params)
+{
+  DBL_ENTER(cuvsKMeansParamsCreate_v2);
+  if (!params) {
+    dbl_violation("NULL out-parameter (the real library would crash)");
+    return RAFT_FAIL("cuvsdouble: NULL out-parameter");
+  }
+  struct cuvsKMeansParams_v2* p = calloc(1, sizeof *p);
+  if (!p) return dbl_plain_fail("std::bad_alloc");
+  KM_DEFAULTS(p);
+  p->streaming_batch_size = 0;
+  dbl_reg_add(p, K_KMEANS_PARAMS_V2, sizeof *p);
+  *params = p;
+  return dbl_ok();
+}
+
+DBL_API cuvsError_t cuvsKMeansParamsDestroy_v2(cuvsKMeansParams_v2_t params)
+{
+  DBL_ENTER(cuvsKMeansParamsDestroy_v2);
+  return ivf_plain_destroy(params, K_KMEANS_PARAMS_V2, "cuvsKMeansParams_v2");
+}
+
+static void km_from_v2(const struct cuvsKMeansParams_v2* p, km_params* out)
+{
+  KM_FILL(out, p);
+  out->buffer_samples = p->streaming_batch_size;
+}
+
+DBL_API cuvsError_t cuvsKMeansFit_v2(cuvsResources_t res, cuvsKMeansParams_v2_t params,
+                                     DLManagedTensor* X, DLManagedTensor* sample_weight,
+                                     DLManagedTensor* centroids, double* inertia, int* n_iter)
+{
+  DBL_ENTER(cuvsKMeansFit_v2);
+  TRY(ivf_check_plain(params, K_KMEANS_PARAMS_V2, "cuvsKMeansParams_v2"));
+  km_params p;
+  km_from_v2(params, &p);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = km_fit(&p, X, sample_weight, centroids, inertia, n_iter);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, centroids, NULL);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+
+DBL_API cuvsError_t cuvsKMeansPredict_v2(cuvsResources_t res, cuvsKMeansParams_v2_t params,
+                                         DLManagedTensor* X, DLManagedTensor* sample_weight,
+                                         DLManagedTensor* centroids, DLManagedTensor* labels,
+                                         bool normalize_weight, double* inertia)
+{
+  DBL_ENTER(cuvsKMeansPredict_v2);
+  TRY(ivf_check_plain(params, K_KMEANS_PARAMS_V2, "cuvsKMeansParams_v2"));
+  km_params p;
+  km_from_v2(params, &p);
+  dbl_res* r;
+  TRY(dbl_res_acquire(res, &r));
+  cuvsError_t st = km_predict(&p, X, sample_weight, centroids, labels, normalize_weight, inertia);
+  if (st == CUVS_SUCCESS) dbl_async_outputs(r, labels, NULL);
+  dbl_res_release(r);
+  return st == CUVS_SUCCESS ? dbl_ok() : st;
+}
+#endif

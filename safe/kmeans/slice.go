@@ -1,0 +1,208 @@
+package kmeans
+
+import (
+	"math"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
+)
+
+// Model is a fitted clustering in Go memory.
+type Model[T Float] struct {
+	// Centroids holds Clusters rows of Dim values, row-major.
+	Centroids []T
+	// Clusters and Dim are the centroids' shape.
+	Clusters, Dim int
+	// FitResult is the inertia and iteration count of the fit.
+	FitResult
+}
+
+func finite[T Float](op, name string, v []T) error {
+	for i, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return kit.Argf(op, name, "value %d is %v", i, f)
+		}
+	}
+	return nil
+}
+
+func rowsOf[T Float](op, name string, v []T, dim int) (int, error) {
+	if dim < 1 {
+		return 0, kit.Argf(op, "dim", "%d, want at least 1", dim)
+	}
+	if len(v) == 0 || len(v)%dim != 0 {
+		return 0, kit.Argf(op, name, "%d values is not a positive multiple of dim %d", len(v), dim)
+	}
+	return len(v) / dim, finite(op, name, v)
+}
+
+// FitSlice clusters the rows of data (row-major, dim columns, Go memory)
+// with p and returns the centroids in Go memory. weights, if not nil, hold
+// one weight per row. With Init Array, init holds the Clusters × dim
+// starting centroids (nil otherwise). It uploads the data to device memory
+// it allocates for the call, and waits.
+//
+// C calls: those of Fit, and cuvsRMMAlloc/Free, cuvsMatrixCopy,
+// cuvsStreamSync.
+func FitSlice[T Float](res *safe.Resources, p *Params, data []T, dim int, weights, init []T) (*Model[T], error) {
+	const op = "kmeans.FitSlice"
+	if p == nil {
+		return nil, kit.Argf(op, "params", "nil")
+	}
+	if err := p.validate(op, p.Balanced); err != nil {
+		return nil, err
+	}
+	rows, err := rowsOf(op, "data", data, dim)
+	if err != nil {
+		return nil, err
+	}
+	if p.Clusters > rows {
+		return nil, kit.Argf(op, "params.Clusters", "%d clusters for %d rows", p.Clusters, rows)
+	}
+	if p.Balanced {
+		if dlpack.DataTypeOf[T]() != dlpack.Float32 {
+			return nil, kit.Argf(op, "data", "%s: balanced k-means takes float32 only", dlpack.DataTypeOf[T]())
+		}
+		if weights != nil {
+			return nil, kit.Argf(op, "weights", "balanced k-means takes no sample weights")
+		}
+	}
+	if weights != nil {
+		if len(weights) != rows {
+			return nil, kit.Argf(op, "weights", "%d weights for %d rows", len(weights), rows)
+		}
+		if err := finite(op, "weights", weights); err != nil {
+			return nil, err
+		}
+	}
+	if (init != nil) != (p.Init == Array && !p.Balanced) {
+		return nil, kit.Argf(op, "init", "%d values: starting centroids go with Init Array (and only with it)", len(init))
+	}
+	if init != nil {
+		if len(init) != p.Clusters*dim {
+			return nil, kit.Argf(op, "init", "%d values, want Clusters × dim = %d", len(init), p.Clusters*dim)
+		}
+		if err := finite(op, "init", init); err != nil {
+			return nil, err
+		}
+	}
+	dx, err := safe.DeviceMatrixFrom(res, data, rows, dim)
+	if err != nil {
+		return nil, err
+	}
+	defer dx.Close()
+	var w dlpack.Tensor
+	if weights != nil {
+		dw, err := safe.DeviceVectorFrom(res, weights)
+		if err != nil {
+			return nil, err
+		}
+		defer dw.Close()
+		w = dw
+	}
+	dc, err := safe.NewDeviceMatrix[T](res, p.Clusters, dim)
+	if err != nil {
+		return nil, err
+	}
+	defer dc.Close()
+	if init != nil {
+		if err := dc.CopyFromHost(res, init); err != nil {
+			return nil, err
+		}
+	}
+	r, err := Fit(res, p, dx, w, dc)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dc.ToHost(res)
+	if err != nil {
+		return nil, err
+	}
+	return &Model[T]{Centroids: c, Clusters: p.Clusters, Dim: dim, FitResult: r}, nil
+}
+
+// Predict labels the rows of data (row-major, m.Dim columns, Go memory)
+// with their nearest centroid and returns the labels and the inertia
+// (weighted by weights if not nil, scaled to sum to the rows when
+// normalizeWeights). p must be the params m was fitted with (its Metric
+// and Balanced decide the assignment).
+//
+// C calls: those of the package-level Predict, and cuvsRMMAlloc/Free,
+// cuvsMatrixCopy, cuvsStreamSync.
+func (m *Model[T]) Predict(res *safe.Resources, p *Params, data, weights []T, normalizeWeights bool) ([]int32, float64, error) {
+	const op = "kmeans.Model.Predict"
+	if m == nil || m.Dim < 1 || m.Clusters < 1 || len(m.Centroids) != m.Clusters*m.Dim {
+		return nil, 0, kit.Argf(op, "model", "not a fitted model")
+	}
+	rows, err := rowsOf(op, "data", data, m.Dim)
+	if err != nil {
+		return nil, 0, err
+	}
+	if weights != nil && len(weights) != rows {
+		return nil, 0, kit.Argf(op, "weights", "%d weights for %d rows", len(weights), rows)
+	}
+	if p != nil && p.Clusters != m.Clusters {
+		return nil, 0, kit.Argf(op, "params.Clusters", "%d, the model has %d centroids", p.Clusters, m.Clusters)
+	}
+	dx, err := safe.DeviceMatrixFrom(res, data, rows, m.Dim)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer dx.Close()
+	dc, err := safe.DeviceMatrixFrom(res, m.Centroids, m.Clusters, m.Dim)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer dc.Close()
+	var w dlpack.Tensor
+	if weights != nil {
+		dw, err := safe.DeviceVectorFrom(res, weights)
+		if err != nil {
+			return nil, 0, err
+		}
+		defer dw.Close()
+		w = dw
+	}
+	dl, err := safe.NewDeviceVector[int32](res, rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer dl.Close()
+	inertia, err := Predict(res, p, dx, w, dc, dl, normalizeWeights)
+	if err != nil {
+		return nil, 0, err
+	}
+	labels := make([]int32, rows)
+	if err := dl.CopyToHost(res, labels); err != nil {
+		return nil, 0, err
+	}
+	return labels, inertia, nil
+}
+
+// Cost returns ClusterCost of the rows of data (row-major, m.Dim columns,
+// Go memory) against the model's centroids.
+//
+// C calls: cuvsKMeansClusterCost, and cuvsRMMAlloc/Free, cuvsMatrixCopy,
+// cuvsStreamSync.
+func (m *Model[T]) Cost(res *safe.Resources, data []T) (float64, error) {
+	const op = "kmeans.Model.Cost"
+	if m == nil || m.Dim < 1 || m.Clusters < 1 || len(m.Centroids) != m.Clusters*m.Dim {
+		return 0, kit.Argf(op, "model", "not a fitted model")
+	}
+	rows, err := rowsOf(op, "data", data, m.Dim)
+	if err != nil {
+		return 0, err
+	}
+	dx, err := safe.DeviceMatrixFrom(res, data, rows, m.Dim)
+	if err != nil {
+		return 0, err
+	}
+	defer dx.Close()
+	dc, err := safe.DeviceMatrixFrom(res, m.Centroids, m.Clusters, m.Dim)
+	if err != nil {
+		return 0, err
+	}
+	defer dc.Close()
+	return ClusterCost(res, dx, dc)
+}
