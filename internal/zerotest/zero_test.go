@@ -24,6 +24,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
+	"github.com/cuvs-go/cuvs/safe/quantize"
 )
 
 func TestMain(m *testing.M) { safetest.Main(m) }
@@ -145,6 +146,14 @@ func TestZeroValues(t *testing.T) {
 		{name: "ivfpq.IndexParams", v: new(ivfpq.IndexParams), value: true},
 		{name: "ivfpq.Prepared", v: new(ivfpq.Prepared)},
 		{name: "ivfpq.SearchParams", v: new(ivfpq.SearchParams), value: true},
+		{name: "quantize.Binary", v: new(quantize.Binary)},
+		{name: "quantize.BinaryParams", v: new(quantize.BinaryParams), value: true},
+		{name: "quantize.KMeansType", v: new(quantize.KMeansType), value: true},
+		{name: "quantize.PQ", v: new(quantize.PQ)},
+		{name: "quantize.PQParams", v: new(quantize.PQParams), value: true},
+		{name: "quantize.Scalar", v: new(quantize.Scalar), value: true},
+		{name: "quantize.ScalarParams", v: new(quantize.ScalarParams), value: true},
+		{name: "quantize.Threshold", v: new(quantize.Threshold), value: true},
 		{name: "batch.Batcher", v: new(batch.Batcher[float32, int64])},
 		{name: "batch.Options", v: new(batch.Options), value: true},
 		{name: "batch.Stats", v: new(batch.Stats), value: true},
@@ -233,13 +242,19 @@ func TestTypedNilTensors(t *testing.T) {
 	for name, tn := range tensors {
 		t.Run(name, func(t *testing.T) {
 			ops := map[string]func() error{
-				"View":             func() error { _, err := tn.View(); return err },
-				"ViewMut":          func() error { _, err := tn.ViewMut(); return err },
-				"bruteforce.Build": func() error { _, err := bruteforce.Build(res, tn, nil); return err },
-				"cagra.Build":      func() error { _, err := cagra.Build(res, tn, nil); return err },
-				"ivfflat.Build":    func() error { _, err := ivfflat.Build(res, tn, nil); return err },
-				"ivfsq.Build":      func() error { _, err := ivfsq.Build(res, tn, nil); return err },
-				"ivfpq.Build":      func() error { _, err := ivfpq.Build(res, tn, nil); return err },
+				"View":                 func() error { _, err := tn.View(); return err },
+				"ViewMut":              func() error { _, err := tn.ViewMut(); return err },
+				"bruteforce.Build":     func() error { _, err := bruteforce.Build(res, tn, nil); return err },
+				"cagra.Build":          func() error { _, err := cagra.Build(res, tn, nil); return err },
+				"ivfflat.Build":        func() error { _, err := ivfflat.Build(res, tn, nil); return err },
+				"ivfsq.Build":          func() error { _, err := ivfsq.Build(res, tn, nil); return err },
+				"ivfpq.Build":          func() error { _, err := ivfpq.Build(res, tn, nil); return err },
+				"quantize.TrainScalar": func() error { _, err := quantize.TrainScalar(res, tn, nil); return err },
+				"quantize.TrainBinary": func() error { _, err := quantize.TrainBinary(res, tn, nil); return err },
+				"quantize.BuildPQ":     func() error { _, err := quantize.BuildPQ(res, tn, nil); return err },
+				"quantize.BinaryTransform": func() error {
+					return quantize.BinaryTransform(res, tn, tn)
+				},
 				"safe.Copy": func() error {
 					dst, _ := dlpack.NewHostMatrix(make([]float32, 4), 2, 2)
 					v, err := tn.View()
