@@ -47,6 +47,9 @@
 #include <cuvs/neighbors/ivf_flat.h>
 #include <cuvs/neighbors/ivf_sq.h>
 #include <cuvs/neighbors/refine.h>
+#include <cuvs/preprocessing/quantize/binary.h>
+#include <cuvs/preprocessing/quantize/pq.h>
+#include <cuvs/preprocessing/quantize/scalar.h>
 #if defined(CUVSGO_RELEASE) && CUVSGO_RELEASE >= 2608
 #include <cuvs/core/dataset.h>
 #include <cuvs/selection/select_k.h>
