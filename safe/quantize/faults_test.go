@@ -49,7 +49,9 @@ func TestFaults(t *testing.T) {
 			}},
 		{"DefaultBinaryParams", []string{"cuvsBinaryQuantizerParamsCreate"}, func() error { return errOf(quantize.DefaultBinaryParams()) }},
 		{"TrainBinary", []string{"cuvsBinaryQuantizerCreate", "cuvsBinaryQuantizerTrain", "cuvsStreamSync"},
-			func() error { return errOf(quantize.TrainBinary(res, in, &quantize.BinaryParams{Threshold: quantize.ThresholdMean})) }},
+			func() error {
+				return errOf(quantize.TrainBinary(res, in, &quantize.BinaryParams{Threshold: quantize.ThresholdMean}))
+			}},
 		{"Binary.Transform", []string{"cuvsBinaryQuantizerTransformWithParams", "cuvsStreamSync"},
 			func() error { return bq.Transform(res, in, host(t, make([]uint8, rows), rows, 1)) }},
 		{"BinaryTransform", []string{"cuvsBinaryQuantizerTransform", "cuvsStreamSync"},
