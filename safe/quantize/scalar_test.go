@@ -38,6 +38,15 @@ func wantCode(x, min, max float64) int8 {
 	return int8(math.Round(float64(float32(scale*x + offset))))
 }
 
+// halfway reports a value whose scaled position is within 1e-4 of a
+// rounding boundary, where a compiler's fused multiply-add may round the
+// other way.
+func halfway(x, min, max float64) bool {
+	scale := 255 / (max - min)
+	r := scale*x + (-128 - min*scale)
+	return math.Abs(r-math.Floor(r)-0.5) < 1e-4
+}
+
 func scalarData(rows, dim int) []float32 {
 	d := safetest.Random(7, rows, dim)
 	for i := range d {
@@ -74,7 +83,8 @@ func TestScalarRoundTripHost(t *testing.T) {
 	codes := make([]int8, rows*dim)
 	must(t, q.Transform(res, host(t, data, rows, dim), host(t, codes, rows, dim)))
 	for i, v := range data {
-		if w := wantCode(float64(v), q.Min(), q.Max()); codes[i] != w {
+		w := wantCode(float64(v), q.Min(), q.Max())
+		if codes[i] != w && !(halfway(float64(v), q.Min(), q.Max()) && (codes[i]-w == 1 || w-codes[i] == 1)) {
 			t.Fatalf("code %d of %v = %d, want %d", i, v, codes[i], w)
 		}
 	}
