@@ -3,6 +3,7 @@
 //
 //	go run ./gen [flags]          regenerate generated/
 //	go run ./gen diff OLD NEW     compare two APIs (model files or header trees)
+//	go run ./gen coverage         which Go API reaches each C function of each release
 //
 // The bindings serve a window of releases; each has its model committed in
 // generated/api/v<major.minor>.json (what the parser made of its headers).
@@ -71,6 +72,9 @@ func (c *config) flags(fs *flag.FlagSet) {
 func run(args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "diff" {
 		return runDiff(args[1:], stdout)
+	}
+	if len(args) > 0 && args[0] == "coverage" {
+		return runCoverage(args[1:], stdout, stderr)
 	}
 	var c config
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)

@@ -366,7 +366,9 @@ func (p Pair) Live() int64 { return p.Acquired - p.Released }
 // buffer and buffer_bytes (the double's own storage); ivf_flat_index_params,
 // ivf_flat_search_params, ivf_flat_index, ivf_flat_index_data and their
 // ivf_sq_* twins, ivf_pq_index and ivf_pq_index_data (IVF handles and built
-// indexes).
+// indexes); scalar_quantizer_params, scalar_quantizer and their binary_* and
+// product_* twins (quantizer params and handles; the trained binary and
+// product quantizers, which cuVS's Destroy leaks, are counted by none).
 type Counters map[string]Pair
 
 // Unbalanced returns the kinds whose Live count is not zero.

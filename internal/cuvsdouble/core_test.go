@@ -17,7 +17,10 @@ func TestFunctionsAndSymbols(t *testing.T) {
 	f := newFixture(t)
 	defer f.close()
 	fns := f.ctl.Functions()
-	const want = 61 + 30 + 23 + 16 // + IVF-Flat (14), IVF-SQ (15), refine (1), IVF-PQ indexes (23), distance (1), k-means (5 + 4 _v2), PCA (6)
+	const want = 61 + 30 + 23 + // + IVF-Flat (14), IVF-SQ (15), refine (1), IVF-PQ indexes (23)
+		16 + // distance (1), k-means (5 + 4 _v2), PCA (6)
+		27 + // quantizers
+		0
 	if len(fns) != want {
 		t.Errorf("%d functions, want %d: %v", len(fns), want, fns)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
 	"github.com/cuvs-go/cuvs/safe/kmeans"
 	"github.com/cuvs-go/cuvs/safe/pca"
+	"github.com/cuvs-go/cuvs/safe/quantize"
 )
 
 func TestMain(m *testing.M) { safetest.Main(m) }
@@ -155,6 +156,14 @@ func TestZeroValues(t *testing.T) {
 		{name: "pca.Model", v: new(pca.Model)},
 		{name: "pca.Params", v: new(pca.Params), value: true},
 		{name: "pca.Solver", v: new(pca.Solver), value: true},
+		{name: "quantize.Binary", v: new(quantize.Binary)},
+		{name: "quantize.BinaryParams", v: new(quantize.BinaryParams), value: true},
+		{name: "quantize.KMeansType", v: new(quantize.KMeansType), value: true},
+		{name: "quantize.PQ", v: new(quantize.PQ)},
+		{name: "quantize.PQParams", v: new(quantize.PQParams), value: true},
+		{name: "quantize.Scalar", v: new(quantize.Scalar), value: true},
+		{name: "quantize.ScalarParams", v: new(quantize.ScalarParams), value: true},
+		{name: "quantize.Threshold", v: new(quantize.Threshold), value: true},
 		{name: "batch.Batcher", v: new(batch.Batcher[float32, int64])},
 		{name: "batch.Options", v: new(batch.Options), value: true},
 		{name: "batch.Stats", v: new(batch.Stats), value: true},
@@ -269,6 +278,10 @@ func TestTypedNilTensors(t *testing.T) {
 					return safe.Copy(res, &v, &dm)
 				},
 			}
+			ops["quantize.TrainScalar"] = func() error { _, err := quantize.TrainScalar(res, tn, nil); return err }
+			ops["quantize.TrainBinary"] = func() error { _, err := quantize.TrainBinary(res, tn, nil); return err }
+			ops["quantize.BuildPQ"] = func() error { _, err := quantize.BuildPQ(res, tn, nil); return err }
+			ops["quantize.BinaryTransform"] = func() error { return quantize.BinaryTransform(res, tn, tn) }
 			for op, f := range ops {
 				var err error
 				_, p, hung := call(func() []reflect.Value { err = f(); return nil })

@@ -47,6 +47,9 @@
 #include <cuvs/neighbors/ivf_flat.h>
 #include <cuvs/neighbors/ivf_sq.h>
 #include <cuvs/neighbors/refine.h>
+#include <cuvs/preprocessing/quantize/binary.h>
+#include <cuvs/preprocessing/quantize/pq.h>
+#include <cuvs/preprocessing/quantize/scalar.h>
 #if defined(CUVSGO_RELEASE) && CUVSGO_RELEASE >= 2608
 #include <cuvs/core/dataset.h>
 #include <cuvs/selection/select_k.h>
@@ -155,6 +158,7 @@
   DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)                     \
   DBL_FUNCS_IVF_PQ(X)                                 \
   DBL_FUNCS_KMEANS_PCA_DISTANCE(X)                    \
+  DBL_FUNCS_QUANTIZE(X)                               \
   DBL_R2608(DBL_FUNCS_2608(X))
 
 /* k-means, PCA and pairwise distances (dbl_kmeans_api.c, dbl_pca.c,
@@ -258,6 +262,36 @@
   X(cuvsIvfPqExtend, E)                         \
   X(cuvsIvfPqTransform, E)
 
+/* Quantizers: scalar, binary, product (dbl_quantize.c). */
+#define DBL_FUNCS_QUANTIZE(X)                      \
+  X(cuvsScalarQuantizerParamsCreate, E)            \
+  X(cuvsScalarQuantizerParamsDestroy, E)           \
+  X(cuvsScalarQuantizerCreate, E)                  \
+  X(cuvsScalarQuantizerDestroy, E)                 \
+  X(cuvsScalarQuantizerTrain, E)                   \
+  X(cuvsScalarQuantizerTransform, E)               \
+  X(cuvsScalarQuantizerInverseTransform, E)        \
+  X(cuvsBinaryQuantizerParamsCreate, E)            \
+  X(cuvsBinaryQuantizerParamsDestroy, E)           \
+  X(cuvsBinaryQuantizerCreate, E)                  \
+  X(cuvsBinaryQuantizerDestroy, E)                 \
+  X(cuvsBinaryQuantizerTrain, E)                   \
+  X(cuvsBinaryQuantizerTransform, E)               \
+  X(cuvsBinaryQuantizerTransformWithParams, E)     \
+  X(cuvsProductQuantizerParamsCreate, E)           \
+  X(cuvsProductQuantizerParamsDestroy, E)          \
+  X(cuvsProductQuantizerCreate, E)                 \
+  X(cuvsProductQuantizerDestroy, E)                \
+  X(cuvsProductQuantizerBuild, E)                  \
+  X(cuvsProductQuantizerTransform, E)              \
+  X(cuvsProductQuantizerInverseTransform, E)       \
+  X(cuvsProductQuantizerGetPqBits, E)              \
+  X(cuvsProductQuantizerGetPqDim, E)               \
+  X(cuvsProductQuantizerGetPqCodebook, E)          \
+  X(cuvsProductQuantizerGetVqCodebook, E)          \
+  X(cuvsProductQuantizerGetEncodedDim, E)          \
+  X(cuvsProductQuantizerGetUseVq, E)
+
 enum {
 #define DBL_X(name, kind) F_##name,
   DBL_FUNCS(DBL_X)
@@ -296,6 +330,7 @@ enum {
   X(K_BUFFER_BYTES, "buffer_bytes")                         \
   DBL_KINDS_IVF_FLAT_SQ(X)                                  \
   DBL_KINDS_KMEANS_PCA(X)                                   \
+  DBL_KINDS_QUANTIZE(X)                                     \
   DBL_R2608(DBL_KINDS_2608(X))
 
 /* k-means and PCA params (dbl_kmeans_api.c, dbl_pca.c). */
@@ -323,6 +358,17 @@ enum {
   X(K_IVF_SQ_SEARCH_PARAMS, "ivf_sq_search_params")       \
   X(K_IVF_SQ_INDEX, "ivf_sq_index")                       \
   X(K_IVF_SQ_IMPL, "ivf_sq_index_data")
+
+/* Quantizer params and handles (dbl_quantize.c); the trained binary and
+ * product quantizers a handle points to are leaked by cuVS and counted by
+ * none of these. */
+#define DBL_KINDS_QUANTIZE(X)                                   \
+  X(K_SCALAR_QUANTIZER_PARAMS, "scalar_quantizer_params")       \
+  X(K_SCALAR_QUANTIZER, "scalar_quantizer")                     \
+  X(K_BINARY_QUANTIZER_PARAMS, "binary_quantizer_params")       \
+  X(K_BINARY_QUANTIZER, "binary_quantizer")                     \
+  X(K_PQ_QUANTIZER_PARAMS, "product_quantizer_params")          \
+  X(K_PQ_QUANTIZER, "product_quantizer")
 
 enum {
 #define DBL_X(id, name) id,

@@ -148,7 +148,7 @@ static int64_t list_capacity(const pq_impl* impl, int64_t n)
  * fewer points than centres the extra centres repeat points. ip: cluster by
  * largest inner product (centres normalized), else by L2.
  */
-static int pq_kmeans(const float* pts, int64_t n, uint32_t w, uint32_t k, uint32_t iters, int ip,
+int pq_kmeans(const float* pts, int64_t n, uint32_t w, uint32_t k, uint32_t iters, int ip,
                      float* centers)
 {
   if (n <= 0) {

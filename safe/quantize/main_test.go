@@ -1,0 +1,9 @@
+package quantize_test
+
+import (
+	"testing"
+
+	"github.com/cuvs-go/cuvs/internal/safetest"
+)
+
+func TestMain(m *testing.M) { safetest.Main(m) }
