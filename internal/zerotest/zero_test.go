@@ -24,6 +24,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
+	"github.com/cuvs-go/cuvs/safe/nndescent"
 )
 
 func TestMain(m *testing.M) { safetest.Main(m) }
@@ -135,6 +136,9 @@ func TestZeroValues(t *testing.T) {
 		{name: "ivfflat.Prepared", v: new(ivfflat.Prepared)},
 		{name: "ivfflat.SearchParams", v: new(ivfflat.SearchParams), value: true},
 		{name: "ivfsq.Index", v: new(ivfsq.Index)},
+		{name: "nndescent.Index", v: new(nndescent.Index)},
+		{name: "nndescent.IndexParams", v: new(nndescent.IndexParams), value: true},
+		{name: "nndescent.DistCompDType", v: new(nndescent.DistCompDType), value: true},
 		{name: "ivfsq.IndexParams", v: new(ivfsq.IndexParams), value: true},
 		{name: "ivfsq.Prepared", v: new(ivfsq.Prepared)},
 		{name: "ivfsq.SearchParams", v: new(ivfsq.SearchParams), value: true},
@@ -233,13 +237,15 @@ func TestTypedNilTensors(t *testing.T) {
 	for name, tn := range tensors {
 		t.Run(name, func(t *testing.T) {
 			ops := map[string]func() error{
-				"View":             func() error { _, err := tn.View(); return err },
-				"ViewMut":          func() error { _, err := tn.ViewMut(); return err },
-				"bruteforce.Build": func() error { _, err := bruteforce.Build(res, tn, nil); return err },
-				"cagra.Build":      func() error { _, err := cagra.Build(res, tn, nil); return err },
-				"ivfflat.Build":    func() error { _, err := ivfflat.Build(res, tn, nil); return err },
-				"ivfsq.Build":      func() error { _, err := ivfsq.Build(res, tn, nil); return err },
-				"ivfpq.Build":      func() error { _, err := ivfpq.Build(res, tn, nil); return err },
+				"View":                func() error { _, err := tn.View(); return err },
+				"ViewMut":             func() error { _, err := tn.ViewMut(); return err },
+				"bruteforce.Build":    func() error { _, err := bruteforce.Build(res, tn, nil); return err },
+				"cagra.Build":         func() error { _, err := cagra.Build(res, tn, nil); return err },
+				"ivfflat.Build":       func() error { _, err := ivfflat.Build(res, tn, nil); return err },
+				"ivfsq.Build":         func() error { _, err := ivfsq.Build(res, tn, nil); return err },
+				"nndescent.Build":     func() error { _, err := nndescent.Build(res, tn, nil); return err },
+				"nndescent.BuildInto": func() error { return nndescent.BuildInto(res, tn, tn, nil) },
+				"ivfpq.Build":         func() error { _, err := ivfpq.Build(res, tn, nil); return err },
 				"safe.Copy": func() error {
 					dst, _ := dlpack.NewHostMatrix(make([]float32, 4), 2, 2)
 					v, err := tn.View()
