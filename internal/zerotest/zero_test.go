@@ -18,6 +18,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/allneighbors"
 	"github.com/cuvs-go/cuvs/safe/batch"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
@@ -137,6 +138,10 @@ func TestZeroValues(t *testing.T) {
 		{name: "ivfflat.SearchParams", v: new(ivfflat.SearchParams), value: true},
 		{name: "ivfsq.Index", v: new(ivfsq.Index)},
 		{name: "nndescent.Index", v: new(nndescent.Index)},
+		{name: "allneighbors.Algo", v: new(allneighbors.Algo), value: true},
+		{name: "allneighbors.IndexParams", v: new(allneighbors.IndexParams), value: true},
+		{name: "allneighbors.IVFPQParams", v: new(allneighbors.IVFPQParams), value: true},
+		{name: "allneighbors.NNDescentParams", v: new(allneighbors.NNDescentParams), value: true},
 		{name: "nndescent.IndexParams", v: new(nndescent.IndexParams), value: true},
 		{name: "nndescent.DistCompDType", v: new(nndescent.DistCompDType), value: true},
 		{name: "ivfsq.IndexParams", v: new(ivfsq.IndexParams), value: true},
