@@ -26,6 +26,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
 	"github.com/cuvs-go/cuvs/safe/nndescent"
+	"github.com/cuvs-go/cuvs/safe/vamana"
 )
 
 func TestMain(m *testing.M) { safetest.Main(m) }
@@ -138,6 +139,9 @@ func TestZeroValues(t *testing.T) {
 		{name: "ivfflat.SearchParams", v: new(ivfflat.SearchParams), value: true},
 		{name: "ivfsq.Index", v: new(ivfsq.Index)},
 		{name: "nndescent.Index", v: new(nndescent.Index)},
+		{name: "vamana.Index", v: new(vamana.Index)},
+		{name: "vamana.IndexParams", v: new(vamana.IndexParams), value: true},
+		{name: "vamana.Graph", v: new(vamana.Graph), value: true},
 		{name: "allneighbors.Algo", v: new(allneighbors.Algo), value: true},
 		{name: "allneighbors.IndexParams", v: new(allneighbors.IndexParams), value: true},
 		{name: "allneighbors.IVFPQParams", v: new(allneighbors.IVFPQParams), value: true},
