@@ -86,10 +86,10 @@ type IVFPQParams struct {
 // (cuVS would otherwise build with this struct's own and check the
 // other).
 type NNDescentParams struct {
-	GraphDegree             int
-	IntermediateGraphDegree int
-	MaxIterations           int
-	TerminationThreshold    float32
+	GraphDegree             int     // neighbours NN-Descent keeps per row (raised to k by cuVS)
+	IntermediateGraphDegree int     // the degree it works with
+	MaxIterations           int     // iterations at most
+	TerminationThreshold    float32 // stop once an iteration changes less than this fraction
 }
 
 // DefaultIndexParams returns cuVS's defaults, read from the loaded library

@@ -343,3 +343,47 @@ func TestFaults(t *testing.T) {
 		t.Errorf("GraphSlice after Close: %v", err)
 	}
 }
+
+// Reads run in parallel, each goroutine with its own Resources, and give
+// the same graph.
+func TestConcurrentReads(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	data := safetest.Random(7, rows, dim)
+	dev, err := safe.DeviceMatrixFrom(res, data, rows, dim)
+	must(t, err)
+	safetest.Close(t, dev)
+	p := params(t)
+	idx, err := nndescent.Build(res, dev, &p)
+	must(t, err)
+	safetest.Close(t, idx)
+	want, err := idx.GraphSlice(res)
+	must(t, err)
+	errs := make(chan error, 4)
+	for range 4 {
+		r := safetest.Resources(t)
+		go func() {
+			for range 5 {
+				g, err := idx.GraphSlice(r)
+				if err == nil {
+					for i := range g {
+						if g[i] != want[i] {
+							err = errors.New("a different graph")
+							break
+						}
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -379,3 +379,35 @@ func TestFaults(t *testing.T) {
 		t.Errorf("borrowers after the failed builds and closes: %v", ds.Owner().Borrowers())
 	}
 }
+
+// Serializations run in parallel (shared uses of the index) and write the
+// same file.
+func TestConcurrentSerialize(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	data := safetest.Random(8, 300, dim)
+	ds, err := safe.DeviceMatrixFrom(res, data, 300, dim)
+	must(t, err)
+	safetest.Close(t, ds)
+	idx, err := vamana.Build(res, ds, nil)
+	must(t, err)
+	safetest.Close(t, idx)
+	dir := t.TempDir()
+	errs := make(chan error, 4)
+	for i := range 4 {
+		r := safetest.Resources(t)
+		go func() { errs <- idx.Serialize(r, filepath.Join(dir, string(rune('a'+i))), i%2 == 0) }()
+	}
+	for range 4 {
+		must(t, <-errs)
+	}
+	a, err := os.ReadFile(filepath.Join(dir, "a"))
+	must(t, err)
+	for _, n := range []string{"b", "c", "d"} {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		must(t, err)
+		if !bytes.Equal(a, b) {
+			t.Errorf("file %s differs", n)
+		}
+	}
+}
