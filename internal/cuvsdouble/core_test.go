@@ -20,6 +20,7 @@ func TestFunctionsAndSymbols(t *testing.T) {
 	const want = 61 + 30 + 23 + // + IVF-Flat (14), IVF-SQ (15), refine (1), IVF-PQ indexes (23)
 		16 + // distance (1), k-means (5 + 4 _v2), PCA (6)
 		27 + // quantizers
+		15 + // NN-Descent (5), all-neighbors (3), Vamana (7)
 		0
 	if len(fns) != want {
 		t.Errorf("%d functions, want %d: %v", len(fns), want, fns)

@@ -18,6 +18,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/allneighbors"
 	"github.com/cuvs-go/cuvs/safe/batch"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
@@ -26,8 +27,10 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
 	"github.com/cuvs-go/cuvs/safe/kmeans"
+	"github.com/cuvs-go/cuvs/safe/nndescent"
 	"github.com/cuvs-go/cuvs/safe/pca"
 	"github.com/cuvs-go/cuvs/safe/quantize"
+	"github.com/cuvs-go/cuvs/safe/vamana"
 )
 
 func TestMain(m *testing.M) { safetest.Main(m) }
@@ -139,6 +142,16 @@ func TestZeroValues(t *testing.T) {
 		{name: "ivfflat.Prepared", v: new(ivfflat.Prepared)},
 		{name: "ivfflat.SearchParams", v: new(ivfflat.SearchParams), value: true},
 		{name: "ivfsq.Index", v: new(ivfsq.Index)},
+		{name: "nndescent.Index", v: new(nndescent.Index)},
+		{name: "vamana.Index", v: new(vamana.Index)},
+		{name: "vamana.IndexParams", v: new(vamana.IndexParams), value: true},
+		{name: "vamana.Graph", v: new(vamana.Graph), value: true},
+		{name: "allneighbors.Algo", v: new(allneighbors.Algo), value: true},
+		{name: "allneighbors.IndexParams", v: new(allneighbors.IndexParams), value: true},
+		{name: "allneighbors.IVFPQParams", v: new(allneighbors.IVFPQParams), value: true},
+		{name: "allneighbors.NNDescentParams", v: new(allneighbors.NNDescentParams), value: true},
+		{name: "nndescent.IndexParams", v: new(nndescent.IndexParams), value: true},
+		{name: "nndescent.DistCompDType", v: new(nndescent.DistCompDType), value: true},
 		{name: "ivfsq.IndexParams", v: new(ivfsq.IndexParams), value: true},
 		{name: "ivfsq.Prepared", v: new(ivfsq.Prepared)},
 		{name: "ivfsq.SearchParams", v: new(ivfsq.SearchParams), value: true},
@@ -268,6 +281,8 @@ func TestTypedNilTensors(t *testing.T) {
 					_, err = kmeans.Fit(res, &p, tn, nil, tn)
 					return err
 				},
+				"nndescent.Build":     func() error { _, err := nndescent.Build(res, tn, nil); return err },
+				"nndescent.BuildInto": func() error { return nndescent.BuildInto(res, tn, tn, nil) },
 				"safe.Copy": func() error {
 					dst, _ := dlpack.NewHostMatrix(make([]float32, 4), 2, 2)
 					v, err := tn.View()

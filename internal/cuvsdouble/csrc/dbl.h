@@ -44,6 +44,8 @@
 #include <cuvs/neighbors/cagra.h>
 #include <cuvs/neighbors/ivf_pq.h>
 #include <cuvs/neighbors/nn_descent.h>
+#include <cuvs/neighbors/all_neighbors.h>
+#include <cuvs/neighbors/vamana.h>
 #include <cuvs/neighbors/ivf_flat.h>
 #include <cuvs/neighbors/ivf_sq.h>
 #include <cuvs/neighbors/refine.h>
@@ -155,6 +157,7 @@
   X(cuvsIvfPqSearchParamsDestroy, E)                  \
   X(cuvsNNDescentIndexParamsCreate, E)                \
   X(cuvsNNDescentIndexParamsDestroy, E)               \
+  DBL_FUNCS_GRAPHS(X)                                 \
   DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)                     \
   DBL_FUNCS_IVF_PQ(X)                                 \
   DBL_FUNCS_KMEANS_PCA_DISTANCE(X)                    \
@@ -291,6 +294,24 @@
   X(cuvsProductQuantizerGetVqCodebook, E)          \
   X(cuvsProductQuantizerGetEncodedDim, E)          \
   X(cuvsProductQuantizerGetUseVq, E)
+/* NN-Descent, all-neighbors and Vamana (dbl_nndescent.c, dbl_allneighbors.c,
+ * dbl_vamana.c). */
+#define DBL_FUNCS_GRAPHS(X)                 \
+  X(cuvsNNDescentIndexCreate, E)            \
+  X(cuvsNNDescentIndexDestroy, E)           \
+  X(cuvsNNDescentBuild, E)                  \
+  X(cuvsNNDescentIndexGetGraph, E)          \
+  X(cuvsNNDescentIndexGetDistances, E)      \
+  X(cuvsAllNeighborsIndexParamsCreate, E)   \
+  X(cuvsAllNeighborsIndexParamsDestroy, E)  \
+  X(cuvsAllNeighborsBuild, E)               \
+  X(cuvsVamanaIndexParamsCreate, E)         \
+  X(cuvsVamanaIndexParamsDestroy, E)        \
+  X(cuvsVamanaIndexCreate, E)               \
+  X(cuvsVamanaIndexDestroy, E)              \
+  X(cuvsVamanaIndexGetDims, E)              \
+  X(cuvsVamanaBuild, E)                     \
+  X(cuvsVamanaSerialize, E)
 
 enum {
 #define DBL_X(name, kind) F_##name,
@@ -331,6 +352,7 @@ enum {
   DBL_KINDS_IVF_FLAT_SQ(X)                                  \
   DBL_KINDS_KMEANS_PCA(X)                                   \
   DBL_KINDS_QUANTIZE(X)                                     \
+  DBL_KINDS_GRAPHS(X)                                       \
   DBL_R2608(DBL_KINDS_2608(X))
 
 /* k-means and PCA params (dbl_kmeans_api.c, dbl_pca.c). */
@@ -369,6 +391,14 @@ enum {
   X(K_BINARY_QUANTIZER, "binary_quantizer")                     \
   X(K_PQ_QUANTIZER_PARAMS, "product_quantizer_params")          \
   X(K_PQ_QUANTIZER, "product_quantizer")
+/* NN-Descent, all-neighbors and Vamana objects. */
+#define DBL_KINDS_GRAPHS(X)                             \
+  X(K_NND_INDEX, "nn_descent_index")                    \
+  X(K_NND_IMPL, "nn_descent_index_data")                \
+  X(K_ALLN_PARAMS, "all_neighbors_params")              \
+  X(K_VAMANA_PARAMS, "vamana_index_params")             \
+  X(K_VAMANA_INDEX, "vamana_index")                     \
+  X(K_VAMANA_IMPL, "vamana_index_data")
 
 enum {
 #define DBL_X(id, name) id,
@@ -601,5 +631,12 @@ DBL_HIDDEN uint64_t dbl_ds_borrow_id(const dbl_ds* s, size_t es);
 /* cagra's required row width: dim rounded up to 16 bytes, in elements. */
 DBL_HIDDEN int64_t dbl_cagra_row_width(int64_t dim, size_t es);
 #endif
+
+/* ---- NN-Descent, all-neighbors, Vamana (dbl_nndescent.c, dbl_allneighbors.c,
+ * dbl_vamana.c) ---- */
+DBL_HIDDEN cuvsError_t dbl_check_params(const void* p, int kind);
+/* One row's distance to another under metric (the kNN's own). */
+DBL_HIDDEN float knn_distance(int metric, float metric_arg, const float* a, const float* b,
+                              int64_t dim);
 
 #endif

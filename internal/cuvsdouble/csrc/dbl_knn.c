@@ -188,3 +188,8 @@ int knn_search(const dbl_matrix* data, const dbl_matrix* queries, int metric, fl
   free(qrow), free(drow), free(bkey), free(bval), free(bid);
   return 0;
 }
+
+float knn_distance(int metric, float metric_arg, const float* a, const float* b, int64_t dim)
+{
+  return distance(metric, metric_arg, a, b, dim);
+}

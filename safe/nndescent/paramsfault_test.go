@@ -1,0 +1,24 @@
+package nndescent_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/nndescent"
+)
+
+// A failing cuvsNNDescentIndexParamsDestroy is reported by DefaultIndexParams (a
+// *safe.Error naming it). The struct it could not free stays allocated in
+// the library, so this test makes no leak check.
+func TestDefaultIndexParamsDestroyFails(t *testing.T) {
+	ctl := safetest.Double(t, "fault injection")
+	ctl.FailNext("cuvsNNDescentIndexParamsDestroy", "injected")
+	defer ctl.ClearFaults()
+	_, err := nndescent.DefaultIndexParams()
+	var ce *safe.Error
+	if !errors.As(err, &ce) || ce.Func != "cuvsNNDescentIndexParamsDestroy" {
+		t.Errorf("got %v, want the failure of cuvsNNDescentIndexParamsDestroy", err)
+	}
+}

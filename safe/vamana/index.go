@@ -1,0 +1,183 @@
+package vamana
+
+import (
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
+)
+
+// datasetRule is the tensor rule of cuvsVamanaBuild: float32, int8 or
+// uint8 rows, row-major, in host or device memory (cuVS picks the path from
+// the tensor).
+var datasetRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32, dlpack.Int8, dlpack.Uint8}, Rank: 2, RowMajor: true}
+
+// Index is a Vamana graph index (the graph DiskANN searches), built on the
+// GPU. cuVS's C API has no search for it: write it with Serialize and
+// serve it with DiskANN (or build CAGRA or HNSW for search on the GPU or
+// CPU). Serialize may run from several goroutines at once; Close waits for
+// them.
+type Index struct {
+	h        generated.CuvsVamanaIndex_t
+	rows     int64
+	dim      int64
+	degree   int64
+	dtype    dlpack.DataType
+	borrowed bool
+	life     kit.Life
+}
+
+// keepsReference reports whether cuVS keeps a view of v rather than a
+// copy: device-compatible memory whose rows are a multiple of 16 bytes
+// (26.06's make_aligned_dataset, 26.08's padded view when the row width
+// already matches), as for CAGRA.
+func keepsReference(v *dlpack.View) bool {
+	switch v.Device().Type {
+	case dlpack.CUDA, dlpack.CUDAHost, dlpack.CUDAManaged:
+	default:
+		return false
+	}
+	return (v.Dim(1)*v.DType().ElemSize())%16 == 0
+}
+
+// Build makes a Vamana graph of dataset (rows × dim, float32, int8 or
+// uint8, row-major, host or device memory, at least two rows): each row is
+// inserted by a greedy search from the medoid and its neighbours chosen by
+// RobustPrune with p.Alpha, at most p.GraphDegree of them.
+//
+// cuVS keeps a view of a device dataset whose rows are a multiple of 16
+// bytes: the index then borrows it until Close, and its owner (a
+// safe.DeviceMatrix, say) refuses to be freed or written meanwhile (see
+// Borrows). Any other dataset (host memory, other widths) is copied.
+//
+// C calls: cuvsVamanaIndexCreate, cuvsVamanaBuild, cuvsStreamSync,
+// cuvsVamanaIndexGetDims. Nil params means cuVS's defaults
+// (DefaultIndexParams); Build hands them to C as a Go value.
+func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
+	const op = "vamana.Build"
+	pd, err := kit.Or(params, DefaultIndexParams)
+	if err != nil {
+		return nil, err
+	}
+	p := *pd
+	dv, err := datasetRule.Take(op, res, dataset)
+	if err != nil {
+		return nil, err
+	}
+	if dv.Dim(0) < 2 || dv.Dim(1) < 1 {
+		return nil, kit.Argf(op, "dataset", "shape %v, want at least two rows and one column", dv.Shape())
+	}
+	if dv.Dim(0) >= 1<<31-1 || dv.Dim(1) >= 1<<31-1 {
+		return nil, kit.Argf(op, "dataset", "shape %v exceeds cuVS's int counters", dv.Shape())
+	}
+	if err := p.validate(op, dv.Dim(0)); err != nil {
+		return nil, err
+	}
+	var h generated.CuvsVamanaIndex_t
+	if err := generated.CuvsVamanaIndexCreate(&h); err != nil {
+		return nil, kit.Wrap(op, err)
+	}
+	idx := &Index{h: h}
+	kit.Start(&idx.life, idx, "vamana.Index(%p)", liveIndexes, func() error { return generated.CuvsVamanaIndexDestroy(h) })
+	if keepsReference(&dv) {
+		r, err := dv.Retain(idx.life.Label())
+		if err != nil {
+			idx.life.Fail()
+			return nil, kit.Argf(op, "dataset", "%w", err)
+		}
+		idx.life.Borrow(r)
+		idx.borrowed = true
+	}
+	cp := p.cValue()
+	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsVamanaBuild(h, &cp, t[0], idx.h)
+	}); err != nil {
+		idx.life.Fail()
+		return nil, err
+	}
+	var d int32
+	if err := generated.CuvsVamanaIndexGetDims(idx.h, &d); err != nil {
+		idx.life.Fail()
+		return nil, kit.Wrap(op, err)
+	}
+	idx.rows, idx.dim, idx.degree, idx.dtype = dv.Dim(0), int64(d), int64(p.GraphDegree), dv.DType()
+	return idx, nil
+}
+
+// Rows returns the number of rows in the graph (the dataset's).
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows)
+}
+
+// Dim returns the rows' dimension (cuvsVamanaIndexGetDims, read after
+// Build).
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
+
+// GraphDegree returns the most neighbours a row has (IndexParams.
+// GraphDegree); rows may have fewer.
+func (idx *Index) GraphDegree() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.degree)
+}
+
+// DType returns the dataset's element type.
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return idx.dtype
+}
+
+// Borrows reports whether the index keeps a view of the caller's dataset
+// (borrowed until Close) rather than a copy.
+func (idx *Index) Borrows() bool { return idx != nil && idx.borrowed }
+
+// Serialize writes the index in Microsoft DiskANN's in-memory index format
+// to path (cuvsVamanaSerialize, not sector aligned): a 24-byte header
+// (uint64 file size, uint32 largest degree, uint32 medoid — the search's
+// entry point — and uint64 frozen points, 0), then for each row a uint32
+// degree and that many uint32 neighbour ids, little-endian. With
+// includeDataset cuVS also writes the rows to path + ".data" in DiskANN's
+// .bin format (int32 rows, int32 dim, the rows); cuVS ignores a failure to
+// write that file (it logs it), so Serialize checks that it exists and is
+// complete, and reports an error otherwise. DiskANN's in-memory index
+// (diskann::Index::load) reads the pair; cuVS's C API reads neither back.
+func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
+	if idx == nil {
+		return kit.NilIndex("vamana.Index.Serialize")
+	}
+	const op = "vamana.Index.Serialize"
+	if err := kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
+		return generated.CuvsVamanaSerialize(h, p, idx.h, includeDataset)
+	}); err != nil {
+		return err
+	}
+	if includeDataset {
+		return idx.checkDataFile(op, path+".data")
+	}
+	return nil
+}
+
+// Close frees the index (cuvsVamanaIndexDestroy) and ends its borrow of
+// the dataset, after the serializations in flight. Closing twice is
+// harmless.
+func (idx *Index) Close() error {
+	if idx == nil {
+		return nil
+	}
+	return idx.life.Close("vamana.Index.Close")
+}
+
+// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
+var liveIndexes = live.New("vamana.Index")
