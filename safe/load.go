@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,6 +256,37 @@ func checkVersion() error {
 	if generated.HeaderVersion(rel) == "" {
 		return fmt.Errorf("safe.Load: %w: %s is cuVS %s, these bindings are for cuVS %s (regenerate them, or load with WithoutVersionCheck)",
 			ErrVersion, generated.LibraryPath(), lib, strings.Join(generated.Releases(), ", "))
+	}
+	return checkErrorText()
+}
+
+// errorTextProbe is what checkErrorText has the library store and return.
+const errorTextProbe = "cuvs-go: error text probe"
+
+// checkErrorText checks the channel every error of the library comes
+// through: cuVS keeps the text of a thread's last failure in a
+// thread-local string (cuvsSetLastErrorText stores a copy, and
+// cuvsGetLastErrorText returns it), which the generated bindings read on
+// the failing call's own thread. A probe stored and read back on one OS
+// thread, then cleared, shows the pair works on this library; a library
+// that cannot round-trip it would report every failure without its cause.
+func checkErrorText() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	probe := []byte(errorTextProbe + "\x00")
+	if err := generated.CuvsSetLastErrorText(&probe[0]); err != nil {
+		return fmt.Errorf("safe.Load: %w", err)
+	}
+	got, err := generated.CuvsGetLastErrorText()
+	if cerr := generated.CuvsSetLastErrorText(nil); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("safe.Load: %w", err)
+	}
+	if got != errorTextProbe {
+		return fmt.Errorf("safe.Load: %w: %s stored the error text %q and returned %q (load with WithoutVersionCheck to skip this check)",
+			ErrVersion, generated.LibraryPath(), errorTextProbe, got)
 	}
 	return nil
 }

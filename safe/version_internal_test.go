@@ -3,6 +3,7 @@ package safe
 import (
 	"errors"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -136,5 +137,19 @@ func TestLoadAsyncMemoryResourceNeeds2608(t *testing.T) {
 	}
 	if generated.Loaded() {
 		t.Error("a refused Load left the library loaded")
+	}
+}
+
+// TestErrorTextProbe: Load's check stores a text through
+// cuvsSetLastErrorText, reads it back through cuvsGetLastErrorText on the
+// same thread and clears it, so that no later failure reports the probe.
+func TestErrorTextProbe(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := checkErrorText(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := generated.CuvsGetLastErrorText(); err != nil || got != "" {
+		t.Errorf("after the probe the thread's error text is %q (%v), want it cleared", got, err)
 	}
 }
