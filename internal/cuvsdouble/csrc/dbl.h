@@ -154,6 +154,7 @@
   X(cuvsNNDescentIndexParamsDestroy, E)               \
   DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)                     \
   DBL_FUNCS_IVF_PQ(X)                                 \
+  DBL_FUNCS_HNSW(X)                                   \
   DBL_R2608(DBL_FUNCS_2608(X))
 
 /* Functions 26.08 added (dbl_2608.c, dbl_cagra_2608.inc). */
@@ -211,6 +212,35 @@
   X(cuvsIvfSqDeserialize, E)            \
   X(cuvsIvfSqExtend, E)                 \
   X(cuvsRefine, E)
+
+/* HNSW (dbl_hnsw.c). */
+#define DBL_FUNCS_HNSW(X)                \
+  X(cuvsHnswAceParamsCreate, E)          \
+  X(cuvsHnswAceParamsDestroy, E)         \
+  X(cuvsHnswIndexParamsCreate, E)        \
+  X(cuvsHnswIndexParamsDestroy, E)       \
+  X(cuvsHnswIndexCreate, E)              \
+  X(cuvsHnswIndexDestroy, E)             \
+  X(cuvsHnswExtendParamsCreate, E)       \
+  X(cuvsHnswExtendParamsDestroy, E)      \
+  X(cuvsHnswFromCagra, E)                \
+  X(cuvsHnswFromCagraWithDataset, E)     \
+  X(cuvsHnswBuild, E)                    \
+  X(cuvsHnswExtend, E)                   \
+  X(cuvsHnswSearchParamsCreate, E)       \
+  X(cuvsHnswSearchParamsDestroy, E)      \
+  X(cuvsHnswSearch, E)                   \
+  X(cuvsHnswSerialize, E)                \
+  X(cuvsHnswDeserialize, E)
+
+/* HNSW objects (dbl_hnsw.c): params, handles, built indexes. */
+#define DBL_KINDS_HNSW(X)                              \
+  X(K_HNSW_ACE_PARAMS, "hnsw_ace_params")              \
+  X(K_HNSW_INDEX_PARAMS, "hnsw_index_params")          \
+  X(K_HNSW_EXTEND_PARAMS, "hnsw_extend_params")        \
+  X(K_HNSW_SEARCH_PARAMS, "hnsw_search_params")        \
+  X(K_HNSW_INDEX, "hnsw_index")                        \
+  X(K_HNSW_IMPL, "hnsw_index_data")
 
 /* IVF-PQ indexes (dbl_ivf_pq.c). */
 #define DBL_FUNCS_IVF_PQ(X)                     \
@@ -275,6 +305,7 @@ enum {
   X(K_HOST_BYTES, "host_bytes")                             \
   X(K_BUFFER_BYTES, "buffer_bytes")                         \
   DBL_KINDS_IVF_FLAT_SQ(X)                                  \
+  DBL_KINDS_HNSW(X)                                         \
   DBL_R2608(DBL_KINDS_2608(X))
 
 /* 26.08's objects: cuvsDataset handles (cuvsDatasetCreate, MakePadded,
@@ -529,5 +560,21 @@ DBL_HIDDEN uint64_t dbl_ds_borrow_id(const dbl_ds* s, size_t es);
 /* cagra's required row width: dim rounded up to 16 bytes, in elements. */
 DBL_HIDDEN int64_t dbl_cagra_row_width(int64_t dim, size_t es);
 #endif
+
+/* ---- HNSW (dbl_hnsw.c): what hnsw::from_cagra reads of a CAGRA index ---- */
+typedef struct {
+  void* impl; /* read-locked until dbl_cagra_peek_end */
+  DLDataType dtype;
+  int metric;
+  int64_t n, dim, degree, stride;
+  const void* data; /* NULL when the index holds no dataset */
+  const uint32_t* graph;
+  int on_disk;
+} dbl_cagra_peek_t;
+/* Reads a built CAGRA index's rows and graph (dbl_cagra.c), holding its
+ * read lock until dbl_cagra_peek_end; fails as cuVS's getters do for an
+ * unbuilt or hollow index. */
+DBL_HIDDEN cuvsError_t dbl_cagra_peek(cuvsCagraIndex_t index, dbl_cagra_peek_t* out);
+DBL_HIDDEN void dbl_cagra_peek_end(dbl_cagra_peek_t* p);
 
 #endif

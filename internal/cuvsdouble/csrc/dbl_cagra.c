@@ -1468,3 +1468,34 @@ DBL_API cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t p
 #if DBL_RELEASE >= 2608
 #include "dbl_cagra_2608.inc" /* 26.08's CAGRA entry points, on the helpers above */
 #endif
+
+/* ---- for dbl_hnsw.c: what hnsw::from_cagra reads of a built index ---- */
+
+DBL_HIDDEN cuvsError_t dbl_cagra_peek(cuvsCagraIndex_t index, dbl_cagra_peek_t* out)
+{
+  cg_impl* impl;
+  TRY(cg_impl_data(index, &impl));
+  pthread_rwlock_rdlock(&impl->lock);
+  cuvsError_t st = cg_check_alive(impl);
+  if (st != CUVS_SUCCESS) {
+    pthread_rwlock_unlock(&impl->lock);
+    return st;
+  }
+  out->impl = impl;
+  out->dtype = impl->dtype;
+  out->metric = impl->metric;
+  out->n = impl->n;
+  out->dim = impl->dim;
+  out->degree = impl->degree;
+  out->data = impl->has_dataset && !impl->compressed ? impl->data : NULL;
+  out->stride = impl->stride;
+  out->graph = impl->graph;
+  out->on_disk = impl->on_disk;
+  return CUVS_SUCCESS;
+}
+
+DBL_HIDDEN void dbl_cagra_peek_end(dbl_cagra_peek_t* p)
+{
+  if (p->impl) pthread_rwlock_unlock(&((cg_impl*)p->impl)->lock);
+  p->impl = NULL;
+}
