@@ -21,6 +21,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/batch"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/hnsw"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
@@ -130,6 +131,12 @@ func TestZeroValues(t *testing.T) {
 		{name: "cagra.Prepared", v: new(cagra.Prepared)},
 		{name: "cagra.SearchAlgo", v: new(cagra.SearchAlgo), value: true},
 		{name: "cagra.SearchParams", v: new(cagra.SearchParams), value: true},
+		{name: "hnsw.ACEParams", v: new(hnsw.ACEParams), value: true},
+		{name: "hnsw.ExtendParams", v: new(hnsw.ExtendParams), value: true},
+		{name: "hnsw.Hierarchy", v: new(hnsw.Hierarchy), value: true},
+		{name: "hnsw.Index", v: new(hnsw.Index)},
+		{name: "hnsw.IndexParams", v: new(hnsw.IndexParams), value: true},
+		{name: "hnsw.SearchParams", v: new(hnsw.SearchParams), value: true},
 		{name: "ivfflat.Index", v: new(ivfflat.Index)},
 		{name: "ivfflat.IndexParams", v: new(ivfflat.IndexParams), value: true},
 		{name: "ivfflat.Prepared", v: new(ivfflat.Prepared)},

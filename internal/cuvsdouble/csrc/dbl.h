@@ -570,6 +570,7 @@ typedef struct {
   const void* data; /* NULL when the index holds no dataset */
   const uint32_t* graph;
   int on_disk;
+  int device_padded; /* 26.08: the index holds a device-padded dataset view (26.06: always) */
 } dbl_cagra_peek_t;
 /* Reads a built CAGRA index's rows and graph (dbl_cagra.c), holding its
  * read lock until dbl_cagra_peek_end; fails as cuVS's getters do for an

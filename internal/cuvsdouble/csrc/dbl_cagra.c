@@ -1491,6 +1491,7 @@ DBL_HIDDEN cuvsError_t dbl_cagra_peek(cuvsCagraIndex_t index, dbl_cagra_peek_t* 
   out->stride = impl->stride;
   out->graph = impl->graph;
   out->on_disk = impl->on_disk;
+  out->device_padded = impl->ds_kind == CG_DS_DEVICE_PADDED;
   return CUVS_SUCCESS;
 }
 

@@ -682,6 +682,15 @@ static cuvsError_t hn_from_cagra(cuvsHnswIndexParams_t params, cuvsCagraIndex_t 
   TRY(dbl_cagra_peek(cagra, &c));
   cuvsError_t st = CUVS_SUCCESS;
   hn_impl* h = NULL;
+#if DBL_RELEASE >= 2608
+  if (!c.device_padded) {
+    /* 26.08's _from_cagra casts every index to device_padded_index<T> */
+    dbl_violation("cuvsHnswFromCagra of a CAGRA index whose dataset is not a device-padded view: "
+                  "cuVS 26.08 reads it as a device_padded_index (undefined behaviour)");
+    st = RAFT_FAIL("cuvsdouble: the CAGRA index is not device-padded");
+    goto out;
+  }
+#endif
   if (c.on_disk) {
     st = RAFT_FAIL("cuvsdouble: an ACE disk-mode CAGRA index holds no data in the double (cuVS "
                    "converts its files to build_dir/hnsw_index.bin)");
