@@ -17,7 +17,7 @@ func TestFunctionsAndSymbols(t *testing.T) {
 	f := newFixture(t)
 	defer f.close()
 	fns := f.ctl.Functions()
-	const want = 61 + 30 + 23 + 17 // + IVF-Flat (14), IVF-SQ (15), refine (1), IVF-PQ indexes (23), HNSW (17)
+	const want = 61 + 30 + 23 + 17 + 8 // + IVF-Flat (14), IVF-SQ (15), refine (1), IVF-PQ indexes (23), HNSW (17), tiered (8)
 	if len(fns) != want {
 		t.Errorf("%d functions, want %d: %v", len(fns), want, fns)
 	}

@@ -155,6 +155,7 @@
   DBL_FUNCS_IVF_FLAT_SQ_REFINE(X)                     \
   DBL_FUNCS_IVF_PQ(X)                                 \
   DBL_FUNCS_HNSW(X)                                   \
+  DBL_FUNCS_TIERED(X)                                 \
   DBL_R2608(DBL_FUNCS_2608(X))
 
 /* Functions 26.08 added (dbl_2608.c, dbl_cagra_2608.inc). */
@@ -242,6 +243,23 @@
   X(K_HNSW_INDEX, "hnsw_index")                        \
   X(K_HNSW_IMPL, "hnsw_index_data")
 
+/* The tiered index (dbl_tiered.c). */
+#define DBL_FUNCS_TIERED(X)              \
+  X(cuvsTieredIndexCreate, E)            \
+  X(cuvsTieredIndexDestroy, E)           \
+  X(cuvsTieredIndexParamsCreate, E)      \
+  X(cuvsTieredIndexParamsDestroy, E)     \
+  X(cuvsTieredIndexBuild, E)             \
+  X(cuvsTieredIndexSearch, E)            \
+  X(cuvsTieredIndexExtend, E)            \
+  X(cuvsTieredIndexMerge, E)
+
+/* Tiered-index objects (dbl_tiered.c). */
+#define DBL_KINDS_TIERED(X)                              \
+  X(K_TIERED_INDEX_PARAMS, "tiered_index_params")        \
+  X(K_TIERED_INDEX, "tiered_index")                      \
+  X(K_TIERED_IMPL, "tiered_index_data")
+
 /* IVF-PQ indexes (dbl_ivf_pq.c). */
 #define DBL_FUNCS_IVF_PQ(X)                     \
   X(cuvsIvfPqIndexCreate, E)                    \
@@ -306,6 +324,7 @@ enum {
   X(K_BUFFER_BYTES, "buffer_bytes")                         \
   DBL_KINDS_IVF_FLAT_SQ(X)                                  \
   DBL_KINDS_HNSW(X)                                         \
+  DBL_KINDS_TIERED(X)                                       \
   DBL_R2608(DBL_KINDS_2608(X))
 
 /* 26.08's objects: cuvsDataset handles (cuvsDatasetCreate, MakePadded,
