@@ -25,6 +25,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
+	"github.com/cuvs-go/cuvs/safe/tiered"
 )
 
 func TestMain(m *testing.M) { safetest.Main(m) }
@@ -145,6 +146,16 @@ func TestZeroValues(t *testing.T) {
 		{name: "ivfsq.IndexParams", v: new(ivfsq.IndexParams), value: true},
 		{name: "ivfsq.Prepared", v: new(ivfsq.Prepared)},
 		{name: "ivfsq.SearchParams", v: new(ivfsq.SearchParams), value: true},
+		{name: "tiered.Backend", v: new(tiered.Backend), value: true},
+		{name: "tiered.CAGRAParams", v: new(tiered.CAGRAParams), value: true},
+		{name: "tiered.CAGRASearchParams", v: new(tiered.CAGRASearchParams), value: true},
+		{name: "tiered.IVFFlatParams", v: new(tiered.IVFFlatParams), value: true},
+		{name: "tiered.IVFPQParams", v: new(tiered.IVFPQParams), value: true},
+		{name: "tiered.IVFSearchParams", v: new(tiered.IVFSearchParams), value: true},
+		{name: "tiered.Index", v: new(tiered.Index)},
+		{name: "tiered.IndexParams", v: new(tiered.IndexParams), value: true},
+		{name: "tiered.SearchParams", v: new(tiered.SearchParams), value: true},
+		{name: "tiered.Searcher", v: new(tiered.Searcher)},
 		{name: "ivfpq.CUDAType", v: new(ivfpq.CUDAType), value: true},
 		{name: "ivfpq.CodebookKind", v: new(ivfpq.CodebookKind), value: true},
 		{name: "ivfpq.CodesLayout", v: new(ivfpq.CodesLayout), value: true},
