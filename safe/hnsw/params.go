@@ -64,7 +64,9 @@ type ACEParams struct {
 //
 // Which fields each call reads (c/src/neighbors/hnsw.cpp): Build all of
 // them; FromCagra Hierarchy, EfConstruction and NumThreads (the metric and
-// the graph are the CAGRA index's); Deserialize Hierarchy only.
+// the graph are the CAGRA index's); Deserialize Hierarchy only. The zero
+// IndexParams is refused by Build and FromCagra (EfConstruction must be at
+// least 1; Build needs M and a metric too).
 type IndexParams struct {
 	// Hierarchy: HierarchyNone, HierarchyCPU or HierarchyGPU (cuVS's
 	// default).

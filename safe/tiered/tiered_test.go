@@ -432,3 +432,53 @@ func TestSearchAllocs(t *testing.T) {
 		t.Errorf("Search: %v allocations", a)
 	}
 }
+
+// Searches from several goroutines while rows are added: no race, no
+// error, and the rows all arrive.
+func TestConcurrentSearchExtend(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	data := safetest.Random(14, 400, dim)
+	idx, err := tiered.Build(res, device(t, res, data[:300*dim], 300), params(t, tiered.CAGRA, 200))
+	must(t, err)
+	safetest.Close(t, idx)
+	must(t, idx.Extend(res, device(t, res, data[300*dim:310*dim], 10)))
+	added := device(t, res, data[310*dim:], 90)
+	done := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			r, err := safe.NewResources()
+			if err != nil {
+				done <- err
+				return
+			}
+			defer r.Close()
+			q, err := safe.DeviceMatrixFrom(r, data[g*dim:(g+1)*dim], 1, dim)
+			if err != nil {
+				done <- err
+				return
+			}
+			defer q.Close()
+			nb, _ := safe.NewDeviceMatrix[int64](r, 1, 5)
+			defer nb.Close()
+			ds, _ := safe.NewDeviceMatrix[float32](r, 1, 5)
+			defer ds.Close()
+			for range 10 {
+				if err := idx.Search(r, nil, q, nb, ds, nil); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- r.Sync()
+		}()
+	}
+	must(t, idx.Extend(res, added))
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if idx.Rows() != 400 {
+		t.Errorf("rows %d", idx.Rows())
+	}
+}
