@@ -374,6 +374,8 @@ func TestFaults(t *testing.T) {
 		{"cuvsTieredIndexExtend", func() error { return idx.Extend(res, q) }},
 		{"cuvsTieredIndexSearch", func() error { return idx.Search(res, nil, q, nb, ds, nil) }},
 		{merge, func() error { _, err := tiered.Merge(res, p, idx, other); return err }},
+		{"cuvsIvfFlatIndexParamsCreate", func() error { _, err := tiered.Build(res, dev, params(t, tiered.IVFFlat, 1000)); return err }},
+		{"cuvsIvfPqIndexParamsCreate", func() error { _, err := tiered.Build(res, dev, params(t, tiered.IVFPQ, 1000)); return err }},
 	}
 	for _, s := range steps {
 		t.Run(s.fn, func(t *testing.T) {
@@ -388,6 +390,14 @@ func TestFaults(t *testing.T) {
 	if idx.Rows() != 300 {
 		t.Errorf("rows %d after a failed Extend", idx.Rows())
 	}
+	// cuvsTieredIndexDestroy failing: Close reports it, a later Close frees.
+	x, err := tiered.Build(res, dev, p)
+	must(t, err)
+	ctl.FailNext("cuvsTieredIndexDestroy", "injected")
+	if err := x.Close(); err == nil {
+		t.Error("Close hid the failure of cuvsTieredIndexDestroy")
+	}
+	must(t, x.Close())
 }
 
 // The batch adapter: single queries through a Batcher find their rows.
