@@ -863,3 +863,34 @@ func TestNotBuiltError(t *testing.T) {
 		t.Fatalf("Deserialize: %v", err)
 	}
 }
+
+// A CAGRA index that an ACE build left on disk (cagra.ErrOnDisk) is served
+// by converting it: cuVS writes hnsw_index.bin next to the graph, in the
+// build directory, and the HNSW index searches it.
+func TestFromCagraOnDisk(t *testing.T) {
+	safetest.Check(t)
+	f := newFixture(t)
+	p, err := cagra.DefaultIndexParams()
+	must(t, err)
+	p.GraphDegree, p.IntermediateGraphDegree = 32, 64
+	dir := filepath.Join(t.TempDir(), "ace")
+	p.BuildAlgo = cagra.ACE
+	p.ACE = &cagra.ACEParams{BuildDir: dir, UseDisk: true}
+	ci, err := cagra.Build(f.res, hostMatrix(t, f.data, rows, dim), &p)
+	must(t, err)
+	safetest.Close(t, ci)
+	q := hostMatrix(t, f.qs, nq, dim)
+	if err := ci.Search(f.res, nil, q, nil, nil, nil); !errors.Is(err, cagra.ErrOnDisk) {
+		t.Fatalf("search of the disk-mode CAGRA index: %v", err)
+	}
+	idx, err := hnsw.FromCagra(f.res, ci, indexParams(t, hnsw.HierarchyGPU))
+	must(t, err)
+	safetest.Close(t, idx)
+	if _, err := os.Stat(filepath.Join(dir, "hnsw_index.bin")); err != nil {
+		t.Errorf("hnsw_index.bin: %v", err)
+	}
+	nb, _ := f.search(t, idx, 256, f.qs)
+	if r := recall(nb, f.exact); r < 0.95 {
+		t.Errorf("recall %.3f", r)
+	}
+}

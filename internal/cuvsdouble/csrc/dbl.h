@@ -589,6 +589,7 @@ typedef struct {
   const void* data; /* NULL when the index holds no dataset */
   const uint32_t* graph;
   int on_disk;
+  const char* disk_dir; /* on_disk: where cuVS wrote the graph (hnsw_index.bin goes there) */
   int device_padded; /* 26.08: the index holds a device-padded dataset view (26.06: always) */
 } dbl_cagra_peek_t;
 /* Reads a built CAGRA index's rows and graph (dbl_cagra.c), holding its

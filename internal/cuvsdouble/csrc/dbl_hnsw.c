@@ -647,6 +647,8 @@ DBL_API cuvsError_t cuvsHnswIndexDestroy(cuvsHnswIndex_t index)
   return dbl_ok();
 }
 
+static cuvsError_t hn_write(const hn_impl* h, const char* filename);
+
 /* ---- from CAGRA ---- */
 
 static cuvsError_t hn_check_params(cuvsHnswIndexParams_t p)
@@ -683,7 +685,7 @@ static cuvsError_t hn_from_cagra(cuvsHnswIndexParams_t params, cuvsCagraIndex_t 
   cuvsError_t st = CUVS_SUCCESS;
   hn_impl* h = NULL;
 #if DBL_RELEASE >= 2608
-  if (!c.device_padded) {
+  if (!c.device_padded && !c.on_disk) {
     /* 26.08's _from_cagra casts every index to device_padded_index<T> */
     dbl_violation("cuvsHnswFromCagra of a CAGRA index whose dataset is not a device-padded view: "
                   "cuVS 26.08 reads it as a device_padded_index (undefined behaviour)");
@@ -691,11 +693,7 @@ static cuvsError_t hn_from_cagra(cuvsHnswIndexParams_t params, cuvsCagraIndex_t 
     goto out;
   }
 #endif
-  if (c.on_disk) {
-    st = RAFT_FAIL("cuvsdouble: an ACE disk-mode CAGRA index holds no data in the double (cuVS "
-                   "converts its files to build_dir/hnsw_index.bin)");
-    goto out;
-  }
+
   int hierarchy = (int)params->hierarchy;
   if (hierarchy != NONE && hierarchy != CPU && hierarchy != GPU) {
     st = RAFT_FAIL("Unsupported hierarchy type");
@@ -726,6 +724,13 @@ static cuvsError_t hn_from_cagra(cuvsHnswIndexParams_t params, cuvsCagraIndex_t 
     goto out;
   }
   st = hn_from_graph(h, c.graph, c.degree);
+  if (st == CUVS_SUCCESS && c.on_disk) {
+    /* cuVS converts the files into hnsw_index.bin next to the graph file and
+     * returns an index loaded from it at its first use */
+    char path[512];
+    snprintf(path, sizeof path, "%s/hnsw_index.bin", c.disk_dir);
+    st = hn_write(h, path);
+  }
 out:
   dbl_cagra_peek_end(&c);
   if (st != CUVS_SUCCESS) {
