@@ -21,6 +21,7 @@ func TestFunctionsAndSymbols(t *testing.T) {
 		16 + // distance (1), k-means (5 + 4 _v2), PCA (6)
 		27 + // quantizers
 		15 + // NN-Descent (5), all-neighbors (3), Vamana (7)
+		17 + 8 + // HNSW, tiered
 		0
 	if len(fns) != want {
 		t.Errorf("%d functions, want %d: %v", len(fns), want, fns)

@@ -23,6 +23,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
 	"github.com/cuvs-go/cuvs/safe/distance"
+	"github.com/cuvs-go/cuvs/safe/hnsw"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
@@ -30,6 +31,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/nndescent"
 	"github.com/cuvs-go/cuvs/safe/pca"
 	"github.com/cuvs-go/cuvs/safe/quantize"
+	"github.com/cuvs-go/cuvs/safe/tiered"
 	"github.com/cuvs-go/cuvs/safe/vamana"
 )
 
@@ -137,6 +139,12 @@ func TestZeroValues(t *testing.T) {
 		{name: "cagra.Prepared", v: new(cagra.Prepared)},
 		{name: "cagra.SearchAlgo", v: new(cagra.SearchAlgo), value: true},
 		{name: "cagra.SearchParams", v: new(cagra.SearchParams), value: true},
+		{name: "hnsw.ACEParams", v: new(hnsw.ACEParams), value: true},
+		{name: "hnsw.ExtendParams", v: new(hnsw.ExtendParams), value: true},
+		{name: "hnsw.Hierarchy", v: new(hnsw.Hierarchy), value: true},
+		{name: "hnsw.Index", v: new(hnsw.Index)},
+		{name: "hnsw.IndexParams", v: new(hnsw.IndexParams), value: true},
+		{name: "hnsw.SearchParams", v: new(hnsw.SearchParams), value: true},
 		{name: "ivfflat.Index", v: new(ivfflat.Index)},
 		{name: "ivfflat.IndexParams", v: new(ivfflat.IndexParams), value: true},
 		{name: "ivfflat.Prepared", v: new(ivfflat.Prepared)},
@@ -155,6 +163,16 @@ func TestZeroValues(t *testing.T) {
 		{name: "ivfsq.IndexParams", v: new(ivfsq.IndexParams), value: true},
 		{name: "ivfsq.Prepared", v: new(ivfsq.Prepared)},
 		{name: "ivfsq.SearchParams", v: new(ivfsq.SearchParams), value: true},
+		{name: "tiered.Backend", v: new(tiered.Backend), value: true},
+		{name: "tiered.CAGRAParams", v: new(tiered.CAGRAParams), value: true},
+		{name: "tiered.CAGRASearchParams", v: new(tiered.CAGRASearchParams), value: true},
+		{name: "tiered.IVFFlatParams", v: new(tiered.IVFFlatParams), value: true},
+		{name: "tiered.IVFPQParams", v: new(tiered.IVFPQParams), value: true},
+		{name: "tiered.IVFSearchParams", v: new(tiered.IVFSearchParams), value: true},
+		{name: "tiered.Index", v: new(tiered.Index)},
+		{name: "tiered.IndexParams", v: new(tiered.IndexParams), value: true},
+		{name: "tiered.SearchParams", v: new(tiered.SearchParams), value: true},
+		{name: "tiered.Searcher", v: new(tiered.Searcher)},
 		{name: "ivfpq.CUDAType", v: new(ivfpq.CUDAType), value: true},
 		{name: "ivfpq.CodebookKind", v: new(ivfpq.CodebookKind), value: true},
 		{name: "ivfpq.CodesLayout", v: new(ivfpq.CodesLayout), value: true},

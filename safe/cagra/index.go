@@ -812,7 +812,7 @@ func (idx *Index) Close() error {
 // it.
 var ErrOnDisk = errors.New("cagra: the index is stored on disk (ACE disk mode)")
 
-const onDiskHelp = "to search it, convert it to an HNSW index (cuvsHnswFromCagra, then cuvsHnswDeserialize to load it into memory; not wrapped by this package)"
+const onDiskHelp = "to search it, convert it to an HNSW index with hnsw.FromCagra (package safe/hnsw: cuvsHnswFromCagra writes hnsw_index.bin next to the graph and loads it at the first search)"
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
 var liveIndexes = live.New("cagra.Index")

@@ -162,6 +162,8 @@
   DBL_FUNCS_IVF_PQ(X)                                 \
   DBL_FUNCS_KMEANS_PCA_DISTANCE(X)                    \
   DBL_FUNCS_QUANTIZE(X)                               \
+  DBL_FUNCS_HNSW(X)                                   \
+  DBL_FUNCS_TIERED(X)                                 \
   DBL_R2608(DBL_FUNCS_2608(X))
 
 /* k-means, PCA and pairwise distances (dbl_kmeans_api.c, dbl_pca.c,
@@ -238,6 +240,52 @@
   X(cuvsIvfSqDeserialize, E)            \
   X(cuvsIvfSqExtend, E)                 \
   X(cuvsRefine, E)
+
+/* HNSW (dbl_hnsw.c). */
+#define DBL_FUNCS_HNSW(X)                \
+  X(cuvsHnswAceParamsCreate, E)          \
+  X(cuvsHnswAceParamsDestroy, E)         \
+  X(cuvsHnswIndexParamsCreate, E)        \
+  X(cuvsHnswIndexParamsDestroy, E)       \
+  X(cuvsHnswIndexCreate, E)              \
+  X(cuvsHnswIndexDestroy, E)             \
+  X(cuvsHnswExtendParamsCreate, E)       \
+  X(cuvsHnswExtendParamsDestroy, E)      \
+  X(cuvsHnswFromCagra, E)                \
+  X(cuvsHnswFromCagraWithDataset, E)     \
+  X(cuvsHnswBuild, E)                    \
+  X(cuvsHnswExtend, E)                   \
+  X(cuvsHnswSearchParamsCreate, E)       \
+  X(cuvsHnswSearchParamsDestroy, E)      \
+  X(cuvsHnswSearch, E)                   \
+  X(cuvsHnswSerialize, E)                \
+  X(cuvsHnswDeserialize, E)
+
+/* HNSW objects (dbl_hnsw.c): params, handles, built indexes. */
+#define DBL_KINDS_HNSW(X)                              \
+  X(K_HNSW_ACE_PARAMS, "hnsw_ace_params")              \
+  X(K_HNSW_INDEX_PARAMS, "hnsw_index_params")          \
+  X(K_HNSW_EXTEND_PARAMS, "hnsw_extend_params")        \
+  X(K_HNSW_SEARCH_PARAMS, "hnsw_search_params")        \
+  X(K_HNSW_INDEX, "hnsw_index")                        \
+  X(K_HNSW_IMPL, "hnsw_index_data")
+
+/* The tiered index (dbl_tiered.c). */
+#define DBL_FUNCS_TIERED(X)              \
+  X(cuvsTieredIndexCreate, E)            \
+  X(cuvsTieredIndexDestroy, E)           \
+  X(cuvsTieredIndexParamsCreate, E)      \
+  X(cuvsTieredIndexParamsDestroy, E)     \
+  X(cuvsTieredIndexBuild, E)             \
+  X(cuvsTieredIndexSearch, E)            \
+  X(cuvsTieredIndexExtend, E)            \
+  X(cuvsTieredIndexMerge, E)
+
+/* Tiered-index objects (dbl_tiered.c). */
+#define DBL_KINDS_TIERED(X)                              \
+  X(K_TIERED_INDEX_PARAMS, "tiered_index_params")        \
+  X(K_TIERED_INDEX, "tiered_index")                      \
+  X(K_TIERED_IMPL, "tiered_index_data")
 
 /* IVF-PQ indexes (dbl_ivf_pq.c). */
 #define DBL_FUNCS_IVF_PQ(X)                     \
@@ -353,6 +401,8 @@ enum {
   DBL_KINDS_KMEANS_PCA(X)                                   \
   DBL_KINDS_QUANTIZE(X)                                     \
   DBL_KINDS_GRAPHS(X)                                       \
+  DBL_KINDS_HNSW(X)                                         \
+  DBL_KINDS_TIERED(X)                                       \
   DBL_R2608(DBL_KINDS_2608(X))
 
 /* k-means and PCA params (dbl_kmeans_api.c, dbl_pca.c). */
@@ -638,5 +688,22 @@ DBL_HIDDEN cuvsError_t dbl_check_params(const void* p, int kind);
 /* One row's distance to another under metric (the kNN's own). */
 DBL_HIDDEN float knn_distance(int metric, float metric_arg, const float* a, const float* b,
                               int64_t dim);
+/* ---- HNSW (dbl_hnsw.c): what hnsw::from_cagra reads of a CAGRA index ---- */
+typedef struct {
+  void* impl; /* read-locked until dbl_cagra_peek_end */
+  DLDataType dtype;
+  int metric;
+  int64_t n, dim, degree, stride;
+  const void* data; /* NULL when the index holds no dataset */
+  const uint32_t* graph;
+  int on_disk;
+  const char* disk_dir; /* on_disk: where cuVS wrote the graph (hnsw_index.bin goes there) */
+  int device_padded; /* 26.08: the index holds a device-padded dataset view (26.06: always) */
+} dbl_cagra_peek_t;
+/* Reads a built CAGRA index's rows and graph (dbl_cagra.c), holding its
+ * read lock until dbl_cagra_peek_end; fails as cuVS's getters do for an
+ * unbuilt or hollow index. */
+DBL_HIDDEN cuvsError_t dbl_cagra_peek(cuvsCagraIndex_t index, dbl_cagra_peek_t* out);
+DBL_HIDDEN void dbl_cagra_peek_end(dbl_cagra_peek_t* p);
 
 #endif

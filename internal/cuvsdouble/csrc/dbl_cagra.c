@@ -44,6 +44,8 @@ typedef struct {
   int compressed;  /* built with compression: GetDataset shows an empty view */
   int hollow;      /* built in instant mode: shape only, no dataset or graph */
   int on_disk;     /* an ACE build in disk mode: shape only, data in build_dir */
+  char disk_dir[256]; /* on_disk: the build_dir cuVS wrote the graph to (the double keeps the
+                       * rows and graph in memory for hnsw::from_cagra, shown nowhere else) */
   int ds_kind;     /* 26.08: the kind of dataset the index references (CG_DS_*) */
   const uint32_t* graph;
   uint32_t* graph_owned;
@@ -584,6 +586,18 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
       impl->stride = dim;
       impl->on_disk = 1;
       if (ref) impl->ds_kind = ref->kind;
+      const char* dir = params->graph_build_params && ((struct cuvsAceParams*)params->graph_build_params)->build_dir
+                          ? ((struct cuvsAceParams*)params->graph_build_params)->build_dir
+                          : "";
+      if (dir[0] == 0 || strlen(dir) > 255 || strstr(dir, "//") != NULL) dir = "/tmp/ace_build";
+      snprintf(impl->disk_dir, sizeof impl->disk_dir, "%s", dir);
+      /* what the files hold, kept for hnsw::from_cagra (has_dataset stays 0) */
+      if (cg_take_copy(impl, ref ? ref->data : t->data, n, ref ? ref->stride : dim) != 0 ||
+          cg_build_graph(impl, (int64_t)intermediate, (int64_t)degree) != 0) {
+        cg_free(impl);
+        return dbl_plain_fail("std::bad_alloc");
+      }
+      impl->has_dataset = 0;
       cg_install(index, impl);
       return CUVS_SUCCESS;
     }
@@ -1468,3 +1482,36 @@ DBL_API cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t p
 #if DBL_RELEASE >= 2608
 #include "dbl_cagra_2608.inc" /* 26.08's CAGRA entry points, on the helpers above */
 #endif
+
+/* ---- for dbl_hnsw.c: what hnsw::from_cagra reads of a built index ---- */
+
+DBL_HIDDEN cuvsError_t dbl_cagra_peek(cuvsCagraIndex_t index, dbl_cagra_peek_t* out)
+{
+  cg_impl* impl;
+  TRY(cg_impl_data(index, &impl));
+  pthread_rwlock_rdlock(&impl->lock);
+  cuvsError_t st = cg_check_alive(impl);
+  if (st != CUVS_SUCCESS) {
+    pthread_rwlock_unlock(&impl->lock);
+    return st;
+  }
+  out->impl = impl;
+  out->dtype = impl->dtype;
+  out->metric = impl->metric;
+  out->n = impl->n;
+  out->dim = impl->dim;
+  out->degree = impl->degree;
+  out->data = (impl->has_dataset || impl->on_disk) && !impl->compressed ? impl->data : NULL;
+  out->stride = impl->stride;
+  out->graph = impl->graph;
+  out->on_disk = impl->on_disk;
+  out->device_padded = impl->ds_kind == CG_DS_DEVICE_PADDED;
+  out->disk_dir = impl->disk_dir;
+  return CUVS_SUCCESS;
+}
+
+DBL_HIDDEN void dbl_cagra_peek_end(dbl_cagra_peek_t* p)
+{
+  if (p->impl) pthread_rwlock_unlock(&((cg_impl*)p->impl)->lock);
+  p->impl = NULL;
+}

@@ -1,0 +1,74 @@
+// Package hnsw is HNSW (hierarchical navigable small world graphs) as cuVS
+// offers it: "build on the GPU, serve on the CPU". An index is made on the
+// GPU — from a CAGRA index (FromCagra, FromCagraWithDataset) or from a
+// dataset by ACE (Build) — and lives in host memory as an hnswlib index,
+// searched on the CPU with uint64 ids.
+//
+// # Making and searching
+//
+// FromCagra takes the CAGRA graph as the base layer and, per
+// IndexParams.Hierarchy, adds no upper layers (HierarchyNone: searches
+// start from the nearest of 32 evenly spaced rows), or builds them on the
+// CPU or the GPU. Build runs ACE (a partitioned CAGRA build, optionally
+// through files on disk) and converts the same way. Both copy what they
+// need: the HNSW index references nothing afterwards.
+//
+// Search takes queries, neighbors (uint64) and distances (float32), all in
+// host memory (CPU, pinned or managed); SearchParams.Ef is the candidate
+// list size (recall grows with it) and SearchParams.NumThreads the CPU
+// threads. Extend adds rows (not to a HierarchyNone index). Serialize writes
+// hnswlib's format, which hnswlib itself reads; Deserialize reads it back
+// given the dimension, element type and metric.
+//
+// SearchFiltered adds what the C API lacks, a filter: an over-fetch and
+// drop over a host bitset, repeated with a larger over-fetch for the
+// queries that kept fewer than k rows.
+//
+// # What the C API does not say
+//
+//   - Search has no filter (cuvsHnswSearch takes none), and no stream:
+//     it runs on the CPU and its results are there when it returns.
+//   - cuvsHnswSearch sets hnswlib's ef on the index itself on every call
+//     (index::set_ef), so two searches of one index with different ef race;
+//     an index left on disk by ACE is loaded by the first search, unlocked.
+//     The package runs the searches of one index one at a time.
+//   - k must not exceed the rows: hnswlib pops k results from a queue that
+//     holds fewer (a debug assert only). The package refuses it.
+//   - Distances are hnswlib's: squared L2, and 1 - <q, x> for
+//     InnerProduct. Only L2Expanded and InnerProduct have an hnswlib space
+//     ("Unsupported metric type was used" otherwise).
+//   - FromCagra ignores IndexParams.M and Metric (the CAGRA index's graph
+//     and metric are used); Deserialize reads Hierarchy only.
+//   - cuvsHnswDeserialize reads the element type from the handle, not the
+//     file (the package sets it); the file has no dimension, dtype or
+//     metric, and hnswlib reads beside its elements when dim is wrong: the
+//     package checks the file's element size against them first. A
+//     base-layer-only file (HierarchyNone, cagra SerializeToHnswlib) read
+//     with a hierarchy would be searched through upper layers it does not
+//     have: refused.
+//   - Extending a HierarchyNone index descends from the entry point through
+//     upper layers that do not exist; cuVS documents Extend for the CPU
+//     hierarchy: refused.
+//   - cuvsHnswBuild refuses params without ACE parameters, which
+//     cuvsHnswIndexParamsCreate leaves nil: a nil IndexParams.ACE means
+//     DefaultACEParams here.
+//   - On cuVS 26.08 cuvsHnswFromCagra reads every CAGRA index as a
+//     device-padded one (c/src/neighbors/hnsw.cpp); the indexes package
+//     cagra makes are (on 26.08 it binds their rows as a padded dataset).
+//
+// # The C API
+//
+// cuvsHnswIndexParamsCreate/Destroy (DefaultIndexParams),
+// cuvsHnswAceParamsCreate/Destroy (DefaultACEParams, Build),
+// cuvsHnswSearchParamsCreate/Destroy (DefaultSearchParams),
+// cuvsHnswExtendParamsCreate/Destroy (DefaultExtendParams),
+// cuvsHnswIndexCreate/Destroy (every constructor, Close), cuvsHnswBuild
+// (Build), cuvsHnswFromCagra (FromCagra), cuvsHnswFromCagraWithDataset
+// (FromCagraWithDataset), cuvsHnswExtend (Extend), cuvsHnswSearch (Search,
+// SearchFiltered), cuvsHnswSerialize (Serialize, SerializeTo),
+// cuvsHnswDeserialize (Deserialize, DeserializeFrom). The same 17
+// functions on cuVS 26.06 and 26.08. The search and extend parameters are
+// handed to C as Go values, the index parameters too (with C-made ACE
+// parameters for Build). A libcuvs_c built without HNSW lacks them all:
+// every call then fails with ErrNotBuilt (and safe.ErrMissingSymbol).
+package hnsw

@@ -1,0 +1,526 @@
+package hnsw
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/live"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/internal/cagraref"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
+)
+
+var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, dlpack.Uint8}
+
+// The tensor rules of HNSW, in one place (c/src/neighbors/hnsw.cpp): every
+// tensor is a host_matrix_view (from_dlpack: CPU, pinned or managed
+// memory), row-major; neighbors are uint64, distances float32.
+var (
+	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	vectorsRule = kit.Rule{Arg: "vectors", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
+	searchRules = kit.SearchRules{
+		Queries:   kit.Rule{Arg: "queries", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
+		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Uint64}, Rank: 2, RowMajor: true},
+		Distances: kit.Rule{Arg: "distances", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
+	}
+)
+
+// ErrNotBuilt is wrapped by every error of a call the loaded libcuvs_c does
+// not export: a library built without HNSW (cuVS's BUILD_CAGRA_HNSWLIB
+// off) lacks all of cuvsHnsw*. errors.Is(err, safe.ErrMissingSymbol) holds
+// too.
+var ErrNotBuilt = errors.New("HNSW is not built into this libcuvs")
+
+// wrap is kit.Wrap, naming a missing HNSW symbol as ErrNotBuilt.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, generated.ErrMissingSymbol) {
+		return fmt.Errorf("%s: %w: %w", op, ErrNotBuilt, err)
+	}
+	return kit.Wrap(op, err)
+}
+
+// Index is an HNSW index in host memory, searched on the CPU. It owns all
+// its data: hnswlib copies every vector into its elements, so nothing the
+// index was made from (dataset, CAGRA index) is referenced afterwards.
+//
+// Searches run one at a time per index (each spread over
+// SearchParams.NumThreads CPU threads by cuVS): hnswlib keeps one search
+// list size per index (ef_), which cuvsHnswSearch sets on every call, and
+// an index left on disk by ACE is loaded by its first search. Extend needs
+// the index alone; Close waits for both.
+type Index struct {
+	h         generated.CuvsHnswIndex_t // C memory
+	rows      atomic.Int64              // changed by Extend
+	dim       int64
+	dtype     dlpack.DataType
+	metric    safe.Metric
+	hierarchy Hierarchy
+
+	searchMu sync.Mutex // one cuvsHnswSearch (or Serialize) at a time: hnswlib's ef_ is per index
+	life     kit.Life
+}
+
+func newIndex(op string) (*Index, error) {
+	var h generated.CuvsHnswIndex_t
+	if err := generated.CuvsHnswIndexCreate(&h); err != nil {
+		return nil, wrap(op, err)
+	}
+	idx := &Index{h: h}
+	kit.Start(&idx.life, idx, "hnsw.Index(%p)", liveIndexes, func() error { return generated.CuvsHnswIndexDestroy(h) })
+	return idx, nil
+}
+
+func (idx *Index) fail() { idx.life.Fail() }
+
+// Build builds an HNSW index from dataset (rows × dim, float32, float16,
+// int8 or uint8, row-major, in host memory: CPU, pinned or managed) with
+// ACE: cuVS builds a CAGRA graph of degree 2*p.M on the GPU (ACE's
+// partitions, through files in p.ACE.BuildDir with p.ACE.UseDisk), then
+// converts it as FromCagra does with p.Hierarchy. The index copies the
+// rows; the dataset may be freed once Build returns. p.ACE nil means
+// DefaultACEParams (cuVS refuses a build without ACE parameters); nil p
+// means DefaultIndexParams.
+//
+// With p.ACE.UseDisk, cuVS leaves the index in BuildDir/hnsw_index.bin and
+// loads it at its first Search or Extend; Serialize then copies that file.
+//
+// C calls: cuvsHnswIndexCreate, cuvsHnswAceParamsCreate/Destroy,
+// cuvsHnswBuild, cuvsStreamSync (and cuvsHnswIndexParamsCreate/Destroy
+// for nil p).
+func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
+	const op = "hnsw.Build"
+	pd, err := kit.Or(params, DefaultIndexParams)
+	if err != nil {
+		return nil, err
+	}
+	p := *pd
+	dv, err := datasetRule.Take(op, res, dataset)
+	if err != nil {
+		return nil, err
+	}
+	if dv.Dim(0) < 2 || dv.Dim(1) < 1 {
+		return nil, kit.Argf(op, "dataset", "shape %v, want at least two rows (a graph) and one column", dv.Shape())
+	}
+	if err := p.validate(op, true); err != nil {
+		return nil, err
+	}
+	ace := p.ACE
+	if ace == nil {
+		d, err := DefaultACEParams()
+		if err != nil {
+			return nil, err
+		}
+		ace = &d
+	}
+	var dir []byte
+	if ace.BuildDir != "" {
+		if dir, err = kit.CPath(op, ace.BuildDir); err != nil {
+			return nil, kit.Argf(op, "params.ACE.BuildDir", "%w", err)
+		}
+	}
+	var ap generated.CuvsHnswAceParams_t
+	if err := generated.CuvsHnswAceParamsCreate(&ap); err != nil {
+		return nil, wrap(op, err)
+	}
+	defer generated.CuvsHnswAceParamsDestroy(ap) //nolint:errcheck // plain delete
+	ap.Npartitions, ap.UseDisk = ace.NPartitions, ace.UseDisk
+	ap.MaxHostMemoryGb, ap.MaxGpuMemoryGb = ace.MaxHostMemoryGB, ace.MaxGPUMemoryGB
+	if dir != nil {
+		cs := cString(string(dir[:len(dir)-1]))
+		defer cFree(unsafe.Pointer(cs))
+		ap.BuildDir = cs // cuVS copies it into a std::string
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	cp := p.cValue()
+	cp.AceParams = ap
+	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsHnswBuild(h, &cp, t[0], idx.h)
+	}); err != nil {
+		idx.fail()
+		return nil, rewrap(op, err)
+	}
+	idx.rows.Store(dv.Dim(0))
+	idx.dim, idx.dtype, idx.metric, idx.hierarchy = dv.Dim(1), dv.DType(), p.Metric, p.Hierarchy
+	return idx, nil
+}
+
+// rewrap names a missing symbol in an error kit made (kit.CallWith).
+func rewrap(op string, err error) error {
+	if errors.Is(err, generated.ErrMissingSymbol) && !errors.Is(err, ErrNotBuilt) {
+		return fmt.Errorf("%w: %w", ErrNotBuilt, err)
+	}
+	return err
+}
+
+// FromCagra converts a CAGRA index to HNSW (cuvsHnswFromCagra): its graph
+// becomes the base layer and its dataset the vectors, with the upper
+// layers p.Hierarchy asks for (p.EfConstruction and p.NumThreads are used
+// by the CPU hierarchy; the metric is the CAGRA index's, and must be
+// L2Expanded or InnerProduct). Nil p means DefaultIndexParams.
+//
+// This is how to serve a CAGRA index that an ACE build left on disk
+// (cagra.ErrOnDisk): cuVS writes hnsw_index.bin next to its graph file and
+// the HNSW index loads it at its first search. An index without its
+// dataset (cagra.ErrNoDataset) needs FromCagraWithDataset.
+//
+// The HNSW index copies what it needs: cagraIdx may be closed afterwards.
+// cagraIdx is held (as a search holds it) during the call.
+//
+// C calls: cuvsHnswIndexCreate, cuvsHnswFromCagra, cuvsStreamSync.
+func FromCagra(res *safe.Resources, cagraIdx *cagra.Index, params *IndexParams) (*Index, error) {
+	return fromCagra("hnsw.FromCagra", res, cagraIdx, nil, params)
+}
+
+// FromCagraWithDataset is FromCagra with the vectors taken from dataset
+// instead of the CAGRA index (cuvsHnswFromCagraWithDataset): rows ×
+// dim of the CAGRA index's element type in host memory (CPU, pinned or
+// managed), row i being graph row i, so exactly cagraIdx.Rows() rows. For
+// a CAGRA index deserialized without its dataset, or to save the device
+// to host copy. The HNSW index copies the rows.
+//
+// C calls: cuvsHnswIndexCreate, cuvsHnswFromCagraWithDataset,
+// cuvsStreamSync.
+func FromCagraWithDataset(res *safe.Resources, cagraIdx *cagra.Index, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
+	const op = "hnsw.FromCagraWithDataset"
+	if dataset == nil {
+		return nil, kit.Argf(op, "dataset", "nil")
+	}
+	return fromCagra(op, res, cagraIdx, dataset, params)
+}
+
+func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
+	if cagraIdx == nil {
+		return nil, kit.Argf(op, "cagraIdx", "nil *cagra.Index")
+	}
+	pd, err := kit.Or(params, DefaultIndexParams)
+	if err != nil {
+		return nil, err
+	}
+	p := *pd
+	if err := p.validate(op, false); err != nil {
+		return nil, err
+	}
+	var dv dlpack.View
+	if dataset != nil {
+		if dv, err = datasetRule.Take(op, res, dataset); err != nil {
+			return nil, err
+		}
+	}
+	var idx *Index
+	err = cagraref.Use(cagraIdx, op, "cagraIdx", func(ch generated.CuvsCagraIndex_t, info cagraref.Info) error {
+		if err := kit.CheckIndexDevice(res, op, info.Device); err != nil {
+			return err
+		}
+		if info.MetricKnown {
+			if err := checkMetric(op, "cagraIdx", info.Metric); err != nil {
+				return err
+			}
+		}
+		dim := info.Dim
+		if dataset == nil {
+			if info.GraphOnly {
+				return kit.Argf(op, "cagraIdx", "%w: give the rows with FromCagraWithDataset", cagra.ErrNoDataset)
+			}
+		} else {
+			if dv.DType() != info.DType {
+				return kit.Argf(op, "dataset", "dtype %s, the CAGRA index holds %s", dv.DType(), info.DType)
+			}
+			if dv.Dim(0) != info.Rows {
+				return kit.Argf(op, "dataset", "%d rows, the CAGRA graph has %d (row i of the dataset is graph row i)", dv.Dim(0), info.Rows)
+			}
+			if info.Dim != 0 && !info.GraphOnly && dv.Dim(1) != info.Dim {
+				return kit.Argf(op, "dataset", "%d columns, the CAGRA index has dimension %d", dv.Dim(1), info.Dim)
+			}
+			dim = dv.Dim(1)
+		}
+		if info.Rows < 1 {
+			return kit.Argf(op, "cagraIdx", "an empty index")
+		}
+		var err error
+		if idx, err = newIndex(op); err != nil {
+			return err
+		}
+		cp := p.cValue()
+		in := []*dlpack.View{nil}
+		if dataset != nil {
+			in[0] = &dv
+		}
+		if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			if t[0] != nil {
+				return generated.CuvsHnswFromCagraWithDataset(h, &cp, ch, idx.h, t[0])
+			}
+			return generated.CuvsHnswFromCagra(h, &cp, ch, idx.h)
+		}); err != nil {
+			idx.fail()
+			idx = nil
+			return rewrap(op, err)
+		}
+		idx.rows.Store(info.Rows)
+		idx.dim, idx.dtype, idx.hierarchy = dim, info.DType, p.Hierarchy
+		idx.metric = info.Metric
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return idx, nil
+}
+
+// Rows returns the number of vectors in the index (kept by the package:
+// the C API has no getter).
+func (idx *Index) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.rows.Load())
+}
+
+// Dim returns the vectors' dimension.
+func (idx *Index) Dim() int {
+	if idx == nil {
+		return 0
+	}
+	return int(idx.dim)
+}
+
+// DType returns the vectors' element type.
+func (idx *Index) DType() dlpack.DataType {
+	if idx == nil {
+		return dlpack.DataType{}
+	}
+	return idx.dtype
+}
+
+// Metric returns the index's metric: L2Expanded or InnerProduct (for an
+// index from a CAGRA index whose metric was not known, the zero Metric).
+func (idx *Index) Metric() safe.Metric {
+	if idx == nil {
+		return 0
+	}
+	return idx.metric
+}
+
+// Hierarchy returns the hierarchy the index was made or deserialized with.
+func (idx *Index) Hierarchy() Hierarchy {
+	if idx == nil {
+		return 0
+	}
+	return idx.hierarchy
+}
+
+// Extend adds vectors (n × Dim(), the index's element type, row-major, in
+// host memory; copied) with ids Rows()..Rows()+n-1, by hnswlib's insertion
+// (cuvsHnswExtend: resizeIndex, then addPoint per row over p.NumThreads
+// threads). Nil p means DefaultExtendParams.
+//
+// An index of HierarchyNone is refused: it has no upper layers, and
+// hnswlib's insertion descends through them from the entry point (cuVS
+// documents Extend for the CPU hierarchy). HierarchyGPU indexes have the
+// same layered structure and are accepted.
+//
+// It needs the index alone and waits its turn; it fails with
+// safe.ErrClosed once Close has begun.
+//
+// C calls: cuvsHnswExtend, cuvsStreamSync (and
+// cuvsHnswExtendParamsCreate/Destroy for nil p).
+func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *ExtendParams) error {
+	if idx == nil {
+		return kit.NilIndex("hnsw.Index.Extend")
+	}
+	const op = "hnsw.Index.Extend"
+	pd, err := kit.Or(params, DefaultExtendParams)
+	if err != nil {
+		return err
+	}
+	if pd.NumThreads < 0 {
+		return kit.Argf(op, "params.NumThreads", "%d, want 0 (all) or more", pd.NumThreads)
+	}
+	vv, err := vectorsRule.Take(op, res, vectors)
+	if err != nil {
+		return err
+	}
+	if vv.DType() != idx.dtype {
+		return kit.Argf(op, "vectors", "dtype %s, the index holds %s", vv.DType(), idx.dtype)
+	}
+	if vv.Dim(1) != idx.dim {
+		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.dim)
+	}
+	if vv.Dim(0) < 1 {
+		return kit.Argf(op, "vectors", "no rows")
+	}
+	if idx.hierarchy == HierarchyNone {
+		return kit.Argf(op, "index", "an index of HierarchyNone cannot be extended (no upper layers: make it with HierarchyCPU)")
+	}
+	cp := generated.CuvsHnswExtendParams{NumThreads: pd.NumThreads}
+	return idx.life.Exclusive(op, func() error {
+		err := kit.CallWith(op, res, []*dlpack.View{&vv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			return generated.CuvsHnswExtend(h, &cp, t[0], idx.h)
+		})
+		if err == nil {
+			idx.rows.Add(vv.Dim(0))
+		}
+		return rewrap(op, err)
+	})
+}
+
+// Search finds the k nearest vectors for each query on the CPU, k being
+// the number of columns of neighbors: queries (n × Dim(), the index's
+// element type), neighbors (uint64 ids) and distances (float32), n × k,
+// all row-major in host memory (CPU, pinned or managed: cuvsHnswSearch
+// refuses device memory). 1 <= k <= Rows() (hnswlib pops k results from
+// its queue, which holds fewer for a larger k). Distances are hnswlib's:
+// squared L2, or 1 - <q, x> for InnerProduct. The results are written when
+// Search returns (no stream is involved).
+//
+// There is no filter in the C API: SearchFiltered over-fetches and drops.
+// Searches of one index run one at a time (hnswlib's ef is per index);
+// each uses params.NumThreads threads.
+//
+// C calls: cuvsHnswSearch. Nil params means DefaultSearchParams.
+func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
+	if idx == nil {
+		return kit.NilIndex("hnsw.Index.Search")
+	}
+	const op = "hnsw.Index.Search"
+	if err := idx.life.Enter(op); err != nil {
+		return err
+	}
+	defer idx.life.Leave()
+	c := dlpack.Begin(op)
+	defer c.End()
+	sp, err := params.resolve(op)
+	if err != nil {
+		return err
+	}
+	var t kit.SearchTensors
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows.Load(), &t); err != nil {
+		return err
+	}
+	cp := generated.CuvsHnswSearchParams{Ef: sp.Ef, NumThreads: sp.NumThreads}
+	h, err := kit.Lock(res, op)
+	if err != nil {
+		return err
+	}
+	idx.searchMu.Lock()
+	err = generated.CuvsHnswSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances)
+	idx.searchMu.Unlock()
+	kit.Unlock(res)
+	return wrap(op, err)
+}
+
+// Serialize writes the index to a file in hnswlib's format
+// (cuvsHnswSerialize: hnswlib's saveIndex; an index ACE left on disk is
+// copied from its hnsw_index.bin). hnswlib's own loadIndex reads it, and so
+// does Deserialize given the dimension, element type and metric, which
+// the file does not hold.
+func (idx *Index) Serialize(res *safe.Resources, path string) error {
+	if idx == nil {
+		return kit.NilIndex("hnsw.Index.Serialize")
+	}
+	const op = "hnsw.Index.Serialize"
+	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
+		idx.searchMu.Lock()
+		defer idx.searchMu.Unlock()
+		return wrapMissing(generated.CuvsHnswSerialize(h, p, idx.h))
+	})
+}
+
+// wrapMissing marks a missing symbol before kit wraps the error.
+func wrapMissing(err error) error {
+	if errors.Is(err, generated.ErrMissingSymbol) {
+		return fmt.Errorf("%w: %w", ErrNotBuilt, err)
+	}
+	return err
+}
+
+// Deserialize reads an hnswlib file (Serialize's, cagra.Index's
+// SerializeToHnswlib, or hnswlib's saveIndex of a compatible index) as an
+// index of dim dimensions of dtype elements with metric, which the file
+// does not hold (cuvsHnswDeserialize reads the dtype from the handle,
+// which the package sets). params.Hierarchy says how to search it: None
+// searches the base layer only; CPU and GPU descend through the upper
+// layers, which a base-layer-only file (FromCagra with HierarchyNone,
+// SerializeToHnswlib) does not have. Nil params means DefaultIndexParams
+// (hierarchy GPU).
+//
+// The file is checked first against dim and dtype (hnswlib sizes each
+// element by them and reads beside the elements when they are wrong) and
+// walked to its end; a file that does not fit, is truncated or has bytes
+// after the index is refused with safe.ErrCorruptIndex, and so is a
+// base-layer-only file asked for with a hierarchy.
+//
+// C calls: cuvsHnswIndexCreate, cuvsHnswDeserialize.
+func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataType, metric safe.Metric, params *IndexParams) (*Index, error) {
+	const op = "hnsw.Deserialize"
+	if _, err := kit.CPath(op, path); err != nil {
+		return nil, err
+	}
+	ok := false
+	for _, t := range elemTypes {
+		ok = ok || t == dtype
+	}
+	if !ok {
+		return nil, kit.Argf(op, "dtype", "%s is not one of %v", dtype, elemTypes)
+	}
+	if dim < 1 || dim > 1<<24 {
+		return nil, kit.Argf(op, "dim", "%d, want 1 to %d", dim, 1<<24)
+	}
+	if err := checkMetric(op, "metric", metric); err != nil {
+		return nil, err
+	}
+	pd, err := kit.Or(params, DefaultIndexParams)
+	if err != nil {
+		return nil, err
+	}
+	p := *pd
+	if !p.Hierarchy.valid() {
+		return nil, kit.Argf(op, "params.Hierarchy", "%s, want HierarchyNone, HierarchyCPU or HierarchyGPU", p.Hierarchy)
+	}
+	info, ferr := readFile(path, int64(dim), dtype.ElemSize())
+	if ferr != nil && ferr != errOpen {
+		return nil, kit.Corrupt(op, ferr)
+	}
+	if ferr == nil && p.Hierarchy != HierarchyNone && info.count > 0 && info.entryLevel < info.maxLevel {
+		return nil, kit.Corrupt(op, fmt.Errorf("a base-layer-only file (its entry point has no level %d): deserialize it with HierarchyNone", info.maxLevel))
+	}
+	idx, err := newIndex(op)
+	if err != nil {
+		return nil, err
+	}
+	idx.h.Dtype = generated.DLDataType{Code: uint8(dtype.Code), Bits: dtype.Bits, Lanes: 1}
+	cp := p.cValue()
+	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, fp *byte) error {
+		return wrapMissing(generated.CuvsHnswDeserialize(h, &cp, fp, int32(dim), kit.CMetric(metric), idx.h))
+	}); err != nil {
+		idx.fail()
+		return nil, err
+	}
+	idx.rows.Store(info.count)
+	idx.dim, idx.dtype, idx.metric, idx.hierarchy = int64(dim), dtype, metric, p.Hierarchy
+	return idx, nil
+}
+
+// Close frees the index, waiting for the searches and the Extend in
+// flight. Closing twice, or closing the zero Index, is harmless; if freeing
+// fails, a later Close tries again. C call: cuvsHnswIndexDestroy.
+func (idx *Index) Close() error {
+	if idx == nil {
+		return nil
+	}
+	return idx.life.Close("hnsw.Index.Close")
+}
+
+// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
+var liveIndexes = live.New("hnsw.Index")

@@ -1,0 +1,5 @@
+//go:build race
+
+package hnsw_test
+
+const raceEnabled = true

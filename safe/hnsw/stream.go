@@ -1,0 +1,29 @@
+package hnsw
+
+import (
+	"io"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
+)
+
+// SerializeTo writes the index to w in the format Serialize writes to a
+// file (hnswlib's), and returns the bytes written. cuVS writes only to file
+// names: cuvsHnswSerialize writes into a named pipe in a private temporary
+// directory while a goroutine copies it to w, so nothing reaches the disk.
+func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
+	return kit.SerializeTo("hnsw.Index.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
+}
+
+// DeserializeFrom reads an hnswlib index from r, to its end, and checks it
+// as Deserialize does (dim, dtype and metric given, as the format holds
+// none of them). cuVS reads only file names (cuvsHnswDeserialize): r is
+// copied into an anonymous in-memory file (memfd_create; a file in a
+// private temporary directory where that is missing). safe.MaxBytes bounds
+// the stream.
+func DeserializeFrom(res *safe.Resources, r io.Reader, dim int, dtype dlpack.DataType, metric safe.Metric, params *IndexParams, opts ...safe.DeserializeOption) (*Index, error) {
+	return kit.DeserializeFrom("hnsw.DeserializeFrom", r, opts, func(path string) (*Index, error) {
+		return Deserialize(res, path, dim, dtype, metric, params)
+	})
+}

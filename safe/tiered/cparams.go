@@ -1,0 +1,144 @@
+package tiered
+
+/*
+#include <stdlib.h>
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
+)
+
+// cParams are the C parameters of one Build or Merge: the tiered struct
+// and the backend's (each made by its cuVS ...Create, so that its other
+// fields hold cuVS's defaults), for the loaded release's layout.
+type cParams struct {
+	p06  generated.CuvsTieredIndexParams_t
+	p08  generated.CuvsTieredIndexParams_t_v2608
+	cg06 generated.CuvsCagraIndexParams_t
+	cg08 generated.CuvsCagraIndexParams_t_v2608
+	fl   generated.CuvsIvfFlatIndexParams_t
+	pq   generated.CuvsIvfPqIndexParams_t
+}
+
+func newCParams(op string, p *IndexParams) (*cParams, error) {
+	c := &cParams{}
+	fail := func(err error) (*cParams, error) {
+		c.free()
+		return nil, kit.Wrap(op, err)
+	}
+	m := kit.CMetric(p.Metric)
+	if is2608() {
+		if err := generated.CuvsTieredIndexParamsCreate_v2608(&c.p08); err != nil {
+			return fail(err)
+		}
+		c.p08.Metric, c.p08.Algo = m, generated.CuvsTieredIndexANNAlgo(p.Backend)
+		c.p08.MinAnnRows, c.p08.CreateAnnIndexOnExtend = p.MinANNRows, p.CreateANNIndexOnExtend
+	} else {
+		if err := generated.CuvsTieredIndexParamsCreate(&c.p06); err != nil {
+			return fail(err)
+		}
+		c.p06.Metric, c.p06.Algo = m, generated.CuvsTieredIndexANNAlgo(p.Backend)
+		c.p06.MinAnnRows, c.p06.CreateAnnIndexOnExtend = p.MinANNRows, p.CreateANNIndexOnExtend
+	}
+	switch p.Backend {
+	case CAGRA:
+		deg, inter := p.CAGRA.GraphDegree, p.CAGRA.IntermediateGraphDegree
+		if is2608() {
+			if err := generated.CuvsCagraIndexParamsCreate_v2608(&c.cg08); err != nil {
+				return fail(err)
+			}
+			c.cg08.Metric = m
+			if deg != 0 {
+				c.cg08.GraphDegree = deg
+			}
+			if inter != 0 {
+				c.cg08.IntermediateGraphDegree = inter
+			}
+			c.p08.CagraParams = c.cg08
+		} else {
+			if err := generated.CuvsCagraIndexParamsCreate(&c.cg06); err != nil {
+				return fail(err)
+			}
+			c.cg06.Metric = m
+			if deg != 0 {
+				c.cg06.GraphDegree = deg
+			}
+			if inter != 0 {
+				c.cg06.IntermediateGraphDegree = inter
+			}
+			c.p06.CagraParams = c.cg06
+		}
+	case IVFFlat:
+		if err := generated.CuvsIvfFlatIndexParamsCreate(&c.fl); err != nil {
+			return fail(err)
+		}
+		c.fl.Metric = m
+		if p.IVFFlat.NLists != 0 {
+			c.fl.NLists = p.IVFFlat.NLists
+		}
+		if p.IVFFlat.KMeansNIters != 0 {
+			c.fl.KmeansNIters = p.IVFFlat.KMeansNIters
+		}
+		c.fl.AdaptiveCenters = p.IVFFlat.AdaptiveCenters
+		if c.p06 != nil {
+			c.p06.IvfFlatParams = c.fl
+		}
+		if c.p08 != nil {
+			c.p08.IvfFlatParams = c.fl
+		}
+	case IVFPQ:
+		if err := generated.CuvsIvfPqIndexParamsCreate(&c.pq); err != nil {
+			return fail(err)
+		}
+		c.pq.Metric = m
+		if p.IVFPQ.NLists != 0 {
+			c.pq.NLists = p.IVFPQ.NLists
+		}
+		if p.IVFPQ.KMeansNIters != 0 {
+			c.pq.KmeansNIters = p.IVFPQ.KMeansNIters
+		}
+		if p.IVFPQ.PQBits != 0 {
+			c.pq.PqBits = p.IVFPQ.PQBits
+		}
+		if p.IVFPQ.PQDim != 0 {
+			c.pq.PqDim = p.IVFPQ.PQDim
+		}
+		if c.p06 != nil {
+			c.p06.IvfPqParams = c.pq
+		}
+		if c.p08 != nil {
+			c.p08.IvfPqParams = c.pq
+		}
+	}
+	return c, nil
+}
+
+func (c *cParams) free() {
+	if c.cg06 != nil {
+		_ = generated.CuvsCagraIndexParamsDestroy(c.cg06)
+	}
+	if c.cg08 != nil {
+		_ = generated.CuvsCagraIndexParamsDestroy_v2608(c.cg08)
+	}
+	if c.fl != nil {
+		_ = generated.CuvsIvfFlatIndexParamsDestroy(c.fl)
+	}
+	if c.pq != nil {
+		_ = generated.CuvsIvfPqIndexParamsDestroy(c.pq)
+	}
+	if c.p06 != nil {
+		_ = generated.CuvsTieredIndexParamsDestroy(c.p06)
+	}
+	if c.p08 != nil {
+		_ = generated.CuvsTieredIndexParamsDestroy_v2608(c.p08)
+	}
+}
+
+// cAlloc allocates n zeroed bytes of C memory (freed with cFree).
+func cAlloc(n uintptr) unsafe.Pointer { return C.calloc(1, C.size_t(n)) }
+
+func cFree(p unsafe.Pointer) { C.free(p) }

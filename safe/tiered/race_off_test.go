@@ -1,0 +1,5 @@
+//go:build !race
+
+package tiered_test
+
+const raceEnabled = false
