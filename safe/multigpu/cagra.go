@@ -314,3 +314,26 @@ func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) erro
 		})
 	})
 }
+
+// Rows returns the number of rows indexed, -1 when not known: the C API has
+// no getter, so Go counts them through Build and Extend; after Deserialize
+// and Distribute they are not known.
+func (idx *CagraIndex) Rows() int {
+	if idx == nil {
+		return 0
+	}
+	return idx.rowCount()
+}
+
+// Shards returns the rows each device holds, rank by rank (a copy), nil
+// when not known (Deserialize, Distribute, or Resources that could not
+// count their devices). A sharded index's search ids are positions in the
+// concatenation of the shards: rank r's i-th row has id Shards()[0] + ... +
+// Shards()[r-1] + i, its built rows first, then the rows later Extends gave
+// it (each Extend splits its rows over the devices as Build does).
+func (idx *CagraIndex) Shards() []int64 {
+	if idx == nil {
+		return nil
+	}
+	return idx.shardRows()
+}

@@ -2,7 +2,6 @@ package multigpu
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
-	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
@@ -364,32 +362,11 @@ func readHeader(path string) (Mode, int, error) {
 	return modeOf(generated.CuvsMultiGpuDistributionMode(m.Int)), int(n.Int), nil
 }
 
-// Rows returns the number of rows indexed, -1 when not known: the C API has
-// no getter, so Go counts them through Build and Extend; after Deserialize
-// and Distribute they are not known.
-func (c *core) Rows() int {
-	if c == nil {
-		return 0
-	}
-	return int(c.rows.Load())
-}
+func (c *core) rowCount() int { return int(c.rows.Load()) }
 
-// Shards returns the rows each device holds, rank by rank (a copy), nil
-// when not known (Deserialize, Distribute, or resources that could not
-// count their devices). For a sharded index the ids searches return are
-// positions in the concatenation of the shards: rank r's i-th row has id
-// Shards()[0] + ... + Shards()[r-1] + i, its built rows first, then the
-// rows later Extends gave it (each Extend splits its rows over the devices
-// as Build does).
-func (c *core) Shards() []int64 {
-	if c == nil {
-		return nil
-	}
+func (c *core) shardRows() []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]int64(nil), c.shards...)
 }
 
-func (c *core) String() string { return fmt.Sprintf("%s index over %d devices", c.mode, c.ranks) }
-
-var _ = safe.SentinelID64
