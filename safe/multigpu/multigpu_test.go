@@ -401,3 +401,23 @@ func TestBuildRefusals(t *testing.T) {
 		t.Fatalf("zero res: %v", err)
 	}
 }
+
+// writeSingleIVFFlat writes a single-GPU IVF-Flat index of data to path.
+func writeSingleIVFFlat(t *testing.T, data []float32, path string) {
+	t.Helper()
+	sres := safetest.Resources(t)
+	dm, err := safe.DeviceMatrixFrom(sres, data, len(data)/dim, dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	ip, _ := allProbes(4)
+	single, err := ivfflat.Build(sres, dm, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	if err := single.Serialize(sres, path); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -163,7 +163,8 @@ func (r *Resources) Ranks() int {
 }
 
 // Close destroys the handle (cuvsMultiGpuResourcesDestroy). Closing twice is
-// harmless; it waits for a call in progress on r.
+// harmless; it waits for a call in progress on r. If the destroy fails, r
+// stays open and a later Close tries again.
 func (r *Resources) Close() error {
 	if r == nil {
 		return nil
@@ -173,10 +174,14 @@ func (r *Resources) Close() error {
 	if r.closed || r.h == 0 {
 		return nil
 	}
+	if err := generated.CuvsMultiGpuResourcesDestroy(r.h); err != nil {
+		// Still alive: a later Close (or the cleanup) tries again.
+		return kit.Wrap("multigpu.Resources.Close", err)
+	}
 	r.closed = true
 	r.clean.Stop()
 	liveResources.Dec()
-	return kit.Wrap("multigpu.Resources.Close", generated.CuvsMultiGpuResourcesDestroy(r.h))
+	return nil
 }
 
 // lock takes r for one C call and returns its handle; unlock gives it back.
