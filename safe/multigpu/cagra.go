@@ -66,7 +66,7 @@ func BuildCagra(res *Resources, dataset dlpack.Tensor, params *CagraIndexParams)
 		var err error
 		c06, c08, degree, release, err = mgparams.CagraIndex(p.Base, op)
 		if err != nil {
-			return err
+			return baseArg(err)
 		}
 		if degree >= minRows {
 			return kit.Argf(op, "params.Base.GraphDegree", "%d, a device builds on only %d rows", degree, minRows)
@@ -135,7 +135,7 @@ func (idx *CagraIndex) Search(res *Resources, params *CagraSearchParams, queries
 	}
 	base, err := mgparams.CagraSearch(p.Base, op)
 	if err != nil {
-		return err
+		return baseArg(err)
 	}
 	qv, nv, dv, err := idx.searchArgs(op, d, queries, neighbors, distances)
 	if err != nil {

@@ -369,4 +369,3 @@ func (c *core) shardRows() []int64 {
 	defer c.mu.Unlock()
 	return append([]int64(nil), c.shards...)
 }
-

@@ -56,7 +56,7 @@ func BuildIVFFlat(res *Resources, dataset dlpack.Tensor, params *IVFFlatIndexPar
 	}
 	err = idx.build(op, res, p.Mode, dataset, func(minRows, dim int64) (err error) {
 		base, err = mgparams.IVFFlatIndex(p.Base, op, minRows, dim)
-		return err
+		return baseArg(err)
 	}, func(h generated.CuvsResources_t, t *generated.DLManagedTensor) error {
 		var mp generated.CuvsMultiGpuIvfFlatIndexParams_t
 		if err := generated.CuvsMultiGpuIvfFlatIndexParamsCreate(&mp); err != nil {
@@ -107,7 +107,7 @@ func (idx *IVFFlatIndex) Search(res *Resources, params *IVFFlatSearchParams, que
 	}
 	base, err := mgparams.IVFFlatSearch(p.Base, op)
 	if err != nil {
-		return err
+		return baseArg(err)
 	}
 	qv, nv, dv, err := idx.searchArgs(op, d, queries, neighbors, distances)
 	if err != nil {

@@ -56,7 +56,7 @@ func BuildIVFPQ(res *Resources, dataset dlpack.Tensor, params *IVFPQIndexParams)
 	}
 	err = idx.build(op, res, p.Mode, dataset, func(minRows, dim int64) (err error) {
 		if base, err = mgparams.IVFPQIndex(p.Base, op, dim); err != nil {
-			return err
+			return baseArg(err)
 		}
 		if int64(base.NLists) > minRows {
 			return kit.Argf(op, "params.Base.NLists", "%d, a device builds on only %d rows", base.NLists, minRows)
@@ -112,7 +112,7 @@ func (idx *IVFPQIndex) Search(res *Resources, params *IVFPQSearchParams, queries
 	}
 	base, err := mgparams.IVFPQSearch(p.Base, op)
 	if err != nil {
-		return err
+		return baseArg(err)
 	}
 	qv, nv, dv, err := idx.searchArgs(op, d, queries, neighbors, distances)
 	if err != nil {

@@ -377,7 +377,7 @@ func TestBuildRefusals(t *testing.T) {
 	data := safetest.Random(13, 20, dim)
 	ip, _ := allProbes(8)
 	// 20 rows over 3 devices: 7, 7, 6 rows each, fewer than 8 lists
-	if _, err := multigpu.BuildIVFFlat(res, host(t, data, 20), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "params.NLists") {
+	if _, err := multigpu.BuildIVFFlat(res, host(t, data, 20), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "params.Base.NLists") {
 		t.Fatalf("8 lists on 6 rows: %v", err)
 	}
 	// 4 rows over 3 devices: 2, 2, 0

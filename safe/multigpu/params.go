@@ -1,9 +1,12 @@
 package multigpu
 
 import (
+	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
@@ -236,4 +239,16 @@ func DefaultDistribution() (Defaults, error) {
 	}
 	d.SearchMode, d.MergeMode, d.RowsPerBatch = SearchMode(sp.SearchMode), mergeOf(sp.MergeMode), sp.NRowsPerBatch
 	return d, kit.Wrap(op, generated.CuvsMultiGpuIvfFlatSearchParamsDestroy(sp))
+}
+
+// baseArg renames an argument error of a base package's params
+// ("params.NLists") after the field it sits in here ("params.Base.NLists").
+func baseArg(err error) error {
+	var ae *safe.ArgError
+	if errors.As(err, &ae) && strings.HasPrefix(ae.Arg, "params.") {
+		c := *ae
+		c.Arg = "params.Base." + strings.TrimPrefix(ae.Arg, "params.")
+		return &c
+	}
+	return err
 }
