@@ -17,7 +17,7 @@ func TestFunctionsAndSymbols(t *testing.T) {
 	f := newFixture(t)
 	defer f.close()
 	fns := f.ctl.Functions()
-	const want = 61 + 30 + 23 // + IVF-Flat (14), IVF-SQ (15), refine (1), IVF-PQ indexes (23)
+	const want = 61 + 30 + 23 + 36 // + IVF-Flat (14), IVF-SQ (15), refine (1), IVF-PQ indexes (23), multi-GPU indexes (36)
 	if len(fns) != want {
 		t.Errorf("%d functions, want %d: %v", len(fns), want, fns)
 	}

@@ -51,6 +51,7 @@ var only2608 = []string{
 	"cuvsCagraIndexParamsFromDataset", "cuvsCagraUpdateDataset", "cuvsCagraSearchMultiPartition",
 	"cuvsCagraSerializeGraph", "cuvsCagraSerializeGraphAndDataset", "cuvsCagraDeserializeGraph",
 	"cuvsCagraDeserializeGraphAndDataset", "cuvsSelectK",
+	"cuvsMultiGpuCagraUpdateDataset", "cuvsMultiGpuKMeansFit", // multi-GPU (dbl_mg.c)
 }
 
 func TestReleaseFunctions(t *testing.T) {
