@@ -84,8 +84,11 @@ func TestReleaseFunctions(t *testing.T) {
 			t.Errorf("%s missing", fn)
 		}
 	}
-	// no multi-GPU CAGRA or k-means in either (the 26.06 double has none)
-	for _, fn := range []string{"cuvsMultiGpuCagraBuild", "cuvsMultiGpuKMeansFit", "cuvsKMeansFit"} {
+	// multi-GPU CAGRA in both (dbl_mg.c), multi-GPU k-means in 26.08 only
+	if !f6.ctl.Has("cuvsMultiGpuCagraBuild") || !f8.ctl.Has("cuvsMultiGpuCagraBuild") || f6.ctl.Has("cuvsMultiGpuKMeansFit") {
+		t.Error("multi-GPU functions: wrong releases")
+	}
+	for _, fn := range []string{"cuvsKMeansFit"} {
 		if f6.ctl.Has(fn) || f8.ctl.Has(fn) {
 			t.Errorf("%s exported", fn)
 		}
