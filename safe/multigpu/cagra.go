@@ -301,7 +301,7 @@ func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) erro
 		return kit.Argf(op, "dataset", "%d rows, the index's graph has %d", dv.Dim(0), rows)
 	}
 	return idx.life.Exclusive(op, func() error {
-		return withCall(op, res, []*dlpack.View{&dv}, nil, func(h generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
+		return withCall(op, res, []*dlpack.View{&dv}, nil, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, _ [2]*generated.DLManagedTensor) error {
 			var ds generated.CuvsDataset_t
 			if err := generated.CuvsDatasetMakePadded(h, in[0], generated.CuvsDatasetMemType_t_CUVS_DATASET_MEM_TYPE_DEVICE, &ds); err != nil {
 				return err

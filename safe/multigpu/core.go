@@ -93,7 +93,7 @@ func layout(op string, mode Mode, n int64, ranks int) ([]int64, error) {
 // withCall binds views (outputs after inputs) to one C call on res, and runs
 // f; for each output it hands f the view's data pointer, read before the
 // call ends.
-func withCall(op string, res *Resources, in []*dlpack.View, out []*dlpack.ViewMut, f func(h generated.CuvsResources_t, in, out []*generated.DLManagedTensor) error) error {
+func withCall(op string, res *Resources, in []*dlpack.View, out []*dlpack.ViewMut, f func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, out [2]*generated.DLManagedTensor) error) error {
 	c := dlpack.Begin(op)
 	defer c.End()
 	var tin [3]*generated.DLManagedTensor
@@ -120,7 +120,7 @@ func withCall(op string, res *Resources, in []*dlpack.View, out []*dlpack.ViewMu
 		return err
 	}
 	defer res.unlock()
-	return kit.Wrap(op, f(h, tin[:len(in)], tout[:len(out)]))
+	return kit.Wrap(op, f(h, tin, tout))
 }
 
 func (c *core) build(op string, res *Resources, mode Mode, dataset dlpack.Tensor, check func(minRows, dim int64) error, call func(h generated.CuvsResources_t, t *generated.DLManagedTensor) error) error {
@@ -149,7 +149,7 @@ func (c *core) build(op string, res *Resources, mode Mode, dataset dlpack.Tensor
 	if err := check(minRows, dim); err != nil {
 		return err
 	}
-	if err := withCall(op, res, []*dlpack.View{&dv}, nil, func(h generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
+	if err := withCall(op, res, []*dlpack.View{&dv}, nil, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, _ [2]*generated.DLManagedTensor) error {
 		return call(h, in[0])
 	}); err != nil {
 		return err
@@ -224,7 +224,7 @@ func (c *core) search(op string, res *Resources, qv *dlpack.View, nv, dv *dlpack
 	defer c.life.Leave()
 	var np, dp unsafe.Pointer
 	count := int(nv.Len())
-	err := withCall(op, res, []*dlpack.View{qv}, []*dlpack.ViewMut{nv, dv}, func(h generated.CuvsResources_t, in, out []*generated.DLManagedTensor) error {
+	err := withCall(op, res, []*dlpack.View{qv}, []*dlpack.ViewMut{nv, dv}, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, out [2]*generated.DLManagedTensor) error {
 		np, dp = out[0].DlTensor.Data, out[1].DlTensor.Data
 		return call(h, in[0], out[0], out[1])
 	})
@@ -272,7 +272,7 @@ func (c *core) extend(op string, res *Resources, vectors dlpack.Tensor, ids dlpa
 		}
 	}
 	return c.life.Exclusive(op, func() error {
-		err := withCall(op, res, []*dlpack.View{&vv, iv}, nil, func(h generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
+		err := withCall(op, res, []*dlpack.View{&vv, iv}, nil, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, _ [2]*generated.DLManagedTensor) error {
 			return call(h, in[0], in[1])
 		})
 		if err != nil {

@@ -182,7 +182,7 @@ func KMeansFit(res *Resources, p *KMeansParams, x, weights dlpack.Tensor, centro
 	}
 	var inertia float64
 	var iters int32
-	err = withCall(op, res, []*dlpack.View{&xv, wv}, []*dlpack.ViewMut{&cv}, func(h generated.CuvsResources_t, in, out []*generated.DLManagedTensor) error {
+	err = withCall(op, res, []*dlpack.View{&xv, wv}, []*dlpack.ViewMut{&cv}, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, out [2]*generated.DLManagedTensor) error {
 		return generated.CuvsMultiGpuKMeansFit(h, &c, in[0], in[1], out[0], &inertia, &iters)
 	})
 	if err != nil {
