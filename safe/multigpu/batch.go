@@ -168,4 +168,3 @@ func (idx *CagraIndex) Searcher(mres *Resources, params *CagraSearchParams) (bat
 	return &mgSearcher{op: op, dtype: idx.DType, dim: idx.Dim, rows: idx.Rows,
 		search: func(q dlpack.Tensor, n, d dlpack.TensorMut) error { return idx.Search(mres, &p, q, n, d) }}, nil
 }
-
