@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -98,6 +99,12 @@ func recall(got *safe.Results, want [][]int64) float64 {
 func TestShardedIVFFlatIsExact(t *testing.T) {
 	safetest.Check(t)
 	for _, n := range []int{1, 2, 3} {
+		t.Run(strconv.Itoa(n)+"devices", func(t *testing.T) { shardedExact(t, n) })
+	}
+}
+
+func shardedExact(t *testing.T, n int) {
+	{
 		res := mres(t, n)
 		data, qs := safetest.Random(1, rows, dim), safetest.Random(2, nq, dim)
 		ip, sp := allProbes(8)
@@ -373,16 +380,16 @@ func TestExtend(t *testing.T) {
 // Fewer rows than lists on a device, or than devices, are refused before C.
 func TestBuildRefusals(t *testing.T) {
 	safetest.Check(t)
-	res := mres(t, 3)
+	res := mres(t, 2)
 	data := safetest.Random(13, 20, dim)
-	ip, _ := allProbes(8)
-	// 20 rows over 3 devices: 7, 7, 6 rows each, fewer than 8 lists
+	ip, _ := allProbes(11)
+	// 20 rows over 2 devices: 10 rows each, fewer than 11 lists
 	if _, err := multigpu.BuildIVFFlat(res, host(t, data, 20), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "params.Base.NLists") {
-		t.Fatalf("8 lists on 6 rows: %v", err)
+		t.Fatalf("11 lists on 10 rows: %v", err)
 	}
-	// 4 rows over 3 devices: 2, 2, 0
+	// 1 row over 2 devices: 1, 0
 	ip.NLists = 1
-	if _, err := multigpu.BuildIVFFlat(res, host(t, data[:4*dim], 4), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "dataset") {
+	if _, err := multigpu.BuildIVFFlat(res, host(t, data[:dim], 1), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "dataset") {
 		t.Fatalf("a device without rows: %v", err)
 	}
 	if _, err := multigpu.BuildIVFFlat(res, host(t, data, 20), &multigpu.IVFFlatIndexParams{Mode: 7, Base: ip}); !safetest.IsArg(err, "params.Mode") {

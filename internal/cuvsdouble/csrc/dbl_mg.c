@@ -311,7 +311,13 @@ static cuvsError_t mg_build(cuvsResources_t res, int algo, int mode, const mg_bu
     for (int k = 0; k < m->nranks && st == CUVS_SUCCESS; k++) {
       int64_t off = mode == CUVS_NEIGHBORS_MG_SHARDED ? k * per : 0;
       int64_t rows = per < n - off ? per : n - off;
-      if (rows < 0) rows = 0;
+      if (rows <= 0) {
+        dbl_violation("%s: rank %d of %d gets %lld rows of %lld (snmg hands it a view of that "
+                      "extent: undefined behaviour)",
+                      fn, k, m->nranks, (long long)rows, (long long)n);
+        st = RAFT_FAIL("cuvsdouble: rank %d gets no rows", k);
+        break;
+      }
       dbl_matrix data = {(const char*)t->data + (size_t)off * (size_t)dim * es, t->dtype, dim, 1,
                          rows, dim};
       st = mg_build_rank(algo, a, &data, t->dtype, &m->rank[k]);
@@ -676,18 +682,17 @@ static cuvsError_t mg_extend(cuvsResources_t res, int algo, mg_handle* index,
     for (int k = 0; k < m->nranks && st == CUVS_SUCCESS; k++) {
       int64_t off = sharded ? k * per : 0;
       int64_t rows = per < n - off ? per : n - off;
-      if (rows <= 0) continue;
+      if (rows <= 0) {
+        dbl_violation("%s: rank %d of %d gets %lld new rows of %lld (snmg hands it a view of that "
+                      "extent: undefined behaviour)",
+                      fn, k, m->nranks, (long long)rows, (long long)n);
+        continue;
+      }
       ivf_impl* ri = m->rank[k];
       dbl_matrix data = {(const char*)v->data + (size_t)off * (size_t)m->dim * es, v->dtype, m->dim,
                          1, rows, m->dim};
       pthread_rwlock_wrlock(&ri->lock);
-      int64_t* rid = NULL;
-      if (ids) {
-        rid = ids + off;
-      } else if (algo == MG_CAGRA) {
-        /* CAGRA's rows are numbered by position */
-        rid = NULL;
-      }
+      int64_t* rid = ids ? ids + off : NULL; /* NULL: numbered by position in the rank */
       if (ivf_add(ri, &data, rid) != 0) st = dbl_plain_fail("std::bad_alloc");
       pthread_rwlock_unlock(&ri->lock);
     }
