@@ -870,16 +870,18 @@ static cuvsError_t mg_load(cuvsResources_t res, int algo, const char* filename, 
       st = RAFT_FAIL("Cannot open file %s", filename);
       break;
     }
+    if (distribute && algo != MG_FLAT) {
+      /* the double's single-GPU CAGRA and IVF-PQ files do not even start
+       * with cuVS's NumPy dtype */
+      st = RAFT_FAIL("cuvsdouble: distributing a single-GPU %s index file is not modelled",
+                     mg_names[algo]);
+      break;
+    }
     DLDataType dt;
     if ((st = mg_file_dtype(f, filename, &dt)) != CUVS_SUCCESS) break;
     index->dtype.code = dt.code;
     index->dtype.bits = dt.bits; /* lanes stay as they were */
     if (distribute) {
-      if (algo != MG_FLAT) {
-        st = RAFT_FAIL("cuvsdouble: distributing a single-GPU %s index file is not modelled",
-                       mg_names[algo]);
-        break;
-      }
       /* a single-GPU IVF-Flat file of the double (dbl_ivf_flat.c): .npy
        * version, size, dim, n_lists, metric and two flags, then the core */
       uint64_t ver = 0, v = 0;
