@@ -1,6 +1,8 @@
 package multigpu_test
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,5 +138,59 @@ func TestIVFPQRoundTrip(t *testing.T) {
 	}
 	if _, err := multigpu.DeserializeIVFPQ(res, filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Fatal("missing file accepted")
+	}
+}
+
+// SerializeTo and DeserializeIVFFlatFrom round trip through a buffer;
+// DistributeIVFFlatFrom reads a single-GPU index from a reader.
+func TestStreams(t *testing.T) {
+	safetest.Check(t)
+	res := mres(t, 2)
+	data, qs := safetest.Random(64, rows, dim), safetest.Random(65, nq, dim)
+	ip, sp := allProbes(4)
+	idx, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Mode: multigpu.Replicated, Base: ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	var buf bytes.Buffer
+	n, err := idx.SerializeTo(res, &buf)
+	if err != nil || n != int64(buf.Len()) || n == 0 {
+		t.Fatalf("SerializeTo: %d bytes, %v", n, err)
+	}
+	back, err := multigpu.DeserializeIVFFlatFrom(res, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, back)
+	if back.Mode() != multigpu.Replicated {
+		t.Fatalf("mode %s, want the file's Replicated", back.Mode())
+	}
+	want := safetest.ExactKNN(data, qs, dim, k, safetest.L2, nil)
+	got, err := back.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, qs, nq), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recall(got, want) != 1 {
+		t.Fatal("stream round trip lost rows")
+	}
+	single := filepath.Join(t.TempDir(), "single.bin")
+	writeSingleIVFFlat(t, data, single)
+	f, err := os.Open(single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dist, err := multigpu.DistributeIVFFlatFrom(res, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, dist)
+	got, err = dist.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, qs, nq), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recall(got, want) != 1 {
+		t.Fatal("distributed from a reader: not exact")
 	}
 }
