@@ -115,7 +115,9 @@ func BuildCagra(res *Resources, dataset dlpack.Tensor, params *CagraIndexParams)
 // all in host memory, as the C API wants (CPU, pinned or managed; cuVS
 // copies each device's batch in and out). params nil means cuVS's
 // defaults. The C API takes no filter. CAGRA's neighbors are int64 here
-// (uint32 on one GPU). Slots cuVS could not fill are written as
+// (uint32 on one GPU). On a sharded index k may not exceed the rows of the
+// smallest shard (see Shards): a device cannot fill more slots, and cuVS
+// would add its offset to the ones it leaves. Slots cuVS could not fill are written as
 // safe.SentinelID64 with distance +Inf. It returns once the results are written.
 //
 // C calls: cuvsMultiGpuCagraSearchParamsCreate, cuvsMultiGpuCagraSearch,
@@ -140,6 +142,12 @@ func (idx *CagraIndex) Search(res *Resources, params *CagraSearchParams, queries
 	qv, nv, dv, err := idx.searchArgs(op, d, queries, neighbors, distances)
 	if err != nil {
 		return err
+	}
+	if m := idx.minShard(); idx.mode == Sharded && m >= 0 && nv.Dim(1) > m {
+		// A device's CAGRA search cannot fill more slots than it has rows,
+		// and cuVS adds the device's offset to whatever it leaves there:
+		// the unfilled slots could not be told apart afterwards.
+		return kit.Argf(op, "neighbors", "k = %d exceeds the %d rows of the smallest shard", nv.Dim(1), m)
 	}
 	return idx.search(op, res, &qv, &nv, &dv, func(h generated.CuvsResources_t, q, n, dd *generated.DLManagedTensor) error {
 		var sp generated.CuvsMultiGpuCagraSearchParams_t

@@ -364,6 +364,19 @@ func readHeader(path string) (Mode, int, error) {
 
 func (c *core) rowCount() int { return int(c.rows.Load()) }
 
+// minShard returns the fewest rows a device holds, -1 when not known.
+func (c *core) minShard() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := int64(-1)
+	for _, s := range c.shards {
+		if m < 0 || s < m {
+			m = s
+		}
+	}
+	return m
+}
+
 func (c *core) shardRows() []int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -315,3 +315,33 @@ func TestKMeansFit(t *testing.T) {
 		t.Log("the library lacks cuvsKMeansParamsCreate: defaults not read")
 	}
 }
+
+// A sharded CAGRA search refuses k above the smallest shard's rows.
+func TestCagraShardedK(t *testing.T) {
+	safetest.Check(t)
+	res := mres(t, 2)
+	data := safetest.Random(38, 40, dim)
+	cp, err := cagra.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.GraphDegree, cp.IntermediateGraphDegree = 8, 16
+	idx, err := multigpu.BuildCagra(res, host(t, data, 40), &multigpu.CagraIndexParams{Base: &cp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	if _, err := idx.SearchK(res, nil, host(t, data[:dim], 1), 21); !safetest.IsArg(err, "neighbors") {
+		t.Fatalf("k 21 over shards of 20: %v", err)
+	}
+	got, err := idx.SearchK(res, nil, host(t, data[:dim], 1), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Neighbors[0] != 0 {
+		t.Fatalf("row 0 found as %d", got.Neighbors[0])
+	}
+	if _, err := multigpu.BuildCagra(res, host(t, data[:16*dim], 16), &multigpu.CagraIndexParams{Base: &cp}); !safetest.IsArg(err, "params.Base.GraphDegree") {
+		t.Fatalf("degree 8 on shards of 8: %v", err)
+	}
+}
