@@ -41,6 +41,10 @@
 //     device can get none (or, in cuVS, a negative count), and IVF's
 //     n_lists and CAGRA's graph degree apply per device. Both are checked
 //     here before any C call.
+//   - A sharded CAGRA search cannot fill more slots than a device has rows,
+//     and cuVS adds the device's offset to the slots it leaves: k may not
+//     exceed the smallest shard. (IVF's unfilled slots carry +Inf and come
+//     back as safe.SentinelID64.)
 //   - RoundRobin refuses a search of more rows than RowsPerBatch, and cuVS
 //     divides by RowsPerBatch: 0 here means its default, 2^20.
 //   - Deserialize needs resources of the file's device count; Distribute
@@ -64,8 +68,9 @@
 // DefaultDistribution), cuvsMultiGpu*IndexCreate/Destroy (Build*,
 // Deserialize*, Distribute*, Close), cuvsMultiGpu*Build (Build*),
 // cuvsMultiGpu*Search (Search, SearchK, Searcher), cuvsMultiGpu*Extend
-// (Extend), cuvsMultiGpu*Serialize (Serialize), cuvsMultiGpu*Deserialize
-// (Deserialize*), cuvsMultiGpu*Distribute (Distribute*). cuVS 26.08:
+// (Extend), cuvsMultiGpu*Serialize (Serialize, SerializeTo),
+// cuvsMultiGpu*Deserialize (Deserialize*, Deserialize*From),
+// cuvsMultiGpu*Distribute (Distribute*, Distribute*From). cuVS 26.08:
 // cuvsMultiGpuCagraUpdateDataset (CagraIndex.UpdateDataset, with
 // cuvsDatasetMakePadded and cuvsDatasetDestroy), cuvsMultiGpuKMeansFit
 // (KMeansFit; cuvsKMeansParamsCreate/Destroy for DefaultKMeansParams).
