@@ -20,8 +20,10 @@
  *   - the file: NumPy dtype (4 bytes), .npy scalars for mode and rank count,
  *     then each rank's index (the double's own payload); Deserialize refuses a
  *     rank count other than the resources'; Distribute reads a single-GPU
- *     IVF-Flat file of the double onto every rank (REPLICATED); distributing
- *     CAGRA or IVF-PQ files is not modelled (an error says so);
+ *     IVF-Flat or CAGRA file of the double onto every rank (REPLICATED; a
+ *     CAGRA file through the double's CAGRA deserializer, on resources of
+ *     its own); distributing IVF-PQ files is not modelled (an error says so:
+ *     the double's files hold codes, not rows);
  *   - a single-GPU cuvsResources_t given to these functions is a violation
  *     (the real library reinterprets it as device_resources_snmg).
  */
@@ -850,6 +852,58 @@ static cuvsError_t mg_file_dtype(FILE* f, const char* filename, DLDataType* out)
   return CUVS_SUCCESS;
 }
 
+/* Distribute of a single-GPU CAGRA file of the double: the file is read by
+ * the double's CAGRA deserializer on a resources handle of its own, and its
+ * dataset copied into every rank (the metric taken as L2Expanded: the C API
+ * has no metric getter). */
+static cuvsError_t mg_cagra_file(const char* filename, mg_impl* m)
+{
+  cuvsResources_t tmp = 0;
+  cuvsCagraIndex_t ci = NULL;
+  DLManagedTensor dv;
+  memset(&dv, 0, sizeof dv);
+  int64_t n = 0, dim = 0;
+#if DBL_RELEASE >= 2608
+  cuvsDataset_t ds = NULL;
+#endif
+  cuvsError_t st = cuvsResourcesCreate(&tmp);
+  if (st != CUVS_SUCCESS) return st;
+  st = cuvsCagraIndexCreate(&ci);
+  if (st == CUVS_SUCCESS) {
+#if DBL_RELEASE >= 2608
+    st = cuvsCagraDeserializeGraphAndDataset(tmp, filename, ci, &ds);
+#else
+    st = cuvsCagraDeserialize(tmp, filename, ci);
+#endif
+  }
+  if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetSize(ci, &n);
+  if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetDims(ci, &dim);
+  if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetDataset(ci, &dv);
+  if (st == CUVS_SUCCESS) {
+    const DLTensor* t = &dv.dl_tensor;
+    int64_t rs = t->strides ? t->strides[0] : dim;
+    dbl_matrix data = {t->data, t->dtype, rs, 1, n, dim};
+    m->dtype = (DLDataType){t->dtype.code, t->dtype.bits, 1};
+    m->dim = dim;
+    for (int k = 0; k < m->nranks && st == CUVS_SUCCESS; k++) {
+      ivf_impl* impl = ivf_new(0, m->dtype, 0, 0, dim, 1);
+      if (!impl || ivf_train(impl, &data, n, 1) != 0 || ivf_add(impl, &data, NULL) != 0) {
+        ivf_free(impl);
+        st = dbl_plain_fail("std::bad_alloc");
+        break;
+      }
+      m->rank[k] = impl;
+    }
+    if (dv.deleter) dv.deleter(&dv);
+  }
+  if (ci) cuvsCagraIndexDestroy(ci);
+#if DBL_RELEASE >= 2608
+  if (ds) cuvsDatasetDestroy(ds);
+#endif
+  cuvsResourcesDestroy(tmp);
+  return st;
+}
+
 static cuvsError_t mg_load(cuvsResources_t res, int algo, const char* filename, mg_handle* index,
                            int distribute, const char* fn)
 {
@@ -870,9 +924,24 @@ static cuvsError_t mg_load(cuvsResources_t res, int algo, const char* filename, 
       st = RAFT_FAIL("Cannot open file %s", filename);
       break;
     }
+    if (distribute && algo == MG_CAGRA) {
+      /* the double's single-GPU CAGRA files do not start with cuVS's NumPy
+       * dtype: read through the double's own CAGRA deserializer instead */
+      m = mg_new(algo, CUVS_NEIGHBORS_MG_REPLICATED, r->n_ranks, (DLDataType){0, 0, 1}, 0);
+      if (!m) {
+        st = dbl_plain_fail("std::bad_alloc");
+        break;
+      }
+      st = mg_cagra_file(filename, m);
+      if (st == CUVS_SUCCESS) {
+        index->dtype.code = m->dtype.code;
+        index->dtype.bits = m->dtype.bits;
+      }
+      break;
+    }
     if (distribute && algo != MG_FLAT) {
-      /* the double's single-GPU CAGRA and IVF-PQ files do not even start
-       * with cuVS's NumPy dtype */
+      /* the double's single-GPU IVF-PQ files do not even start with
+       * cuVS's NumPy dtype, and hold codes, not rows */
       st = RAFT_FAIL("cuvsdouble: distributing a single-GPU %s index file is not modelled",
                      mg_names[algo]);
       break;
