@@ -22,6 +22,7 @@ func TestFunctionsAndSymbols(t *testing.T) {
 		27 + // quantizers
 		15 + // NN-Descent (5), all-neighbors (3), Vamana (7)
 		17 + 8 + // HNSW, tiered
+		36 + // multi-GPU indexes
 		0
 	if len(fns) != want {
 		t.Errorf("%d functions, want %d: %v", len(fns), want, fns)

@@ -52,6 +52,7 @@ var only2608 = []string{
 	"cuvsCagraIndexParamsFromDataset", "cuvsCagraUpdateDataset", "cuvsCagraSearchMultiPartition",
 	"cuvsCagraSerializeGraph", "cuvsCagraSerializeGraphAndDataset", "cuvsCagraDeserializeGraph",
 	"cuvsCagraDeserializeGraphAndDataset", "cuvsSelectK",
+	"cuvsMultiGpuCagraUpdateDataset", "cuvsMultiGpuKMeansFit", // multi-GPU (dbl_mg.c)
 }
 
 func TestReleaseFunctions(t *testing.T) {
@@ -84,11 +85,13 @@ func TestReleaseFunctions(t *testing.T) {
 			t.Errorf("%s missing", fn)
 		}
 	}
-	// no multi-GPU CAGRA or k-means in either
-	for _, fn := range []string{"cuvsMultiGpuCagraBuild", "cuvsMultiGpuKMeansFit"} {
-		if f6.ctl.Has(fn) || f8.ctl.Has(fn) {
-			t.Errorf("%s exported", fn)
-		}
+	// multi-GPU CAGRA in both (dbl_mg.c), multi-GPU k-means in 26.08 only
+	if !f6.ctl.Has("cuvsMultiGpuCagraBuild") || !f8.ctl.Has("cuvsMultiGpuCagraBuild") || f6.ctl.Has("cuvsMultiGpuKMeansFit") || !f8.ctl.Has("cuvsMultiGpuKMeansFit") {
+		t.Error("multi-GPU functions: wrong releases")
+	}
+	// k-means in both (dbl_kmeans_api.c)
+	if !f6.ctl.Has("cuvsKMeansFit") || !f8.ctl.Has("cuvsKMeansFit") {
+		t.Error("cuvsKMeansFit missing")
 	}
 }
 

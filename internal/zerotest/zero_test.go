@@ -28,6 +28,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
 	"github.com/cuvs-go/cuvs/safe/kmeans"
+	"github.com/cuvs-go/cuvs/safe/multigpu"
 	"github.com/cuvs-go/cuvs/safe/nndescent"
 	"github.com/cuvs-go/cuvs/safe/pca"
 	"github.com/cuvs-go/cuvs/safe/quantize"
@@ -195,6 +196,21 @@ func TestZeroValues(t *testing.T) {
 		{name: "quantize.Scalar", v: new(quantize.Scalar), value: true},
 		{name: "quantize.ScalarParams", v: new(quantize.ScalarParams), value: true},
 		{name: "quantize.Threshold", v: new(quantize.Threshold), value: true},
+		{name: "multigpu.Resources", v: new(multigpu.Resources)},
+		{name: "multigpu.CagraIndex", v: new(multigpu.CagraIndex)},
+		{name: "multigpu.IVFFlatIndex", v: new(multigpu.IVFFlatIndex)},
+		{name: "multigpu.IVFPQIndex", v: new(multigpu.IVFPQIndex)},
+		{name: "multigpu.CagraIndexParams", v: new(multigpu.CagraIndexParams), value: true},
+		{name: "multigpu.CagraSearchParams", v: new(multigpu.CagraSearchParams), value: true},
+		{name: "multigpu.IVFFlatIndexParams", v: new(multigpu.IVFFlatIndexParams), value: true},
+		{name: "multigpu.IVFFlatSearchParams", v: new(multigpu.IVFFlatSearchParams), value: true},
+		{name: "multigpu.IVFPQIndexParams", v: new(multigpu.IVFPQIndexParams), value: true},
+		{name: "multigpu.IVFPQSearchParams", v: new(multigpu.IVFPQSearchParams), value: true},
+		{name: "multigpu.Distribution", v: new(multigpu.Distribution), value: true},
+		{name: "multigpu.Defaults", v: new(multigpu.Defaults), value: true},
+		{name: "multigpu.Mode", v: new(multigpu.Mode), value: true},
+		{name: "multigpu.SearchMode", v: new(multigpu.SearchMode), value: true},
+		{name: "multigpu.MergeMode", v: new(multigpu.MergeMode), value: true},
 		{name: "batch.Batcher", v: new(batch.Batcher[float32, int64])},
 		{name: "batch.Options", v: new(batch.Options), value: true},
 		{name: "batch.Stats", v: new(batch.Stats), value: true},

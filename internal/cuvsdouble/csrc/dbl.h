@@ -164,7 +164,61 @@
   DBL_FUNCS_QUANTIZE(X)                               \
   DBL_FUNCS_HNSW(X)                                   \
   DBL_FUNCS_TIERED(X)                                 \
-  DBL_R2608(DBL_FUNCS_2608(X))
+  DBL_FUNCS_MG(X)                                     \
+  DBL_R2608(DBL_FUNCS_2608(X))                        \
+  DBL_R2608(DBL_FUNCS_MG_2608(X))
+
+/* Multi-GPU indexes (dbl_mg.c). */
+#define DBL_FUNCS_MG(X) \
+  X(cuvsMultiGpuCagraIndexParamsCreate, E) \
+  X(cuvsMultiGpuCagraIndexParamsDestroy, E) \
+  X(cuvsMultiGpuCagraSearchParamsCreate, E) \
+  X(cuvsMultiGpuCagraSearchParamsDestroy, E) \
+  X(cuvsMultiGpuCagraIndexCreate, E) \
+  X(cuvsMultiGpuCagraIndexDestroy, E) \
+  X(cuvsMultiGpuCagraBuild, E) \
+  X(cuvsMultiGpuCagraSearch, E) \
+  X(cuvsMultiGpuCagraExtend, E) \
+  X(cuvsMultiGpuCagraSerialize, E) \
+  X(cuvsMultiGpuCagraDeserialize, E) \
+  X(cuvsMultiGpuCagraDistribute, E) \
+  X(cuvsMultiGpuIvfFlatIndexParamsCreate, E) \
+  X(cuvsMultiGpuIvfFlatIndexParamsDestroy, E) \
+  X(cuvsMultiGpuIvfFlatSearchParamsCreate, E) \
+  X(cuvsMultiGpuIvfFlatSearchParamsDestroy, E) \
+  X(cuvsMultiGpuIvfFlatIndexCreate, E) \
+  X(cuvsMultiGpuIvfFlatIndexDestroy, E) \
+  X(cuvsMultiGpuIvfFlatBuild, E) \
+  X(cuvsMultiGpuIvfFlatSearch, E) \
+  X(cuvsMultiGpuIvfFlatExtend, E) \
+  X(cuvsMultiGpuIvfFlatSerialize, E) \
+  X(cuvsMultiGpuIvfFlatDeserialize, E) \
+  X(cuvsMultiGpuIvfFlatDistribute, E) \
+  X(cuvsMultiGpuIvfPqIndexParamsCreate, E) \
+  X(cuvsMultiGpuIvfPqIndexParamsDestroy, E) \
+  X(cuvsMultiGpuIvfPqSearchParamsCreate, E) \
+  X(cuvsMultiGpuIvfPqSearchParamsDestroy, E) \
+  X(cuvsMultiGpuIvfPqIndexCreate, E) \
+  X(cuvsMultiGpuIvfPqIndexDestroy, E) \
+  X(cuvsMultiGpuIvfPqBuild, E) \
+  X(cuvsMultiGpuIvfPqSearch, E) \
+  X(cuvsMultiGpuIvfPqExtend, E) \
+  X(cuvsMultiGpuIvfPqSerialize, E) \
+  X(cuvsMultiGpuIvfPqDeserialize, E) \
+  X(cuvsMultiGpuIvfPqDistribute, E)
+
+/* Multi-GPU functions 26.08 added (dbl_mg.c). */
+#define DBL_FUNCS_MG_2608(X) \
+  X(cuvsMultiGpuCagraUpdateDataset, E) \
+  X(cuvsMultiGpuKMeansFit, E)
+
+/* Multi-GPU objects (dbl_mg.c): params from the ...ParamsCreate functions,
+ * index handles, built indexes. */
+#define DBL_KINDS_MG(X)                                 \
+  X(K_MG_INDEX_PARAMS, "multi_gpu_index_params")        \
+  X(K_MG_SEARCH_PARAMS, "multi_gpu_search_params")      \
+  X(K_MG_INDEX, "multi_gpu_index")                      \
+  X(K_MG_IMPL, "multi_gpu_index_data")
 
 /* k-means, PCA and pairwise distances (dbl_kmeans_api.c, dbl_pca.c,
  * dbl_distance.c); the _v2 k-means functions are 26.06's only. */
@@ -403,6 +457,7 @@ enum {
   DBL_KINDS_GRAPHS(X)                                       \
   DBL_KINDS_HNSW(X)                                         \
   DBL_KINDS_TIERED(X)                                       \
+  DBL_KINDS_MG(X)                                           \
   DBL_R2608(DBL_KINDS_2608(X))
 
 /* k-means and PCA params (dbl_kmeans_api.c, dbl_pca.c). */
@@ -559,6 +614,9 @@ typedef struct dbl_res {
   int device_id;
   cudaStream_t stream;
   atomic_int busy;
+  /* multi-GPU resources (dbl_mg.c): the ranks' devices */
+  int n_ranks;
+  int rank_device[64];
 } dbl_res;
 
 /* dbl_async_output of a and b (NULL ones skipped) on r's stream. */

@@ -582,7 +582,12 @@ DBL_API cuvsError_t cuvsResourcesDestroy(cuvsResources_t res)
 DBL_API cuvsError_t cuvsMultiGpuResourcesCreate(cuvsResources_t* res)
 {
   DBL_ENTER(cuvsMultiGpuResourcesCreate);
-  return res_create(res, 1);
+  TRY(res_create(res, 1));
+  /* raft::device_resources_snmg(): every visible device, one rank each */
+  dbl_res* r = (dbl_res*)*res;
+  r->n_ranks = atomic_load(&g_device_count);
+  for (int i = 0; i < r->n_ranks; i++) r->rank_device[i] = i;
+  return dbl_ok();
 }
 
 DBL_API cuvsError_t cuvsMultiGpuResourcesCreateWithDeviceIds(cuvsResources_t* res,
@@ -598,7 +603,31 @@ DBL_API cuvsError_t cuvsMultiGpuResourcesCreateWithDeviceIds(cuvsResources_t* re
   if (device_ids->dl_tensor.device.device_type != kDLCPU) {
     return dbl_plain_fail("device_ids must be on host memory");
   }
-  return res_create(res, 1);
+  /* cuVS reads shape[0] ids whatever the rank; raft's constructor sets each
+   * device (RAFT_CUDA_TRY) and makes an NCCL clique of them */
+  int64_t n = device_ids->dl_tensor.ndim > 0 ? device_ids->dl_tensor.shape[0] : 0;
+  const int* ids = (const int*)device_ids->dl_tensor.data;
+  if (n > DBL_MAX_DEVICES) return dbl_plain_fail("ncclInvalidUsage: too many devices");
+  for (int64_t i = 0; i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= atomic_load(&g_device_count)) {
+      return dbl_cuda_fail("cudaSetDevice(dev_id)", 101, "cudaErrorInvalidDevice",
+                           "invalid device ordinal");
+    }
+    for (int64_t j = 0; j < i; j++) {
+      if (ids[j] == ids[i]) {
+        /* what NCCL does with a device twice in one clique is not known: the
+         * double refuses */
+        return dbl_plain_fail("cuvsdouble: device %d listed twice (NCCL clique)", ids[i]);
+      }
+    }
+  }
+  if (n == 0) return dbl_plain_fail("cuvsdouble: an empty device list (NCCL clique of none)");
+  TRY(res_create(res, 1));
+  dbl_res* r = (dbl_res*)*res;
+  r->n_ranks = (int)n;
+  for (int64_t i = 0; i < n; i++) r->rank_device[i] = ids[i];
+  r->device_id = ids[0];
+  return dbl_ok();
 }
 
 DBL_API cuvsError_t cuvsMultiGpuResourcesDestroy(cuvsResources_t res)

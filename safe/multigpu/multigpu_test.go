@@ -1,0 +1,430 @@
+package multigpu_test
+
+import (
+	"errors"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/ivfflat"
+	"github.com/cuvs-go/cuvs/safe/ivfpq"
+	"github.com/cuvs-go/cuvs/safe/multigpu"
+)
+
+func TestMain(m *testing.M) { safetest.Main(m) }
+
+const (
+	rows = 600
+	dim  = 8
+	nq   = 40
+	k    = 10
+)
+
+// devices makes n devices visible (the double) or skips when the machine
+// has fewer (a real library).
+func devices(t *testing.T, n int) {
+	t.Helper()
+	if ctl := safetest.Control(); ctl != nil {
+		ctl.SetDeviceCount(n)
+		t.Cleanup(func() { ctl.SetDeviceCount(1) })
+		return
+	}
+	have, err := safe.DeviceCount()
+	if err != nil {
+		t.Skipf("needs %d GPUs: %v", n, err)
+	}
+	if have < n {
+		t.Skipf("needs %d GPUs, this machine has %d", n, have)
+	}
+}
+
+// mres returns multi-GPU resources on devices 0..n-1, closed at the end.
+func mres(t *testing.T, n int) *multigpu.Resources {
+	t.Helper()
+	devices(t, n)
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	r, err := multigpu.NewResources(multigpu.WithDevices(ids...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, r)
+	return r
+}
+
+func host(t *testing.T, data []float32, n int) *dlpack.HostMatrix[float32] {
+	t.Helper()
+	m, err := dlpack.NewHostMatrix(data, n, len(data)/n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// allProbes is IVF-Flat with every list probed: an exact search.
+func allProbes(nLists uint32) (*ivfflat.IndexParams, *ivfflat.SearchParams) {
+	ip, err := ivfflat.DefaultIndexParams()
+	if err != nil {
+		panic(err)
+	}
+	ip.NLists = nLists
+	return &ip, &ivfflat.SearchParams{NProbes: nLists}
+}
+
+func recall(got *safe.Results, want [][]int64) float64 {
+	hit, total := 0, 0
+	for q := range want {
+		ids, _ := got.Row(q)
+		for _, w := range want[q] {
+			total++
+			if slices.Contains(ids, w) {
+				hit++
+			}
+		}
+	}
+	return float64(hit) / float64(total)
+}
+
+// Sharded IVF-Flat with every list probed is an exact search: its results
+// equal the exact kNN of the whole dataset, ids being dataset rows (the
+// shards' offsets added back by cuVS's merge), with both merge modes.
+func TestShardedIVFFlatIsExact(t *testing.T) {
+	safetest.Check(t)
+	for _, n := range []int{1, 2, 3} {
+		t.Run(strconv.Itoa(n)+"devices", func(t *testing.T) { shardedExact(t, n) })
+	}
+}
+
+func shardedExact(t *testing.T, n int) {
+	{
+		res := mres(t, n)
+		data, qs := safetest.Random(1, rows, dim), safetest.Random(2, nq, dim)
+		ip, sp := allProbes(8)
+		idx, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Mode: multigpu.Sharded, Base: ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, idx)
+		if idx.Rows() != rows || idx.Dim() != dim || idx.Mode() != multigpu.Sharded || idx.DType() != dlpack.Float32 {
+			t.Fatalf("%d devices: rows %d dim %d mode %s dtype %s", n, idx.Rows(), idx.Dim(), idx.Mode(), idx.DType())
+		}
+		if sh := idx.Shards(); len(sh) != n || sumOf(sh) != rows {
+			t.Fatalf("%d devices: shards %v", n, sh)
+		}
+		want := safetest.ExactKNN(data, qs, dim, k, safetest.L2, nil)
+		for _, mm := range []multigpu.MergeMode{multigpu.TreeMerge, multigpu.MergeOnRootRank} {
+			got, err := idx.SearchK(res, &multigpu.IVFFlatSearchParams{Distribution: multigpu.Distribution{MergeMode: mm}, Base: sp}, host(t, qs, nq), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for q := range want {
+				ids, ds := got.Row(q)
+				if !slices.Equal(ids, want[q]) {
+					t.Fatalf("%d devices, %s, query %d: %v, exact %v", n, mm, q, ids, want[q])
+				}
+				for j, id := range ids {
+					if !safetest.NearlyEqual(ds[j], safetest.L2(qs[q*dim:(q+1)*dim], data[id*dim:(id+1)*dim])) {
+						t.Fatalf("query %d slot %d: distance %g", q, j, ds[j])
+					}
+				}
+			}
+		}
+	}
+}
+
+func sumOf(s []int64) int64 {
+	var t int64
+	for _, v := range s {
+		t += v
+	}
+	return t
+}
+
+// Replicated IVF-Flat: every device holds the whole index, so load-balanced
+// and round-robin searches give the exact results too, whichever device
+// serves each batch; RoundRobin refuses more queries than RowsPerBatch.
+func TestReplicatedIVFFlat(t *testing.T) {
+	safetest.Check(t)
+	res := mres(t, 2)
+	data, qs := safetest.Random(3, rows, dim), safetest.Random(4, nq, dim)
+	ip, sp := allProbes(8)
+	idx, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Mode: multigpu.Replicated, Base: ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	if sh := idx.Shards(); !slices.Equal(sh, []int64{rows, rows}) {
+		t.Fatalf("shards %v, want every device with all rows", sh)
+	}
+	want := safetest.ExactKNN(data, qs, dim, k, safetest.L2, nil)
+	for _, d := range []multigpu.Distribution{
+		{}, {RowsPerBatch: 7}, {SearchMode: multigpu.RoundRobin}, {SearchMode: multigpu.RoundRobin, RowsPerBatch: nq},
+	} {
+		for rep := 0; rep < 3; rep++ { // round robin: each device in turn
+			got, err := idx.SearchK(res, &multigpu.IVFFlatSearchParams{Distribution: d, Base: sp}, host(t, qs, nq), k)
+			if err != nil {
+				t.Fatalf("%+v: %v", d, err)
+			}
+			if r := recall(got, want); r != 1 {
+				t.Fatalf("%+v: recall %g, want exact", d, r)
+			}
+		}
+	}
+	_, err = idx.SearchK(res, &multigpu.IVFFlatSearchParams{Distribution: multigpu.Distribution{SearchMode: multigpu.RoundRobin, RowsPerBatch: nq - 1}, Base: sp}, host(t, qs, nq), k)
+	if !safetest.IsArg(err, "queries") {
+		t.Fatalf("round robin over RowsPerBatch: %v, want an ArgError naming queries", err)
+	}
+}
+
+// Approximate backends on two devices, sharded and replicated: recall
+// thresholds, as on a real library.
+func TestApproximateRecall(t *testing.T) {
+	safetest.Check(t)
+	res := mres(t, 2)
+	const n = 2000
+	data, qs := safetest.Random(5, n, dim), safetest.Random(6, nq, dim)
+	want := safetest.ExactKNN(data, qs, dim, k, safetest.L2, nil)
+	for _, mode := range []multigpu.Mode{multigpu.Sharded, multigpu.Replicated} {
+		cp, err := cagra.DefaultIndexParams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp.GraphDegree, cp.IntermediateGraphDegree = 16, 32
+		ci, err := multigpu.BuildCagra(res, host(t, data, n), &multigpu.CagraIndexParams{Mode: mode, Base: &cp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ci.SearchK(res, &multigpu.CagraSearchParams{Base: &cagra.SearchParams{ITopKSize: 64}}, host(t, qs, nq), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := recall(got, want); r < 0.9 {
+			t.Errorf("CAGRA %s: recall %g < 0.9", mode, r)
+		}
+		safetest.Close(t, ci)
+
+		pp, err := ivfpq.DefaultIndexParams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pp.NLists, pp.PQDim, pp.PQBits = 16, dim, 8
+		pi, err := multigpu.BuildIVFPQ(res, host(t, data, n), &multigpu.IVFPQIndexParams{Mode: mode, Base: &pp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = pi.SearchK(res, &multigpu.IVFPQSearchParams{Base: &ivfpq.SearchParams{NProbes: 16}}, host(t, qs, nq), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := recall(got, want); r < 0.7 {
+			t.Errorf("IVF-PQ %s: recall %g < 0.7", mode, r)
+		}
+		safetest.Close(t, pi)
+	}
+}
+
+// Serialize then Deserialize gives the same results (exact round trip);
+// Deserialize on resources of another device count is refused by cuVS.
+func TestSerializeRoundTrip(t *testing.T) {
+	safetest.Check(t)
+	res := mres(t, 2)
+	data, qs := safetest.Random(7, rows, dim), safetest.Random(8, nq, dim)
+	ip, sp := allProbes(4)
+	idx, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Base: ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	before, err := idx.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, qs, nq), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mg.bin")
+	if err := idx.Serialize(res, path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := multigpu.DeserializeIVFFlat(res, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, back)
+	if back.Mode() != multigpu.Sharded || back.DType() != dlpack.Float32 || back.Rows() != -1 {
+		t.Fatalf("deserialized: mode %s dtype %s rows %d", back.Mode(), back.DType(), back.Rows())
+	}
+	after, err := back.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, qs, nq), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(before.Neighbors, after.Neighbors) || !slices.Equal(before.Distances, after.Distances) {
+		t.Fatal("deserialized index searches differently")
+	}
+	one, err := multigpu.NewResources(multigpu.WithDevices(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, one)
+	var ce *safe.Error
+	if _, err := multigpu.DeserializeIVFFlat(one, path); !errors.As(err, &ce) {
+		t.Fatalf("2-device file on 1 device: %v, want a *safe.Error from cuVS", err)
+	}
+}
+
+// Distribute loads a single-GPU IVF-Flat file onto every device: a
+// replicated index searching as the single-GPU one does.
+func TestDistributeIVFFlat(t *testing.T) {
+	safetest.Check(t)
+	res := mres(t, 2)
+	data, qs := safetest.Random(9, rows, dim), safetest.Random(10, nq, dim)
+	ip, sp := allProbes(4)
+	sres := safetest.Resources(t)
+	dm, err := safe.DeviceMatrixFrom(sres, data, rows, dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, dm)
+	single, err := ivfflat.Build(sres, dm, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, single)
+	path := filepath.Join(t.TempDir(), "single.bin")
+	if err := single.Serialize(sres, path); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := multigpu.DistributeIVFFlat(res, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	if idx.Mode() != multigpu.Replicated {
+		t.Fatalf("mode %s, want Replicated", idx.Mode())
+	}
+	got, err := idx.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, qs, nq), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := recall(got, safetest.ExactKNN(data, qs, dim, k, safetest.L2, nil)); r != 1 {
+		t.Fatalf("recall %g, want exact", r)
+	}
+}
+
+// Extend of a sharded index splits the rows over the devices; the new rows
+// are found under the ids Shards documents. A replicated index takes ids of
+// its own; a sharded one refuses them.
+func TestExtend(t *testing.T) {
+	safetest.Check(t)
+	res := mres(t, 2)
+	data := safetest.Random(11, rows, dim)
+	extra := safetest.Random(12, 20, dim)
+	ip, sp := allProbes(4)
+	idx, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Base: ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	if err := idx.Extend(res, host(t, extra, 20), dlpack.NewHostVector(make([]int64, 20))); !safetest.IsArg(err, "ids") {
+		t.Fatalf("sharded extend with ids: %v", err)
+	}
+	if err := idx.Extend(res, host(t, extra, 20), nil); err != nil {
+		t.Fatal(err)
+	}
+	sh := idx.Shards()
+	if idx.Rows() != rows+20 || !slices.Equal(sh, []int64{rows/2 + 10, rows/2 + 10}) {
+		t.Fatalf("rows %d shards %v", idx.Rows(), sh)
+	}
+	got, err := idx.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, extra, 20), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		// new row i went to device i/10, after its rows/2 built rows
+		r, local := int64(i/10), int64(rows/2+i%10)
+		wantID := local
+		if r == 1 {
+			wantID += sh[0]
+		}
+		if got.Neighbors[i] != wantID || got.Distances[i] != 0 {
+			t.Fatalf("new row %d: id %d distance %g, want id %d distance 0", i, got.Neighbors[i], got.Distances[i], wantID)
+		}
+	}
+
+	rep, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Mode: multigpu.Replicated, Base: ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, rep)
+	ids := make([]int64, 20)
+	for i := range ids {
+		ids[i] = 1000 + int64(i)
+	}
+	if err := rep.Extend(res, host(t, extra, 20), dlpack.NewHostVector(ids)); err != nil {
+		t.Fatal(err)
+	}
+	got, err = rep.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, extra, 20), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Neighbors, ids) {
+		t.Fatalf("replicated extend ids: %v", got.Neighbors)
+	}
+}
+
+// Fewer rows than lists on a device, or than devices, are refused before C.
+func TestBuildRefusals(t *testing.T) {
+	safetest.Check(t)
+	res := mres(t, 2)
+	data := safetest.Random(13, 20, dim)
+	ip, _ := allProbes(11)
+	// 20 rows over 2 devices: 10 rows each, fewer than 11 lists
+	if _, err := multigpu.BuildIVFFlat(res, host(t, data, 20), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "params.Base.NLists") {
+		t.Fatalf("11 lists on 10 rows: %v", err)
+	}
+	// 1 row over 2 devices: 1, 0
+	ip.NLists = 1
+	if _, err := multigpu.BuildIVFFlat(res, host(t, data[:dim], 1), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "dataset") {
+		t.Fatalf("a device without rows: %v", err)
+	}
+	if _, err := multigpu.BuildIVFFlat(res, host(t, data, 20), &multigpu.IVFFlatIndexParams{Mode: 7, Base: ip}); !safetest.IsArg(err, "params.Mode") {
+		t.Fatalf("mode 7: %v", err)
+	}
+	bad := slices.Clone(data)
+	bad[5] = float32(math.NaN())
+	if _, err := multigpu.BuildIVFFlat(res, host(t, bad, 20), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "dataset") {
+		t.Fatalf("NaN: %v", err)
+	}
+	if _, err := multigpu.BuildIVFFlat(nil, host(t, data, 20), nil); !safetest.IsArg(err, "res") {
+		t.Fatalf("nil res: %v", err)
+	}
+	var zero multigpu.Resources
+	if _, err := multigpu.BuildIVFFlat(&zero, host(t, data, 20), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "res") {
+		t.Fatalf("zero res: %v", err)
+	}
+}
+
+// writeSingleIVFFlat writes a single-GPU IVF-Flat index of data to path.
+func writeSingleIVFFlat(t *testing.T, data []float32, path string) {
+	t.Helper()
+	sres := safetest.Resources(t)
+	dm, err := safe.DeviceMatrixFrom(sres, data, len(data)/dim, dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dm.Close()
+	ip, _ := allProbes(4)
+	single, err := ivfflat.Build(sres, dm, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer single.Close()
+	if err := single.Serialize(sres, path); err != nil {
+		t.Fatal(err)
+	}
+}

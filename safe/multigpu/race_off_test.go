@@ -1,0 +1,5 @@
+//go:build !race
+
+package multigpu_test
+
+const raceEnabled = false
