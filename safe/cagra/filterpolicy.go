@@ -212,6 +212,6 @@ func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, k, batch int64, can
 			return plan
 		}
 	}
-	plan.itopk, plan.second = it, frac < 1
+	plan.itopk, plan.second = min(it, max(MaxFilterITopK, int64(s.ITopKSize))), frac < 1
 	return plan
 }
