@@ -50,10 +50,10 @@ func filterRecall(got []int64, want [][]int64, k int) (float64, int) {
 // default build (degree 64) and with degree 32, itopk 64; and no query comes
 // back short (fewer valid rows than min(k, allowed)). Through Search,
 // Prepared, SearchSlice and the batcher's Searcher. 5,000 rows always;
-// 20,000 (the table's size) unless -short.
+// 20,000 (the table's size) unless -short or -race.
 func TestFilterRecallFloor(t *testing.T) {
 	sizes := []int{5000}
-	if !testing.Short() {
+	if !testing.Short() && !raceEnabled { // about a minute more, several under -race
 		sizes = append(sizes, 20000)
 	}
 	for _, n := range sizes {
