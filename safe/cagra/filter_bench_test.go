@@ -11,7 +11,9 @@ import (
 // BenchmarkFilteredSearch: the filter policy's own cost on the double
 // (5,000 × 64 uniform, 100 dataset rows as queries, k 10, default build and
 // search params), a search + sync: unfiltered, then with filters allowing
-// 100% and 50% of the rows (the policy's choice, then each path forced).
+// 100% and 50% of the rows (the policy's choice; its graph path, itopk 96
+// and the read-back for short queries, by a tiny FilterExactBelow; then
+// each path forced).
 func BenchmarkFilteredSearch(b *testing.B) {
 	const n, d, nq, k = 5000, 64, 100, 10
 	res, err := safe.NewResources()
@@ -59,15 +61,17 @@ func BenchmarkFilteredSearch(b *testing.B) {
 		name   string
 		filter *safe.Filter
 		path   cagra.FilterPath
+		below  float64
 	}{
-		{"unfiltered", nil, cagra.FilterAuto},
-		{"100pct_auto", fAll, cagra.FilterAuto},
-		{"50pct_auto", fHalf, cagra.FilterAuto},
-		{"50pct_graph_forced", fHalf, cagra.FilterGraph},
-		{"50pct_exact_forced", fHalf, cagra.FilterExact},
+		{"unfiltered", nil, cagra.FilterAuto, 0},
+		{"100pct_auto", fAll, cagra.FilterAuto, 0},
+		{"50pct_auto", fHalf, cagra.FilterAuto, 0},
+		{"50pct_policy_graph", fHalf, cagra.FilterAuto, 1e-9},
+		{"50pct_graph_forced", fHalf, cagra.FilterGraph, 0},
+		{"50pct_exact_forced", fHalf, cagra.FilterExact, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			sp := cagra.SearchParams{FilterPath: c.path}
+			sp := cagra.SearchParams{FilterPath: c.path, FilterExactBelow: c.below}
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := idx.Search(res, &sp, q, nb, dist, c.filter); err != nil {
