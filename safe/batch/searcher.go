@@ -79,8 +79,8 @@ func checkBitset(op string, filter *safe.Filter) error {
 // serves every request: for requests with different filters, make one
 // Batcher per filter. Filtered batches follow cagra's filter policy
 // (cagra.SearchParams.FilterPath): a batch is exact or graph search as its
-// size decides, and a graph batch with a short query is searched again
-// exactly. The index must outlive the Batcher (close the Batcher
+// size decides, and the queries a graph search left short are searched
+// again exactly. The index must outlive the Batcher (close the Batcher
 // first).
 //
 // C calls: cuvsCagraSearch, per batch.

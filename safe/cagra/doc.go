@@ -36,9 +36,10 @@
 // (cuvsBruteForceSearch over the index's own dataset) or graph search with
 // the internal top-k raised for the allowed fraction, chosen by a cost
 // model fitted to the real library's timings, and an exact second pass for
-// a batch in which a query came back short. Its recall stays within 0.03
-// of the unfiltered search from 100% down to a single allowed row, and no
-// slot is left unfilled while at least k rows are allowed. FilterGraph and
+// the queries that came back short. On the test double fitted to the real
+// library its recall stays within 0.03 of the unfiltered search from 100%
+// down to a single allowed row, and no slot is left unfilled while at
+// least k rows are allowed. FilterGraph and
 // FilterExact force either path.
 //
 // For a serving loop that searches batch after batch into the same

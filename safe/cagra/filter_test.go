@@ -259,3 +259,140 @@ func TestFilterAllocs(t *testing.T) {
 		}
 	}
 }
+
+// The second pass redoes exactly the queries the graph search left short
+// and only those: with the graph path held at itopk 64 (SetPlanITopK), rows
+// that came back full are the graph's own, short rows the exact answer among
+// the allowed rows; when most of the batch is short, all of it is exact.
+func TestFilterSecondPass(t *testing.T) {
+	const n, d, nq, k = 5000, 64, 100, 10
+	res := safetest.Resources(t)
+	data := safetest.Random(7, n, d)
+	queries := data[:nq*d]
+	idx := build(t, res, deviceMatrix(t, res, data, n, d), func() cagra.IndexParams {
+		p, err := cagra.DefaultIndexParams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.GraphDegree = 32
+		return p
+	}())
+	q := deviceMatrix(t, res, queries, nq, d)
+	dist := newDevice[float32](t, res, nq, k)
+	n32 := newDevice[uint32](t, res, nq, k)
+	n64 := newDevice[int64](t, res, nq, k)
+	cagra.SetPlanITopK(64)
+	defer cagra.SetPlanITopK(0)
+	rng := rand.New(rand.NewPCG(3, 4))
+	partial, whole := false, false
+	for _, frac := range []float64{0.13, 0.12, 0.11, 0.1, 0.01} {
+		var allowed []int64
+		set := make([]bool, n)
+		for i := 0; i < n; i++ {
+			if rng.Float64() < frac {
+				allowed = append(allowed, int64(i))
+				set[i] = true
+			}
+		}
+		filter, err := safe.NewBitsetFilterAllowing(res, n, allowed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := safetest.ExactKNN(data, queries, d, k, safetest.L2, func(i int) bool { return set[i] })
+		for _, u32 := range []bool{false, true} {
+			run := func(sp *cagra.SearchParams) []int64 {
+				t.Helper()
+				var err error
+				out := make([]int64, nq*k)
+				if u32 {
+					err = idx.Search(res, sp, q, n32, dist, filter)
+					if err == nil {
+						var h []uint32
+						if h, err = n32.ToHost(res); err == nil {
+							for i, v := range h {
+								out[i] = int64(v)
+							}
+						}
+					}
+				} else if err = idx.Search(res, sp, q, n64, dist, filter); err == nil {
+					out, err = n64.ToHost(res)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			graph := run(&cagra.SearchParams{FilterPath: cagra.FilterGraph})
+			got := run(&cagra.SearchParams{FilterExactBelow: 1e-9})
+			short := 0
+			for qi := 0; qi < nq; qi++ {
+				valid := 0
+				for _, id := range graph[qi*k : (qi+1)*k] {
+					if cagra.Valid(id) {
+						valid++
+					}
+				}
+				row := got[qi*k : (qi+1)*k]
+				if valid < min(k, len(allowed)) {
+					short++
+					for j, id := range want[qi] {
+						if row[j] != id {
+							t.Fatalf("%d allowed, uint32 %v: short query %d: %v, want the exact %v", len(allowed), u32, qi, row, want[qi])
+						}
+					}
+				}
+			}
+			if short == 0 {
+				continue
+			}
+			if 4*short <= nq {
+				partial = true
+				if !raceEnabled { // the second pass allocates nothing either
+					sp := cagra.SearchParams{FilterExactBelow: 1e-9}
+					search := func() {
+						var err error
+						if u32 {
+							err = idx.Search(res, &sp, q, n32, dist, filter)
+						} else {
+							err = idx.Search(res, &sp, q, n64, dist, filter)
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+					}
+					if a := testing.AllocsPerRun(5, search); a != 0 {
+						t.Errorf("%d allowed, uint32 %v: second pass: %v allocations per search", len(allowed), u32, a)
+					}
+				}
+				for qi := 0; qi < nq; qi++ {
+					for j := 0; j < k; j++ {
+						if g := graph[qi*k+j]; cagra.Valid(g) && got[qi*k+j] != g && !isShort(graph[qi*k:(qi+1)*k], k) {
+							t.Fatalf("%d allowed: full query %d changed: %v, the graph's %v", len(allowed), qi, got[qi*k:(qi+1)*k], graph[qi*k:(qi+1)*k])
+						}
+					}
+				}
+			} else {
+				whole = true
+				if r, s := filterRecall(got, want, k); r != 1 || s != 0 {
+					t.Errorf("%d allowed, most short: recall %.3f, %d short, want the exact answer", len(allowed), r, s)
+				}
+			}
+			t.Logf("%d allowed, uint32 %v: %d of %d queries short", len(allowed), u32, short, nq)
+		}
+		if err := filter.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !partial || !whole {
+		t.Errorf("second pass of some (%v) and of most (%v) of a batch not both seen", partial, whole)
+	}
+}
+
+func isShort(row []int64, k int) bool {
+	for _, id := range row[:k] {
+		if !cagra.Valid(id) {
+			return true
+		}
+	}
+	return false
+}

@@ -15,7 +15,7 @@ const (
 	// FilterAuto (the zero value, the default) lets the policy choose (see
 	// SearchParams): exact brute force or graph search with a raised
 	// internal top-k, whichever the cost model finds cheaper, with an exact
-	// second pass when a graph search came back short.
+	// second pass for the queries a graph search left short.
 	FilterAuto FilterPath = iota
 	// FilterGraph always runs cuVS's graph search with the caller's
 	// parameters as they are (no raised top-k, no second pass): cuVS's own
@@ -164,11 +164,15 @@ func weight(t float64, d int) float64 {
 	return t
 }
 
+// testPlanITopK, when not 0, replaces the graph path's raised top-k (set
+// by tests, to make a second pass happen).
+var testPlanITopK int64
+
 // filterPlan is how one filtered search runs.
 type filterPlan struct {
 	exact  bool  // exact brute force
 	itopk  int64 // graph path: the internal top-k to search with
-	second bool  // graph path: redo the batch exactly if a query came back short
+	second bool  // graph path: redo the queries that came back short exactly
 }
 
 // planFilter chooses the path of a search of batch queries for k neighbors
@@ -213,5 +217,8 @@ func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, k, batch int64, can
 		}
 	}
 	plan.itopk, plan.second = min(it, max(MaxFilterITopK, int64(s.ITopKSize))), frac < 1
+	if testPlanITopK != 0 {
+		plan.itopk = testPlanITopK
+	}
 	return plan
 }

@@ -57,6 +57,13 @@ type filterScratch struct {
 	outD   cbuf                        // n × k distances
 	shape  [2]int64                    // for the host views
 	shapeB [2]int64
+
+	// the second pass: the short queries' rows
+	short          cbuf // their indices (int64)
+	hostQ, hostS   cbuf // the batch's queries, the short ones
+	devQ, devI     *safe.DeviceMatrix[uint8]
+	devD           *safe.DeviceMatrix[uint8]
+	shapeQ, shapeS [2]int64
 }
 
 func (s *filterScratch) release() {
@@ -71,6 +78,15 @@ func (s *filterScratch) release() {
 		_ = s.dists.Close()
 		s.dists = nil
 	}
+	for _, m := range []**safe.DeviceMatrix[uint8]{&s.devQ, &s.devI, &s.devD} {
+		if *m != nil {
+			_ = (*m).Close()
+			*m = nil
+		}
+	}
+	s.short.free()
+	s.hostQ.free()
+	s.hostS.free()
 	s.hostA.free()
 	s.hostB.free()
 	s.outN.free()
@@ -278,12 +294,10 @@ func (idx *Index) exactVia(op string, res *safe.Resources, s *filterScratch, bf 
 	return kit.CopyBound(op, res, hn, t.Neighbors)
 }
 
-// shortQueries reads a graph search's neighbors back (waiting for the
-// search) and reports whether a query came back with fewer than need
-// valid rows.
-func (idx *Index) shortQueries(op string, res *safe.Resources, t *kit.SearchTensors, need int64) (bool, error) {
-	s := idx.takeScratch()
-	defer idx.putScratch(s)
+// shortQueries reads a graph search's neighbors back into s.hostA
+// (waiting for the search) and lists in s.short the queries that came back
+// with fewer than need valid rows; it returns how many.
+func (idx *Index) shortQueries(op string, res *safe.Resources, s *filterScratch, t *kit.SearchTensors, need int64) (int64, error) {
 	call := dlpack.Begin(op)
 	defer call.End()
 	n, k := t.N, t.K
@@ -302,11 +316,13 @@ func (idx *Index) shortQueries(op string, res *safe.Resources, t *kit.SearchTens
 	}
 	hn, err := hostOut(call, p, &s.shape, dt)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	if err := kit.CopyBound(op, res, t.Neighbors, hn); err != nil {
-		return false, err
+		return 0, err
 	}
+	short := slice[int64](&s.short, n)
+	m := int64(0)
 	for q := int64(0); q < n; q++ {
 		valid := int64(0)
 		for j := q * k; j < (q+1)*k; j++ {
@@ -315,13 +331,175 @@ func (idx *Index) shortQueries(op string, res *safe.Resources, t *kit.SearchTens
 			}
 		}
 		if valid < need {
-			return true, nil
+			short[m] = q
+			m++
 		}
 	}
-	return false, nil
+	return m, nil
 }
 
-// searchFiltered runs the graph search of a filtered plan and its second
+// devBytes returns device scratch of at least bytes bytes in *m, grown as
+// needed, and its address.
+func devBytes(res *safe.Resources, m **safe.DeviceMatrix[uint8], bytes int64) (unsafe.Pointer, error) {
+	bytes = max(bytes, 8)
+	if *m != nil && int64((*m).Cols()) < bytes {
+		_ = (*m).Close()
+		*m = nil
+	}
+	if *m == nil {
+		d, err := safe.NewDeviceMatrix[uint8](res, 1, int(bytes))
+		if err != nil {
+			return nil, err
+		}
+		*m = d
+	}
+	v, err := (*m).ViewMut()
+	if err != nil {
+		return nil, err
+	}
+	return v.Data()
+}
+
+// devOutRaw binds device memory p as an n × c tensor of dt to call.
+func devOutRaw(call dlpack.Call, p unsafe.Pointer, dev dlpack.Device, shape *[2]int64, dt dlpack.DataType) (*generated.DLManagedTensor, error) {
+	mv, err := dlpack.FromRawPartsMut(p, dev, shape[:], nil, dt)
+	if err != nil {
+		return nil, err
+	}
+	return call.Out(&mv)
+}
+
+// secondPass searches the m short queries listed in s.short exactly and
+// writes their rows over the graph's: the batch's queries through the host
+// into scratch, brute force of those rows, then the caller's outputs patched
+// on the host (the neighbors read back by shortQueries, in s.hostA) and
+// written back. At least k rows are allowed (the policy sends fewer to the
+// exact path), so brute force fills every slot. Seven copies, each waited
+// for; searchGraph takes the whole batch exactly instead when more than a
+// quarter of it came back short.
+func (idx *Index) secondPass(op string, res *safe.Resources, s *filterScratch, bf generated.CuvsBruteForceIndex_t, t *kit.SearchTensors, f generated.CuvsFilter, m int64) error {
+	call := dlpack.Begin(op)
+	defer call.End()
+	n, k := t.N, t.K
+	d, qdt := idx.dim, idx.dtype // the queries' shape and type (checked against the index)
+	rowBytes := d * qdt.ElemSize()
+	dev := dlpack.Device{Type: dlpack.CUDA, ID: idx.dev.ID}
+	// the short queries, gathered on the host and copied up
+	s.shapeQ, s.shapeS = [2]int64{n, d}, [2]int64{m, d}
+	hq := s.hostQ.grow(uintptr(n * rowBytes))
+	bq, err := hostOut(call, hq, &s.shapeQ, qdt)
+	if err != nil {
+		return err
+	}
+	if err := kit.CopyBound(op, res, t.Queries, bq); err != nil {
+		return err
+	}
+	hs := s.hostS.grow(uintptr(m * rowBytes))
+	short := slice[int64](&s.short, n)[:m]
+	all := unsafe.Slice((*byte)(hq), n*rowBytes)
+	sub := unsafe.Slice((*byte)(hs), m*rowBytes)
+	for j, q := range short {
+		copy(sub[int64(j)*rowBytes:(int64(j)+1)*rowBytes], all[q*rowBytes:(q+1)*rowBytes])
+	}
+	bs, err := hostOut(call, hs, &s.shapeS, qdt)
+	if err != nil {
+		return err
+	}
+	pq, err := devBytes(res, &s.devQ, m*rowBytes)
+	if err != nil {
+		return err
+	}
+	dq, err := devOutRaw(call, pq, dev, &s.shapeS, qdt)
+	if err != nil {
+		return err
+	}
+	if err := kit.CopyBound(op, res, bs, dq); err != nil {
+		return err
+	}
+	// brute force of those rows
+	s.shapeB = [2]int64{m, k}
+	pi, err := devBytes(res, &s.devI, m*k*8)
+	if err != nil {
+		return err
+	}
+	pd, err := devBytes(res, &s.devD, m*k*4)
+	if err != nil {
+		return err
+	}
+	di, err := devOutRaw(call, pi, dev, &s.shapeB, dlpack.Int64)
+	if err != nil {
+		return err
+	}
+	dd, err := devOutRaw(call, pd, dev, &s.shapeB, dlpack.Float32)
+	if err != nil {
+		return err
+	}
+	h, err := kit.Lock(res, op)
+	if err != nil {
+		return err
+	}
+	err = generated.CuvsBruteForceSearch(h, bf, dq, di, dd, f)
+	kit.Unlock(res)
+	if err != nil {
+		return kit.Wrap(op, err)
+	}
+	ids := slice[int64](&s.hostB, m*k) // hostB: m × k ids, outD: n × k distances, then m × k
+	hi, err := hostOut(call, unsafe.Pointer(unsafe.SliceData(ids)), &s.shapeB, dlpack.Int64)
+	if err != nil {
+		return err
+	}
+	if err := kit.CopyBound(op, res, di, hi); err != nil {
+		return err
+	}
+	dists := slice[float32](&s.outN, m*k)
+	hd, err := hostOut(call, unsafe.Pointer(unsafe.SliceData(dists)), &s.shapeB, dlpack.Float32)
+	if err != nil {
+		return err
+	}
+	if err := kit.CopyBound(op, res, dd, hd); err != nil {
+		return err
+	}
+	// the caller's outputs, patched
+	s.shape = [2]int64{n, k}
+	outD := slice[float32](&s.outD, n*k)
+	ho, err := hostOut(call, unsafe.Pointer(unsafe.SliceData(outD)), &s.shape, dlpack.Float32)
+	if err != nil {
+		return err
+	}
+	if err := kit.CopyBound(op, res, t.Distances, ho); err != nil {
+		return err
+	}
+	wide := t.Neighbors.DlTensor.Dtype.Bits == 64
+	var ids32 []uint32
+	var ids64 []int64
+	np, ndt := s.hostA.p, dlpack.Uint32
+	if wide {
+		ids64, ndt = slice[int64](&s.hostA, n*k), dlpack.Int64
+	} else {
+		ids32 = slice[uint32](&s.hostA, n*k)
+	}
+	for j, q := range short {
+		copy(outD[q*k:(q+1)*k], dists[int64(j)*k:(int64(j)+1)*k])
+		for c := int64(0); c < k; c++ {
+			id := ids[int64(j)*k+c]
+			if wide {
+				ids64[q*k+c] = id
+			} else {
+				ids32[q*k+c] = uint32(id)
+			}
+		}
+	}
+	hn, err := hostOut(call, np, &s.shape, ndt)
+	if err != nil {
+		return err
+	}
+	if err := kit.CopyBound(op, res, hn, t.Neighbors); err != nil {
+		return err
+	}
+	return kit.CopyBound(op, res, ho, t.Distances)
+}
+
+// searchGraph runs the graph search of a filtered plan and its second
 // pass: cp is the C parameters with the plan's top-k.
 func (idx *Index) searchGraph(op string, res *safe.Resources, cp *generated.CuvsCagraSearchParams, t *kit.SearchTensors, f generated.CuvsFilter, plan filterPlan, allowed int64) error {
 	h, err := kit.Lock(res, op)
@@ -333,10 +511,20 @@ func (idx *Index) searchGraph(op string, res *safe.Resources, cp *generated.Cuvs
 	if err != nil || !plan.second {
 		return kit.Wrap(op, err)
 	}
-	short, err := idx.shortQueries(op, res, t, min(t.K, allowed))
-	if err != nil || !short {
+	bf, err := idx.exactIndex(op, res)
+	if err != nil {
 		return err
 	}
-	// exact answers are the best there are: the whole batch again
+	s := idx.takeScratch()
+	m, err := idx.shortQueries(op, res, s, t, min(t.K, allowed))
+	if err == nil && m > 0 && 4*m <= t.N && allowed >= t.K {
+		err = idx.secondPass(op, res, s, bf, t, f, m)
+		m = 0
+	}
+	idx.putScratch(s)
+	if err != nil || m == 0 {
+		return err
+	}
+	// most of the batch came back short: all of it exactly
 	return idx.searchExact(op, res, t, f, allowed)
 }

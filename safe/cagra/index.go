@@ -475,7 +475,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // search cannot reach. A filtered search follows the policy of
 // SearchParams.FilterPath: exact brute force over the index's dataset or
 // graph search with a raised internal top-k, whichever costs less, with an
-// exact second pass for a batch where a query came back short. An index ACE left on disk is refused (ErrOnDisk), and so
+// exact second pass for the queries that came back short. An index ACE left on disk is refused (ErrOnDisk), and so
 // is one deserialized without its dataset (ErrNoDataset).
 //
 // Search allocates nothing on the Go heap when its tensors are pointers

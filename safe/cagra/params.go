@@ -176,7 +176,8 @@ func (m HashMode) String() string { return generated.CuvsCagraHashMode(m).String
 //     of exact and graph;
 //   - a graph search with some rows rejected reads its results back
 //     (cuvsMatrixCopy, cuvsStreamSync) and, when a query came back with
-//     fewer than min(k, allowed) rows, searches the batch again exactly.
+//     fewer than min(k, allowed) rows, searches those queries again
+//     exactly (the whole batch when more than a quarter came back short).
 //
 // On the double fitted to the real library this keeps recall@10 within
 // 0.03 of the unfiltered search at every fraction from 100% to 3 rows
