@@ -252,10 +252,10 @@ func TestCagraSelectiveFilter(t *testing.T) {
 				t.Fatalf("%d allowed: query %d did not find itself: %v", tc.allowed, i/k, ids[i:i+k])
 			}
 		}
-		// the real library's results were complete here (it picks its
-		// multi-CTA kernel for small batches, which widens the search under
-		// a filter); the double's single walk misses a few
-		if tc.complete && valid < nq*k*95/100 {
+		// the real library's results were complete here; its single-CTA
+		// search at 10% allowed left ~6% of the slots empty on 20,000 x 64
+		// (issue 18's table), which the double's walk is fitted to: allow 10%
+		if tc.complete && valid < nq*k*90/100 {
 			t.Fatalf("%d allowed: %d of %d results", tc.allowed, valid, nq*k)
 		}
 		if !tc.complete && valid > nq*k/2 {

@@ -77,7 +77,10 @@ func checkBitset(op string, filter *safe.Filter) error {
 // params (copied; nil: cuVS's defaults) and filter, a bitset for the
 // index's rows or nil. Neighbor ids may be uint32 or int64. One filter
 // serves every request: for requests with different filters, make one
-// Batcher per filter. The index must outlive the Batcher (close the Batcher
+// Batcher per filter. Filtered batches follow cagra's filter policy
+// (cagra.SearchParams.FilterPath): a batch is exact or graph search as its
+// size decides, and the queries a graph search left short are searched
+// again exactly. The index must outlive the Batcher (close the Batcher
 // first).
 //
 // C calls: cuvsCagraSearch, per batch.

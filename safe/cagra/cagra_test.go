@@ -325,7 +325,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := (cagra.SearchParams{ITopKSize: 64, Algo: cagra.SingleCTA, SearchWidth: 1, HashmapMode: cagra.HashFull,
-		HashmapMaxFillRate: 0.5, NumRandomSamplings: 1, RandXORMask: 0x128394, PersistentLifetime: 2, PersistentDeviceUsage: 1, FilterExactBelow: cagra.DefaultFilterExactBelow}); sp != want {
+		HashmapMaxFillRate: 0.5, NumRandomSamplings: 1, RandXORMask: 0x128394, PersistentLifetime: 2, PersistentDeviceUsage: 1}); sp != want {
 		t.Errorf("DefaultSearchParams = %+v, want %+v", sp, want)
 	}
 	if ep, err := cagra.DefaultExtendParams(); err != nil || ep != (cagra.ExtendParams{}) {
@@ -1413,6 +1413,10 @@ func TestFaults(t *testing.T) {
 		}
 		return err
 	}
+	// the graph path: the policy would send this filter to the exact path,
+	// whose brute-force index, built once, has no faults to inject later
+	graphSP := f.sp
+	graphSP.FilterPath = cagra.FilterGraph
 	ops := []struct {
 		name string
 		op   func() error
@@ -1432,7 +1436,7 @@ func TestFaults(t *testing.T) {
 		{"Build host ACE", func() error { return closeIndex(cagra.Build(f.res, hostData, &aceParams)) }},
 		{"Build device", func() error { return closeIndex(cagra.Build(f.res, f.dataset, &plain)) }},
 		{"Search uint32", func() error { return idx.Search(f.res, &f.sp, f.queries, f.n32, f.dist, nil) }},
-		{"Search int64 filtered", func() error { return idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, bs) }},
+		{"Search int64 filtered", func() error { return idx.Search(f.res, &graphSP, f.queries, f.n64, f.dist, bs) }},
 		{"Extend host", func() error { return idx.Extend(f.res, hostMore, &cagra.ExtendParams{}) }},
 		{"Extend device", func() error { return idx.Extend(f.res, devMore, &cagra.ExtendParams{}) }},
 		{"Serialize", func() error { return idx.Serialize(f.res, filepath.Join(dir, "s.idx"), true) }},

@@ -25,6 +25,23 @@
 // one Extend's time) instead of failing. Close waits for the searches in flight; later calls fail
 // with safe.ErrClosed.
 //
+// # Filtered search
+//
+// cuVS's graph search under a bitset filter walks through the rows the
+// filter rejects and returns only allowed ones, so its recall falls with
+// the allowed fraction (on the real library, 20,000 × 64: 0.985 with every
+// row allowed, 0.709 at 10%, 0.250 at 2%, degree 64, itopk 64; slots it
+// cannot fill hold SentinelID). This package adds a policy
+// (SearchParams.FilterPath, FilterAuto by default): exact brute force
+// (cuvsBruteForceSearch over the index's own dataset) or graph search with
+// the internal top-k raised for the allowed fraction, chosen by a cost
+// model fitted to the real library's timings, and an exact second pass for
+// the queries that came back short. On the test double fitted to the real
+// library its recall stays within 0.03 of the unfiltered search from 100%
+// down to a single allowed row, and no slot is left unfilled while at
+// least k rows are allowed. FilterGraph and
+// FilterExact force either path.
+//
 // For a serving loop that searches batch after batch into the same
 // buffers, Prepare checks and binds the tensors once and Prepared.Run is
 // then a single C call (about 1.3 times a bare cgo call; Search, which

@@ -23,7 +23,7 @@ import (
 // uint32 and int64 neighbors alike, and float32's maximum as the distance.
 // Slots are filled in order of distance, so unfilled ones come last in a
 // row. Filtered searches that take the exact path (see
-// SearchParams.FilterExactBelow) use the same values when fewer rows are
+// SearchParams.FilterPath) use the same values when fewer rows are
 // allowed than k. These are what device outputs hold; results in Go memory
 // (SearchSlice's safe.Results) hold safe.SentinelID64 and +Inf instead, as
 // every package's do.
@@ -53,36 +53,6 @@ func Trim[N uint32 | int64](ids []N, dists []float32) ([]N, []float32) {
 		dists = dists[:min(n, len(dists))]
 	}
 	return ids[:n], dists
-}
-
-// DefaultFilterExactBelow is the fraction of an index's rows that a filter
-// must allow for a filtered search to stay a graph search. Measured on the
-// real library (20,000 rows): with 3 or 50 rows allowed (0.25%) graph search
-// returned only the query's own row, with 2,000 (10%) it was complete;
-// between those it was not measured. 1% sends the failing cases to the
-// exact search and keeps graph search for what was seen to work.
-const DefaultFilterExactBelow = 0.01
-
-// exactThreshold is the fraction in force, or a negative number for never.
-func (s *SearchParams) exactThreshold() float64 {
-	if s.FilterExactBelow == 0 {
-		return DefaultFilterExactBelow
-	}
-	return s.FilterExactBelow
-}
-
-// wantsExact reports whether a search of k neighbors with filter f takes the
-// exact path.
-func (s *SearchParams) wantsExact(f *safe.Filter, rows, k int64) bool {
-	if f == nil || f.Kind() != safe.Bitset {
-		return false
-	}
-	th := s.exactThreshold()
-	if th < 0 {
-		return false
-	}
-	a := int64(f.Allowed())
-	return a < k || float64(a) < th*float64(rows)
 }
 
 // exactState is the brute-force index the exact path searches: built on
@@ -158,7 +128,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 		return nil, fmt.Errorf("%s: the index's dataset: %w", op, err)
 	}
 	if v.NDim() != 2 || v.Dim(0) != idx.rows.Load() || v.Dim(1) != idx.dim {
-		return nil, kit.Argf(op, "params.FilterExactBelow", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterExactBelow < 0 to search the graph anyway", v.Shape())
+		return nil, kit.Argf(op, "params.FilterPath", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterPath to FilterGraph to search the graph anyway", v.Shape())
 	}
 	call := dlpack.Begin(op) // ends before a failed build's release
 	defer call.End()
@@ -230,133 +200,6 @@ func (e *exactState) packCopy(res *safe.Resources, v *dlpack.View) (dlpack.View,
 		return dlpack.View{}, err
 	}
 	return fresh.View()
-}
-
-// searchExact runs a filtered search as exact brute force over the index's
-// dataset: the true nearest allowed rows, sentinels past the allowed count.
-// It synchronizes res's stream unless neighbors are int64 and at least k
-// rows are allowed (then it is one asynchronous C call).
-func (idx *Index) searchExact(op string, res *safe.Resources, t *kit.SearchTensors, f generated.CuvsFilter, allowed int64) error {
-	if why := idx.noExact(); why != "" {
-		return kit.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterExactBelow < 0 to search the graph anyway (CAGRA then fills slots it cannot reach with SentinelID)", allowed, idx.rows.Load(), why)
-	}
-	bf, err := idx.exactIndex(op, res)
-	if err != nil {
-		return err
-	}
-	n, k := t.N, t.K
-	kk := min(k, allowed)
-	wide := t.Neighbors.DlTensor.Dtype.Bits == 64
-	if kk == k && wide {
-		h, err := kit.Lock(res, op)
-		if err != nil {
-			return err
-		}
-		err = generated.CuvsBruteForceSearch(h, bf, t.Queries, t.Neighbors, t.Distances, f)
-		kit.Unlock(res)
-		return kit.Wrap(op, err)
-	}
-	// Brute force must not be asked for more neighbors than rows allowed
-	// (the real library then returns uninitialised memory): search kk into
-	// scratch, then write the caller's k columns from the host.
-	ids := make([]int64, n*kk)
-	dists := make([]float32, n*kk)
-	if kk > 0 {
-		if err := idx.exactInto(op, res, bf, t, f, ids, dists, n, kk); err != nil {
-			return err
-		}
-	}
-	outD := make([]float32, n*k)
-	fill(outD, dists, n, k, kk, SentinelDistance)
-	var outN dlpack.Tensor
-	if wide {
-		o := make([]int64, n*k)
-		fill(o, ids, n, k, kk, int64(SentinelID))
-		outN, err = dlpack.NewHostMatrix(o, int(n), int(k))
-	} else {
-		o := make([]uint32, n*k)
-		w := make([]uint32, len(ids))
-		for i, id := range ids {
-			w[i] = uint32(id)
-		}
-		fill(o, w, n, k, kk, SentinelID)
-		outN, err = dlpack.NewHostMatrix(o, int(n), int(k))
-	}
-	if err != nil {
-		return err
-	}
-	hd, err := dlpack.NewHostMatrix(outD, int(n), int(k))
-	if err != nil {
-		return err
-	}
-	call := dlpack.Begin(op)
-	defer call.End()
-	for i, src := range []dlpack.Tensor{outN, hd} {
-		hv, err := src.View()
-		if err != nil {
-			return err
-		}
-		st, err := call.In(&hv)
-		if err != nil {
-			return err
-		}
-		dst := t.Neighbors
-		if i == 1 {
-			dst = t.Distances
-		}
-		if err := kit.CopyBound(op, res, st, dst); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// exactInto searches kk neighbors into scratch device memory and copies
-// them to ids and dists (n × kk, host).
-func (idx *Index) exactInto(op string, res *safe.Resources, bf generated.CuvsBruteForceIndex_t, t *kit.SearchTensors, f generated.CuvsFilter, ids []int64, dists []float32, n, kk int64) error {
-	nb, err := safe.NewDeviceMatrix[int64](res, int(n), int(kk))
-	if err != nil {
-		return err
-	}
-	defer nb.Close()
-	ds, err := safe.NewDeviceMatrix[float32](res, int(n), int(kk))
-	if err != nil {
-		return err
-	}
-	defer ds.Close()
-	hn, err := dlpack.NewHostMatrix(ids, int(n), int(kk))
-	if err != nil {
-		return err
-	}
-	hd, err := dlpack.NewHostMatrix(dists, int(n), int(kk))
-	if err != nil {
-		return err
-	}
-	call := dlpack.Begin(op) // ends before the deferred Closes
-	defer call.End()
-	var bound [4]*generated.DLManagedTensor
-	for i, m := range []dlpack.TensorMut{nb, ds, hn, hd} {
-		mv, err := m.ViewMut()
-		if err != nil {
-			return err
-		}
-		if bound[i], err = call.Out(&mv); err != nil {
-			return err
-		}
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	err = generated.CuvsBruteForceSearch(h, bf, t.Queries, bound[0], bound[1], f)
-	kit.Unlock(res)
-	if err != nil {
-		return kit.Wrap(op, err)
-	}
-	if err := kit.CopyBound(op, res, bound[0], bound[2]); err != nil {
-		return err
-	}
-	return kit.CopyBound(op, res, bound[1], bound[3])
 }
 
 // fill writes n rows of k values into out: each row's kk values from in,

@@ -47,10 +47,11 @@ type Index struct {
 	noDataset   bool       // 26.08: deserialized without its dataset (cuvsCagraDeserializeGraph), until UpdateDataset
 	exactMu     sync.Mutex // builds left.exact
 
-	life   kit.Life        // Close, cleanup, searches, Extend, the dataset and graph views
-	exact  *exactSlot      // the exact path's brute-force index, once built; released with the index
-	ds     *dsSlot         // on cuVS 26.08: the dataset the index references, destroyed after it
-	slices hostsearch.Pool // SearchSlice's device buffers
+	life    kit.Life        // Close, cleanup, searches, Extend, the dataset and graph views
+	exact   *exactSlot      // the exact path's brute-force index, once built; released with the index
+	scratch *scratchSlot    // the exact path's and the second pass's scratch memory; freed with the index
+	ds      *dsSlot         // on cuVS 26.08: the dataset the index references, destroyed after it
+	slices  hostsearch.Pool // SearchSlice's device buffers
 }
 
 // exactSlot holds the exact path's index apart from the Index, so that the
@@ -68,9 +69,10 @@ func newIndex(op string) (*Index, error) {
 		return nil, kit.Wrap(op, err)
 	}
 	ds := &dsSlot{}
-	idx := &Index{h: h, exact: &exactSlot{}, ds: ds}
+	idx := &Index{h: h, exact: &exactSlot{}, scratch: &scratchSlot{s: new(filterScratch)}, ds: ds}
 	kit.Start(&idx.life, idx, "cagra.Index(%p)", liveIndexes, func() error { return generated.CuvsCagraIndexDestroy(h) })
 	idx.life.OnRelease(idx.exact.release)
+	idx.life.OnRelease(idx.scratch.release)
 	idx.life.Own(func() error { ds.release(); return nil })
 	return idx, nil
 }
@@ -468,15 +470,17 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // A slot CAGRA could not fill holds SentinelID (safe.SentinelID32, in
 // uint32 and int64 neighbors alike) and SentinelDistance (last in its row;
 // see Valid and Trim; SearchSlice's results hold safe.SentinelID64 with
-// +Inf there instead, as every package's): with a filter whose allowed rows graph
-// search cannot reach, or that allows fewer rows than k. A filter allowing
-// fewer than params.FilterExactBelow × Rows() rows, or fewer than k, is
-// searched exactly instead (brute force over the index's dataset; see
-// SearchParams). An index ACE left on disk is refused (ErrOnDisk), and so
+// +Inf there instead, as every package's): with a filter that allows fewer
+// rows than k, or, with FilterPath FilterGraph, whose allowed rows graph
+// search cannot reach. A filtered search follows the policy of
+// SearchParams.FilterPath: exact brute force over the index's dataset or
+// graph search with a raised internal top-k, whichever costs less, with an
+// exact second pass for the queries that came back short. An index ACE left on disk is refused (ErrOnDisk), and so
 // is one deserialized without its dataset (ErrNoDataset).
 //
 // Search allocates nothing on the Go heap when its tensors are pointers
-// (e.g. *safe.DeviceMatrix), and holds no lock across the C call: any
+// (e.g. *safe.DeviceMatrix), on every path (the exact path keeps its
+// scratch memory with the index), and holds no lock across the C call: any
 // number of goroutines may search one index, each with its own Resources.
 //
 // The search parameters are handed to C as a Go value (a plain struct
@@ -535,20 +539,30 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	if sp.wantsExact(filter, rows, t.K) {
-		return idx.searchExact(op, res, &t, f, int64(filter.Allowed()))
+	if filter == nil {
+		if err := sp.checkFiltered(op, false, t.K); err != nil {
+			return err
+		}
+		cp := sp.cValue()
+		h, err := kit.Lock(res, op)
+		if err != nil {
+			return err
+		}
+		err = generated.CuvsCagraSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
+		kit.Unlock(res)
+		return kit.Wrap(op, err)
 	}
-	if err := sp.checkFiltered(op, filter != nil, t.K); err != nil {
+	allowed := int64(filter.Allowed())
+	plan := sp.planFilter(filter, rows, idx.dim, t.K, t.N, idx.noExact())
+	if plan.exact {
+		return idx.searchExact(op, res, &t, f, allowed)
+	}
+	sp.ITopKSize = int(plan.itopk)
+	if err := sp.checkFiltered(op, true, t.K); err != nil {
 		return err
 	}
 	cp := sp.cValue()
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	err = generated.CuvsCagraSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
-	kit.Unlock(res)
-	return kit.Wrap(op, err)
+	return idx.searchGraph(op, res, &cp, &t, f, plan, allowed)
 }
 
 // Serialize writes the index to a file, with its dataset when

@@ -27,8 +27,8 @@ type Prepared struct {
 	params *generated.CuvsCagraSearchParams // Go memory without pointers, read by C
 	s      *prepared.Search
 
-	exact   bool  // the filter takes the exact path (SearchParams.FilterExactBelow)
-	allowed int64 // rows the filter allows
+	plan    filterPlan // how the filtered search runs (SearchParams.FilterPath)
+	allowed int64      // rows the filter allows
 	n, k    int64
 }
 
@@ -36,8 +36,11 @@ type Prepared struct {
 // neighbors (uint32 or int64, n × k) and distances (float32, n × k) with
 // params and an optional bitset filter, exactly as Search would, and binds
 // the tensors for repeated Runs. A filter selective enough for the exact
-// path (SearchParams.FilterExactBelow) is decided here: such Runs are
-// exact brute-force searches, which allocate and may synchronize the stream.
+// The path of a filtered search (SearchParams.FilterPath) is decided here:
+// exact Runs are brute-force searches, which may synchronize the stream;
+// graph Runs with rows rejected read their results back to find short
+// queries (one cuvsMatrixCopy and a stream sync more). No Run allocates on
+// the Go heap.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
 	if idx == nil {
@@ -72,15 +75,22 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	s.IndexDevice = idx.dev
 	nv, _ := neighbors.ViewMut() // checked by prepared.New
 	p := &Prepared{idx: idx, s: s, n: nv.Dim(0), k: nv.Dim(1)}
-	if sp.wantsExact(filter, rows, p.k) {
-		p.exact, p.allowed = true, int64(filter.Allowed())
+	p.plan = filterPlan{itopk: int64(sp.ITopKSize)}
+	if filter != nil {
+		p.allowed = int64(filter.Allowed())
+		p.plan = sp.planFilter(filter, rows, idx.dim, p.k, p.n, idx.noExact())
+	}
+	if p.plan.exact {
 		if why := idx.noExact(); why != "" {
 			s.Close()
-			return nil, kit.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterExactBelow < 0 to search the graph anyway", p.allowed, rows, why)
+			return nil, kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterPath to FilterGraph to search the graph anyway", p.allowed, rows, why)
 		}
-	} else if err := sp.checkFiltered(op, filter != nil, p.k); err != nil {
-		s.Close()
-		return nil, err
+	} else {
+		sp.ITopKSize = int(p.plan.itopk)
+		if err := sp.checkFiltered(op, filter != nil, p.k); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	cp := sp.cValue()
 	p.params = &cp
@@ -108,9 +118,14 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		s.Leave()
 		return kit.Argf(op, "filter", "made for %d rows, the index has %d since Extend: prepare again", s.Rows, p.idx.rows.Load())
 	}
-	if p.exact {
+	if p.plan.exact || p.plan.second {
 		t := kit.SearchTensors{Queries: s.Queries, Neighbors: s.Neighbors, Distances: s.Distances, N: p.n, K: p.k}
-		err := p.idx.searchExact(op, res, &t, s.Filter, p.allowed)
+		var err error
+		if p.plan.exact {
+			err = p.idx.searchExact(op, res, &t, s.Filter, p.allowed)
+		} else if err = kit.CheckIndexDevice(res, op, p.idx.dev); err == nil {
+			err = p.idx.searchGraph(op, res, p.params, &t, s.Filter, p.plan, p.allowed)
+		}
 		p.idx.life.Leave()
 		s.Leave()
 		return err

@@ -67,13 +67,18 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 			if err := kit.CheckFilter(filter, op, rows, int64(n), safe.Bitset); err != nil {
 				return err
 			}
-			if sp.wantsExact(filter, rows, int64(k)) {
+			if filter == nil {
+				return sp.checkFiltered(op, false, int64(k))
+			}
+			plan := sp.planFilter(filter, rows, idx.dim, int64(k), int64(n), idx.noExact())
+			if plan.exact {
 				if why := idx.noExact(); why != "" {
-					return kit.Argf(op, "params.FilterExactBelow", "a filter allowing %d of %d rows needs the exact path, but %s", filter.Allowed(), rows, why)
+					return kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s", filter.Allowed(), rows, why)
 				}
 				return nil
 			}
-			return sp.checkFiltered(op, filter != nil, int64(k))
+			sp.ITopKSize = int(plan.itopk)
+			return sp.checkFiltered(op, true, int64(k))
 		},
 	}
 	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,

@@ -1,0 +1,224 @@
+package cagra
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cuvs-go/cuvs/safe"
+)
+
+// FilterPath chooses how a bitset-filtered search runs (SearchParams.FilterPath).
+type FilterPath int32
+
+// The filtered-search paths.
+const (
+	// FilterAuto (the zero value, the default) lets the policy choose (see
+	// SearchParams): exact brute force or graph search with a raised
+	// internal top-k, whichever the cost model finds cheaper, with an exact
+	// second pass for the queries a graph search left short.
+	FilterAuto FilterPath = iota
+	// FilterGraph always runs cuVS's graph search with the caller's
+	// parameters as they are (no raised top-k, no second pass): cuVS's own
+	// behaviour, slots it cannot fill holding SentinelID.
+	FilterGraph
+	// FilterExact always runs exact brute force over the index's dataset
+	// (cuvsBruteForceSearch with the same bitset).
+	FilterExact
+)
+
+// String names the path ("auto", "graph", "exact").
+func (p FilterPath) String() string {
+	switch p {
+	case FilterAuto:
+		return "auto"
+	case FilterGraph:
+		return "graph"
+	case FilterExact:
+		return "exact"
+	}
+	return fmt.Sprintf("FilterPath(%d)", int32(p))
+}
+
+// MaxFilterITopK is the largest internal top-k the policy raises a
+// filtered graph search to; a filter that would need more takes the exact
+// path. 512 is cuVS's own limit for its automatic single-CTA choice
+// (search_plan.cuh), and the graph search's cost grows with the top-k
+// (about one iteration per entry), so beyond it brute force is cheaper at
+// every size of the cost table (see filterCost).
+const MaxFilterITopK = 512
+
+// filterITopK is the internal top-k a graph search of k neighbors with a
+// filter allowing the fraction f of the rows uses, from the caller's itopk:
+// cuVS's own rule for its multi-CTA kernel (search_plan.cuh,
+// adjust_search_params: k/f + (itopk-k)/sqrt(f)), rounded up to 32 as cuVS
+// rounds it. Checked on the double fitted to the real library
+// (internal/cuvsdouble TestCagraFilterTable), 20,000 × 64, 200 queries:
+// at 20% allowed, degree 32, itopk 64 is raised to 192 (real library at
+// itopk 128 / 256: 0.887 / 0.966, unfiltered at 64: 0.925); at 10% to 288
+// (real at 256: 0.930); at 5% to 448; from 2% (882) it is past
+// MaxFilterITopK and the search is exact. At 50% it is 96: the real
+// library kept 0.954 of its unfiltered 0.985 at degree 64, itopk 64, but
+// only 0.870 of 0.925 at degree 32 (0.947 at itopk 128). From 75% allowed
+// the top-k stays, so that a filter allowing most rows costs what an
+// unfiltered search costs.
+func filterITopK(itopk, k int64, f float64) int64 {
+	if f >= 0.75 || f <= 0 {
+		return itopk
+	}
+	adj := int64(float64(k)/f + float64(itopk-k)/math.Sqrt(f))
+	adj = (adj + 31) / 32 * 32
+	return max(itopk, adj)
+}
+
+// The cost table the model is fitted to: the real library on an H200
+// (issue 18; docs/CUVS_C_API.md), D = 128, k = 10, search + sync, median
+// of 25, CAGRA degree 32 (NN-Descent), itopk 64, graph path forced.
+// Microseconds, [N: 100k, 1M][allowed: 1%, 10%, 100%][batch: 1, 16, 256].
+//
+//	| N, allowed | brute force bs 1 / 16 / 256 | CAGRA graph bs 1 / 16 / 256 |
+//	| 100k, 100% | 608 / 755 / 779             | 360 / 366 / 413             |
+//	| 100k, 10%  | 186 / 433 / 761             | 388 / 406 / 484             |
+//	| 100k, 1%   | 135 / 161 / 213             | 389 / 400 / 482             |
+//	| 1M, 100%   | 873 / 997 / 6980            | 373 / 381 / 429             |
+//	| 1M, 10%    | 695 / 3880 / 6300           | 454 / 461 / 546             |
+//	| 1M, 1%     | 210 / 490 / 805             | 405 / 440 / 531             |
+var (
+	costN     = [2]float64{1e5, 1e6}
+	costFrac  = [3]float64{0.01, 0.1, 1}
+	costBatch = [3]float64{1, 16, 256}
+	costExact = [2][3][3]float64{
+		{{135, 161, 213}, {186, 433, 761}, {608, 755, 779}},
+		{{210, 490, 805}, {695, 3880, 6300}, {873, 997, 6980}},
+	}
+	costGraph = [2][3][3]float64{
+		{{389, 400, 482}, {388, 406, 484}, {360, 366, 413}},
+		{{405, 440, 531}, {454, 461, 546}, {373, 381, 429}},
+	}
+)
+
+// filterCost estimates, in microseconds on the table's machine, an exact
+// search and a graph search at internal top-k itopk of a batch of queries
+// against rows rows of dim dimensions with allowed rows allowed. The model:
+// the table read by interpolation, linear in log N, log allowed fraction
+// and log batch, clamped at the table's edges (smaller indexes and batches
+// cost what the smallest measured do, fractions under 1% what 1% does);
+// brute force's cost scaled by (1 + dim/128)/2 (half of it the work over
+// the dimensions, half fixed: a guess, the table has one D); the graph's by
+// itopk/64 (its iterations grow with the top-k: cuVS runs about itopk of
+// them, search_plan.cuh). Where the table is clear (one path ≥ 25% dearer)
+// the model picks what the table shows (TestFilterCostModel).
+func filterCost(rows, dim, allowed, batch, itopk int64) (exact, graph float64) {
+	n := clampLog(float64(rows), costN[:])
+	f := clampLog(float64(allowed)/float64(max(rows, 1)), costFrac[:])
+	b := clampLog(float64(batch), costBatch[:])
+	exact = interp3(&costExact, n, f, b) * (1 + float64(dim)/128) / 2
+	graph = interp3(&costGraph, n, f, b) * float64(itopk) / 64
+	return exact, graph
+}
+
+// clampLog returns x's position on the axis (index and fraction), in log
+// scale, clamped to the axis's ends.
+func clampLog(x float64, axis []float64) axisPos {
+	if !(x > axis[0]) {
+		return axisPos{0, 0}
+	}
+	last := len(axis) - 1
+	if x >= axis[last] {
+		return axisPos{last - 1, 1}
+	}
+	i := 0
+	for x > axis[i+1] {
+		i++
+	}
+	t := (math.Log(x) - math.Log(axis[i])) / (math.Log(axis[i+1]) - math.Log(axis[i]))
+	return axisPos{i, t}
+}
+
+type axisPos struct {
+	i int
+	t float64
+}
+
+// interp3 interpolates the table linearly (in log of the cost) between
+// the points around (n, f, b).
+func interp3(tab *[2][3][3]float64, n, f, b axisPos) float64 {
+	v := 0.0
+	for dn := 0; dn < 2; dn++ {
+		for df := 0; df < 2; df++ {
+			for db := 0; db < 2; db++ {
+				w := weight(n.t, dn) * weight(f.t, df) * weight(b.t, db)
+				if w == 0 {
+					continue
+				}
+				v += w * math.Log(tab[min(n.i+dn, 1)][min(f.i+df, 2)][min(b.i+db, 2)])
+			}
+		}
+	}
+	return math.Exp(v)
+}
+
+func weight(t float64, d int) float64 {
+	if d == 0 {
+		return 1 - t
+	}
+	return t
+}
+
+// testPlanITopK, when not 0, replaces the graph path's raised top-k (set
+// by tests, to make a second pass happen).
+var testPlanITopK int64
+
+// filterPlan is how one filtered search runs.
+type filterPlan struct {
+	exact  bool  // exact brute force
+	itopk  int64 // graph path: the internal top-k to search with
+	second bool  // graph path: redo the queries that came back short exactly
+}
+
+// planFilter chooses the path of a search of batch queries for k neighbors
+// with filter f over rows rows (see SearchParams). canExact is "" when the
+// index can take the exact path, else why not.
+func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, k, batch int64, canExact string) filterPlan {
+	plan := filterPlan{itopk: int64(s.ITopKSize)}
+	if f == nil || f.Kind() != safe.Bitset {
+		return plan
+	}
+	a := int64(f.Allowed())
+	switch {
+	case s.FilterPath == FilterGraph || s.FilterExactBelow < 0:
+		return plan
+	case s.FilterPath == FilterExact:
+		plan.exact = true
+		return plan
+	case a >= rows:
+		return plan // every row allowed: the unfiltered search
+	case s.FilterExactBelow > 0 && (a < k || float64(a) < s.FilterExactBelow*float64(rows)):
+		plan.exact = true // the caller's fixed threshold
+		return plan
+	case a < k && canExact == "":
+		plan.exact = true // graph search cannot fill k slots
+		return plan
+	}
+	frac := float64(a) / float64(rows)
+	it := filterITopK(int64(s.ITopKSize), k, frac)
+	if canExact != "" {
+		// no exact path for this index: the best graph search there is
+		plan.itopk = min(max(it, int64(s.ITopKSize)), max(MaxFilterITopK, int64(s.ITopKSize)))
+		return plan
+	}
+	if s.FilterExactBelow == 0 {
+		if it > MaxFilterITopK {
+			plan.exact = true
+			return plan
+		}
+		if ex, gr := filterCost(rows, dim, a, batch, it); ex < gr {
+			plan.exact = true
+			return plan
+		}
+	}
+	plan.itopk, plan.second = min(it, max(MaxFilterITopK, int64(s.ITopKSize))), frac < 1
+	if testPlanITopK != 0 {
+		plan.itopk = testPlanITopK
+	}
+	return plan
+}
