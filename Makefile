@@ -25,8 +25,8 @@ check-generated:
 coverage:
 	$(GO) run ./gen coverage
 
-## test: lint, check generated/, then every test under -race and under cgocheck2, then conformance mode
-test: lint check-generated test-race test-cgocheck test-conformance
+## test: lint, check generated/, the coverage report (every C function wrapped), then every test under -race and under cgocheck2, then conformance mode
+test: lint check-generated coverage test-race test-cgocheck test-conformance
 
 test-race:
 	$(GO) test -race -count=1 ./...
