@@ -230,6 +230,7 @@ func searchWith(t *testing.T, f *fixture, idx *ivfsq.Index, sp *ivfsq.SearchPara
 	must(t, err)
 	return nb, ds
 }
+
 // The filtered paths allocate nothing on the Go heap per search: the
 // raised-probes search with its second pass (Search, Prepared.Run) and
 // the every-list one.
