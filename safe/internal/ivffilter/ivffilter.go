@@ -154,7 +154,7 @@ func repair(op string, res *safe.Resources, buf *Host, plan Plan, all uint32, t 
 		for end < t.Rows && short(end) {
 			end++
 		}
-		if err := searchRows(op, res, t, q, end, all, search); err != nil {
+		if err := SearchRows(op, res, t, q, end, all, search); err != nil {
 			return err
 		}
 		q = end
@@ -162,10 +162,10 @@ func repair(op string, res *safe.Resources, buf *Host, plan Plan, all uint32, t 
 	return nil
 }
 
-// searchRows searches queries [from, to) again with probes lists, in
+// SearchRows searches queries [from, to) again with probes lists, in
 // place: the bound tensors are narrowed to those rows for the call and
 // restored after it.
-func searchRows(op string, res *safe.Resources, t *Tensors, from, to int64, probes uint32, search Call) error {
+func SearchRows(op string, res *safe.Resources, t *Tensors, from, to int64, probes uint32, search Call) error {
 	type saved struct {
 		data unsafe.Pointer
 		rows int64
