@@ -132,3 +132,134 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Bad input to a filtered search is refused naming the argument: a filter
+// for another row count, none, a bitmap, FilterExact without a dataset, a
+// dataset of the wrong shape, k out of range, more queries than prepared,
+// another k, a bad metric, FilterPath out of range.
+func TestFilteredRefused(t *testing.T) {
+	f := setup(t)
+	idx := build(t, f.res, f.dataset, params(t))
+	words := make([]uint32, (rows+31)/32)
+	words[0] = 0xffff
+	filter, err := safe.NewBitsetFilter(f.res, rows, words)
+	must(t, err)
+	safetest.Close(t, filter)
+	other, err := safe.NewBitsetFilterAllowing(f.res, rows-1, []int64{1})
+	must(t, err)
+	safetest.Close(t, other)
+	bitmap, err := safe.NewBitmapFilter(f.res, nq, rows, make([]uint32, (nq*rows+31)/32))
+	must(t, err)
+	safetest.Close(t, bitmap)
+	small := deviceMatrix(t, f.res, f.data[:10*dim], 10, dim)
+	for _, c := range []struct {
+		name, arg string
+		make      func() (*ivfpq.Filtered, error)
+	}{
+		{"other rows", "filter", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, other, nil, safe.L2Expanded, nq, k)
+		}},
+		{"nil filter", "filter", func() (*ivfpq.Filtered, error) { return idx.NewFiltered(f.res, nil, nil, nil, safe.L2Expanded, nq, k) }},
+		{"bitmap", "filter", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, bitmap, nil, safe.L2Expanded, nq, k)
+		}},
+		{"exact without dataset", "params.FilterPath", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: ivfpq.FilterExact}, filter, nil, safe.L2Expanded, nq, k)
+		}},
+		{"bad FilterPath", "params.FilterPath", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: 7}, filter, nil, safe.L2Expanded, nq, k)
+		}},
+		{"dataset shape", "dataset", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, small, safe.L2Expanded, nq, k)
+		}},
+		{"k 0", "k", func() (*ivfpq.Filtered, error) { return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, 0) }},
+		{"k > rows", "k", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, rows+1)
+		}},
+		{"queries 0", "maxQueries", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, 0, k)
+		}},
+		{"metric", "metric", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2SqrtExpanded, nq, k)
+		}},
+	} {
+		fs, err := c.make()
+		if !isArg(err, c.arg) {
+			t.Errorf("%s: %v, want an ArgError naming %s", c.name, err, c.arg)
+		}
+		if fs != nil {
+			fs.Close()
+		}
+	}
+	fs, err := idx.NewFiltered(f.res, nil, filter, f.dataset, safe.L2Expanded, nq/2, k)
+	must(t, err)
+	defer fs.Close()
+	if err := fs.Search(f.res, f.queries, f.nb, f.dist); !isArg(err, "queries") {
+		t.Errorf("%d queries, made for %d: %v", nq, nq/2, err)
+	}
+	if err := ivfpq.SearchSliceFiltered(f.res, fs, f.qs, new(safe.Results)); !isArg(err, "queries") {
+		t.Errorf("SearchSliceFiltered: %d queries, made for %d: %v", nq, nq/2, err)
+	}
+	q2 := deviceMatrix(t, f.res, f.qs[:nq/2*dim], nq/2, dim)
+	n2, d2 := newDevice[int64](t, f.res, nq/2, k-1), newDevice[float32](t, f.res, nq/2, k-1)
+	if err := fs.Search(f.res, q2, n2, d2); !isArg(err, "neighbors") {
+		t.Errorf("k %d, made for %d: %v", k-1, k, err)
+	}
+	must(t, fs.Close())
+	if err := fs.Search(f.res, q2, n2, d2); err == nil {
+		t.Error("Search after Close: no error")
+	}
+}
+
+// Every filtered path allocates nothing on the Go heap per search:
+// the plain one (every row allowed), the exact one (with fewer rows
+// allowed than k too), the over-fetch one with and without a dataset.
+func TestFilteredAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	f := setup(t)
+	idx := build(t, f.res, f.dataset, params(t))
+	mk := func(n int) *safe.Filter {
+		ids := make([]int64, 0, n)
+		for i := 0; i < n; i++ {
+			ids = append(ids, int64(i*(rows/n)))
+		}
+		fl, err := safe.NewBitsetFilterAllowing(f.res, rows, ids)
+		must(t, err)
+		safetest.Close(t, fl)
+		return fl
+	}
+	var out safe.Results
+	for _, c := range []struct {
+		name    string
+		allowed int
+		data    bool
+	}{{"all", rows, false}, {"exact", 10, true}, {"exact few", 3, true}, {"refine", rows / 2, true}, {"over-fetch", rows / 2, false}} {
+		var fs *ivfpq.Filtered
+		var err error
+		if c.data {
+			fs, err = idx.NewFiltered(f.res, &f.sp, mk(c.allowed), f.dataset, safe.L2Expanded, nq, k)
+		} else {
+			fs, err = idx.NewFiltered(f.res, &f.sp, mk(c.allowed), nil, safe.L2Expanded, nq, k)
+		}
+		must(t, err)
+		must(t, fs.Search(f.res, f.queries, f.nb, f.dist))
+		if a := testing.AllocsPerRun(10, func() {
+			if err := fs.Search(f.res, f.queries, f.nb, f.dist); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("%s: Search: %v allocations per call", c.name, a)
+		}
+		must(t, ivfpq.SearchSliceFiltered(f.res, fs, f.qs, &out))
+		if a := testing.AllocsPerRun(10, func() {
+			if err := ivfpq.SearchSliceFiltered(f.res, fs, f.qs, &out); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("%s: SearchSliceFiltered: %v allocations per call", c.name, a)
+		}
+		must(t, fs.Close())
+	}
+}
