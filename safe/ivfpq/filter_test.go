@@ -172,7 +172,9 @@ func TestFilteredRefused(t *testing.T) {
 		{"dataset shape", "dataset", func() (*ivfpq.Filtered, error) {
 			return idx.NewFiltered(f.res, nil, filter, small, safe.L2Expanded, nq, k)
 		}},
-		{"k 0", "k", func() (*ivfpq.Filtered, error) { return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, 0) }},
+		{"k 0", "k", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, 0)
+		}},
 		{"k > rows", "k", func() (*ivfpq.Filtered, error) {
 			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, rows+1)
 		}},
