@@ -352,6 +352,30 @@ func (f *Filtered) buildExact(op string, res *safe.Resources) error {
 	return kit.Wrap(op, generated.CuvsStreamSync(h))
 }
 
+// Index returns the index searched.
+func (f *Filtered) Index() *Index {
+	if f == nil {
+		return nil
+	}
+	return f.idx
+}
+
+// K returns the neighbours per query each search finds.
+func (f *Filtered) K() int {
+	if f == nil {
+		return 0
+	}
+	return int(f.k)
+}
+
+// MaxQueries returns the most queries one search takes.
+func (f *Filtered) MaxQueries() int {
+	if f == nil {
+		return 0
+	}
+	return int(f.maxN)
+}
+
 // Close frees the buffers and the brute-force index and ends the borrows
 // of the dataset and the filter. Closing twice is harmless.
 func (f *Filtered) Close() error {
