@@ -194,6 +194,10 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 		if dt := idx.DType(); dt != (dlpack.DataType{}) && dv.DType() != dt {
 			return nil, kit.Argf(op, "dataset", "dtype %s, the index holds %s", dv.DType(), dt)
 		}
+		if dv.DType() != dlpack.Float32 && dv.DType() != dlpack.Float16 {
+			// brute force, the exact path, takes these only
+			return nil, kit.Argf(op, "dataset", "dtype %s: the filtered search's exact path (brute force) takes float32 or float16", dv.DType())
+		}
 		if f.ds, err = f.call.In(&dv); err != nil {
 			return nil, kit.Argf(op, "dataset", "%w", err)
 		}

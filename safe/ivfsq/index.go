@@ -314,7 +314,15 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // waits for it (never failing with safe.ErrBusy): at most the duration of
 // one Extend, since the searches that waited go in before the next one.
 //
-// C calls: cuvsIvfSqSearch.
+// With a filter, SearchParams.FilterPath decides how it runs: FilterAuto
+// (the default) may probe more lists than NProbes and, when it keeps some
+// lists unprobed, reads the distances and searches the queries that came
+// back short again with every list; that second look waits for the
+// device (the results are still ready only after res.Sync).
+//
+// C calls: cuvsIvfSqSearch; FilterAuto's second look also cuvsMatrixCopy
+// and cuvsStreamSync (into pinned memory, cuvsRMMHostAlloc, kept by the
+// index).
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if idx == nil {
