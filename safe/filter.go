@@ -206,6 +206,23 @@ func (f *Filter) AllowedFor(q int) int {
 	return int(f.perQuery[q])
 }
 
+// WordsToHost copies a bitset's words (Rows()+31)/32 of them) into dst
+// and waits for the copy (cuvsMatrixCopy, cuvsStreamSync): for searches
+// that filter on the host (ivfpq's filtered search).
+func (f *Filter) WordsToHost(res *Resources, dst []uint32) error {
+	const op = "safe.Filter.WordsToHost"
+	if f == nil || f.words == nil {
+		return argf(op, "f", "a zero or nil Filter")
+	}
+	if f.kind != Bitset {
+		return argf(op, "f", "a %s: only a bitset's words are per row", f.kind)
+	}
+	if int64(len(dst)) != wordsFor(f.rows) {
+		return argf(op, "dst", "%d words, the bitset has %d", len(dst), wordsFor(f.rows))
+	}
+	return f.words.CopyToHost(res, dst)
+}
+
 // Close frees the filter's device memory; it refuses while a search uses it.
 func (f *Filter) Close() error {
 	if f == nil || f.words == nil {

@@ -174,6 +174,27 @@ func IVFPQ(idx *ivfpq.Index, params *ivfpq.SearchParams) (Searcher, error) {
 		}}, nil
 }
 
+// IVFPQFiltered adapts a filtered IVF-PQ search (ivfpq.Index.NewFiltered)
+// for a Batcher: every batch is searched with its filter and policy. Its
+// buffers are one set: the Batcher's slots take turns on it (make one
+// Filtered per slot's worth of throughput you need), a batch may hold at
+// most its MaxQueries queries, and requests must ask for its K. Neighbor
+// ids are int64. The Filtered must outlive the Batcher; the index may not
+// be extended while it serves (the Filtered then refuses: make it again).
+//
+// C calls: those of ivfpq.Filtered.Search, per batch.
+func IVFPQFiltered(f *ivfpq.Filtered) (Searcher, error) {
+	const op = "batch.IVFPQFiltered"
+	if f == nil || f.Index() == nil {
+		return nil, kit.Argf(op, "f", "nil or not made by ivfpq.Index.NewFiltered")
+	}
+	idx := f.Index()
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return f.Search(res, q, n, d)
+		}}, nil
+}
+
 // IVFSQ adapts an IVF-SQ index for a Batcher: every batch is searched with
 // params (copied; nil: cuVS's defaults) and filter, a bitset for the
 // index's rows or nil. Neighbor ids are int64. The index must outlive the

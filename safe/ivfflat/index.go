@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/ivffilter"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
@@ -47,6 +49,7 @@ type Index struct {
 
 	life   kit.Life        // Close, cleanup, searches, Extend
 	slices hostsearch.Pool // SearchSlice's device buffers
+	hosts  ivffilter.Pool  // pinned buffers of filtered searches' second passes
 }
 
 func newIndex(op string) (*Index, error) {
@@ -270,7 +273,15 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // waits for it (never failing with safe.ErrBusy): at most the duration of
 // one Extend, since the searches that waited go in before the next one.
 //
-// C calls: cuvsIvfFlatSearch.
+// With a filter, SearchParams.FilterPath decides how it runs: FilterAuto
+// (the default) may probe more lists than NProbes and, when it keeps some
+// lists unprobed, reads the distances and searches the queries that came
+// back short again with every list; that second look waits for the
+// device (the results are still ready only after res.Sync).
+//
+// C calls: cuvsIvfFlatSearch; FilterAuto's second look also cuvsMatrixCopy
+// and cuvsStreamSync (into pinned memory, cuvsRMMHostAlloc, kept by the
+// index).
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if idx == nil {
@@ -303,14 +314,32 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	cp := generated.CuvsIvfFlatSearchParams{NProbes: sp.NProbes}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
+	plan := idx.plan(&sp, filter, rows, t.K)
+	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: rowBytes(t.Queries)}
+	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
+		cp := generated.CuvsIvfFlatSearchParams{NProbes: probes}
+		return generated.CuvsIvfFlatSearch(h, &cp, idx.h, q, n, d, f)
+	})
+}
+
+// plan is the filter policy's plan for a search of k neighbours with sp
+// and filter (see SearchParams.FilterPath).
+func (idx *Index) plan(sp *SearchParams, filter *safe.Filter, rows, k int64) ivffilter.Plan {
+	allowed := rows
+	if filter != nil {
+		allowed = int64(filter.Allowed())
 	}
-	err = generated.CuvsIvfFlatSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
-	kit.Unlock(res)
-	return kit.Wrap(op, err)
+	return ivffilter.Decide(ivffilter.Path(sp.FilterPath), sp.NProbes, idx.nLists, rows, allowed, k, filter != nil)
+}
+
+// allLists is the probes of the exact path: every list.
+func (idx *Index) allLists() uint32 { return uint32(min(max(idx.nLists, 1), 1<<31)) }
+
+// rowBytes is the size of one row of a bound, packed row-major matrix.
+func rowBytes(mt *generated.DLManagedTensor) int64 {
+	dl := &mt.DlTensor
+	cols := *(*int64)(unsafe.Add(unsafe.Pointer(dl.Shape), 8))
+	return cols * int64(dl.Dtype.Bits) / 8 * int64(max(dl.Dtype.Lanes, 1))
 }
 
 // Centers copies the lists' centers, NLists() × Dim() float32, into dst
@@ -438,7 +467,7 @@ func (idx *Index) Close() error {
 	if idx == nil {
 		return nil
 	}
-	return idx.life.Close("ivfflat.Index.Close", func() { _ = idx.slices.Close() })
+	return idx.life.Close("ivfflat.Index.Close", func() { _ = idx.slices.Close(); _ = idx.hosts.Close() })
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

@@ -175,6 +175,9 @@ type SearchParams struct {
 	// default, 1 in v26.06; ask for a small positive value for little
 	// shared memory).
 	PreferredShmemCarveout float64
+	// FilterPath chooses how a filtered search (Index.NewFiltered) runs;
+	// unfiltered searches ignore it. The zero value is FilterAuto.
+	FilterPath FilterPath
 }
 
 // DefaultIndexParams returns cuVS's defaults, read from the loaded library
@@ -296,6 +299,8 @@ func (p *IndexParams) toC(op string) (generated.CuvsIvfPqIndexParams_t, error) {
 
 func (s *SearchParams) validate(op string) error {
 	switch {
+	case s.FilterPath < FilterAuto || s.FilterPath > FilterExact:
+		return kit.Argf(op, "params.FilterPath", "%d, want FilterAuto, FilterIndex or FilterExact", int(s.FilterPath))
 	case s.NProbes < 1:
 		return kit.Argf(op, "params.NProbes", "0, want at least 1")
 	case s.LUTDtype != CUDAFloat32 && s.LUTDtype != CUDAFloat16 && s.LUTDtype != CUDAUint8:

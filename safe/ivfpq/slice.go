@@ -59,3 +59,34 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 			return idx.Search(res, params, q, n, d)
 		}, out)
 }
+
+// SearchSliceFiltered is SearchSliceInto for a filtered search made by
+// Index.NewFiltered: queries (at most its maxQueries rows) from Go memory,
+// its k neighbours each into out (unfilled slots: safe.SentinelID64 and
+// +Inf). The device buffers for the queries and results come from the
+// index's pool, so a loop of one shape allocates nothing after its first
+// call.
+func SearchSliceFiltered[T dlpack.DType](res *safe.Resources, f *Filtered, queries []T, out *safe.Results) error {
+	const op = "ivfpq.SearchSliceFiltered"
+	if f == nil || f.idx == nil {
+		return kit.Argf(op, "f", "a Filtered not made by Index.NewFiltered")
+	}
+	idx := f.idx
+	dtypes := elemTypes
+	if dt := idx.DType(); dt != (dlpack.DataType{}) {
+		dtypes = []dlpack.DataType{dt}
+	}
+	spec := hostsearch.Spec{
+		Dim: int(idx.dim), Rows: int(idx.rows.Load()), DTypes: dtypes,
+		Check: func(n, k int) error {
+			if int64(n) > f.maxN {
+				return kit.Argf(op, "queries", "%d queries, the Filtered was made for at most %d", n, f.maxN)
+			}
+			return kit.CheckIndexDevice(res, op, idx.dev)
+		},
+	}
+	return hostsearch.Search(op, res, &idx.slices, &spec, queries, int(f.k),
+		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return f.Search(res, q, n, d)
+		}, out)
+}

@@ -5,6 +5,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/ivffilter"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
 )
@@ -16,7 +17,11 @@ import (
 type Prepared struct {
 	idx    *Index
 	params *generated.CuvsIvfSqSearchParams // Go memory without pointers, read by C
+	all    *generated.CuvsIvfSqSearchParams // every list: the second pass
 	s      *prepared.Search
+	plan   ivffilter.Plan
+	host   *ivffilter.Host // the second pass's copy of the distances (plan.Repair)
+	ft     ivffilter.Tensors
 }
 
 // Prepare checks a search of queries (n × Dim(), device memory) into
@@ -43,12 +48,24 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, err
 	}
 	s.IndexDevice = idx.dev
-	return &Prepared{idx: idx, params: &generated.CuvsIvfSqSearchParams{NProbes: sp.NProbes}, s: s}, nil
+	p := &Prepared{idx: idx, s: s, plan: idx.plan(&sp, filter, s.Rows, s.K())}
+	p.params = &generated.CuvsIvfSqSearchParams{NProbes: p.plan.Probes}
+	p.all = &generated.CuvsIvfSqSearchParams{NProbes: idx.allLists()}
+	p.ft = ivffilter.Tensors{Q: s.Queries, N: s.Neighbors, D: s.Distances, Rows: s.N(), K: s.K(), QRowSize: rowBytes(s.Queries)}
+	if p.plan.Repair {
+		if p.host, err = ivffilter.NewHost(p.ft.Rows, p.ft.K); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return p, nil
 }
 
 // Run searches once, on res's stream: the results are ready once res is
 // synchronized (Results does it). It allocates nothing and makes one C call
-// (cuvsIvfSqSearch).
+// (cuvsIvfSqSearch), or, when its filter takes FilterAuto's second look (see
+// Index.Search), a copy of the distances, a sync and a C call per run of
+// short queries.
 func (p *Prepared) Run(res *safe.Resources) error {
 	if p == nil || p.s == nil {
 		return errZero("ivfsq.Prepared.Run")
@@ -72,6 +89,9 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		err = generated.CuvsIvfSqSearch(h, p.params, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
+		if err == nil && p.plan.Repair {
+			err = ivffilter.Repair(op, res, p.host, p.plan, p.all.NProbes, &p.ft, p.again)
+		}
 	}
 	p.idx.life.Leave()
 	s.Leave()
@@ -104,7 +124,20 @@ func (p *Prepared) Close() error {
 	if p == nil || p.s == nil {
 		return nil
 	}
-	return p.s.Close()
+	err := p.s.Close()
+	if p.host != nil {
+		if e := p.host.Close(); err == nil {
+			err = e
+		}
+		p.host = nil
+	}
+	return err
+}
+
+// again is the second pass's C call, on the bound tensors narrowed to the
+// short queries.
+func (p *Prepared) again(h generated.CuvsResources_t, _ uint32, q, n, d *generated.DLManagedTensor) error {
+	return generated.CuvsIvfSqSearch(h, p.all, p.idx.h, q, n, d, p.s.Filter)
 }
 
 // errZero is the error of a method of a Prepared not made by Prepare.

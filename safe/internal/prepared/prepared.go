@@ -101,6 +101,12 @@ func (s *Search) Lock(op string, res *safe.Resources) (generated.CuvsResources_t
 	return kit.Lock(res, op)
 }
 
+// N returns the number of queries bound.
+func (s *Search) N() int64 { return s.qShape[0] }
+
+// K returns the number of neighbours per query bound.
+func (s *Search) K() int64 { return s.nShape[1] }
+
 // Enter starts a run; it fails once Close has begun. Leave ends it.
 func (s *Search) Enter() bool { return s.state.Enter() }
 

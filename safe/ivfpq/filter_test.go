@@ -1,0 +1,267 @@
+package ivfpq_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/ivfpq"
+)
+
+// The filtered-recall data set: issue 18's N = 20,000, D = 64, 100
+// queries from the dataset, k = 10, cuVS's default params (1,024 lists,
+// 20 probes).
+var (
+	filterDataOnce sync.Once
+	filterData     *safetest.FilterData
+)
+
+func filteredData() *safetest.FilterData {
+	filterDataOnce.Do(func() { filterData = safetest.NewFilterData(20000, 64, 100, 10) })
+	return filterData
+}
+
+// A filtered IVF-PQ search (which cuVS's C API lacks) keeps recall@10
+// (against the exact answer among the allowed rows) within 0.03 of the
+// unfiltered search's at every fraction allowed, from 100% to 3 rows,
+// with the dataset given (refine, exact for selective filters), through
+// Filtered.Search (all the queries, and half of them) and
+// SearchSliceFiltered; no slot is unfilled while at least k rows are
+// allowed. Without the dataset the figures are logged, and the slots are
+// checked down to 10%.
+func TestFilteredRecall(t *testing.T) {
+	safetest.Check(t)
+	fd := filteredData()
+	res := safetest.Resources(t)
+	ds, err := safe.DeviceMatrixFrom(res, fd.Data, fd.N, fd.D)
+	must(t, err)
+	safetest.Close(t, ds)
+	idx, err := ivfpq.Build(res, ds, nil)
+	must(t, err)
+	safetest.Close(t, idx)
+	queries, err := safe.DeviceMatrixFrom(res, fd.Queries, fd.NQ, fd.D)
+	must(t, err)
+	safetest.Close(t, queries)
+	nb, err := safe.NewDeviceMatrix[int64](res, fd.NQ, fd.K)
+	must(t, err)
+	safetest.Close(t, nb)
+	dd, err := safe.NewDeviceMatrix[float32](res, fd.NQ, fd.K)
+	must(t, err)
+	safetest.Close(t, dd)
+	must(t, idx.Search(res, nil, queries, nb, dd))
+	ids, err := nb.ToHost(res)
+	must(t, err)
+	base := safetest.Recall(ids, fd.K, fd.Exact(nil))
+	floor := base - 0.03
+	t.Logf("unfiltered recall@%d %.3f", fd.K, base)
+	half := fd.NQ / 2
+	hq, err := safe.DeviceMatrixFrom(res, fd.Queries[:half*fd.D], half, fd.D)
+	must(t, err)
+	safetest.Close(t, hq)
+	hn, err := safe.NewDeviceMatrix[int64](res, half, fd.K)
+	must(t, err)
+	safetest.Close(t, hn)
+	hd, err := safe.NewDeviceMatrix[float32](res, half, fd.K)
+	must(t, err)
+	safetest.Close(t, hd)
+	out := new(safe.Results)
+	for _, c := range fd.Cases() {
+		filter, err := safe.NewBitsetFilterAllowing(res, fd.N, c.Allowed)
+		must(t, err)
+		exact := fd.Exact(c.OK)
+		for _, withData := range []bool{true, false} {
+			var data *safe.DeviceMatrix[float32]
+			name := c.Name + " without dataset"
+			if withData {
+				data, name = ds, c.Name
+			}
+			var f *ivfpq.Filtered
+			if data != nil {
+				f, err = idx.NewFiltered(res, nil, filter, data, safe.L2Expanded, fd.NQ, fd.K)
+			} else {
+				f, err = idx.NewFiltered(res, nil, filter, nil, safe.L2Expanded, fd.NQ, fd.K)
+			}
+			must(t, err)
+			check := func(what string, ids []int64, dists []float32, rows int) {
+				t.Helper()
+				r := safetest.Recall(ids, fd.K, exact[:rows])
+				t.Logf("%s %s: recall %.3f", name, what, r)
+				if withData && r < floor {
+					t.Errorf("%s %s: recall@%d %.3f, want at least %.3f (unfiltered %.3f - 0.03)", name, what, fd.K, r, floor, base)
+				}
+				if withData || len(c.Allowed) >= fd.N/10 {
+					safetest.CheckFilled(t, name+" "+what, ids, dists, fd.K, &c)
+				}
+			}
+			must(t, f.Search(res, queries, nb, dd))
+			ids, err := nb.ToHost(res)
+			must(t, err)
+			dists, err := dd.ToHost(res)
+			must(t, err)
+			check("Search", ids, dists, fd.NQ)
+
+			if !withData { // the second pass searches the whole batch again
+				must(t, ivfpq.SearchSliceFiltered(res, f, fd.Queries, out))
+				check("SearchSlice", out.Neighbors, out.Distances, fd.NQ)
+				must(t, f.Close())
+				continue
+			}
+			must(t, f.Search(res, hq, hn, hd))
+			hids, err := hn.ToHost(res)
+			must(t, err)
+			hdists, err := hd.ToHost(res)
+			must(t, err)
+			for i := range hids {
+				if hids[i] != ids[i] || hdists[i] != dists[i] {
+					t.Fatalf("%s: half the queries: slot %d is %d (%g), all of them gave %d (%g)", name, i, hids[i], hdists[i], ids[i], dists[i])
+				}
+			}
+
+			must(t, ivfpq.SearchSliceFiltered(res, f, fd.Queries, out))
+			check("SearchSlice", out.Neighbors, out.Distances, fd.NQ)
+			must(t, f.Close())
+		}
+		must(t, filter.Close())
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Bad input to a filtered search is refused naming the argument: a filter
+// for another row count, none, a bitmap, FilterExact without a dataset, a
+// dataset of the wrong shape, k out of range, more queries than prepared,
+// another k, a bad metric, FilterPath out of range.
+func TestFilteredRefused(t *testing.T) {
+	f := setup(t)
+	idx := build(t, f.res, f.dataset, params(t))
+	words := make([]uint32, (rows+31)/32)
+	words[0] = 0xffff
+	filter, err := safe.NewBitsetFilter(f.res, rows, words)
+	must(t, err)
+	safetest.Close(t, filter)
+	other, err := safe.NewBitsetFilterAllowing(f.res, rows-1, []int64{1})
+	must(t, err)
+	safetest.Close(t, other)
+	bitmap, err := safe.NewBitmapFilter(f.res, nq, rows, make([]uint32, (nq*rows+31)/32))
+	must(t, err)
+	safetest.Close(t, bitmap)
+	small := deviceMatrix(t, f.res, f.data[:10*dim], 10, dim)
+	for _, c := range []struct {
+		name, arg string
+		make      func() (*ivfpq.Filtered, error)
+	}{
+		{"other rows", "filter", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, other, nil, safe.L2Expanded, nq, k)
+		}},
+		{"nil filter", "filter", func() (*ivfpq.Filtered, error) { return idx.NewFiltered(f.res, nil, nil, nil, safe.L2Expanded, nq, k) }},
+		{"bitmap", "filter", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, bitmap, nil, safe.L2Expanded, nq, k)
+		}},
+		{"exact without dataset", "params.FilterPath", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: ivfpq.FilterExact}, filter, nil, safe.L2Expanded, nq, k)
+		}},
+		{"bad FilterPath", "params.FilterPath", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: 7}, filter, nil, safe.L2Expanded, nq, k)
+		}},
+		{"dataset shape", "dataset", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, small, safe.L2Expanded, nq, k)
+		}},
+		{"k 0", "k", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, 0)
+		}},
+		{"k > rows", "k", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, rows+1)
+		}},
+		{"queries 0", "maxQueries", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, 0, k)
+		}},
+		{"metric", "metric", func() (*ivfpq.Filtered, error) {
+			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2SqrtExpanded, nq, k)
+		}},
+	} {
+		fs, err := c.make()
+		if !isArg(err, c.arg) {
+			t.Errorf("%s: %v, want an ArgError naming %s", c.name, err, c.arg)
+		}
+		if fs != nil {
+			fs.Close()
+		}
+	}
+	fs, err := idx.NewFiltered(f.res, nil, filter, f.dataset, safe.L2Expanded, nq/2, k)
+	must(t, err)
+	defer fs.Close()
+	if err := fs.Search(f.res, f.queries, f.nb, f.dist); !isArg(err, "queries") {
+		t.Errorf("%d queries, made for %d: %v", nq, nq/2, err)
+	}
+	if err := ivfpq.SearchSliceFiltered(f.res, fs, f.qs, new(safe.Results)); !isArg(err, "queries") {
+		t.Errorf("SearchSliceFiltered: %d queries, made for %d: %v", nq, nq/2, err)
+	}
+	q2 := deviceMatrix(t, f.res, f.qs[:nq/2*dim], nq/2, dim)
+	n2, d2 := newDevice[int64](t, f.res, nq/2, k-1), newDevice[float32](t, f.res, nq/2, k-1)
+	if err := fs.Search(f.res, q2, n2, d2); !isArg(err, "neighbors") {
+		t.Errorf("k %d, made for %d: %v", k-1, k, err)
+	}
+	must(t, fs.Close())
+	if err := fs.Search(f.res, q2, n2, d2); err == nil {
+		t.Error("Search after Close: no error")
+	}
+}
+
+// Every filtered path allocates nothing on the Go heap per search:
+// the plain one (every row allowed), the exact one (with fewer rows
+// allowed than k too), the over-fetch one with and without a dataset.
+func TestFilteredAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	f := setup(t)
+	idx := build(t, f.res, f.dataset, params(t))
+	mk := func(n int) *safe.Filter {
+		ids := make([]int64, 0, n)
+		for i := 0; i < n; i++ {
+			ids = append(ids, int64(i*(rows/n)))
+		}
+		fl, err := safe.NewBitsetFilterAllowing(f.res, rows, ids)
+		must(t, err)
+		safetest.Close(t, fl)
+		return fl
+	}
+	var out safe.Results
+	for _, c := range []struct {
+		name    string
+		allowed int
+		data    bool
+	}{{"all", rows, false}, {"exact", 10, true}, {"exact few", 3, true}, {"refine", rows / 2, true}, {"over-fetch", rows / 2, false}} {
+		var fs *ivfpq.Filtered
+		var err error
+		if c.data {
+			fs, err = idx.NewFiltered(f.res, &f.sp, mk(c.allowed), f.dataset, safe.L2Expanded, nq, k)
+		} else {
+			fs, err = idx.NewFiltered(f.res, &f.sp, mk(c.allowed), nil, safe.L2Expanded, nq, k)
+		}
+		must(t, err)
+		must(t, fs.Search(f.res, f.queries, f.nb, f.dist))
+		if a := testing.AllocsPerRun(10, func() {
+			if err := fs.Search(f.res, f.queries, f.nb, f.dist); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("%s: Search: %v allocations per call", c.name, a)
+		}
+		must(t, ivfpq.SearchSliceFiltered(f.res, fs, f.qs, &out))
+		if a := testing.AllocsPerRun(10, func() {
+			if err := ivfpq.SearchSliceFiltered(f.res, fs, f.qs, &out); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("%s: SearchSliceFiltered: %v allocations per call", c.name, a)
+		}
+		must(t, fs.Close())
+	}
+}
