@@ -381,9 +381,11 @@ static int stale_slot(uint32_t id) { return xorshift64((uint64_t)id + 77) % 2 ==
  * the next bitonic merge (which takes the list as sorted) then drops entries
  * that belonged to the top-k and keeps worse ones. Each rejected parent adds
  * to the disorder: that is why the real search loses recall under a filter
- * much faster than a list that frees the slot cleanly would. The final
- * compaction of the valid entries also runs in address order. The double
- * runs the same networks on a logical array. */
+ * much faster than a list that frees the slot cleanly would (fitted before
+ * by hand: the stale_slot of the multi-CTA emulation). The final compaction
+ * of the valid entries moves nothing (see the end of walk), which gives the
+ * sentinels at 10-50% allowed. The double runs the same networks on a
+ * logical array. */
 
 static int64_t swz(int64_t j) { return j ^ (j >> 5); }
 
@@ -540,16 +542,19 @@ static int64_t walk(walker* w, const float* q, cand* buf, int64_t itopk, int64_t
    * the entries the final filtering removed stay empty in place. Only when
    * the k-th address is empty are the last candidates (the children merged
    * in the last iteration, whose valid ones may be in the list already) merged
-   * in, once more without sorting the list first. The first k entries are
+   * in, once more without sorting the list first (the test reads address
+   * k-1, the output logical positions 0..k-1). The first k entries are
    * the result; where one is empty the query gets a sentinel even though
    * valid entries further down the list were found. The double takes the
    * same entries (a repeat of an entry taken becomes a sentinel too), in
    * order of distance. */
-  if (k > 0 && (k > itopk || buf[swz(k - 1)].id == INVALID)) bitonic_merge(buf, itopk, buf + itopk, cap - itopk, last == 0);
+  if (k > 0 && (k > itopk || buf[swz(k - 1)].id == INVALID)) {
+    bitonic_merge(buf, itopk, buf + itopk, cap - itopk, last == 0);
+  }
   cand res[256];
   int64_t got = 0;
-  for (int64_t i = 0; i < k && i < itopk; i++) {
-    cand c = buf[swz(i)];
+  for (int64_t i = 0; i < k && i < itopk; i++) { /* the output reads logical positions */
+    cand c = buf[i];
     if (c.id == INVALID) continue;
     int dup = 0;
     for (int64_t j = 0; j < got && !dup; j++) dup = (res[j].id & ~MSB) == (c.id & ~MSB);
