@@ -576,8 +576,11 @@ int cg_graph_search(const dbl_matrix* data, const uint32_t* graph, int64_t degre
   int64_t itopk = multi ? 32 : cfg->itopk, width = multi ? 1 : cfg->width;
   int64_t walks = multi ? cfg->n_cta : 1;
   int64_t cap = itopk + width * degree;
-  /* the kernel's top-k: bitonic for up to 256 candidates and itopk <= 256
-   * (512 takes a two-warp variant the double does not copy), else radix */
+  /* the kernel's top-k: bitonic for up to 256 candidates and itopk <= 256.
+   * An itopk of 257-512 takes a two-warp bitonic merge with the same
+   * move_invalid and final compaction, which the double does not copy: it
+   * runs those, like the radix top-k (more than 256 candidates), with a
+   * cleanly sorted list, kinder under a filter than the real kernel */
   int mode = multi ? WALK_MULTI
                    : width * degree <= 256 && itopk <= 256 ? WALK_BITONIC : WALK_RADIX;
   float* x = n > 0 ? cg_load_all(data) : NULL;
