@@ -87,10 +87,11 @@ func filterTable(t *testing.T, algo int) (rec [5][6]float64, sent [5][6]int) {
 }
 
 // The double's filtered graph search degrades like the real library's
-// (issue 18's table): each recall within 0.10 of the real one, and the
-// sentinel counts of the same size: at most 20 where the real library had
-// fewer than 20, at most 3x (and, from 100 on, at least a quarter of) the real
-// count otherwise. The fitted table is printed (go test -v).
+// (issue 18's table): each recall within 0.06 of the real one (the fit
+// reaches 0.057 at worst: degree 32, itopk 64, 10% and 20% allowed), and the
+// sentinel counts of the same size: within 10 of the real count where that
+// is below 20, within a factor of 2.5 of it otherwise. The fitted table is
+// printed (go test -v).
 func TestCagraFilterTable(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two 20,000 x 64 graphs (about a minute)")
@@ -101,11 +102,11 @@ func TestCagraFilterTable(t *testing.T) {
 		for col := 0; col < 6; col++ {
 			r, s := realFilterTable.recall[fi][col], realFilterTable.sentinels[fi][col]
 			line += fmt.Sprintf(" | %.3f (%d) vs %.3f (%d)", rec[fi][col], sent[fi][col], r, s)
-			if math.Abs(rec[fi][col]-r) > 0.10 {
+			if math.Abs(rec[fi][col]-r) > 0.06 {
 				t.Errorf("%.0f%% column %d: recall %.3f, real %.3f", fr*100, col, rec[fi][col], r)
 			}
 			switch got := sent[fi][col]; {
-			case s < 20 && got > 20, s >= 20 && got > 3*s, s >= 100 && 4*got < s:
+			case s < 20 && (got > s+10 || got < s-10), s >= 20 && (2*got > 5*s || 5*got < 2*s):
 				t.Errorf("%.0f%% column %d: %d sentinels, real %d", fr*100, col, got, s)
 			}
 		}

@@ -27,10 +27,14 @@
  *     stops when no parent is left (after min_iterations) or at
  *     max_iterations;
  *   - a bitset filter is applied the way cuVS applies it: filtered nodes are
- *     walked through (expanded) but dropped from the list once expanded (half
- *     of them only after the walk: stale_slot, fitted to the real library's
- *     recall under filters), and removed from the final candidates; so a
- *     selective filter leaves slots empty (id 0x7FFFFFFF, distance FLT_MAX);
+ *     walked through (expanded) and their slot emptied once expanded, then
+ *     removed from the final list; the single-CTA walk keeps its list the way
+ *     the kernel's bitonic top-k does (swizzled addresses, the emptied slot
+ *     removed in address order, the final compaction that moves nothing: see
+ *     move_invalid and the end of walk), which is what makes its recall fall
+ *     under a filter like the real library's (issue 18, TestCagraFilterTable);
+ *     so a selective filter leaves slots empty (id 0x7FFFFFFF, distance
+ *     FLT_MAX);
  *   - multi-CTA (cuVS's choice for small batches): several independent walks
  *     of itopk 32 and search width 1, walks that later start skip nodes an
  *     earlier walk expanded, results merged.
@@ -360,20 +364,103 @@ static void empty(cand* c)
   c->id = INVALID;
 }
 
-/* Whether an expanded parent the filter rejects keeps its list slot: for
- * half of the rows. Not cuVS's code (whose kernel frees the slot at once):
- * a fitted stand-in for why the real search fills and stalls its list under
- * a selective filter. With every rejected parent freed the double kept
- * recall 0.86 where the real library had 0.71 (10% allowed, degree 64, itopk
- * 64); with every one kept, 0.13 where it had 0.25 (2%); half gives 0.80
- * and 0.18, and the right sentinel counts at 2% (see TestCagraFilterTable). */
+/* Whether an expanded parent the filter rejects keeps its list slot in the
+ * multi-CTA emulation: for half of the rows (a fitted stand-in, kept as it
+ * was; the single-CTA walk below follows the real kernel's list instead). */
 static int stale_slot(uint32_t id) { return xorshift64((uint64_t)id + 77) % 2 == 0; }
 
+/* ---- the single-CTA kernel's internal top-k list, as the GPU keeps it ----
+ *
+ * cuVS's single-CTA kernel (search_single_cta_jit.cuh with the bitonic top-k
+ * of search_single_cta_device_helpers.cuh, used when search_width * degree
+ * <= 256 and itopk <= 256) keeps the list in shared memory at swizzled
+ * addresses: logical position j lives at j ^ (j >> 5). Its bitonic merges
+ * read and write through that mapping, but move_invalid_to_end_of_list, which
+ * removes the slot of a parent the filter rejected, shifts the entries in
+ * address order; from position 32 on that leaves the list out of order, and
+ * the next bitonic merge (which takes the list as sorted) then drops entries
+ * that belonged to the top-k and keeps worse ones. Each rejected parent adds
+ * to the disorder: that is why the real search loses recall under a filter
+ * much faster than a list that frees the slot cleanly would (fitted before
+ * by hand: the stale_slot of the multi-CTA emulation). The final compaction
+ * of the valid entries moves nothing (see the end of walk), which gives the
+ * sentinels at 10-50% allowed. The double runs the same networks on a
+ * logical array. */
+
+static int64_t swz(int64_t j) { return j ^ (j >> 5); }
+
+/* move_invalid_to_end_of_list: the first entry (in address order) whose id
+ * is INVALID is removed, the entries at higher addresses move down one
+ * address, and the last address gets an empty entry. */
+static void move_invalid(cand* lst, int64_t len)
+{
+  cand phys[256];
+  for (int64_t p = 0; p < len; p++) phys[p] = lst[swz(p)];
+  int64_t p0 = len;
+  for (int64_t p = 0; p < len; p++) {
+    if (phys[p].id == INVALID) {
+      p0 = p;
+      break;
+    }
+  }
+  for (int64_t p = p0; p + 1 < len; p++) phys[p] = phys[p + 1];
+  empty(&phys[len - 1]);
+  for (int64_t p = 0; p < len; p++) lst[swz(p)] = phys[p];
+}
+
+static void cmpx(cand* a, int64_t x, int64_t y)
+{
+  if (a[x].key != a[y].key && a[x].key > a[y].key) {
+    cand t = a[x];
+    a[x] = a[y];
+    a[y] = t;
+  }
+}
+
+/* topk_by_bitonic_sort_and_merge: the candidates sorted (only the first
+ * min(ncand, itopk) kept), each list entry j replaced by candidate M-1-j when
+ * that one is closer, then the bitonic merge network of one warp (N = M/32
+ * entries per lane, entry i of lane l at logical position N*l+i). On the
+ * first iteration the list is sorted first. */
+static void bitonic_merge(cand* lst, int64_t itopk, cand* cands, int64_t ncand, int first)
+{
+  int64_t M = itopk <= 64 ? 64 : itopk <= 128 ? 128 : 256, N = M / 32;
+  cand a[256];
+  for (int64_t j = 0; j < M; j++) {
+    if (j < itopk) a[j] = lst[j];
+    else empty(&a[j]);
+  }
+  if (first) qsort(a, (size_t)M, sizeof(cand), cand_cmp);
+  qsort(cands, (size_t)ncand, sizeof(cand), cand_cmp);
+  for (int64_t j = 0; j < M; j++) {
+    int64_t k = M - 1 - j;
+    if (k >= itopk || k >= ncand) continue;
+    if (a[j].key > cands[k].key) a[j] = cands[k];
+  }
+  for (int64_t c = 16; c >= 1; c >>= 1) {
+    for (int64_t l = 0; l < 32; l++) {
+      if (l & c) continue;
+      for (int64_t i = 0; i < N; i++) cmpx(a, N * l + i, N * (l | c) + i);
+    }
+  }
+  for (int64_t c = N / 2; c >= 1; c >>= 1) {
+    for (int64_t l = 0; l < 32; l++) {
+      for (int64_t i = 0; i < N; i++) {
+        if (!(i & c)) cmpx(a, N * l + i, N * l + (i | c));
+      }
+    }
+  }
+  for (int64_t j = 0; j < itopk; j++) lst[j] = a[j];
+}
+
+enum { WALK_MULTI, WALK_RADIX, WALK_BITONIC };
+
 /* One walk; leaves the sorted internal list in buf[0..itopk) and the last
- * candidates after it. Returns the number of entries in buf. */
+ * candidates after it (WALK_BITONIC: the kernel's k results first, the rest
+ * empty). Returns the number of entries in buf. */
 static int64_t walk(walker* w, const float* q, cand* buf, int64_t itopk, int64_t width,
                     int64_t min_iter, int64_t max_iter, int64_t samplings, uint64_t mask,
-                    uint32_t block, uint32_t n_blocks)
+                    uint32_t block, uint32_t n_blocks, int mode, int64_t k)
 {
   int64_t cap = itopk + width * w->degree;
   /* random starting nodes, the best of `samplings` each */
@@ -397,8 +484,17 @@ static int64_t walk(walker* w, const float* q, cand* buf, int64_t itopk, int64_t
   }
   int64_t parents[64];
   if (width > 64) width = 64;
+  int rejected = 0;
+  int64_t last = 0; /* the last iteration run */
   for (int64_t iter = 0;; iter++) {
-    qsort(buf, (size_t)cap, sizeof(cand), cand_cmp);
+    last = iter;
+    if (mode == WALK_BITONIC) {
+      for (int r = 0; rejected && r < width; r++) move_invalid(buf, itopk);
+      rejected = 0;
+      bitonic_merge(buf, itopk, buf + itopk, cap - itopk, iter == 0);
+    } else {
+      qsort(buf, (size_t)cap, sizeof(cand), cand_cmp);
+    }
     if (iter + 1 == max_iter) break;
     int64_t np = 0;
     for (int64_t i = 0; i < itopk && np < width; i++) {
@@ -421,22 +517,53 @@ static int64_t walk(walker* w, const float* q, cand* buf, int64_t itopk, int64_t
       }
     }
     for (; c < cap; c++) empty(&buf[c]);
-    /* expanded parents the filter rejects leave the list, as in cuVS; but
-     * half of them (chosen by a hash of the row id, the same for every
-     * query) keep their slot until the final filtering: they occupy the
-     * internal top-k as the real kernel's list evidently stays occupied,
-     * since it degrades much faster than a list that always frees the slot
-     * (see stale_slot below and issue 18's table, TestCagraFilterTable) */
+    /* expanded parents the filter rejects leave the list, as in cuVS (the
+     * bitonic kernel moves the emptied slot to the end at the start of the
+     * next iteration); in the multi-CTA emulation half of them keep their
+     * slot (stale_slot) */
     for (int64_t p = 0; p < np; p++) {
       uint32_t pid = buf[parents[p]].id & ~MSB;
-      if (!pass(w->filter, pid) && !stale_slot(pid)) empty(&buf[parents[p]]);
+      if (pass(w->filter, pid)) continue;
+      if (mode == WALK_MULTI && stale_slot(pid)) continue;
+      empty(&buf[parents[p]]);
+      rejected = 1;
     }
   }
   /* final filtering over everything held, then the valid entries first */
   for (int64_t i = 0; i < cap; i++) {
     if (buf[i].id != INVALID && !pass(w->filter, buf[i].id & ~MSB)) empty(&buf[i]);
   }
-  qsort(buf, (size_t)cap, sizeof(cand), cand_cmp);
+  if (mode != WALK_BITONIC) {
+    qsort(buf, (size_t)cap, sizeof(cand), cand_cmp);
+    return cap;
+  }
+  /* the kernel then compacts the valid entries to the front, but its test
+   * of validity ((id & ~MSB) == INVALID) is never true: nothing moves, and
+   * the entries the final filtering removed stay empty in place. Only when
+   * the k-th address is empty are the last candidates (the children merged
+   * in the last iteration, whose valid ones may be in the list already) merged
+   * in, once more without sorting the list first (the test reads address
+   * k-1, the output logical positions 0..k-1). The first k entries are
+   * the result; where one is empty the query gets a sentinel even though
+   * valid entries further down the list were found. The double takes the
+   * same entries (a repeat of an entry taken becomes a sentinel too), in
+   * order of distance. */
+  if (k > 0 && (k > itopk || buf[swz(k - 1)].id == INVALID)) {
+    bitonic_merge(buf, itopk, buf + itopk, cap - itopk, last == 0);
+  }
+  cand res[256];
+  int64_t got = 0;
+  for (int64_t i = 0; i < k && i < itopk; i++) { /* the output reads logical positions */
+    cand c = buf[i];
+    if (c.id == INVALID) continue;
+    int dup = 0;
+    for (int64_t j = 0; j < got && !dup; j++) dup = (res[j].id & ~MSB) == (c.id & ~MSB);
+    if (!dup) res[got++] = c;
+  }
+  for (int64_t i = 0; i < cap; i++) {
+    if (i < got) buf[i] = res[i];
+    else empty(&buf[i]);
+  }
   return cap;
 }
 
@@ -449,6 +576,13 @@ int cg_graph_search(const dbl_matrix* data, const uint32_t* graph, int64_t degre
   int64_t itopk = multi ? 32 : cfg->itopk, width = multi ? 1 : cfg->width;
   int64_t walks = multi ? cfg->n_cta : 1;
   int64_t cap = itopk + width * degree;
+  /* the kernel's top-k: bitonic for up to 256 candidates and itopk <= 256.
+   * An itopk of 257-512 takes a two-warp bitonic merge with the same
+   * move_invalid and final compaction, which the double does not copy: it
+   * runs those, like the radix top-k (more than 256 candidates), with a
+   * cleanly sorted list, kinder under a filter than the real kernel */
+  int mode = multi ? WALK_MULTI
+                   : width * degree <= 256 && itopk <= 256 ? WALK_BITONIC : WALK_RADIX;
   float* x = n > 0 ? cg_load_all(data) : NULL;
   float* q = malloc((size_t)(dim > 0 ? dim : 1) * sizeof(float));
   cand* buf = malloc((size_t)cap * sizeof(cand));
@@ -468,7 +602,7 @@ int cg_graph_search(const dbl_matrix* data, const uint32_t* graph, int64_t degre
         w.vstamp = (uint32_t)(qi * walks + b + 1);
         w.tstamp = (uint32_t)(qi + 1);
         int64_t m = walk(&w, q, buf, itopk, width, cfg->min_iter, cfg->max_iter, cfg->samplings,
-                         cfg->xor_mask, (uint32_t)b, (uint32_t)walks);
+                         cfg->xor_mask, (uint32_t)b, (uint32_t)walks, mode, k);
         for (int64_t i = 0; i < m && i < itopk; i++) {
           if (buf[i].id == INVALID) break;
           uint32_t id = buf[i].id & ~MSB;
