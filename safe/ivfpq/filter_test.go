@@ -1,6 +1,7 @@
 package ivfpq_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 
@@ -13,13 +14,23 @@ import (
 // queries from the dataset, k = 10, cuVS's default params (1,024 lists,
 // 20 probes).
 var (
-	filterDataOnce sync.Once
-	filterData     *safetest.FilterData
+	filterDataMu sync.Mutex
+	filterData   = map[int]*safetest.FilterData{}
 )
 
-func filteredData() *safetest.FilterData {
-	filterDataOnce.Do(func() { filterData = safetest.NewFilterData(20000, 64, 100, 10) })
-	return filterData
+// filterSizes are the data sets TestFilteredRecall runs on: issue 18's
+// N = 20,000 and a second size (D = 64 both).
+var filterSizes = []int{20000, 8000}
+
+func filteredData() *safetest.FilterData { return filteredDataN(filterSizes[0]) }
+
+func filteredDataN(n int) *safetest.FilterData {
+	filterDataMu.Lock()
+	defer filterDataMu.Unlock()
+	if filterData[n] == nil {
+		filterData[n] = safetest.NewFilterData(n, 64, 100, 10)
+	}
+	return filterData[n]
 }
 
 // A filtered IVF-PQ search (which cuVS's C API lacks) keeps recall@10
@@ -31,8 +42,14 @@ func filteredData() *safetest.FilterData {
 // allowed. Without the dataset the figures are logged, and the slots are
 // checked down to 10%.
 func TestFilteredRecall(t *testing.T) {
+	for _, n := range filterSizes {
+		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) { testFilteredRecall(t, n) })
+	}
+}
+
+func testFilteredRecall(t *testing.T, n int) {
 	safetest.Check(t)
-	fd := filteredData()
+	fd := filteredDataN(n)
 	res := safetest.Resources(t)
 	ds, err := safe.DeviceMatrixFrom(res, fd.Data, fd.N, fd.D)
 	must(t, err)

@@ -1,6 +1,7 @@
 package ivfsq_test
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -15,13 +16,23 @@ import (
 // queries from the dataset, k = 10, searched with cuVS's default params
 // (1,024 lists, 20 probes).
 var (
-	filterDataOnce sync.Once
-	filterData     *safetest.FilterData
+	filterDataMu sync.Mutex
+	filterData   = map[int]*safetest.FilterData{}
 )
 
-func filteredData() *safetest.FilterData {
-	filterDataOnce.Do(func() { filterData = safetest.NewFilterData(20000, 64, 100, 10) })
-	return filterData
+// filterSizes are the data sets TestFilteredRecall runs on: issue 18's
+// N = 20,000 and a second size (D = 64 both).
+var filterSizes = []int{20000, 8000}
+
+func filteredData() *safetest.FilterData { return filteredDataN(filterSizes[0]) }
+
+func filteredDataN(n int) *safetest.FilterData {
+	filterDataMu.Lock()
+	defer filterDataMu.Unlock()
+	if filterData[n] == nil {
+		filterData[n] = safetest.NewFilterData(n, 64, 100, 10)
+	}
+	return filterData[n]
 }
 
 type filterFixture struct {
@@ -33,8 +44,10 @@ type filterFixture struct {
 	distances *safe.DeviceMatrix[float32]
 }
 
-func newFilterFixture(t *testing.T) *filterFixture {
-	fd := filteredData()
+func newFilterFixture(t *testing.T) *filterFixture { return newFilterFixtureN(t, filterSizes[0]) }
+
+func newFilterFixtureN(t *testing.T, n int) *filterFixture {
+	fd := filteredDataN(n)
 	f := &filterFixture{fd: fd, res: safetest.Resources(t)}
 	ds, err := safe.DeviceMatrixFrom(f.res, fd.Data, fd.N, fd.D)
 	must(t, err)
@@ -71,8 +84,14 @@ func (f *filterFixture) search(t *testing.T, sp *ivfsq.SearchParams, filter *saf
 // are allowed. cuVS's own filtered search (FilterIndex) falls far below it
 // on the same data: the test means something.
 func TestFilteredRecall(t *testing.T) {
+	for _, n := range filterSizes {
+		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) { testFilteredRecall(t, n) })
+	}
+}
+
+func testFilteredRecall(t *testing.T, n int) {
 	safetest.Check(t)
-	f := newFilterFixture(t)
+	f := newFilterFixtureN(t, n)
 	fd := f.fd
 	nb, _ := f.search(t, nil, nil)
 	base := safetest.Recall(nb, fd.K, fd.Exact(nil))
