@@ -24,8 +24,6 @@ var (
 // N = 20,000 and a second size (D = 64 both).
 var filterSizes = []int{20000, 8000}
 
-func filteredData() *safetest.FilterData { return filteredDataN(filterSizes[0]) }
-
 func filteredDataN(n int) *safetest.FilterData {
 	filterDataMu.Lock()
 	defer filterDataMu.Unlock()
@@ -43,8 +41,6 @@ type filterFixture struct {
 	neighbors *safe.DeviceMatrix[int64]
 	distances *safe.DeviceMatrix[float32]
 }
-
-func newFilterFixture(t *testing.T) *filterFixture { return newFilterFixtureN(t, filterSizes[0]) }
 
 func newFilterFixtureN(t *testing.T, n int) *filterFixture {
 	fd := filteredDataN(n)

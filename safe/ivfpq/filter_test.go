@@ -22,8 +22,6 @@ var (
 // N = 20,000 and a second size (D = 64 both).
 var filterSizes = []int{20000, 8000}
 
-func filteredData() *safetest.FilterData { return filteredDataN(filterSizes[0]) }
-
 func filteredDataN(n int) *safetest.FilterData {
 	filterDataMu.Lock()
 	defer filterDataMu.Unlock()
