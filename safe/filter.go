@@ -3,6 +3,7 @@ package safe
 import (
 	"math"
 	"math/bits"
+	"sync"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -46,6 +47,9 @@ type Filter struct {
 	allowed  int64   // bitset: rows let through; bitmap: the fewest any query sees
 	perQuery []int64 // bitmap: rows each query sees
 	words    *DeviceVector[uint32]
+
+	hostMu sync.Mutex
+	host   []uint32 // a bitset's words on the host, copied on first use (hostWords)
 }
 
 // wordsFor returns the number of 32-bit words a bitset for rows rows holds.
@@ -221,6 +225,29 @@ func (f *Filter) WordsToHost(res *Resources, dst []uint32) error {
 		return argf(op, "dst", "%d words, the bitset has %d", len(dst), wordsFor(f.rows))
 	}
 	return f.words.CopyToHost(res, dst)
+}
+
+// hostWords returns a bitset's words in host memory, read-only: copied
+// from the device (cuvsMatrixCopy, cuvsStreamSync) on the first call and
+// kept with the filter, whose words never change. For searches that
+// filter candidates on the host (cagra's post-filter path).
+func (f *Filter) hostWords(op string, res *Resources) ([]uint32, error) {
+	if f == nil || f.words == nil {
+		return nil, argf(op, "filter", "a zero or nil Filter")
+	}
+	if f.kind != Bitset {
+		return nil, argf(op, "filter", "a %s: only a bitset's words are per row", f.kind)
+	}
+	f.hostMu.Lock()
+	defer f.hostMu.Unlock()
+	if f.host == nil {
+		host := make([]uint32, wordsFor(f.rows))
+		if err := f.words.CopyToHost(res, host); err != nil {
+			return nil, err
+		}
+		f.host = host
+	}
+	return f.host, nil
 }
 
 // Close frees the filter's device memory; it refuses while a search uses it.

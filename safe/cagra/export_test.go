@@ -1,5 +1,22 @@
 package cagra
 
+import "github.com/cuvs-go/cuvs/safe"
+
 // SetPlanITopK makes the policy's graph path search with top-k itopk (0:
 // the policy's own), so that tests can make queries come back short.
 func SetPlanITopK(itopk int) { testPlanITopK = int64(itopk) }
+
+// SetPostK makes the post-filter path fetch k' candidates (0: the
+// policy's 2k/f), so that tests can make queries come back short.
+func SetPostK(k int) { testPostK = int64(k) }
+
+// PlanOf returns the policy's plan for a search of n queries for k
+// neighbors of idx with sp and filter: exact, the top-k, and the
+// post-filter path's candidates (0: cuVS's filtered walk).
+func PlanOf(idx *Index, sp SearchParams, filter *safe.Filter, k, n int) (exact bool, itopk, post int, err error) {
+	if sp, err = sp.withDefaults("PlanOf"); err != nil {
+		return false, 0, 0, err
+	}
+	p := sp.planFilter(filter, idx.rows.Load(), idx.dim, idx.degree.Load(), int64(k), int64(n), idx.noExact())
+	return p.exact, int(p.itopk), int(p.post), nil
+}

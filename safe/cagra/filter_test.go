@@ -403,3 +403,145 @@ func isShort(row []int64, k int) bool {
 	}
 	return false
 }
+
+// From 45% to 75% allowed the policy searches the graph unfiltered for
+// 2k/f candidates and keeps the allowed ones (the post-filter path): at
+// cuVS's default degree 64 with the caller's itopk 64, at degree 32 with
+// cuVS's raised 96; not at 40%, 20% or 80%. A full query's row is exactly the
+// unfiltered search's k' candidates with the disallowed ones dropped, in
+// order; a short one (SetPostK holding k' at 26 or 10) is the exact answer
+// among the allowed rows, through the second pass or, when most of the
+// batch is short, the exact path; uint32 and int64 neighbors alike, and
+// the second pass allocates nothing either.
+func TestPostFilterPath(t *testing.T) {
+	const n, d, nq, k = 5000, 64, 100, 10
+	res := safetest.Resources(t)
+	data := safetest.Random(9, n, d)
+	queries := data[:nq*d]
+	ds := deviceMatrix(t, res, data, n, d)
+	p, err := cagra.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.GraphDegree = 32
+	deg32 := build(t, res, ds, p)
+	p.GraphDegree = 64
+	idx := build(t, res, ds, p)
+	rng := rand.New(rand.NewPCG(9, 10))
+	mk := func(frac float64) (*safe.Filter, []bool) {
+		var allowed []int64
+		set := make([]bool, n)
+		for _, i := range rng.Perm(n)[:int(frac*n)] {
+			allowed = append(allowed, int64(i))
+			set[i] = true
+		}
+		f, err := safe.NewBitsetFilterAllowing(res, n, allowed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, f)
+		return f, set
+	}
+	forced := cagra.SearchParams{FilterExactBelow: 1e-9} // the policy's graph path
+	for _, c := range []struct {
+		frac         float64
+		ix           *cagra.Index
+		itopk, post  int
+		name, degree string
+	}{
+		{0.5, idx, 64, 40, "50%", "64"}, {0.5, deg32, 96, 40, "50%", "32"}, {0.6, idx, 64, 34, "60%", "64"},
+		{0.45, idx, 64, 45, "45%", "64"}, {0.4, idx, 128, 0, "40%", "64"}, {0.2, idx, 192, 0, "20%", "64"}, {0.8, idx, 64, 0, "80%", "64"},
+	} {
+		f, _ := mk(c.frac)
+		exact, it, post, err := cagra.PlanOf(c.ix, forced, f, k, nq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if exact || it != c.itopk || post != c.post {
+			t.Errorf("%s allowed, degree %s: plan exact %v itopk %d post %d, want graph, itopk %d, post %d", c.name, c.degree, exact, it, post, c.itopk, c.post)
+		}
+	}
+	filter, set := mk(0.5)
+	want := safetest.ExactKNN(data, queries, d, k, safetest.L2, func(i int) bool { return set[i] })
+	q := deviceMatrix(t, res, queries, nq, d)
+	dist := newDevice[float32](t, res, nq, k)
+	n32 := newDevice[uint32](t, res, nq, k)
+	n64 := newDevice[int64](t, res, nq, k)
+	partial, whole := false, false
+	for _, kc := range []int{40, 26, 10} {
+		cagra.SetPostK(kc)
+		// the reference: the unfiltered search's kc best, filtered here
+		cn := newDevice[int64](t, res, nq, kc)
+		cd := newDevice[float32](t, res, nq, kc)
+		if err := idx.Search(res, &cagra.SearchParams{}, q, cn, cd, nil); err != nil {
+			t.Fatal(err)
+		}
+		cand, err := cn.ToHost(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u32 := range []bool{false, true} {
+			var got []int64
+			run := func() error {
+				if u32 {
+					return idx.Search(res, &forced, q, n32, dist, filter)
+				}
+				return idx.Search(res, &forced, q, n64, dist, filter)
+			}
+			if err := run(); err != nil {
+				t.Fatal(err)
+			}
+			if u32 {
+				h, err := n32.ToHost(res)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, v := range h {
+					got = append(got, int64(v))
+				}
+			} else if got, err = n64.ToHost(res); err != nil {
+				t.Fatal(err)
+			}
+			short := 0
+			for qi := 0; qi < nq; qi++ {
+				var ref []int64
+				for _, id := range cand[qi*kc : (qi+1)*kc] {
+					if len(ref) < k && cagra.Valid(id) && set[id] {
+						ref = append(ref, id)
+					}
+				}
+				row, exp := got[qi*k:(qi+1)*k], ref
+				if len(ref) < k {
+					short++
+					exp = want[qi]
+				}
+				for j := range exp {
+					if row[j] != exp[j] {
+						t.Fatalf("k' %d, uint32 %v: query %d: %v, want %v (%d candidates allowed)", kc, u32, qi, row, exp, len(ref))
+					}
+				}
+			}
+			switch {
+			case short == 0:
+			case 4*short <= nq:
+				partial = true
+				if !raceEnabled {
+					if a := testing.AllocsPerRun(5, func() {
+						if err := run(); err != nil {
+							t.Fatal(err)
+						}
+					}); a != 0 {
+						t.Errorf("k' %d, uint32 %v: second pass: %v allocations per search", kc, u32, a)
+					}
+				}
+			default:
+				whole = true
+			}
+			t.Logf("k' %d, uint32 %v: %d of %d queries short", kc, u32, short, nq)
+		}
+	}
+	cagra.SetPostK(0)
+	if !partial || !whole {
+		t.Errorf("second pass of some (%v) and of most (%v) of a batch not both seen", partial, whole)
+	}
+}

@@ -14,8 +14,10 @@ type FilterPath int32
 const (
 	// FilterAuto (the zero value, the default) lets the policy choose (see
 	// SearchParams): exact brute force or graph search with a raised
-	// internal top-k, whichever the cost model finds cheaper, with an exact
-	// second pass for the queries a graph search left short.
+	// internal top-k (from 45% to 75% allowed an unfiltered graph search
+	// whose candidates are filtered on the host), whichever the cost model
+	// finds cheaper, with an exact second pass for the queries a graph
+	// search left short.
 	FilterAuto FilterPath = iota
 	// FilterGraph always runs cuVS's graph search with the caller's
 	// parameters as they are (no raised top-k, no second pass): cuVS's own
@@ -171,20 +173,52 @@ func weight(t float64, d int) float64 {
 }
 
 // testPlanITopK, when not 0, replaces the graph path's raised top-k (set
-// by tests, to make a second pass happen).
-var testPlanITopK int64
+// by tests, to make a second pass happen); it turns the post-filter path
+// off. testPostK, when not 0, replaces the post-filter path's candidate
+// count (set by tests, to leave queries short).
+var testPlanITopK, testPostK int64
+
+// The post-filter path (filterPlan.post): from PostFilterFrom to 75% of
+// the rows allowed the policy searches the graph unfiltered for
+// k' = 2k/f candidates and drops the disallowed ones on the host.
+//
+// Why: cuVS's filtered walk expands rejected rows but then removes their
+// slots from its internal top-k list in a way that leaves the list out of
+// order (its single-CTA kernel shifts the entries in address order, and the
+// next merge drops entries of the top-k: internal/cuvsdouble's
+// dbl_cagra_graph.c copies it), so every rejected parent costs recall; an
+// unfiltered walk keeps its list in order. On the double fitted to the
+// real library (20,000 × 64, 200 queries, k 10, recall against the exact
+// answer among the allowed rows), an unfiltered walk's 40 best with the
+// disallowed ones dropped kept 0.959 at degree 64, itopk 64 (unfiltered
+// 0.975: the floor is 0.945), where the filtered walk needs itopk 96 (the
+// real library's filtered walk gave 0.954 against 0.985 at itopk 64); at
+// degree 32 it kept 0.900 at itopk 64 (unfiltered 0.937, below the floor)
+// and 0.949 at 96, so a graph of degree under 64, or an itopk under 64,
+// keeps cuVS's raised top-k (96 at 50%). With k' = itopk instead of 2k/f
+// nothing changed (0.959, 0.900); at 33% allowed the 61 candidates kept
+// 0.942 at degree 64, itopk 64 (below the floor), hence the lower bound of
+// 50%, and from 75% the filtered walk keeps the top-k and reads nothing
+// back. A query finds fewer than k allowed among 2k/f candidates with
+// probability 3·10⁻⁴ at 50% (binomial); the second pass catches it. Not
+// measured on the real library: its unfiltered walk is the one the double
+// copies, but the 40-deep recall is the double's.
+const PostFilterFrom = 0.45
 
 // filterPlan is how one filtered search runs.
 type filterPlan struct {
-	exact  bool  // exact brute force
-	itopk  int64 // graph path: the internal top-k to search with
-	second bool  // graph path: redo the queries that came back short exactly
+	exact  bool         // exact brute force
+	itopk  int64        // graph path: the internal top-k to search with
+	second bool         // graph path: redo the queries that came back short exactly
+	post   int64        // graph path: search unfiltered for this many candidates and filter them on the host (0: cuVS's filtered walk)
+	filter *safe.Filter // the bitset, for the post-filter path
 }
 
 // planFilter chooses the path of a search of batch queries for k neighbors
-// with filter f over rows rows (see SearchParams). canExact is "" when the
-// index can take the exact path, else why not.
-func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, k, batch int64, canExact string) filterPlan {
+// with filter f over rows rows of an index whose graph has degree degree
+// (see SearchParams). canExact is "" when the index can take the exact
+// path, else why not.
+func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, degree, k, batch int64, canExact string) filterPlan {
 	plan := filterPlan{itopk: int64(s.ITopKSize)}
 	if f == nil || f.Kind() != safe.Bitset {
 		return plan
@@ -206,11 +240,23 @@ func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, k, batch int64, can
 		return plan
 	}
 	frac := float64(a) / float64(rows)
-	it := filterITopK(int64(s.ITopKSize), k, frac)
+	itopk := int64(s.ITopKSize)
+	it := filterITopK(itopk, k, frac)
 	if canExact != "" {
 		// no exact path for this index: the best graph search there is
-		plan.itopk = min(max(it, int64(s.ITopKSize)), max(MaxFilterITopK, int64(s.ITopKSize)))
+		plan.itopk = min(max(it, itopk), max(MaxFilterITopK, itopk))
 		return plan
+	}
+	post := int64(0)
+	if frac >= PostFilterFrom && frac < 0.75 && testPlanITopK == 0 {
+		post = int64(math.Ceil(2 * float64(k) / frac))
+		if testPostK != 0 {
+			post = testPostK
+		}
+		if degree >= 64 && itopk >= 64 {
+			it = itopk
+		}
+		it = max(it, (post+31)/32*32)
 	}
 	if s.FilterExactBelow == 0 {
 		if it > MaxFilterITopK {
@@ -222,7 +268,10 @@ func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, k, batch int64, can
 			return plan
 		}
 	}
-	plan.itopk, plan.second = min(it, max(MaxFilterITopK, int64(s.ITopKSize))), frac < 1
+	plan.itopk, plan.second = min(it, max(MaxFilterITopK, itopk)), frac < 1
+	if post > 0 && post <= plan.itopk {
+		plan.post, plan.filter = post, f
+	}
 	if testPlanITopK != 0 {
 		plan.itopk = testPlanITopK
 	}

@@ -64,6 +64,11 @@ type filterScratch struct {
 	devQ, devI     *safe.DeviceMatrix[uint8]
 	devD           *safe.DeviceMatrix[uint8]
 	shapeQ, shapeS [2]int64
+
+	// the post-filter path: the unfiltered search's candidates
+	devPI, devPD *safe.DeviceMatrix[uint8]
+	postI, postD cbuf // n × k' ids (int64) and distances, read back
+	shapeP       [2]int64
 }
 
 func (s *filterScratch) release() {
@@ -78,13 +83,15 @@ func (s *filterScratch) release() {
 		_ = s.dists.Close()
 		s.dists = nil
 	}
-	for _, m := range []**safe.DeviceMatrix[uint8]{&s.devQ, &s.devI, &s.devD} {
+	for _, m := range []**safe.DeviceMatrix[uint8]{&s.devQ, &s.devI, &s.devD, &s.devPI, &s.devPD} {
 		if *m != nil {
 			_ = (*m).Close()
 			*m = nil
 		}
 	}
 	s.short.free()
+	s.postI.free()
+	s.postD.free()
 	s.hostQ.free()
 	s.hostS.free()
 	s.hostA.free()
@@ -502,6 +509,9 @@ func (idx *Index) secondPass(op string, res *safe.Resources, s *filterScratch, b
 // searchGraph runs the graph search of a filtered plan and its second
 // pass: cp is the C parameters with the plan's top-k.
 func (idx *Index) searchGraph(op string, res *safe.Resources, cp *generated.CuvsCagraSearchParams, t *kit.SearchTensors, f generated.CuvsFilter, plan filterPlan, allowed int64) error {
+	if plan.post > 0 {
+		return idx.searchPost(op, res, cp, t, f, plan, allowed)
+	}
 	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
@@ -527,4 +537,156 @@ func (idx *Index) searchGraph(op string, res *safe.Resources, cp *generated.Cuvs
 	}
 	// most of the batch came back short: all of it exactly
 	return idx.searchExact(op, res, t, f, allowed)
+}
+
+// searchPost runs the post-filter path (filterPlan.post): an unfiltered
+// graph search for k' = plan.post candidates per query into device
+// scratch, read back (two copies, waited for) and filtered on the host
+// against the bitset's host copy (kept with the filter): each query's
+// first k allowed candidates, distinct, nearest first, are written to the
+// caller's outputs (two copies); a query left with fewer than min(k,
+// allowed) goes to the exact second pass (the whole batch exactly when
+// more than a quarter is short). It allocates nothing on the Go heap once
+// the filter's host copy and the scratch exist.
+func (idx *Index) searchPost(op string, res *safe.Resources, cp *generated.CuvsCagraSearchParams, t *kit.SearchTensors, f generated.CuvsFilter, plan filterPlan, allowed int64) error {
+	words, err := kit.FilterHostWords(plan.filter, op, res)
+	if err != nil {
+		return err
+	}
+	s := idx.takeScratch()
+	m, err := idx.postFilter(op, res, s, cp, t, words, plan.post, allowed)
+	if err == nil && m > 0 && 4*m <= t.N {
+		var bf generated.CuvsBruteForceIndex_t
+		if bf, err = idx.exactIndex(op, res); err == nil {
+			err = idx.secondPass(op, res, s, bf, t, f, m)
+		}
+		m = 0
+	}
+	idx.putScratch(s)
+	if err != nil || m == 0 {
+		return err
+	}
+	return idx.searchExact(op, res, t, f, allowed)
+}
+
+// postFilter is searchPost's graph search and host filtering; it leaves
+// the caller's neighbors (their dtype) in s.hostA and the short queries in
+// s.short, and returns how many.
+func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, cp *generated.CuvsCagraSearchParams, t *kit.SearchTensors, words []uint32, kc, allowed int64) (int64, error) {
+	call := dlpack.Begin(op)
+	defer call.End()
+	n, k, rows := t.N, t.K, idx.rows.Load()
+	dev := dlpack.Device{Type: dlpack.CUDA, ID: idx.dev.ID}
+	s.shapeP = [2]int64{n, kc}
+	pi, err := devBytes(res, &s.devPI, n*kc*8)
+	if err != nil {
+		return 0, err
+	}
+	pd, err := devBytes(res, &s.devPD, n*kc*4)
+	if err != nil {
+		return 0, err
+	}
+	di, err := devOutRaw(call, pi, dev, &s.shapeP, dlpack.Int64)
+	if err != nil {
+		return 0, err
+	}
+	dd, err := devOutRaw(call, pd, dev, &s.shapeP, dlpack.Float32)
+	if err != nil {
+		return 0, err
+	}
+	h, err := kit.Lock(res, op)
+	if err != nil {
+		return 0, err
+	}
+	err = generated.CuvsCagraSearch(h, cp, idx.h, t.Queries, di, dd, generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER})
+	kit.Unlock(res)
+	if err != nil {
+		return 0, kit.Wrap(op, err)
+	}
+	ci := slice[int64](&s.postI, n*kc)
+	cd := slice[float32](&s.postD, n*kc)
+	hi, err := hostOut(call, unsafe.Pointer(unsafe.SliceData(ci)), &s.shapeP, dlpack.Int64)
+	if err != nil {
+		return 0, err
+	}
+	if err := kit.CopyBound(op, res, di, hi); err != nil {
+		return 0, err
+	}
+	hd, err := hostOut(call, unsafe.Pointer(unsafe.SliceData(cd)), &s.shapeP, dlpack.Float32)
+	if err != nil {
+		return 0, err
+	}
+	if err := kit.CopyBound(op, res, dd, hd); err != nil {
+		return 0, err
+	}
+	s.shape = [2]int64{n, k}
+	wide := t.Neighbors.DlTensor.Dtype.Bits == 64
+	var ids32 []uint32
+	var ids64 []int64
+	np, ndt := s.hostA.p, dlpack.Uint32
+	if wide {
+		ids64 = slice[int64](&s.hostA, n*k)
+		np, ndt = unsafe.Pointer(unsafe.SliceData(ids64)), dlpack.Int64
+	} else {
+		ids32 = slice[uint32](&s.hostA, n*k)
+		np = unsafe.Pointer(unsafe.SliceData(ids32))
+	}
+	outD := slice[float32](&s.outD, n*k)
+	short := slice[int64](&s.short, n)
+	want := min(k, allowed)
+	m := int64(0)
+	for q := int64(0); q < n; q++ {
+		got := int64(0)
+		for j := q * kc; j < (q+1)*kc && got < k; j++ {
+			id, d := ci[j], cd[j]
+			if id < 0 || id >= rows || words[id>>5]>>(uint64(id)&31)&1 == 0 || !(d < SentinelDistance) {
+				continue
+			}
+			if wide && postSeen(ids64[q*k:q*k+got], id) || !wide && postSeen(ids32[q*k:q*k+got], uint32(id)) {
+				continue
+			}
+			if wide {
+				ids64[q*k+got] = id
+			} else {
+				ids32[q*k+got] = uint32(id)
+			}
+			outD[q*k+got] = d
+			got++
+		}
+		if got < want {
+			short[m] = q
+			m++
+		}
+		for ; got < k; got++ {
+			if wide {
+				ids64[q*k+got] = int64(SentinelID)
+			} else {
+				ids32[q*k+got] = SentinelID
+			}
+			outD[q*k+got] = SentinelDistance
+		}
+	}
+	hn, err := hostOut(call, np, &s.shape, ndt)
+	if err != nil {
+		return 0, err
+	}
+	if err := kit.CopyBound(op, res, hn, t.Neighbors); err != nil {
+		return 0, err
+	}
+	ho, err := hostOut(call, unsafe.Pointer(unsafe.SliceData(outD)), &s.shape, dlpack.Float32)
+	if err != nil {
+		return 0, err
+	}
+	return m, kit.CopyBound(op, res, ho, t.Distances)
+}
+
+// postSeen reports whether id is among a query's neighbors taken so far
+// (cuVS's results may repeat a row).
+func postSeen[T uint32 | int64](before []T, id T) bool {
+	for _, v := range before {
+		if v == id {
+			return true
+		}
+	}
+	return false
 }

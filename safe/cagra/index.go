@@ -553,7 +553,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		return kit.Wrap(op, err)
 	}
 	allowed := int64(filter.Allowed())
-	plan := sp.planFilter(filter, rows, idx.dim, t.K, t.N, idx.noExact())
+	plan := sp.planFilter(filter, rows, idx.dim, idx.degree.Load(), t.K, t.N, idx.noExact())
 	if plan.exact {
 		return idx.searchExact(op, res, &t, f, allowed)
 	}

@@ -174,6 +174,14 @@ func (m HashMode) String() string { return generated.CuvsCagraHashMode(m).String
 //     cost model fitted to the real library's timings (allowed count, Rows,
 //     Dim, batch size: see filterCost in filterpolicy.go) picks the cheaper
 //     of exact and graph;
+//   - from PostFilterFrom (45%) to 75% allowed the graph path is a
+//     post-filter: an unfiltered graph search (no filter given to cuVS)
+//     for 2k/f candidates, at the caller's ITopKSize when the graph's
+//     degree and ITopKSize are at least 64 (cuVS's defaults), else at
+//     the raised one, read back and filtered on the host against the
+//     bitset (copied to the host once, kept with the filter): cuVS's
+//     filtered walk loses recall with every rejected row it expands, an
+//     unfiltered one does not (see PostFilterFrom for the numbers);
 //   - a graph search with some rows rejected reads its results back
 //     (cuvsMatrixCopy, cuvsStreamSync) and, when a query came back with
 //     fewer than min(k, allowed) rows, searches those queries again

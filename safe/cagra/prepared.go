@@ -78,7 +78,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	p.plan = filterPlan{itopk: int64(sp.ITopKSize)}
 	if filter != nil {
 		p.allowed = int64(filter.Allowed())
-		p.plan = sp.planFilter(filter, rows, idx.dim, p.k, p.n, idx.noExact())
+		p.plan = sp.planFilter(filter, rows, idx.dim, idx.degree.Load(), p.k, p.n, idx.noExact())
 	}
 	if p.plan.exact {
 		if why := idx.noExact(); why != "" {

@@ -70,7 +70,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 			if filter == nil {
 				return sp.checkFiltered(op, false, int64(k))
 			}
-			plan := sp.planFilter(filter, rows, idx.dim, int64(k), int64(n), idx.noExact())
+			plan := sp.planFilter(filter, rows, idx.dim, idx.degree.Load(), int64(k), int64(n), idx.noExact())
 			if plan.exact {
 				if why := idx.noExact(); why != "" {
 					return kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s", filter.Allowed(), rows, why)

@@ -280,3 +280,73 @@ func TestFilteredAllocs(t *testing.T) {
 		must(t, fs.Close())
 	}
 }
+
+// FilterIndex keeps the caller's probes: its rows are the unfiltered
+// search's 2k/f best at the same NProbes with the disallowed ones dropped,
+// in order (without a dataset: PQ distances as they came), where
+// FilterAuto probes more lists and finds at least as many of the exact
+// nearest allowed rows.
+func TestFilterIndexKeepsProbes(t *testing.T) {
+	f := setup(t)
+	idx := build(t, f.res, f.dataset, params(t))
+	allowed := make([]int64, 0, rows/2)
+	set := make([]bool, rows)
+	for i := int64(0); i < rows; i += 2 {
+		allowed, set[i] = append(allowed, i), true
+	}
+	filter, err := safe.NewBitsetFilterAllowing(f.res, rows, allowed)
+	must(t, err)
+	safetest.Close(t, filter)
+	sp := f.sp
+	sp.NProbes = 2
+	kc := 2 * k * rows / len(allowed)
+	cn, cd := newDevice[int64](t, f.res, nq, kc), newDevice[float32](t, f.res, nq, kc)
+	must(t, idx.Search(f.res, &sp, f.queries, cn, cd))
+	cand, err := cn.ToHost(f.res)
+	must(t, err)
+	run := func(path ivfpq.FilterPath) []int64 {
+		t.Helper()
+		p := sp
+		p.FilterPath = path
+		fs, err := idx.NewFiltered(f.res, &p, filter, nil, safe.L2Expanded, nq, k)
+		must(t, err)
+		defer fs.Close()
+		must(t, fs.Search(f.res, f.queries, f.nb, f.dist))
+		ids, err := f.nb.ToHost(f.res)
+		must(t, err)
+		return ids
+	}
+	got := run(ivfpq.FilterIndex)
+	full := 0
+	for q := 0; q < nq; q++ {
+		var ref []int64
+		for _, id := range cand[q*kc : (q+1)*kc] {
+			if len(ref) < k && safe.Valid(id) && id < rows && set[id] {
+				ref = append(ref, id)
+			}
+		}
+		if len(ref) < k {
+			continue // searched again with every list
+		}
+		full++
+		for j, id := range ref {
+			if got[q*k+j] != id {
+				t.Fatalf("query %d: %v, want the unfiltered search's allowed %v", q, got[q*k:(q+1)*k], ref)
+			}
+		}
+	}
+	if full < nq/2 {
+		t.Fatalf("only %d of %d queries filled from the first search", full, nq)
+	}
+	want := exactAllowed(f.data, f.qs, set)
+	ri, ra := safetest.Recall(got, k, want), safetest.Recall(run(ivfpq.FilterAuto), k, want)
+	t.Logf("2 of %d probes, 50%% allowed: recall@%d %.3f with FilterIndex, %.3f with FilterAuto", nLists, k, ri, ra)
+	if ra < ri {
+		t.Errorf("FilterAuto's recall %.3f below FilterIndex's %.3f", ra, ri)
+	}
+}
+
+// exactAllowed is each query's k nearest rows among those set allows.
+func exactAllowed(data, qs []float32, set []bool) [][]int64 {
+	return safetest.ExactKNN(data, qs, dim, k, safetest.L2, func(i int) bool { return set[i] })
+}

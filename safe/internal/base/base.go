@@ -32,6 +32,9 @@ var (
 	// BindFilter checks a *safe.Filter against an index of rows rows
 	// searched with nQueries queries and binds its memory to c.
 	BindFilter func(f any, op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error)
+	// FilterHostWords returns a *safe.Filter's bitset words in host
+	// memory (read-only, copied once with the *safe.Resources given).
+	FilterHostWords func(f any, op string, res any) ([]uint32, error)
 )
 
 // location matches the source-location prefixes of cuVS's error texts:

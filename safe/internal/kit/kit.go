@@ -84,6 +84,12 @@ func BindFilter(f *safe.Filter, op string, c dlpack.Call, rows, nQueries int64, 
 	return base.BindFilter(f, op, c, rows, nQueries)
 }
 
+// FilterHostWords returns bitset f's words in host memory, read-only:
+// copied from the device on the first call (with res) and kept with f.
+func FilterHostWords(f *safe.Filter, op string, res *safe.Resources) ([]uint32, error) {
+	return base.FilterHostWords(f, op, res)
+}
+
 // CheckFilter makes BindFilter's checks of f without binding it: its kind
 // against kinds, its rows against the index's, a bitmap's queries against
 // nQueries. A nil f passes.
