@@ -623,7 +623,8 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 	wide := t.Neighbors.DlTensor.Dtype.Bits == 64
 	var ids32 []uint32
 	var ids64 []int64
-	np, ndt := s.hostA.p, dlpack.Uint32
+	var np unsafe.Pointer
+	ndt := dlpack.Uint32
 	if wide {
 		ids64 = slice[int64](&s.hostA, n*k)
 		np, ndt = unsafe.Pointer(unsafe.SliceData(ids64)), dlpack.Int64
