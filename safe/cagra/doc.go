@@ -34,9 +34,11 @@
 // cannot fill hold SentinelID). This package adds a policy
 // (SearchParams.FilterPath, FilterAuto by default): exact brute force
 // (cuvsBruteForceSearch over the index's own dataset) or graph search with
-// the internal top-k raised for the allowed fraction, chosen by a cost
-// model fitted to the real library's timings, and an exact second pass for
-// the queries that came back short. On the test double fitted to the real
+// the internal top-k raised for the allowed fraction (from 45% to 75%
+// allowed, an unfiltered graph search for 2k/f candidates filtered on the
+// host: see PostFilterFrom), chosen by a cost model fitted to the real
+// library's timings, and an exact second pass for the queries that came
+// back short. On the test double fitted to the real
 // library its recall stays within 0.03 of the unfiltered search from 100%
 // down to a single allowed row, and no slot is left unfilled while at
 // least k rows are allowed. FilterGraph and
