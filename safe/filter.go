@@ -40,6 +40,8 @@ func (k FilterKind) String() string {
 //
 // A filter knows how many rows it lets through (Allowed): brute force
 // refuses a search whose k is larger, since cuVS then returns garbage.
+// A bitset that a search filters on the host (cagra's post-filter path)
+// keeps a host copy of its words, Rows()/8 bytes, from that search on.
 type Filter struct {
 	kind     FilterKind
 	rows     int64   // index rows the filter is for
