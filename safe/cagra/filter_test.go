@@ -541,6 +541,32 @@ func TestPostFilterPath(t *testing.T) {
 		}
 	}
 	cagra.SetPostK(0)
+	// an index smaller than 2k/f: the candidates are all its rows
+	small := build(t, res, deviceMatrix(t, res, data[:30*d], 30, d), func() cagra.IndexParams {
+		p, err := cagra.DefaultIndexParams()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.GraphDegree, p.IntermediateGraphDegree = 8, 16
+		return p
+	}())
+	few := []int64{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28}
+	fs, err := safe.NewBitsetFilterAllowing(res, 30, few)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, fs)
+	if _, _, post, err := cagra.PlanOf(small, forced, fs, k, 5); err != nil || post != 30 {
+		t.Errorf("30 rows, 15 allowed: post-filter candidates %d (%v), want 30", post, err)
+	}
+	got, err := cagra.SearchSlice(res, small, &forced, queries[:5*d], k, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evens := safetest.ExactKNN(data[:30*d], queries[:5*d], d, k, safetest.L2, func(i int) bool { return i%2 == 0 })
+	if r, s := filterRecall(got.Neighbors, evens, k); r < 0.9 || s != 0 {
+		t.Errorf("30 rows, 15 allowed: recall %.3f, %d short", r, s)
+	}
 	if !partial || !whole {
 		t.Errorf("second pass of some (%v) and of most (%v) of a batch not both seen", partial, whole)
 	}

@@ -249,7 +249,7 @@ func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, degree, k, batch in
 	}
 	post := int64(0)
 	if frac >= PostFilterFrom && frac < 0.75 && testPlanITopK == 0 {
-		post = int64(math.Ceil(2 * float64(k) / frac))
+		post = min(int64(math.Ceil(2*float64(k)/frac)), rows) // at least k: allowed ≥ k here
 		if testPostK != 0 {
 			post = testPostK
 		}
