@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -50,8 +51,8 @@ type Filter struct {
 	perQuery []int64 // bitmap: rows each query sees
 	words    *DeviceVector[uint32]
 
-	hostMu sync.Mutex
-	host   []uint32 // a bitset's words on the host, copied on first use (hostWords)
+	hostMu sync.Mutex               // held while the host copy is made
+	host   atomic.Pointer[[]uint32] // a bitset's words on the host, copied on first use (hostWords)
 }
 
 // wordsFor returns the number of 32-bit words a bitset for rows rows holds.
@@ -213,8 +214,7 @@ func (f *Filter) AllowedFor(q int) int {
 }
 
 // WordsToHost copies a bitset's words (Rows()+31)/32 of them) into dst
-// and waits for the copy (cuvsMatrixCopy, cuvsStreamSync): for searches
-// that filter on the host (ivfpq's filtered search).
+// and waits for the copy (cuvsMatrixCopy, cuvsStreamSync).
 func (f *Filter) WordsToHost(res *Resources, dst []uint32) error {
 	const op = "safe.Filter.WordsToHost"
 	if f == nil || f.words == nil {
@@ -240,16 +240,20 @@ func (f *Filter) hostWords(op string, res *Resources) ([]uint32, error) {
 	if f.kind != Bitset {
 		return nil, argf(op, "filter", "a %s: only a bitset's words are per row", f.kind)
 	}
+	if h := f.host.Load(); h != nil {
+		return *h, nil
+	}
 	f.hostMu.Lock()
 	defer f.hostMu.Unlock()
-	if f.host == nil {
-		host := make([]uint32, wordsFor(f.rows))
-		if err := f.words.CopyToHost(res, host); err != nil {
-			return nil, err
-		}
-		f.host = host
+	if h := f.host.Load(); h != nil {
+		return *h, nil
 	}
-	return f.host, nil
+	host := make([]uint32, wordsFor(f.rows))
+	if err := f.words.CopyToHost(res, host); err != nil {
+		return nil, err
+	}
+	f.host.Store(&host)
+	return host, nil
 }
 
 // Close frees the filter's device memory; it refuses while a search uses it.

@@ -301,6 +301,52 @@ func (idx *Index) exactVia(op string, res *safe.Resources, s *filterScratch, bf 
 	return kit.CopyBound(op, res, hn, t.Neighbors)
 }
 
+// hostNeighbors is s.hostA seen as n × k neighbors of the caller's dtype:
+// int64 when wide, else uint32 (CAGRA's two), with the address and dtype
+// hostOut binds.
+type hostNeighbors struct {
+	i64 []int64
+	u32 []uint32
+	p   unsafe.Pointer
+	dt  dlpack.DataType
+}
+
+func (s *filterScratch) neighbors(t *kit.SearchTensors) hostNeighbors {
+	n := t.N * t.K
+	if t.Neighbors.DlTensor.Dtype.Bits == 64 {
+		b := slice[int64](&s.hostA, n)
+		return hostNeighbors{i64: b, p: unsafe.Pointer(unsafe.SliceData(b)), dt: dlpack.Int64}
+	}
+	b := slice[uint32](&s.hostA, n)
+	return hostNeighbors{u32: b, p: unsafe.Pointer(unsafe.SliceData(b)), dt: dlpack.Uint32}
+}
+
+func (h *hostNeighbors) set(j, id int64) {
+	if h.i64 != nil {
+		h.i64[j] = id
+	} else {
+		h.u32[j] = uint32(id)
+	}
+}
+
+func (h *hostNeighbors) valid(j int64) bool {
+	if h.i64 != nil {
+		return Valid(h.i64[j])
+	}
+	return Valid(h.u32[j])
+}
+
+// has reports whether id is among slots lo to hi (cuVS's results may
+// repeat a row).
+func (h *hostNeighbors) has(lo, hi, id int64) bool {
+	for j := lo; j < hi; j++ {
+		if h.i64 != nil && h.i64[j] == id || h.u32 != nil && int64(h.u32[j]) == id {
+			return true
+		}
+	}
+	return false
+}
+
 // shortQueries reads a graph search's neighbors back into s.hostA
 // (waiting for the search) and lists in s.short the queries that came back
 // with fewer than need valid rows; it returns how many.
@@ -309,19 +355,8 @@ func (idx *Index) shortQueries(op string, res *safe.Resources, s *filterScratch,
 	defer call.End()
 	n, k := t.N, t.K
 	s.shape = [2]int64{n, k}
-	wide := t.Neighbors.DlTensor.Dtype.Bits == 64
-	var p unsafe.Pointer
-	var ids32 []uint32
-	var ids64 []int64
-	dt := dlpack.Uint32
-	if wide {
-		ids64 = slice[int64](&s.hostA, n*k)
-		p, dt = unsafe.Pointer(unsafe.SliceData(ids64)), dlpack.Int64
-	} else {
-		ids32 = slice[uint32](&s.hostA, n*k)
-		p = unsafe.Pointer(unsafe.SliceData(ids32))
-	}
-	hn, err := hostOut(call, p, &s.shape, dt)
+	ids := s.neighbors(t)
+	hn, err := hostOut(call, ids.p, &s.shape, ids.dt)
 	if err != nil {
 		return 0, err
 	}
@@ -333,7 +368,7 @@ func (idx *Index) shortQueries(op string, res *safe.Resources, s *filterScratch,
 	for q := int64(0); q < n; q++ {
 		valid := int64(0)
 		for j := q * k; j < (q+1)*k; j++ {
-			if wide && Valid(ids64[j]) || !wide && Valid(ids32[j]) {
+			if ids.valid(j) {
 				valid++
 			}
 		}
@@ -476,27 +511,14 @@ func (idx *Index) secondPass(op string, res *safe.Resources, s *filterScratch, b
 	if err := kit.CopyBound(op, res, t.Distances, ho); err != nil {
 		return err
 	}
-	wide := t.Neighbors.DlTensor.Dtype.Bits == 64
-	var ids32 []uint32
-	var ids64 []int64
-	np, ndt := s.hostA.p, dlpack.Uint32
-	if wide {
-		ids64, ndt = slice[int64](&s.hostA, n*k), dlpack.Int64
-	} else {
-		ids32 = slice[uint32](&s.hostA, n*k)
-	}
+	out := s.neighbors(t)
 	for j, q := range short {
 		copy(outD[q*k:(q+1)*k], dists[int64(j)*k:(int64(j)+1)*k])
 		for c := int64(0); c < k; c++ {
-			id := ids[int64(j)*k+c]
-			if wide {
-				ids64[q*k+c] = id
-			} else {
-				ids32[q*k+c] = uint32(id)
-			}
+			out.set(q*k+c, ids[int64(j)*k+c])
 		}
 	}
-	hn, err := hostOut(call, np, &s.shape, ndt)
+	hn, err := hostOut(call, out.p, &s.shape, out.dt)
 	if err != nil {
 		return err
 	}
@@ -620,18 +642,7 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 		return 0, err
 	}
 	s.shape = [2]int64{n, k}
-	wide := t.Neighbors.DlTensor.Dtype.Bits == 64
-	var ids32 []uint32
-	var ids64 []int64
-	var np unsafe.Pointer
-	ndt := dlpack.Uint32
-	if wide {
-		ids64 = slice[int64](&s.hostA, n*k)
-		np, ndt = unsafe.Pointer(unsafe.SliceData(ids64)), dlpack.Int64
-	} else {
-		ids32 = slice[uint32](&s.hostA, n*k)
-		np = unsafe.Pointer(unsafe.SliceData(ids32))
-	}
+	out := s.neighbors(t)
 	outD := slice[float32](&s.outD, n*k)
 	short := slice[int64](&s.short, n)
 	want := min(k, allowed)
@@ -640,17 +651,11 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 		got := int64(0)
 		for j := q * kc; j < (q+1)*kc && got < k; j++ {
 			id, d := ci[j], cd[j]
-			if id < 0 || id >= rows || words[id>>5]>>(uint64(id)&31)&1 == 0 || !(d < SentinelDistance) {
+			if id < 0 || id >= rows || words[id>>5]>>(uint64(id)&31)&1 == 0 || !(d < SentinelDistance) ||
+				out.has(q*k, q*k+got, id) {
 				continue
 			}
-			if wide && postSeen(ids64[q*k:q*k+got], id) || !wide && postSeen(ids32[q*k:q*k+got], uint32(id)) {
-				continue
-			}
-			if wide {
-				ids64[q*k+got] = id
-			} else {
-				ids32[q*k+got] = uint32(id)
-			}
+			out.set(q*k+got, id)
 			outD[q*k+got] = d
 			got++
 		}
@@ -659,15 +664,11 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 			m++
 		}
 		for ; got < k; got++ {
-			if wide {
-				ids64[q*k+got] = int64(SentinelID)
-			} else {
-				ids32[q*k+got] = SentinelID
-			}
+			out.set(q*k+got, int64(SentinelID))
 			outD[q*k+got] = SentinelDistance
 		}
 	}
-	hn, err := hostOut(call, np, &s.shape, ndt)
+	hn, err := hostOut(call, out.p, &s.shape, out.dt)
 	if err != nil {
 		return 0, err
 	}
@@ -679,15 +680,4 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 		return 0, err
 	}
 	return m, kit.CopyBound(op, res, ho, t.Distances)
-}
-
-// postSeen reports whether id is among a query's neighbors taken so far
-// (cuVS's results may repeat a row).
-func postSeen[T uint32 | int64](before []T, id T) bool {
-	for _, v := range before {
-		if v == id {
-			return true
-		}
-	}
-	return false
 }

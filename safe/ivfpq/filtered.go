@@ -73,7 +73,7 @@ type Filtered struct {
 	sp      SearchParams
 	cp, all *generated.CuvsIvfPqSearchParams // Go memory without pointers, read by C
 	filter  *safe.Filter
-	words   []uint32 // the bitset, copied once to Go memory
+	words   []uint32 // the bitset's host copy, kept with the filter (read-only)
 	rows    int64
 	allowed int64
 	maxN, k int64
@@ -126,10 +126,11 @@ type Filtered struct {
 //   - otherwise the over-fetch path: cuvsIvfPqSearch for k' = 2k/f
 //     candidates (f: the fraction allowed; at most MaxOverFetch) probing
 //     the lists package ivfflat's FilterAuto would (NProbes × f^(-1/2), at
-//     least 4k × lists / allowed); the candidates' ids (and distances) are
+//     least 8k × lists / allowed); the candidates' ids (and distances) are
 //     copied to pinned host memory and the disallowed ones dropped there,
-//     on the host, against a copy of the bitset taken here (the C API has
-//     no device function that could do it: no gather, no mask); with a
+//     on the host, against the bitset's host copy (taken once and kept
+//     with the filter; the C API has no device function that could do it:
+//     no gather, no mask); with a
 //     dataset, the survivors (at most 256 per query) go back to the device
 //     and cuvsRefine ranks them exactly (refine reads every candidate id as
 //     a dataset row, so a query's short candidate list is padded with its
@@ -213,8 +214,7 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 	if f.fl, err = kit.BindFilter(filter, op, f.call, rows, f.maxN, safe.Bitset); err != nil {
 		return nil, err
 	}
-	f.words = make([]uint32, kit.Words(rows))
-	if err := filter.WordsToHost(res, f.words); err != nil {
+	if f.words, err = kit.FilterHostWords(filter, op, res); err != nil {
 		return nil, err
 	}
 	path := ivffilter.Auto
