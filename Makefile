@@ -9,7 +9,7 @@ CUVS_INCLUDE_DIR ?=
 DLPACK_INCLUDE_DIR ?=
 export CUVS_INCLUDE_DIR DLPACK_INCLUDE_DIR
 
-.PHONY: stress all generate check-generated coverage test test-race test-cgocheck test-conformance double lint fmt bench gpu-interop gpu-test gpu-test-double fuzz clean
+.PHONY: stress all generate check-generated coverage test test-race test-cgocheck test-conformance double lint fmt bench gpu-interop gpu-test gpu-test-pack gpu-test-double fuzz clean
 
 all: generate test
 
@@ -66,6 +66,10 @@ test-conformance: double
 ## gpu-test: build, here, test binaries (race and cgocheck2) of those packages, the programs their tests run (bin/: dtype probe, cbench, the README's program) and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go (nor this repository): build/gpu-test/run.sh /path/to/libcuvs_c.so
 gpu-test:
 	sh internal/gputest/build.sh build/gpu-test $(CONFORMANCE_PKGS)
+
+## gpu-test-pack: the gpu-test bundle (cgocheck2 variant, stripped; GPU_TEST_VARIANTS picks) packed into build/gpu-test.tar.xz, at most 40 MiB, to carry to the GPU machine beside a libcuvs_c build; there, internal/gputest/real.sh build/gpu-test.tar.xz RELEASE_DIR... runs it against each (see internal/gputest/real.sh)
+gpu-test-pack:
+	sh internal/gputest/pack.sh build/gpu-test.tar.xz $(CONFORMANCE_PKGS)
 
 ## gpu-test-double: the whole gpu-test bundle, copied out of the repository (as to a GPU machine) and run there against the double; a wrong library path refused. On failure its logs land in build/gpu-test-logs
 gpu-test-double: double gpu-test

@@ -20,6 +20,7 @@ func init() {
 	base.BindFilter = func(f any, op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error) {
 		return f.(*Filter).bind(op, c, rows, nQueries)
 	}
+	base.Retain = func(res any, op string) (func(), error) { return res.(*Resources).retain(op) }
 	base.FilterHostWords = func(f any, op string, res any) ([]uint32, error) {
 		return f.(*Filter).hostWords(op, res.(*Resources))
 	}

@@ -51,6 +51,8 @@ type Resources struct {
 	h      generated.CuvsResources_t
 	stream uintptr // the stream NewResources made, 0 when on the legacy stream
 	closed bool
+	deps   int  // C objects made with r not yet destroyed (retain): Close leaves r to the last
+	parked bool // Close came while deps > 0: the last release destroys r
 	clean  runtime.Cleanup
 	dev    int32        // OnDevice's device, or unbound
 	prev   int32        // between Lock and Unlock of a bound handle: the device to restore
@@ -223,6 +225,16 @@ func destroyResources(h resHandle) {
 
 // Close destroys the handle. Closing twice is harmless. It waits for a call
 // in progress on r to finish.
+//
+// C objects made with r keep it: an index built, extended or deserialized
+// on r (and the exact-path and filter state made on it) holds memory that
+// cuVS frees, when the index is destroyed, on r's stream and through r's
+// memory resources, and on the real library destroying an index after its
+// Resources crashed the process (SIGSEGV in cuvsCagraIndexDestroy and
+// cuvsBruteForceIndexDestroy). So while such an object lives, Close only
+// closes r: every later call given r refuses with ErrClosed, and the
+// handle and its stream are destroyed when the last of them is. Close the
+// indexes to free them all; the order of the Close calls does not matter.
 func (r *Resources) Close() error {
 	if r == nil {
 		return nil
@@ -233,12 +245,44 @@ func (r *Resources) Close() error {
 		return nil
 	}
 	r.closed = true
+	if r.deps > 0 {
+		r.parked = true
+		return nil
+	}
+	return r.destroy()
+}
+
+// destroy frees the handle and its stream; r.mu is held.
+func (r *Resources) destroy() error {
 	r.clean.Stop()
 	liveResources.Dec()
 	if err := destroyOn(resHandle{r.h, r.stream, r.dev}); err != nil {
 		return cudaOrCuvs("safe.Resources.Close", err)
 	}
 	return nil
+}
+
+// retain keeps r's handle and stream alive until release is called (once;
+// later calls do nothing), even if r is closed before: see Close. It
+// refuses a nil, zero or closed r as lock does.
+func (r *Resources) retain(op string) (release func(), err error) {
+	if _, err := r.lock(op); err != nil {
+		return nil, err
+	}
+	r.deps++
+	r.unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.deps--
+			if r.deps == 0 && r.parked {
+				r.parked = false
+				_ = r.destroy()
+			}
+		})
+	}, nil
 }
 
 // Lock takes r for one C call and returns its handle; Unlock gives it back.

@@ -76,7 +76,15 @@ func TestServe(t *testing.T) {
 				c.goroutines, c.batch = []int{3}, 4
 			}
 			var out bytes.Buffer
-			if err := run(c, &out); err != nil {
+			err := run(c, &out)
+			if persistent && safe.Release() == "26.08" {
+				// refused there: it stalled and crashed on the real library
+				if err == nil || !strings.Contains(err.Error(), cagra.PersistentRefused2608) {
+					t.Fatalf("a persistent search on 26.08: %v, want the refusal", err)
+				}
+				return
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("\n%s", out.String())

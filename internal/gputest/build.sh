@@ -47,6 +47,10 @@ out=${1:-build/gpu-test}
 pkgs=${GPU_TEST_PKGS:-./safe ./safe/bruteforce ./safe/cagra ./examples/serving}
 [ $# -gt 0 ] && pkgs="$*"
 variants=${GPU_TEST_VARIANTS:-race cgocheck2}
+# Symbol table and DWARF left out by default (stack traces keep their file
+# and line: those come from pclntab): the binaries are what travels to the
+# GPU machine, and -s -w halves them. GPU_TEST_LDFLAGS= keeps them whole.
+ldflags=${GPU_TEST_LDFLAGS--s -w}
 cd "$root"
 module=$(go list -m)
 rm -rf "$out"
@@ -68,8 +72,8 @@ for pkg in $pkgs; do
 	fi
 	for v in $variants; do
 		case $v in
-		race) go test -c -race -o "$out/$dir/race.test" "$pkg" ;;
-		cgocheck2) GOEXPERIMENT=cgocheck2 go test -c -o "$out/$dir/cgocheck2.test" "$pkg" ;;
+		race) go test -c -race -ldflags="$ldflags" -o "$out/$dir/race.test" "$pkg" ;;
+		cgocheck2) GOEXPERIMENT=cgocheck2 go test -c -ldflags="$ldflags" -o "$out/$dir/cgocheck2.test" "$pkg" ;;
 		*)
 			echo "build.sh: unknown variant $v (race, cgocheck2)" >&2
 			exit 2

@@ -130,7 +130,7 @@ func TestLacksDtype(t *testing.T) {
 		"  LACKS int8: example.com/safe_cagra (race): TestDtypes\n",
 		"  LACKS int8: example.com/safe_cagra (cgocheck2): TestDtypes\n",
 		"  SKIP example.com/safe_cagra TestNeedsDouble: needs the ABI test double (internal/cuvsdouble) for fault injection\n",
-		"PASS: every test passed or skipped, but for 2 that failed only because the library lacks a type: int8\n")
+		"PASS: every test passed or skipped, but for 2 that failed only because the library lacks it: int8\n")
 	if strings.Contains(out, "  FAIL ") {
 		t.Errorf("a failure listed:\n%s", out)
 	}
@@ -148,6 +148,26 @@ func TestLacksDtype(t *testing.T) {
 			t.Errorf("a binary ran as %q", line)
 		}
 	}
+}
+
+// A failure whose text says the build left the code out (the trimmed test
+// builds of ../shared/cuvs: "not compiled in this float32-only cuVS
+// build") is the library's lack, whatever the probe found; beside it a
+// real failure still fails the run.
+func TestLacksNotCompiled(t *testing.T) {
+	trimmed := "=== RUN   TestFit\n    pca_test.go:9: pca.Fit: cuvsPcaFit: not compiled in this float32-only cuVS build: cuvs::preprocessing::pca::fit(...)\n--- FAIL: TestFit (0.00s)\n"
+	out, rc := runBundle(t, bundle(t, probeAllOK, binary{"safe_pca", "cgocheck2", passAndSkip + trimmed, 1}))
+	if rc != 0 {
+		t.Errorf("exit status %d, want 0:\n%s", rc, out)
+	}
+	contains(t, out, "  LACKS not-compiled-in-this-build: example.com/safe_pca (cgocheck2): TestFit\n",
+		"but for 1 that failed only because the library lacks it: not-compiled-in-this-build\n")
+	real := "=== RUN   TestOther\n    pca_test.go:20: wrong answer\n--- FAIL: TestOther (0.00s)\n"
+	out, rc = runBundle(t, bundle(t, probeAllOK, binary{"safe_pca", "cgocheck2", trimmed + real, 1}))
+	if rc != 1 {
+		t.Errorf("exit status %d, want 1:\n%s", rc, out)
+	}
+	contains(t, out, "  FAIL example.com/safe_pca (cgocheck2): TestOther\n")
 }
 
 // TestProgramsInBin: run.sh points the tests at the programs in bin/.
@@ -168,7 +188,7 @@ func TestProgramsInBin(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := strings.Fields(string(env))
-	if len(f) != 8 || f[2] != filepath.Join(dir, "bin", "cbench") || f[3] != filepath.Join(dir, "bin", "readme-program") || f[5] != "-test.count=1" || f[6] != "-test.run" || f[7] != "OK" {
+	if len(f) != 9 || f[2] != filepath.Join(dir, "bin", "cbench") || f[3] != filepath.Join(dir, "bin", "readme-program") || f[5] != "-test.count=1" || f[6] != "-test.timeout=10m" || f[7] != "-test.run" || f[8] != "OK" {
 		t.Errorf("the binary ran as %q", env)
 	}
 }

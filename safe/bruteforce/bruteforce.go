@@ -68,13 +68,16 @@ type Index struct {
 	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
-func newIndex(op string) (*Index, error) {
+func newIndex(op string, res *safe.Resources) (*Index, error) {
 	var h generated.CuvsBruteForceIndex_t
 	if err := generated.CuvsBruteForceIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "bruteforce.Index(%p)", liveIndexes, func() error { return generated.CuvsBruteForceIndexDestroy(h) })
+	// The build, deserialization or merge that follows runs on res and
+	// refuses it as Keep would: Keep's error is theirs.
+	_ = idx.life.Keep(res, op)
 	return idx, nil
 }
 
@@ -111,7 +114,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 	if host && !dv.Layout().IsRowMajor() {
 		return nil, kit.Argf(op, "dataset", "layout %s: a dataset in host memory must be row-major", dv.Layout())
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +289,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err := kit.CheckItems(op, path, true, nil); err != nil {
 		return nil, err
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}

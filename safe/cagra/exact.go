@@ -108,6 +108,11 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 	if idx.exact.e != nil {
 		return idx.exact.e.bf, nil
 	}
+	// bf's norms are allocated on res's stream and freed there when the
+	// index is closed: res must outlive it (safe.Resources.Close).
+	if err := idx.life.Keep(res, op); err != nil {
+		return nil, err
+	}
 	e := &exactState{mt: cDLManaged()}
 	ok := false
 	defer func() {

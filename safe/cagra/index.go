@@ -63,7 +63,7 @@ func (s *exactSlot) release() {
 	s.e = nil
 }
 
-func newIndex(op string) (*Index, error) {
+func newIndex(op string, res *safe.Resources) (*Index, error) {
 	var h generated.CuvsCagraIndex_t
 	if err := generated.CuvsCagraIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
@@ -71,6 +71,9 @@ func newIndex(op string) (*Index, error) {
 	ds := &dsSlot{}
 	idx := &Index{h: h, exact: &exactSlot{}, scratch: &scratchSlot{s: new(filterScratch)}, ds: ds}
 	kit.Start(&idx.life, idx, "cagra.Index(%p)", liveIndexes, func() error { return generated.CuvsCagraIndexDestroy(h) })
+	// The build, deserialization or merge that follows runs on res and
+	// refuses it as Keep would: Keep's error is theirs.
+	_ = idx.life.Keep(res, op)
 	idx.life.OnRelease(idx.exact.release)
 	idx.life.OnRelease(idx.scratch.release)
 	idx.life.Own(func() error { ds.release(); return nil })
@@ -211,7 +214,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err != nil {
 		return nil, err
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +302,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 	if !metric.Valid() {
 		return nil, kit.Argf(op, "metric", "%d is not a metric", metric)
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -430,6 +433,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 	}
 	added := av.Dim(0)
 	return idx.life.Exclusive(op, func() error {
+		if err := idx.life.Keep(res, op); err != nil {
+			return err
+		}
 		// The exact path's brute-force index reads the old dataset.
 		idx.exact.release()
 		var cp generated.CuvsCagraExtendParams_t
@@ -642,7 +648,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err := kit.CheckItems(op, path, true, nil); err != nil {
 		return nil, err
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -743,7 +749,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 	if err != nil {
 		return nil, err
 	}
-	out, err := newIndex(op)
+	out, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}

@@ -379,6 +379,9 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 		return kit.Argf(op, "dataset", "%d rows, the index's graph has %d", dv.Dim(0), rows)
 	}
 	return idx.life.Exclusive(op, func() error {
+		if err := idx.life.Keep(res, op); err != nil {
+			return err
+		}
 		idx.exact.release() // it reads the old rows
 		v, own := &dv, (func() error)(nil)
 		if !deviceMemory(dv.Device().Type) {

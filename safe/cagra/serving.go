@@ -86,6 +86,15 @@ func closeInto(err *error, c interface{ Close() error }) {
 	}
 }
 
+// PersistentRefused2608 is why Search refuses Persistent on cuVS 26.08
+// (an *safe.ArgError naming params.Persistent): on the real library (26.08.01,
+// H200) examples/serving with the persistent kernel, 3 goroutines of batch
+// 4, completed one search per 2 s (the kernel's 2 s lifetime: each caller
+// waited it out) and the process then died with SIGSEGV. 26.08 launches
+// that kernel through its JIT launcher (search_single_cta_kernel_launcher_jit.cuh),
+// 26.06 through a compiled one, which ran.
+const PersistentRefused2608 = "the persistent kernel is refused on cuVS 26.08: on the real library it served one search per 2 s (its lifetime) and the process then crashed (SIGSEGV); leave Persistent off on 26.08 (the default kernel with the memory pool) or use cuVS 26.06"
+
 // WithPersistentKernel returns p set for CAGRA's persistent search kernel:
 // Persistent on, Algo SingleCTA (the only kernel that has a persistent
 // form), and, where not zero, PersistentLifetime (seconds the kernel keeps
@@ -110,6 +119,8 @@ func closeInto(err *error, c interface{ Close() error }) {
 // in Go alike: with 8 threads, 8 searches completed in 3 s, each taking
 // ~3 s; maximum latencies were 2–6 s at 1 and at 32 threads. Until that is
 // understood, prefer the default kernel with the memory pool.
+//
+// On cuVS 26.08 Search refuses a persistent search: see PersistentRefused2608.
 func (p SearchParams) WithPersistentKernel(lifetimeSeconds, deviceUsage float32) SearchParams {
 	p.Persistent = true
 	p.Algo = SingleCTA

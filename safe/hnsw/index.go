@@ -69,13 +69,16 @@ type Index struct {
 	life     kit.Life
 }
 
-func newIndex(op string) (*Index, error) {
+func newIndex(op string, res *safe.Resources) (*Index, error) {
 	var h generated.CuvsHnswIndex_t
 	if err := generated.CuvsHnswIndexCreate(&h); err != nil {
 		return nil, wrap(op, err)
 	}
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "hnsw.Index(%p)", liveIndexes, func() error { return generated.CuvsHnswIndexDestroy(h) })
+	// The build, deserialization or merge that follows runs on res and
+	// refuses it as Keep would: Keep's error is theirs.
+	_ = idx.life.Keep(res, op)
 	return idx, nil
 }
 
@@ -139,7 +142,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		defer cFree(unsafe.Pointer(cs))
 		ap.BuildDir = cs // cuVS copies it into a std::string
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +252,7 @@ func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dl
 			return kit.Argf(op, "cagraIdx", "an empty index")
 		}
 		var err error
-		if idx, err = newIndex(op); err != nil {
+		if idx, err = newIndex(op, res); err != nil {
 			return err
 		}
 		cp := p.cValue()
@@ -365,6 +368,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 	}
 	cp := generated.CuvsHnswExtendParams{NumThreads: pd.NumThreads}
 	return idx.life.Exclusive(op, func() error {
+		if err := idx.life.Keep(res, op); err != nil {
+			return err
+		}
 		err := kit.CallWith(op, res, []*dlpack.View{&vv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			return generated.CuvsHnswExtend(h, &cp, t[0], idx.h)
 		})
@@ -495,7 +501,7 @@ func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataTyp
 	if ferr == nil && p.Hierarchy != HierarchyNone && info.count > 0 && info.entryLevel < info.maxLevel {
 		return nil, kit.Corrupt(op, fmt.Errorf("a base-layer-only file (its entry point has no level %d): deserialize it with HierarchyNone", info.maxLevel))
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}

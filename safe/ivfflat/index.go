@@ -52,13 +52,16 @@ type Index struct {
 	hosts  ivffilter.Pool  // pinned buffers of filtered searches' second passes
 }
 
-func newIndex(op string) (*Index, error) {
+func newIndex(op string, res *safe.Resources) (*Index, error) {
 	var h generated.CuvsIvfFlatIndex_t
 	if err := generated.CuvsIvfFlatIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "ivfflat.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfFlatIndexDestroy(h) })
+	// The build, deserialization or merge that follows runs on res and
+	// refuses it as Keep would: Keep's error is theirs.
+	_ = idx.life.Keep(res, op)
 	return idx, nil
 }
 
@@ -118,7 +121,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		defer free()
 		dv = uv
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +224,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		}
 	}
 	return idx.life.Exclusive(op, func() error {
+		if err := idx.life.Keep(res, op); err != nil {
+			return err
+		}
 		if ids == nil {
 			seq := make([]int64, n)
 			base := idx.rows.Load()
@@ -415,7 +421,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err := kit.CheckItems(op, path, true, nil); err != nil {
 		return nil, err
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}

@@ -73,6 +73,7 @@ type Filtered struct {
 	sp      SearchParams
 	cp, all *generated.CuvsIvfPqSearchParams // Go memory without pointers, read by C
 	filter  *safe.Filter
+	unkeep  func() // ends the retention of the Resources bf was built on
 	words   []uint32 // the bitset's host copy, kept with the filter (read-only)
 	rows    int64
 	allowed int64
@@ -349,6 +350,12 @@ func (f *Filtered) alloc(op string, res *safe.Resources) error {
 
 // buildExact makes the brute-force index over the dataset.
 func (f *Filtered) buildExact(op string, res *safe.Resources) error {
+	// bf's memory is freed on res's stream: res must outlive it.
+	unkeep, err := kit.Retain(res, op)
+	if err != nil {
+		return err
+	}
+	f.unkeep = unkeep
 	var bf generated.CuvsBruteForceIndex_t
 	if err := generated.CuvsBruteForceIndexCreate(&bf); err != nil {
 		return kit.Wrap(op, err)
@@ -410,6 +417,10 @@ func (f *Filtered) release() error {
 	if f.bf != nil {
 		first = generated.CuvsBruteForceIndexDestroy(f.bf)
 		f.bf = nil
+	}
+	if f.unkeep != nil {
+		f.unkeep()
+		f.unkeep = nil
 	}
 	for _, c := range f.closers {
 		if err := c.Close(); err != nil && first == nil {

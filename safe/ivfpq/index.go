@@ -56,13 +56,16 @@ type Index struct {
 	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
-func newIndex(op string) (*Index, error) {
+func newIndex(op string, res *safe.Resources) (*Index, error) {
 	var h generated.CuvsIvfPqIndex_t
 	if err := generated.CuvsIvfPqIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "ivfpq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfPqIndexDestroy(h) })
+	// The build, deserialization or merge that follows runs on res and
+	// refuses it as Keep would: Keep's error is theirs.
+	_ = idx.life.Keep(res, op)
 	return idx, nil
 }
 
@@ -161,7 +164,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	defer generated.CuvsIvfPqIndexParamsDestroy(cp)
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +259,7 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		return nil, err
 	}
 	defer generated.CuvsIvfPqIndexParamsDestroy(cp)
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -430,6 +433,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 		}
 	}
 	return idx.life.Exclusive(op, func() error {
+		if err := idx.life.Keep(res, op); err != nil {
+			return err
+		}
 		iv := iv
 		if ids == nil {
 			gen := make([]int64, n)
@@ -759,7 +765,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	if err := kit.CheckItems(op, path, false, new(pqLayout).visit); err != nil {
 		return nil, err
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ type Index struct {
 // what cuvsNNDescentBuild writes first, and cuvsNNDescentIndexDestroy
 // frees only a handle of that dtype (a fresh handle's is zero, so one whose
 // build never began would fail to be destroyed and leak).
-func newIndex(op string) (*Index, error) {
+func newIndex(op string, res *safe.Resources) (*Index, error) {
 	var h generated.CuvsNNDescentIndex_t
 	if err := generated.CuvsNNDescentIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
@@ -45,6 +45,9 @@ func newIndex(op string) (*Index, error) {
 	h.Dtype = generated.DLDataType{Code: uint8(generated.DLDataTypeCode_kDLUInt), Bits: 32, Lanes: 1}
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "nndescent.Index(%p)", liveIndexes, func() error { return generated.CuvsNNDescentIndexDestroy(h) })
+	// The build, deserialization or merge that follows runs on res and
+	// refuses it as Keep would: Keep's error is theirs.
+	_ = idx.life.Keep(res, op)
 	return idx, nil
 }
 
@@ -81,7 +84,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err != nil {
 		return nil, err
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +134,7 @@ func BuildInto(res *safe.Resources, dataset dlpack.Tensor, graph dlpack.TensorMu
 	if gm.Dim(0) != dv.Dim(0) || gm.Dim(1) != int64(p.GraphDegree) {
 		return kit.Argf(op, "graph", "shape %v, want [%d %d] (rows × params.GraphDegree)", gm.Shape(), dv.Dim(0), p.GraphDegree)
 	}
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return err
 	}

@@ -130,6 +130,7 @@ func TrainBinary(res *safe.Resources, dataset dlpack.Tensor, params *BinaryParam
 	}
 	q := &Binary{h: h, dtype: dv.DType(), dim: dv.Dim(1), threshold: p.Threshold}
 	kit.Start(&q.life, q, "quantize.Binary(%p)", liveBinary, func() error { return generated.CuvsBinaryQuantizerDestroy(h) })
+	_ = q.life.Keep(res, op) // the build that follows refuses res as Keep would
 	cp := generated.CuvsBinaryQuantizerParams{Threshold: generated.CuvsBinaryQuantizerThreshold(p.Threshold), SamplingRatio: p.SamplingRatio}
 	if err := call(op, res, []*dlpack.View{&dv}, nil, func(r generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
 		return generated.CuvsBinaryQuantizerTrain(r, &cp, in[0], h)

@@ -176,6 +176,7 @@ func BuildPQ(res *safe.Resources, dataset dlpack.Tensor, params *PQParams) (*PQ,
 	}
 	q := &PQ{h: h, params: p, dim: dv.Dim(1)}
 	kit.Start(&q.life, q, "quantize.PQ(%p)", livePQ, func() error { return generated.CuvsProductQuantizerDestroy(h) })
+	_ = q.life.Keep(res, op) // the build that follows refuses res as Keep would
 	cp := generated.CuvsProductQuantizerParams{
 		PqBits: pp.PQBits, PqDim: pp.PQDim, UseSubspaces: pp.UseSubspaces, UseVq: pp.UseVQ,
 		VqNCenters: pp.VQNCenters, KmeansNIters: pp.KMeansNIters, PqKmeansType: generated.CuvsKMeansType(pp.KMeansType),

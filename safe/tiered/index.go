@@ -43,13 +43,16 @@ type Index struct {
 	life kit.Life
 }
 
-func newIndex(op string) (*Index, error) {
+func newIndex(op string, res *safe.Resources) (*Index, error) {
 	var h generated.CuvsTieredIndex_t
 	if err := generated.CuvsTieredIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "tiered.Index(%p)", liveIndexes, func() error { return generated.CuvsTieredIndexDestroy(h) })
+	// The build, deserialization or merge that follows runs on res and
+	// refuses it as Keep would: Keep's error is theirs.
+	_ = idx.life.Keep(res, op)
 	return idx, nil
 }
 
@@ -87,7 +90,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	defer cp.free()
-	idx, err := newIndex(op)
+	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +188,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 		return kit.Argf(op, "vectors", "no rows")
 	}
 	return idx.life.Exclusive(op, func() error {
+		if err := idx.life.Keep(res, op); err != nil {
+			return err
+		}
 		rows, ann := idx.rows.Load()+n, idx.annRows.Load()
 		rebuild := idx.p.CreateANNIndexOnExtend && rows-ann > idx.p.MinANNRows
 		if rebuild {
@@ -284,7 +290,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index,
 		return nil, err
 	}
 	defer cp.free()
-	out, err := newIndex(op)
+	out, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
 	}

@@ -80,6 +80,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "vamana.Index(%p)", liveIndexes, func() error { return generated.CuvsVamanaIndexDestroy(h) })
+	_ = idx.life.Keep(res, op) // the build that follows refuses res as Keep would
 	if keepsReference(&dv) {
 		r, err := dv.Retain(idx.life.Label())
 		if err != nil {

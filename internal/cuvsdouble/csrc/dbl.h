@@ -614,6 +614,7 @@ typedef struct dbl_res {
   int device_id;
   cudaStream_t stream;
   atomic_int busy;
+  uint64_t reg_id; /* the registry's id of this handle (dbl_reg_id_live) */
   /* multi-GPU resources (dbl_mg.c): the ranks' devices */
   int n_ranks;
   int rank_device[64];

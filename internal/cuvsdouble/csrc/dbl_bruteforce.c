@@ -95,6 +95,7 @@ DBL_API cuvsError_t cuvsBruteForceIndexCreate(cuvsBruteForceIndex_t* index)
   cuvsBruteForceIndex* h = calloc(1, sizeof(cuvsBruteForceIndex));
   if (!h) return dbl_plain_fail("std::bad_alloc");
   dbl_reg_add(h, K_BF_INDEX, sizeof *h);
+  dbl_res_owner_reset(h);
   *index = h;
   return dbl_ok();
 }
@@ -107,6 +108,7 @@ DBL_API cuvsError_t cuvsBruteForceIndexDestroy(cuvsBruteForceIndex_t index)
                   (void*)index);
     return RAFT_FAIL("cuvsdouble: invalid cuvsBruteForceIndex_t %p", (void*)index);
   }
+  dbl_res_owner_destroy(index, "cuvsBruteForceIndexDestroy");
   bf_impl* impl = (bf_impl*)index->addr;
   if (impl) {
     if (dbl_reg_remove(impl, K_BF_IMPL, NULL, NULL) == 0) {
@@ -174,6 +176,7 @@ DBL_API cuvsError_t cuvsBruteForceBuild(cuvsResources_t res, DLManagedTensor* da
   DBL_ENTER(cuvsBruteForceBuild);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
+  dbl_res_used_by(r, index);
   cuvsError_t st = bf_build(dataset, metric, metric_arg, index);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
@@ -617,6 +620,7 @@ DBL_API cuvsError_t cuvsBruteForceDeserialize(cuvsResources_t res, const char* f
   DBL_ENTER(cuvsBruteForceDeserialize);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
+  dbl_res_used_by(r, index);
   cuvsError_t st = bf_deserialize(filename, index);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;

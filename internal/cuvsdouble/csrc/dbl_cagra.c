@@ -263,6 +263,7 @@ DBL_API cuvsError_t cuvsCagraIndexCreate(cuvsCagraIndex_t* index)
   cuvsCagraIndex* h = calloc(1, sizeof(cuvsCagraIndex));
   if (!h) return dbl_plain_fail("std::bad_alloc");
   dbl_reg_add(h, K_CAGRA_INDEX, sizeof *h);
+  dbl_res_owner_reset(h);
   *index = h;
   return dbl_ok();
 }
@@ -274,6 +275,7 @@ DBL_API cuvsError_t cuvsCagraIndexDestroy(cuvsCagraIndex_t index)
     dbl_violation("destroying an invalid or already destroyed cuvsCagraIndex_t %p", (void*)index);
     return RAFT_FAIL("cuvsdouble: invalid cuvsCagraIndex_t %p", (void*)index);
   }
+  dbl_res_owner_destroy(index, "cuvsCagraIndexDestroy");
   cg_impl* impl = (cg_impl*)index->addr;
   if (impl) {
     if (dbl_reg_remove(impl, K_CAGRA_IMPL, NULL, NULL) == 0) {
@@ -658,6 +660,7 @@ DBL_API cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t p
   }
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
+  dbl_res_used_by(r, index);
   cuvsError_t st = cg_build(params, dataset, index, NULL);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
@@ -990,6 +993,7 @@ DBL_API cuvsError_t cuvsCagraExtend(cuvsResources_t res, cuvsCagraExtendParams_t
   DBL_ENTER(cuvsCagraExtend);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
+  dbl_res_used_by(r, index);
   cuvsError_t st = cg_extend(params, additional_dataset, index);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
@@ -1243,6 +1247,7 @@ DBL_API cuvsError_t cuvsCagraDeserialize(cuvsResources_t res, const char* filena
   DBL_ENTER(cuvsCagraDeserialize);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
+  dbl_res_used_by(r, index);
   cuvsError_t st = cg_deserialize(filename, index);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
@@ -1350,6 +1355,7 @@ DBL_API cuvsError_t cuvsCagraIndexFromArgs(cuvsResources_t res, cuvsDistanceType
   DBL_ENTER(cuvsCagraIndexFromArgs);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
+  dbl_res_used_by(r, index);
   cuvsError_t st = cg_from_args(metric, graph, dataset, index);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;
@@ -1473,6 +1479,7 @@ DBL_API cuvsError_t cuvsCagraMerge(cuvsResources_t res, cuvsCagraIndexParams_t p
   DBL_ENTER(cuvsCagraMerge);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
+  dbl_res_used_by(r, output_index);
   cuvsError_t st = cg_merge(params, indices, num_indices, filter, output_index);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;

@@ -535,7 +535,7 @@ static cuvsError_t res_create(cuvsResources_t* res, int multi)
   int fixed = atomic_load(&g_device_id);
   r->device_id = fixed >= 0 ? fixed : tls_device;
   r->stream = DBL_STREAM_PER_THREAD;
-  dbl_reg_add(r, multi ? K_MGRES : K_RES, sizeof(dbl_res));
+  r->reg_id = dbl_reg_add(r, multi ? K_MGRES : K_RES, sizeof(dbl_res));
   *res = (cuvsResources_t)(uintptr_t)r;
   return dbl_ok();
 }
@@ -566,6 +566,62 @@ static cuvsError_t res_destroy(cuvsResources_t res, int multi)
   free(r);
   return dbl_ok();
 }
+
+/* Which index handles hold memory of which cuvsResources_t (dbl.h). */
+typedef struct {
+  const void* owner;
+  uint64_t res_id;
+} res_use;
+static res_use* g_uses;
+static size_t g_nuses, g_cap_uses;
+static pthread_mutex_t g_uses_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void dbl_res_used_by(dbl_res* r, const void* owner)
+{
+  if (!r || !owner) return;
+  pthread_mutex_lock(&g_uses_mu);
+  for (size_t i = 0; i < g_nuses; i++) {
+    if (g_uses[i].owner == owner && g_uses[i].res_id == r->reg_id) {
+      pthread_mutex_unlock(&g_uses_mu);
+      return;
+    }
+  }
+  if (g_nuses == g_cap_uses) {
+    size_t cap  = g_cap_uses ? 2 * g_cap_uses : 64;
+    res_use* nu = realloc(g_uses, cap * sizeof *nu);
+    if (!nu) {
+      pthread_mutex_unlock(&g_uses_mu);
+      return;
+    }
+    g_uses     = nu;
+    g_cap_uses = cap;
+  }
+  g_uses[g_nuses++] = (res_use){owner, r->reg_id};
+  pthread_mutex_unlock(&g_uses_mu);
+}
+
+static void owner_forget(const void* owner, const char* fn)
+{
+  pthread_mutex_lock(&g_uses_mu);
+  for (size_t i = 0; i < g_nuses;) {
+    if (g_uses[i].owner != owner) {
+      i++;
+      continue;
+    }
+    if (fn && !dbl_reg_id_live(g_uses[i].res_id)) {
+      dbl_violation("%s of an index whose memory was allocated on a cuvsResources_t destroyed "
+                    "before it (the real library frees it on that handle's stream and memory "
+                    "resource: SIGSEGV)",
+                    fn);
+    }
+    g_uses[i] = g_uses[--g_nuses];
+  }
+  pthread_mutex_unlock(&g_uses_mu);
+}
+
+void dbl_res_owner_destroy(const void* owner, const char* fn) { owner_forget(owner, fn); }
+
+void dbl_res_owner_reset(const void* owner) { owner_forget(owner, NULL); }
 
 DBL_API cuvsError_t cuvsResourcesCreate(cuvsResources_t* res)
 {

@@ -35,6 +35,11 @@ var (
 	// FilterHostWords returns a *safe.Filter's bitset words in host
 	// memory (read-only, copied once with the *safe.Resources given).
 	FilterHostWords func(f any, op string, res any) ([]uint32, error)
+	// Retain keeps a *safe.Resources from being destroyed (its C handle
+	// and its stream) until the returned release is called, Close
+	// notwithstanding: for C objects made with it, whose memory cuVS
+	// frees on that stream and through that handle's memory resources.
+	Retain func(res any, op string) (release func(), err error)
 )
 
 // location matches the source-location prefixes of cuVS's error texts:

@@ -58,6 +58,11 @@ func Lock(res *safe.Resources, op string) (generated.CuvsResources_t, error) {
 	return base.Lock(res, op)
 }
 
+// Retain keeps res alive, Close notwithstanding, until release is called:
+// for a C object made with res outside an index's Life (Life.Keep is the
+// index's form).
+func Retain(res *safe.Resources, op string) (release func(), err error) { return base.Retain(res, op) }
+
 // Unlock ends what Lock began.
 func Unlock(res *safe.Resources) { base.Unlock(res) }
 

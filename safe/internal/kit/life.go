@@ -9,6 +9,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/base"
 	"github.com/cuvs-go/cuvs/safe/internal/handle"
 )
 
@@ -45,6 +46,9 @@ type leftovers struct {
 	borrows  []*dlpack.Retention
 	releases []func()
 	owned    []func() error
+	keptMu   sync.Mutex        // kept, kept: Keep runs during searches (the exact path)
+	kept     []*safe.Resources // the Resources retained by Keep, each once
+	unkeep   []func()          // their releases, run last
 }
 
 // release frees the C handle, then ends the borrows; if freeing fails it
@@ -66,7 +70,18 @@ func (l *leftovers) release() error {
 		_ = f()
 	}
 	l.owned = nil
+	l.unkeepAll()
 	return nil
+}
+
+// unkeepAll ends the retentions of Keep.
+func (l *leftovers) unkeepAll() {
+	l.keptMu.Lock()
+	defer l.keptMu.Unlock()
+	for _, f := range l.unkeep {
+		f()
+	}
+	l.kept, l.unkeep = nil, nil
 }
 
 func cleanup(l *leftovers) { _ = l.release() }
@@ -103,6 +118,36 @@ func (l *Life) Own(free func() error) { l.left.owned = append(l.left.owned, free
 // to the index.
 func (l *Life) OnRelease(f func()) { l.left.releases = append(l.left.releases, f) }
 
+// Keep retains res until the index is freed: call it with every Resources
+// an operation that allocates into the index runs on (build, extend,
+// deserialize, merge, the exact path), before that operation. cuVS frees
+// the index's memory on the stream, and through the memory resources, of
+// the Resources it was allocated with, when the index is destroyed; a
+// Resources closed before then stays alive (closed to new calls) until
+// the last index keeping it is freed (see safe.Resources.Close). Keeping
+// one Resources twice keeps it once. It refuses a nil, zero or closed res
+// as kit.Lock does; a zero Life keeps nothing.
+func (l *Life) Keep(res *safe.Resources, op string) error {
+	if !l.started {
+		return nil
+	}
+	left := l.left
+	left.keptMu.Lock()
+	defer left.keptMu.Unlock()
+	for _, r := range left.kept {
+		if r == res {
+			return nil
+		}
+	}
+	release, err := base.Retain(res, op)
+	if err != nil {
+		return err
+	}
+	left.kept = append(left.kept, res)
+	left.unkeep = append(left.unkeep, release)
+	return nil
+}
+
 // Fail frees a half-made index (Start done, the index never handed out).
 func (l *Life) Fail() {
 	l.clean.Stop()
@@ -117,6 +162,7 @@ func (l *Life) Fail() {
 		for _, f := range l.left.owned {
 			_ = f()
 		}
+		l.left.unkeepAll()
 		l.left.counter.Dec()
 	}
 }
