@@ -73,7 +73,7 @@ type Filtered struct {
 	sp      SearchParams
 	cp, all *generated.CuvsIvfPqSearchParams // Go memory without pointers, read by C
 	filter  *safe.Filter
-	unkeep  func() // ends the retention of the Resources bf was built on
+	unkeep  func()   // ends the retention of the Resources bf was built on
 	words   []uint32 // the bitset's host copy, kept with the filter (read-only)
 	rows    int64
 	allowed int64
