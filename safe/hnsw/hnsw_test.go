@@ -323,6 +323,11 @@ func TestBuild(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ace")
 	disk := *p
 	disk.ACE = &hnsw.ACEParams{BuildDir: dir, UseDisk: true}
+	// cuVS converts a graph on disk for the GPU (or no) hierarchy only.
+	if _, err := hnsw.Build(f.res, hostMatrix(t, f.data, rows, dim), &disk); !isArg(err, "params.Hierarchy") {
+		t.Fatalf("disk mode with HierarchyCPU: %v, want an ArgError naming params.Hierarchy", err)
+	}
+	disk.Hierarchy = hnsw.HierarchyGPU
 	idx2, err := hnsw.Build(f.res, hostMatrix(t, f.data, rows, dim), &disk)
 	must(t, err)
 	safetest.Close(t, idx2)
@@ -366,6 +371,7 @@ func TestBuildBadInput(t *testing.T) {
 		"hierarchy":      {"params.Hierarchy", host, bad(func(p *hnsw.IndexParams) { p.Hierarchy = 7 })},
 		"host memory GB": {"params.ACE.MaxHostMemoryGB", host, bad(func(p *hnsw.IndexParams) { p.ACE = &hnsw.ACEParams{MaxHostMemoryGB: -1} })},
 		"NUL dir":        {"params.ACE.BuildDir", host, bad(func(p *hnsw.IndexParams) { p.ACE = &hnsw.ACEParams{BuildDir: "a\x00b"} })},
+		"CPU on disk":    {"params.Hierarchy", host, bad(func(p *hnsw.IndexParams) { p.ACE = &hnsw.ACEParams{UseDisk: true} })},
 		"zero params":    {"params.EfConstruction", host, &hnsw.IndexParams{}},
 	} {
 		if _, err := hnsw.Build(f.res, c.ds, c.p); !isArg(err, c.arg) {
@@ -882,6 +888,9 @@ func TestFromCagraOnDisk(t *testing.T) {
 	q := hostMatrix(t, f.qs, nq, dim)
 	if err := ci.Search(f.res, nil, q, nil, nil, nil); !errors.Is(err, cagra.ErrOnDisk) {
 		t.Fatalf("search of the disk-mode CAGRA index: %v", err)
+	}
+	if _, err := hnsw.FromCagra(f.res, ci, indexParams(t, hnsw.HierarchyCPU)); !isArg(err, "params.Hierarchy") {
+		t.Fatalf("FromCagra of the disk-mode index with HierarchyCPU: %v, want an ArgError naming params.Hierarchy", err)
 	}
 	idx, err := hnsw.FromCagra(f.res, ci, indexParams(t, hnsw.HierarchyGPU))
 	must(t, err)

@@ -95,6 +95,10 @@ func (idx *Index) fail() { idx.life.Fail() }
 //
 // With p.ACE.UseDisk, cuVS leaves the index in BuildDir/hnsw_index.bin and
 // loads it at its first Search or Extend; Serialize then copies that file.
+// cuVS makes that file for HierarchyNone and HierarchyGPU only: UseDisk
+// with HierarchyCPU is refused before any C call (cuVS would refuse it
+// after the whole ACE build: "Disk serialization not supported for CPU
+// hierarchy", "Disk2disk ..." in v26.06).
 //
 // C calls: cuvsHnswIndexCreate, cuvsHnswAceParamsCreate/Destroy,
 // cuvsHnswBuild, cuvsStreamSync (and cuvsHnswIndexParamsCreate/Destroy
@@ -175,8 +179,10 @@ func rewrap(op string, err error) error {
 //
 // This is how to serve a CAGRA index that an ACE build left on disk
 // (cagra.ErrOnDisk): cuVS writes hnsw_index.bin next to its graph file and
-// the HNSW index loads it at its first search. An index without its
-// dataset (cagra.ErrNoDataset) needs FromCagraWithDataset.
+// the HNSW index loads it at its first search; cuVS converts such an index
+// for HierarchyNone and HierarchyGPU only, and HierarchyCPU is refused. An
+// index without its dataset (cagra.ErrNoDataset) needs
+// FromCagraWithDataset.
 //
 // The HNSW index copies what it needs: cagraIdx may be closed afterwards.
 // cagraIdx is held (as a search holds it) during the call.
@@ -250,6 +256,9 @@ func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dl
 		}
 		if info.Rows < 1 {
 			return kit.Argf(op, "cagraIdx", "an empty index")
+		}
+		if info.OnDisk && p.Hierarchy == HierarchyCPU {
+			return errDiskCPU(op)
 		}
 		var err error
 		if idx, err = newIndex(op, res); err != nil {

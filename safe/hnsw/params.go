@@ -53,9 +53,13 @@ type ACEParams struct {
 	// loaded from it at its first use.
 	BuildDir string
 	// UseDisk builds through files in BuildDir instead of host memory.
+	// cuVS converts a graph on disk for HierarchyNone and HierarchyGPU
+	// only: Build refuses UseDisk with HierarchyCPU.
 	UseDisk bool
 	// MaxHostMemoryGB and MaxGPUMemoryGB bound the memory ACE may use (0:
-	// what is available); below its needs ACE falls back to disk.
+	// what is available); below its needs ACE falls back to disk, where
+	// cuVS then refuses HierarchyCPU (an error after the build: Build
+	// cannot foresee ACE's estimate).
 	MaxHostMemoryGB, MaxGPUMemoryGB float64
 }
 
@@ -188,8 +192,22 @@ func (p *IndexParams) validate(op string, build bool) error {
 		if a.MaxGPUMemoryGB < 0 || math.IsNaN(a.MaxGPUMemoryGB) || math.IsInf(a.MaxGPUMemoryGB, 0) {
 			return kit.Argf(op, "params.ACE.MaxGPUMemoryGB", "%v, want 0 (no limit) or a positive size", a.MaxGPUMemoryGB)
 		}
+		if a.UseDisk && p.Hierarchy == HierarchyCPU {
+			return errDiskCPU(op)
+		}
 	}
 	return nil
+}
+
+// errDiskCPU is the refusal of the CPU hierarchy for a CAGRA graph on
+// disk: cuVS converts such a graph by streaming the files into
+// hnsw_index.bin, and that path refuses the CPU hierarchy (detail/hnsw.hpp:
+// "Disk2disk serialization not supported for CPU hierarchy." in
+// serialize_to_hnswlib_from_disk, v26.06; "Disk serialization not
+// supported for CPU hierarchy." in serialize_to_hnswlib_batched, v26.08),
+// after the whole ACE build.
+func errDiskCPU(op string) error {
+	return kit.Argf(op, "params.Hierarchy", "HierarchyCPU with a graph on disk: cuVS converts an on-disk CAGRA graph for HierarchyNone or HierarchyGPU only (use HierarchyGPU, the default)")
 }
 
 // checkMetric refuses what hnswlib has no space for: index_impl's

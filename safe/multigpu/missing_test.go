@@ -29,9 +29,12 @@ func mgFunctions() []string {
 // generated.ErrMissingSymbol (a *MissingSymbolError), not a crash.
 // The child process loads a double built without them.
 func TestNotBuiltIn(t *testing.T) {
-	if os.Getenv("MULTIGPU_CHILD") == "1" {
+	switch os.Getenv("MULTIGPU_CHILD") {
+	case "1":
 		notBuiltInChild(t)
 		return
+	case "all":
+		needMG(t) // the child of the child: skips like every other test
 	}
 	safetest.Double(t, "a library built without the multi-GPU functions")
 	path, cleanup, err := cuvsdouble.BuildFile(cuvsdouble.Release(generated.Release()), cuvsdouble.Omit(mgFunctions()...))
@@ -44,6 +47,59 @@ func TestNotBuiltIn(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "PASS") {
 		t.Fatalf("child: %v\n%s", err, out)
+	}
+	// Every test of the package against that library (as if it were a
+	// real one: conformance mode) skips as lacking multi-GPU, but those
+	// that call no C function, and those that need the double.
+	cmd = exec.Command(os.Args[0], "-test.run=.", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "MULTIGPU_CHILD=all", safetest.LibraryEnv+"="+path)
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("every test against a library without multi-GPU: %v\n%s", err, out)
+	}
+	checkSkips(t, string(out))
+}
+
+// noC are the tests that call no C function: they pass on any library.
+var noC = map[string]bool{"TestResourcesAreTheirOwnType": true}
+
+// checkSkips reads a -test.v log: every top-level test skipped, with
+// lacksMG (or, needing the double, with safetest.Double's reason), but
+// those of noC, which pass.
+func checkSkips(t *testing.T, log string) {
+	t.Helper()
+	lines := strings.Split(log, "\n")
+	seen := 0
+	for i, l := range lines {
+		var status, name string
+		for _, s := range []string{"PASS", "FAIL", "SKIP"} {
+			if rest, ok := strings.CutPrefix(l, "--- "+s+": "); ok {
+				status = s
+				name, _, _ = strings.Cut(rest, " ")
+			}
+		}
+		if status == "" {
+			continue
+		}
+		seen++
+		// Its log lines come between its "=== RUN" line and this one.
+		why := ""
+		for j := i - 1; j >= 0 && !strings.HasPrefix(lines[j], "=== RUN   "+name); j-- {
+			why = lines[j] + why
+		}
+		switch {
+		case noC[name]:
+			if status != "PASS" {
+				t.Errorf("%s: %s", name, status)
+			}
+		case status != "SKIP":
+			t.Errorf("%s: %s against a library without multi-GPU, want a skip", name, status)
+		case !strings.Contains(why, lacksMG) && !strings.Contains(why, "needs the ABI test double"):
+			t.Errorf("%s skipped: %s", name, why)
+		}
+	}
+	if seen < 20 {
+		t.Errorf("%d tests in the child's log:\n%s", seen, log)
 	}
 }
 

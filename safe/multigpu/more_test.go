@@ -86,6 +86,7 @@ func TestResourcesAreTheirOwnType(t *testing.T) {
 
 // DefaultDistribution reads cuVS's multi-GPU defaults.
 func TestDefaults(t *testing.T) {
+	needMG(t)
 	safetest.Check(t)
 	d, err := multigpu.DefaultDistribution()
 	if err != nil {

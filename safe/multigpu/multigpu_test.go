@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
@@ -26,10 +28,34 @@ const (
 	k    = 10
 )
 
+// lacksMG is the reason every test that calls the library skips on a
+// libcuvs_c without the multi-GPU functions.
+const lacksMG = "library lacks multi-GPU"
+
+// needMG skips t when the loaded library lacks any multi-GPU function of
+// its release: a libcuvs_c built without CUVS_BUILD_MG_ALGOS (no NCCL), as
+// the float32 builds run on the project's GPU machine are. Each entry
+// point would fail with generated.ErrMissingSymbol (TestNotBuiltIn checks
+// that); a library that has them runs the tests, and their failures are
+// failures.
+func needMG(t testing.TB) {
+	t.Helper()
+	var missing []string
+	for _, f := range generated.Missing() { // of the loaded library's release
+		if strings.HasPrefix(f, "cuvsMultiGpu") {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		t.Skipf("%s: %d cuvsMultiGpu* functions of release %s are missing (%s, ...)", lacksMG, len(missing), generated.Release(), missing[0])
+	}
+}
+
 // devices makes n devices visible (the double) or skips when the machine
-// has fewer (a real library).
+// has fewer (a real library), or when the library lacks multi-GPU.
 func devices(t *testing.T, n int) {
 	t.Helper()
+	needMG(t)
 	if ctl := safetest.Control(); ctl != nil {
 		ctl.SetDeviceCount(n)
 		t.Cleanup(func() { ctl.SetDeviceCount(1) })
@@ -97,6 +123,7 @@ func recall(got *safe.Results, want [][]int64) float64 {
 // equal the exact kNN of the whole dataset, ids being dataset rows (the
 // shards' offsets added back by cuVS's merge), with both merge modes.
 func TestShardedIVFFlatIsExact(t *testing.T) {
+	needMG(t)
 	safetest.Check(t)
 	for _, n := range []int{1, 2, 3} {
 		t.Run(strconv.Itoa(n)+"devices", func(t *testing.T) { shardedExact(t, n) })

@@ -7,7 +7,8 @@
 // # Building and writing
 //
 // Build takes float32, int8 or uint8 rows in host or device memory
-// (row-major) and returns an Index; Serialize writes it in DiskANN's
+// (row-major; host rows are copied to the device first) and returns an
+// Index; Serialize writes it in DiskANN's
 // in-memory index format (a graph file, and with the dataset a ".data"
 // file), which DiskANN's diskann::Index::load reads. ReadGraph reads a
 // graph file back into Go, to inspect it. Start from DefaultIndexParams,
@@ -25,9 +26,21 @@
 //   - int(MaxFraction × rows) < 1, BatchBase < 1 and ReverseBatchSize 0
 //     make batches of no rows: cuVS's build then never ends. Build refuses
 //     them.
+//   - cuVS's build over a host dataset (kDLCPU) hands the host pointer to
+//     its GPU kernels: cudaErrorIllegalAddress, and every later CUDA call
+//     of the process fails (cuVS issue #1380; cuVS's own tests build from
+//     device memory only). Build copies host rows to device memory first.
 //   - cuVS keeps a view of a device dataset whose rows are a multiple of 16
 //     bytes and copies any other; Build borrows the viewed dataset until
-//     Close (Borrows reports it).
+//     Close (Borrows reports it), or owns its own device copy of host rows.
+//   - The greedy search kernel keeps the row (padded to 16 elements), the
+//     neighbour ids and QueueSize 16-byte queue slots in shared memory and
+//     never asks for more than the 48 KiB a kernel gets by default: Build
+//     refuses what does not fit rather than fail the launch.
+//   - Rows may name the same neighbour more than once: cuVS's RobustPrune
+//     drops a repeat only when its two merged lists meet it head to head,
+//     writes a merge no longer than GraphDegree without pruning, and
+//     overwrites only its result's slots, leaving an older tail behind.
 //   - cuvsVamanaBuild writes the dataset's dtype into the handle first,
 //     makes an empty index before checking anything (a refused build leaks
 //     it), and returns success with an empty index for a tensor neither in

@@ -49,10 +49,20 @@ func keepsReference(v *dlpack.View) bool {
 // cuVS keeps a view of a device dataset whose rows are a multiple of 16
 // bytes: the index then borrows it until Close, and its owner (a
 // safe.DeviceMatrix, say) refuses to be freed or written meanwhile (see
-// Borrows). Any other dataset (host memory, other widths) is copied.
+// Borrows). A device dataset of other widths is copied by cuVS.
 //
-// C calls: cuvsVamanaIndexCreate, cuvsVamanaBuild, cuvsStreamSync,
-// cuvsVamanaIndexGetDims. Nil params means cuVS's defaults
+// A dataset in host memory (kDLCPU: Go memory, say) is copied to device
+// memory by Build first: cuVS's host path hands the host pointer to its GPU
+// kernels, which fault (cudaErrorIllegalAddress, after which the process's
+// CUDA context is unusable; cuVS issue #1380, in v26.06 and v26.08). The
+// index owns that copy until Close (or cuVS copies it again, for widths
+// other than multiples of 16 bytes, and Build frees it); the caller may
+// change or free the host rows once Build returns. Pinned and managed
+// memory go to cuVS as they are (its device path).
+//
+// C calls: cuvsRMMAlloc, cuvsMatrixCopy and cuvsStreamSync for a host
+// dataset (its device copy), cuvsVamanaIndexCreate, cuvsVamanaBuild,
+// cuvsStreamSync, cuvsVamanaIndexGetDims. Nil params means cuVS's defaults
 // (DefaultIndexParams); Build hands them to C as a Go value.
 func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "vamana.Build"
@@ -71,8 +81,37 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if dv.Dim(0) >= 1<<31-1 || dv.Dim(1) >= 1<<31-1 {
 		return nil, kit.Argf(op, "dataset", "shape %v exceeds cuVS's int counters", dv.Shape())
 	}
-	if err := p.validate(op, dv.Dim(0)); err != nil {
+	if err := p.validate(op, dv.Dim(0), dv.Dim(1), int(dv.DType().ElemSize())); err != nil {
 		return nil, err
+	}
+	// cuVS's host path hands the host pointer to its GPU kernels, which
+	// fault on pageable memory (cudaErrorIllegalAddress, and the process's
+	// CUDA context is lost: cuVS issue #1380, both releases). Build gives
+	// cuVS a device copy instead.
+	var freeUpload func() error
+	if kit.IsHost(&dv) {
+		uv, free, err := kit.Upload(op, "dataset", res, &dv)
+		if err != nil {
+			return nil, err
+		}
+		freeUpload = free
+		dv = uv
+	}
+	return build(op, res, dv, &p, freeUpload)
+}
+
+// build runs cuvsVamanaBuild over dv, in device-compatible memory. upload,
+// if not nil, frees dv (Build's device copy of a host dataset): the index
+// owns the copy when cuVS keeps a view of it, and build frees it on return
+// otherwise (cuVS then made its own).
+func build(op string, res *safe.Resources, dv dlpack.View, p *IndexParams, upload func() error) (*Index, error) {
+	handed := false
+	if upload != nil {
+		defer func() {
+			if !handed {
+				_ = upload()
+			}
+		}()
 	}
 	var h generated.CuvsVamanaIndex_t
 	if err := generated.CuvsVamanaIndexCreate(&h); err != nil {
@@ -81,7 +120,11 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "vamana.Index(%p)", liveIndexes, func() error { return generated.CuvsVamanaIndexDestroy(h) })
 	_ = idx.life.Keep(res, op) // the build that follows refuses res as Keep would
-	if keepsReference(&dv) {
+	switch {
+	case keepsReference(&dv) && upload != nil:
+		idx.life.Own(upload) // freed after the handle, by Close or a failure below
+		handed = true
+	case keepsReference(&dv):
 		r, err := dv.Retain(idx.life.Label())
 		if err != nil {
 			idx.life.Fail()

@@ -35,7 +35,10 @@ type IndexParams struct {
 	// BatchBase is the growth factor of the batch sizes, at least 1.
 	BatchBase float32
 	// QueueSize is the size of the search's candidate queue (cuVS suggests
-	// 2^x - 1), at least 1.
+	// 2^x - 1), at least 1. The queue, the row and the neighbour ids share
+	// the search kernel's 48 KiB of shared memory: Build refuses a queue
+	// that does not fit (16 × QueueSize + 4 × GraphDegree + the row padded
+	// to 16 elements, in bytes).
 	QueueSize int
 	// ReverseBatchSize bounds the batches of reverse-edge processing (it
 	// saves memory), 1 to math.MaxInt32.
@@ -62,9 +65,24 @@ func DefaultIndexParams() (IndexParams, error) {
 
 func finite(f float32) bool { return !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) }
 
-// validate checks p for rows rows as cuVS's build does, and refuses what
-// makes cuVS's batched insertion loop forever (a batch of no rows).
-func (p *IndexParams) validate(op string, rows int64) error {
+// searchSharedLimit is the dynamic shared memory GreedySearchKernel may
+// ask for: the 48 KiB a kernel gets without opting in (cuVS never raises
+// it), less 64 bytes for the kernel's static __shared__ variables.
+const searchSharedLimit = 48<<10 - 64
+
+// searchShared is the dynamic shared memory of cuVS's GreedySearchKernel
+// launch (vamana_build.cuh, search_smem_total_size): the row padded to a
+// multiple of 16 elements, an int per neighbour and a 16-byte DistPair per
+// queue slot.
+func searchShared(dim int64, elemSize, degree, queue int) int64 {
+	return (dim+15)/16*16*int64(elemSize) + 4*int64(degree) + 16*int64(queue)
+}
+
+// validate checks p for a rows × dim dataset of elemSize-byte elements as
+// cuVS's build does, and refuses what makes cuVS's batched insertion loop
+// forever (a batch of no rows) or its search kernel's launch fail (too
+// much shared memory).
+func (p *IndexParams) validate(op string, rows, dim int64, elemSize int) error {
 	if p.Metric != safe.L2Expanded {
 		return kit.Argf(op, "params.Metric", "%s: cuVS's Vamana supports L2Expanded only", p.Metric)
 	}
@@ -106,6 +124,9 @@ func (p *IndexParams) validate(op string, rows int64) error {
 	}
 	if p.ReverseBatchSize < 1 || p.ReverseBatchSize > math.MaxInt32 {
 		return kit.Argf(op, "params.ReverseBatchSize", "%d, want 1 to %d", p.ReverseBatchSize, math.MaxInt32)
+	}
+	if sm := searchShared(dim, elemSize, p.GraphDegree, p.QueueSize); sm > searchSharedLimit {
+		return kit.Argf(op, "params.QueueSize", "%d with %d columns and degree %d: cuVS's greedy search kernel would need %d bytes of shared memory, more than the %d it can launch with", p.QueueSize, dim, p.GraphDegree, sm, searchSharedLimit)
 	}
 	return nil
 }

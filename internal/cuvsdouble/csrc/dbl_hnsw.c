@@ -21,9 +21,21 @@
  * Distances are hnswlib's: squared L2, and 1 - <q, x> for InnerProduct.
  * Build (ACE) builds a CAGRA-like graph of degree 2M (dbl_cagra_graph.c) and
  * converts it as FromCagra does; with use_disk it also writes
- * build_dir/hnsw_index.bin, as cuVS's disk path leaves it.
+ * build_dir/hnsw_index.bin, as cuVS's disk path leaves it. That path (and
+ * FromCagra of a CAGRA index ACE left on disk) refuses the CPU hierarchy
+ * with the release's message (HN_DISK_CPU).
  */
 #include "dbl.h"
+
+/* A CAGRA graph on disk is streamed into hnsw_index.bin by a path that
+ * refuses the CPU hierarchy (cpp/src/neighbors/detail/hnsw.hpp:
+ * serialize_to_hnswlib_from_disk in 26.06, serialize_to_hnswlib_batched in
+ * 26.08). */
+#if DBL_RELEASE >= 2608
+#define HN_DISK_CPU "Disk serialization not supported for CPU hierarchy."
+#else
+#define HN_DISK_CPU "Disk2disk serialization not supported for CPU hierarchy."
+#endif
 #include "dbl_cagra_graph.h"
 
 #include <errno.h>
@@ -716,6 +728,10 @@ static cuvsError_t hn_from_cagra(cuvsHnswIndexParams_t params, cuvsCagraIndex_t 
                    (long long)c.dim);
     goto out;
   }
+  if (c.on_disk && hierarchy == CPU) {
+    st = RAFT_FAIL(HN_DISK_CPU);
+    goto out;
+  }
   int64_t M = (c.degree + 1) / 2;
   st = hn_new(edt, dim, c.metric, hierarchy, M, params->ef_construction, &h);
   if (st != CUVS_SUCCESS) goto out;
@@ -1005,6 +1021,9 @@ static cuvsError_t hn_build(cuvsHnswIndexParams_t params, DLManagedTensor* datas
   if (intermediate > n - 1) intermediate = n - 1 > 0 ? n - 1 : 1;
   if (intermediate < degree) intermediate = degree;
   const struct cuvsHnswAceParams* a = params->ace_params;
+  /* the ACE build runs first (its files land in build_dir), then from_cagra
+   * of the on-disk CAGRA index refuses the CPU hierarchy */
+  EXPECTS(!(a->use_disk && hierarchy == CPU), HN_DISK_CPU);
   size_t gbytes = (size_t)(n * degree) * sizeof(uint32_t);
   uint32_t* g = calloc(gbytes ? gbytes : 1, 1);
   if (!g) return dbl_plain_fail("std::bad_alloc");

@@ -2,15 +2,19 @@
  * cuvsdouble Vamana (cuvs/neighbors/vamana.h): params, index handles, build
  * and serialization (there is no search in the C API).
  *
- * Build is the Vamana algorithm itself, one insertion at a time rather than
- * cuVS's GPU batches: each row, in a random order, is found by a greedy
- * search from the medoid (a random row, as in cuVS) with a candidate list of
- * visited_size, its neighbours are chosen from the visited rows by
- * RobustPrune with alpha (a candidate is dropped when alpha times its
- * distance to a chosen neighbour is at most its distance to the row), and
- * each chosen neighbour gets the reverse edge, pruned again when it
- * overflows graph_degree. Unfilled slots hold UINT32_MAX
- * (raft::upper_bound), filled ones first. Distances are squared L2.
+ * Build follows cuVS's batched insertion (batched_insert_vamana): batches
+ * of 1, batch_base, batch_base^2, ... rows up to max_fraction of them, in a
+ * random order; in a batch each row is found by a greedy search from the
+ * medoid (a random row, as in cuVS) over the graph as it was before the
+ * batch, its first visited_size expanded rows become its candidates, and
+ * RobustPrune merges them with the row's edges; then every new edge's
+ * destination gets the sources as a reverse list, merged and pruned the same
+ * way. The merge, the prune and the write are cuVS's own (see vam_prune):
+ * repeats are dropped only head to head, a merge no longer than the degree
+ * is written unpruned, and a shorter result leaves the row's old tail in
+ * place, so rows may hold the same neighbour more than once, as real graphs
+ * do. Unfilled slots hold UINT32_MAX (raft::upper_bound). Distances are
+ * squared L2; the double's greedy search is a plain beam search.
  *
  * The rules are the real code's (c/src/neighbors/vamana.cpp,
  * cpp/src/neighbors/detail/vamana/vamana_{build,serialize}.cuh,
@@ -21,6 +25,13 @@
  *   - int(max_fraction * rows) < 1, batch_base < 1 (a batch of 0 rows) or
  *     reverse_batchsize 0 make the real build loop forever: the double
  *     records a violation and fails instead;
+ *   - a dataset in pageable host memory (kDLCPU) makes the real kernels
+ *     read a host pointer (cuVS issue #1380): cudaErrorIllegalAddress, and
+ *     the process's CUDA context is lost; the double records a violation
+ *     and fails with that error;
+ *   - GreedySearchKernel's dynamic shared memory (the row padded to 16
+ *     elements, 4 bytes per degree, 16 per queue_size) above 48 KiB fails
+ *     the launch (cudaErrorInvalidValue): the double fails the same way;
  *   - the index keeps a view of a device dataset whose rows are a multiple
  *     of 16 bytes (a borrow), and a padded device copy of any other;
  *   - cuvsVamanaBuild writes the dataset's dtype into the handle before
@@ -43,6 +54,9 @@
 #include <math.h>
 
 #define VAM_MAGIC 0x56414d414e41ULL
+/* 48 KiB of shared memory a kernel gets without opting in, less 64 bytes
+ * for GreedySearchKernel's static __shared__ variables */
+#define VAM_SMEM_LIMIT (48u * 1024u - 64u)
 
 typedef struct {
   uint64_t magic;
@@ -231,25 +245,21 @@ typedef struct {
   int64_t n, R;
   int L;
   float alpha;
-  /* scratch */
+  /* greedy-search scratch */
   vam_cand* list;     /* L best candidates, sorted */
   uint8_t* expanded;  /* per list entry */
-  uint32_t* visited;  /* expanded ids */
+  uint32_t* visited;  /* expanded ids, in the order expanded */
   int64_t n_visited;
   uint32_t* mark;     /* per row: stamp when seen in this search */
   uint32_t stamp;
-  vam_cand* pool;     /* prune candidates */
+  /* prune scratch: R + L entries */
+  vam_cand* merged;
   float* occl;
+  uint8_t* accepted;
 } vam_ctx;
 
-static int64_t vam_degree(const vam_ctx* c, int64_t p)
-{
-  int64_t k = 0;
-  while (k < c->R && c->graph[p * c->R + k] != UINT32_MAX) k++;
-  return k;
-}
-
-/* Greedy search for row q from start: the expanded rows land in visited. */
+/* Greedy search for row q from start: the first L rows expanded land in
+ * visited (cuVS's QueryCandidates holds visited_size of them). */
 static void vam_greedy(vam_ctx* c, uint32_t start, int64_t q)
 {
   c->stamp++;
@@ -272,7 +282,7 @@ static void vam_greedy(vam_ctx* c, uint32_t start, int64_t q)
     if (pos < 0) break;
     c->expanded[pos] = 1;
     uint32_t p = c->list[pos].id;
-    c->visited[c->n_visited++] = p;
+    if (c->n_visited < c->L) c->visited[c->n_visited++] = p;
     for (int64_t e = 0; e < c->R; e++) {
       uint32_t nb = c->graph[(int64_t)p * c->R + e];
       if (nb == UINT32_MAX) break;
@@ -293,50 +303,144 @@ static void vam_greedy(vam_ctx* c, uint32_t start, int64_t q)
   }
 }
 
-/* RobustPrune of row p over the m candidates in pool (any order, may hold p
- * and repeats): writes p's new neighbour list. */
-static void vam_prune(vam_ctx* c, int64_t p, int64_t m)
+static void vam_sort_by_dist(vam_cand* v, int64_t m)
 {
-  for (int64_t i = 0; i < m; i++) c->pool[i].d = vam_dist(c->data, p, c->pool[i].id);
-  qsort(c->pool, (size_t)m, sizeof(vam_cand), vam_cand_cmp);
-  int64_t u = 0;
-  for (int64_t i = 0; i < m; i++) {
-    if (c->pool[i].id == (uint32_t)p) continue;
-    if (u > 0 && c->pool[u - 1].id == c->pool[i].id) continue;
-    c->pool[u++] = c->pool[i];
-  }
-  for (int64_t i = 0; i < u; i++) c->occl[i] = 0;
-  uint32_t* out = c->graph + p * c->R;
-  int64_t k = 0;
-  for (int64_t i = 0; i < u && k < c->R; i++) {
-    if (c->occl[i] < 0) continue;
-    out[k++] = c->pool[i].id;
-    for (int64_t j = i + 1; j < u; j++) {
-      if (c->occl[j] < 0) continue;
-      if (c->alpha * vam_dist(c->data, c->pool[i].id, c->pool[j].id) <= c->pool[j].d) c->occl[j] = -1;
+  /* insertion sort: stable, by distance only (cuVS's CmpDist) */
+  for (int64_t i = 1; i < m; i++) {
+    vam_cand x = v[i];
+    int64_t j = i;
+    while (j > 0 && v[j - 1].d > x.d) {
+      v[j] = v[j - 1];
+      j--;
     }
+    v[j] = x;
   }
-  for (; k < c->R; k++) out[k] = UINT32_MAX;
 }
 
-/* Returns 0, or -1 on allocation failure. */
+/* RobustPruneKernel + SortPairsKernel(degree) + write_graph_edges_kernel for
+ * row q and its candidate list cand[0..m) (dists to q; UINT32_MAX ends it),
+ * as cuVS does them (robust_prune.cuh, greedy_search.cuh, vamana_structs.cuh):
+ *   - the row's edges (up to its first UINT32_MAX) and the candidates are
+ *     merged by comparing the two heads' distances; a repeat is dropped only
+ *     when the graph's head is the same row as the list's head at the moment
+ *     the list's is taken, so neither list needs to be sorted and repeats
+ *     survive when they are not met head to head;
+ *   - only a merge longer than the degree is pruned (passes of alpha 1, 1.2,
+ *     1.44, ... up to alpha; a candidate occluded by an accepted one by a
+ *     factor above the pass's alpha waits, the row itself is never
+ *     accepted; a repeat of an accepted row is occluded by d/0 = inf);
+ *     compaction keeps entry 0 in place and moves the accepted entries from
+ *     1 on behind it;
+ *   - the result is sorted by distance only for degrees 64 and up (there is
+ *     no sort size for 32: SEARCH_SELECT_SORT starts at 64 for topk > 32);
+ *   - only the result's entries are written: a row that had more edges keeps
+ *     its old ones after them (a stale tail, repeats included).
+ * Returns how many entries were written (the reverse edges' sources). */
+static int64_t vam_prune(vam_ctx* c, int64_t q, const vam_cand* cand, int64_t m)
+{
+  const int64_t R = c->R, L = c->L;
+  uint32_t* g = c->graph + q * R;
+  vam_cand* out = c->merged;
+  int64_t gi = 0, li = 0, res_size = R + L;
+  for (int64_t o = 0; o < R + L; o++) {
+    if (gi < R && g[gi] == UINT32_MAX) gi = R;
+    if (li < L && (li >= m || cand[li].id == UINT32_MAX)) li = L;
+    vam_cand next;
+    if (gi >= R) {
+      if (li >= L) {
+        if (res_size > o) res_size = o;
+        out[o] = (vam_cand){FLT_MAX, UINT32_MAX};
+        continue;
+      }
+      next = cand[li++];
+    } else if (li >= L) {
+      next = (vam_cand){vam_dist(c->data, q, g[gi]), g[gi]};
+      gi++;
+    } else {
+      float gd = vam_dist(c->data, q, g[gi]);
+      if (cand[li].d <= gd) {
+        next = cand[li];
+        if (g[gi] == cand[li].id) gi++;
+        li++;
+      } else {
+        next = (vam_cand){gd, g[gi]};
+        gi++;
+      }
+    }
+    out[o] = next;
+  }
+  int64_t size = res_size;
+  if (res_size > R) {
+    for (int64_t i = 0; i < res_size; i++) c->occl[i] = 0, c->accepted[i] = 0;
+    int64_t accept = 0;
+    for (float a = 1.0f; a <= c->alpha && accept < R; a *= 1.2) {
+      for (int64_t ps = 0; ps < res_size && accept < R; ps++) {
+        if (c->accepted[ps] || c->occl[ps] > a) continue;
+        if (out[ps].id == (uint32_t)q) continue;
+        c->accepted[ps] = 1;
+        accept++;
+        for (int64_t k = ps + 1; k < res_size; k++) {
+          if (c->occl[k] <= c->alpha && !c->accepted[k]) {
+            float djk = vam_dist(c->data, out[ps].id, out[k].id);
+            float occ = out[k].d / djk;
+            if (c->occl[k] < occ) c->occl[k] = occ; /* std::max */
+          }
+        }
+      }
+    }
+    int64_t oi = 1;
+    for (int64_t ri = 1; oi < accept && ri < res_size; ri++)
+      if (c->accepted[ri]) out[oi++] = out[ri];
+    size = accept;
+  }
+  if (R >= 64) vam_sort_by_dist(out, size);
+  for (int64_t j = 0; j < size; j++) g[j] = out[j].id;
+  return size;
+}
+
+typedef struct {
+  uint32_t dest, src;
+  float d;
+} vam_edge;
+
+static int vam_edge_cmp(const void* a, const void* b)
+{
+  const vam_edge* x = a;
+  const vam_edge* y = b;
+  if (x->dest != y->dest) return x->dest < y->dest ? -1 : 1;
+  if (x->d != y->d) return x->d < y->d ? -1 : 1;
+  return x->src < y->src ? -1 : (x->src > y->src);
+}
+
+/* batched_insert_vamana (vamana_build.cuh): batches of 1, base, base^2, ...
+ * rows up to max_batch, in a random order, iters times over the rows. In a
+ * batch every greedy search reads the graph as it was before the batch;
+ * each row's list is pruned and written; then each destination of the new
+ * edges gets its sources (at most L, by distance) as a reverse list, pruned
+ * with its row the same way. Returns 0, or -1 on allocation failure. */
 static int vam_build_graph(const vam_data* data, int64_t n, int64_t R, int L, float alpha,
-                           float iters, uint32_t* graph, uint32_t* medoid)
+                           float iters, int max_batch, double base, uint32_t* graph,
+                           uint32_t* medoid)
 {
   for (int64_t i = 0; i < n * R; i++) graph[i] = UINT32_MAX;
   uint64_t seed = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
   *medoid = (uint32_t)(vam_rng(&seed) % (uint64_t)n);
-  int64_t pool_cap = (int64_t)L * (R + 1) + R + 2;
   vam_ctx c = {.data = data, .graph = graph, .n = n, .R = R, .L = L, .alpha = alpha};
   c.list = malloc((size_t)L * sizeof(vam_cand));
   c.expanded = malloc((size_t)L);
-  c.visited = malloc((size_t)pool_cap * sizeof(uint32_t));
+  c.visited = malloc((size_t)L * sizeof(uint32_t));
   c.mark = calloc((size_t)n, sizeof(uint32_t));
-  c.pool = malloc((size_t)pool_cap * sizeof(vam_cand));
-  c.occl = malloc((size_t)pool_cap * sizeof(float));
+  c.merged = malloc((size_t)(R + L) * sizeof(vam_cand));
+  c.occl = malloc((size_t)(R + L) * sizeof(float));
+  c.accepted = malloc((size_t)(R + L));
   uint32_t* order = malloc((size_t)n * sizeof(uint32_t));
+  vam_cand* lists = malloc((size_t)max_batch * (size_t)L * sizeof(vam_cand));
+  int64_t* counts = malloc((size_t)max_batch * sizeof(int64_t));
+  vam_edge* edges = malloc((size_t)max_batch * (size_t)R * sizeof(vam_edge));
+  vam_cand* rev = malloc((size_t)L * sizeof(vam_cand));
   int rc = 0;
-  if (!c.list || !c.expanded || !c.visited || !c.mark || !c.pool || !c.occl || !order) {
+  if (!c.list || !c.expanded || !c.visited || !c.mark || !c.merged || !c.occl || !c.accepted ||
+      !order || !lists || !counts || !edges || !rev) {
     rc = -1;
     goto out;
   }
@@ -347,35 +451,56 @@ static int vam_build_graph(const vam_data* data, int64_t n, int64_t R, int L, fl
     order[i] = order[j];
     order[j] = t;
   }
-  int64_t total = (int64_t)(iters * (float)n);
-  for (int64_t s = 0; s < total; s++) {
-    int64_t p = order[s % n];
-    vam_greedy(&c, *medoid, p);
-    int64_t m = 0;
-    for (int64_t i = 0; i < c.n_visited; i++) c.pool[m++].id = c.visited[i];
-    int64_t deg = vam_degree(&c, p);
-    for (int64_t e = 0; e < deg; e++) c.pool[m++].id = graph[p * R + e];
-    vam_prune(&c, p, m);
-    deg = vam_degree(&c, p);
-    for (int64_t e = 0; e < deg; e++) {
-      int64_t j = graph[p * R + e];
-      int64_t dj = vam_degree(&c, j);
-      int dup = 0;
-      for (int64_t x = 0; x < dj && !dup; x++) dup = graph[j * R + x] == (uint32_t)p;
-      if (dup) continue;
-      if (dj < R) {
-        graph[j * R + dj] = (uint32_t)p;
-      } else {
-        int64_t mm = 0;
-        for (int64_t x = 0; x < dj; x++) c.pool[mm++].id = graph[j * R + x];
-        c.pool[mm++].id = (uint32_t)p;
-        vam_prune(&c, j, mm);
+  int step = 1;
+  for (int start = 0; start < (int)(iters * (float)n);) {
+    int total = (int)(iters * (float)n);
+    if (start + step > total) step = total - start;
+    if (start + step > n) step = (int)n - start;
+    /* greedy searches over the graph before the batch */
+    for (int b = 0; b < step; b++) {
+      int64_t q = order[start + b];
+      vam_greedy(&c, *medoid, q);
+      vam_cand* l = lists + (int64_t)b * L;
+      int64_t m = 0;
+      for (int64_t i = 0; i < c.n_visited; i++) {
+        if (c.visited[i] == (uint32_t)q) continue; /* self edges removed */
+        l[m++] = (vam_cand){vam_dist(data, q, c.visited[i]), c.visited[i]};
+      }
+      vam_sort_by_dist(l, m);
+      counts[b] = m;
+    }
+    /* prune and write each row */
+    int64_t ne = 0;
+    for (int b = 0; b < step; b++) {
+      int64_t q = order[start + b];
+      int64_t size = vam_prune(&c, q, lists + (int64_t)b * L, counts[b]);
+      for (int64_t j = 0; j < size; j++) {
+        uint32_t d = graph[q * R + j];
+        edges[ne++] = (vam_edge){d, (uint32_t)q, vam_dist(data, q, d)};
       }
     }
+    /* reverse edges, grouped by destination */
+    qsort(edges, (size_t)ne, sizeof(vam_edge), vam_edge_cmp);
+    for (int64_t e = 0; e < ne;) {
+      int64_t f = e;
+      while (f < ne && edges[f].dest == edges[e].dest) f++;
+      int64_t m = 0;
+      for (int64_t x = e; x < f && m < L; x++) rev[m++] = (vam_cand){edges[x].d, edges[x].src};
+      vam_prune(&c, edges[e].dest, rev, m);
+      e = f;
+    }
+    start += step;
+    if (start >= n) {
+      start = 0;
+      iters -= 1.0f;
+      step = max_batch;
+    }
+    step = (int)(step * base);
+    if (step > max_batch) step = max_batch;
   }
 out:
-  free(c.list), free(c.expanded), free(c.visited), free(c.mark), free(c.pool), free(c.occl);
-  free(order);
+  free(c.list), free(c.expanded), free(c.visited), free(c.mark), free(c.merged), free(c.occl);
+  free(c.accepted), free(order), free(lists), free(counts), free(edges), free(rev);
   return rc;
 }
 
@@ -435,6 +560,29 @@ static cuvsError_t vam_build(cuvsVamanaIndexParams_t params, DLManagedTensor* da
   if (max_batch > n) max_batch = (int)n;
   int L = (int)p.visited_size;
   if ((L & (L - 1)) != 0) L = pow2_at_least((int)R, L);
+  size_t es = dl_elem_size(t->dtype);
+  /* GreedySearchKernel's dynamic shared memory: the query row padded to 16
+   * elements, the degree's neighbour ids and queue_size 16-byte DistPairs;
+   * cuVS never raises the kernel's limit, so above 48 KiB (less its static
+   * variables) the launch fails (cudaPeekAtLastError after it). */
+  uint64_t smem = (uint64_t)((dim + 15) / 16 * 16) * es + (uint64_t)R * 4 + (uint64_t)p.queue_size * 16;
+  if (n > 0 && smem > VAM_SMEM_LIMIT) {
+    return dbl_plain_fail("CUDA error encountered at: file=cpp/src/neighbors/detail/vamana/"
+                          "vamana_build.cuh line=258: call='cudaPeekAtLastError()', "
+                          "Reason=cudaErrorInvalidValue:invalid argument");
+  }
+  if (n > 0 && where == WANT_HOST) {
+    /* The host path hands the host pointer to GreedySearchKernel, which
+     * reads the rows from the GPU (cuVS issue #1380): the kernel faults and
+     * every later CUDA call of the process fails. */
+    dbl_violation("cuvsVamanaBuild of a dataset in pageable host memory (kDLCPU): the real "
+                  "library's kernels read the host pointer, raise cudaErrorIllegalAddress and "
+                  "leave the CUDA context unusable");
+    return dbl_plain_fail("CUDA error encountered at: file=cpp/src/neighbors/detail/vamana/"
+                          "vamana_build.cuh line=271: call='cudaPeekAtLastError()', "
+                          "Reason=cudaErrorIllegalAddress:an illegal memory access was "
+                          "encountered");
+  }
   if (n > 0 && (max_batch < 1 || p.batch_base < 1.0f || p.reverse_batchsize == 0 ||
                 (int)p.reverse_batchsize < 0)) {
     dbl_violation("cuvsVamanaBuild: max_fraction %g of %lld rows (a batch of %d), batch_base %g, "
@@ -449,7 +597,6 @@ static cuvsError_t vam_build(cuvsVamanaIndexParams_t params, DLManagedTensor* da
     return RAFT_FAIL("cuvsdouble: visited_size %u not supported for graph_degree %u",
                      p.visited_size, R);
   }
-  size_t es = dl_elem_size(t->dtype);
   impl->n = n;
   impl->dim = dim;
   impl->degree = R;
@@ -478,7 +625,8 @@ static cuvsError_t vam_build(cuvsVamanaIndexParams_t params, DLManagedTensor* da
   }
   for (int64_t i = 0; i < n; i++) dl_load_row(impl->data, impl->dtype, dim, 1, i, dim, rows + i * dim);
   vam_data d = {rows, dim};
-  int rc = n > 0 ? vam_build_graph(&d, n, R, L, p.alpha, p.vamana_iters, impl->graph, &impl->medoid)
+  int rc = n > 0 ? vam_build_graph(&d, n, R, L, p.alpha, p.vamana_iters, max_batch,
+                                   (double)p.batch_base, impl->graph, &impl->medoid)
                  : 0;
   free(rows);
   if (rc != 0) return dbl_plain_fail("std::bad_alloc");
