@@ -84,7 +84,7 @@ func rowsOf(op, name string, v []float32, cols int) (int, error) {
 func colMajor() bool { return generated.Release() != "26.08" }
 
 // dev is device memory for one tensor of a call: a rank-2 matrix (row- or
-// column-major), a vector or a scalar.
+// column-major) or a rank-1 vector (rank 0, no shape, only in tests).
 type dev struct {
 	m          *safe.DeviceMatrix[float32]
 	rank       int
@@ -230,8 +230,11 @@ func fit(op string, res *safe.Resources, p *Params, data []float32, dim int, tra
 		return nil, nil, kit.Argf(op, "data", "%d × %d: too large", rows, dim)
 	}
 	col := colMajor()
+	// noise_vars is a device_scalar_view, whose extents are rank 1 of static
+	// extent 1 (c/src/preprocessing/pca.cpp converts it so): a one-value
+	// vector, not a rank-0 tensor.
 	specs := []struct{ rank, rows, cols int }{
-		{2, rows, dim}, {2, k, dim}, {1, 1, k}, {1, 1, k}, {1, 1, k}, {1, 1, dim}, {0, 1, 1},
+		{2, rows, dim}, {2, k, dim}, {1, 1, k}, {1, 1, k}, {1, 1, k}, {1, 1, dim}, {1, 1, 1},
 	}
 	if transform {
 		specs = append(specs, struct{ rank, rows, cols int }{2, rows, k})
