@@ -16,8 +16,9 @@ var floats = []dlpack.DataType{dlpack.Float32, dlpack.Float64}
 
 // FitResult is what Fit reports besides the centroids.
 type FitResult struct {
-	// Inertia is the (weighted) sum of each row's distance to its nearest
-	// centroid: squared distances for L2Expanded.
+	// Inertia is the sum of each row's squared distance to its nearest
+	// centroid, whatever the metric (cuVS's cluster cost), times the
+	// weights rescaled to sum to the rows.
 	Inertia float64
 	// Iterations is the number of iterations of the kept run (balanced
 	// k-means: BalancedIters).
@@ -188,11 +189,15 @@ func Fit(res *safe.Resources, p *Params, x, weights dlpack.Tensor, centroids dlp
 
 // Predict writes each row's nearest centroid (0..Clusters-1) into labels
 // (int32, one per row of x, device memory) and returns the inertia of that
-// assignment, weighted by weights if not nil (scaled to sum to the rows
-// when normalizeWeights). x, weights and centroids are device memory of
-// one dtype (float32 or float64; balanced k-means: float32, no weights,
-// and cuVS reports inertia 0). The labels are ready once res's stream is
-// synchronized (res.Sync).
+// assignment: the sum of the metric's distances (squared for L2Expanded,
+// not squared for L2SqrtExpanded), weighted by weights if not nil (as
+// given, or scaled to sum to the rows when normalizeWeights). The
+// distances are cuVS's expanded ones, on some GPUs from a TF32 product
+// (see the package doc): the inertia may exceed the exact sum and a label
+// may be nearest only within that rounding. x, weights and centroids are
+// device memory of one dtype (float32 or float64; balanced k-means:
+// float32, no weights, and cuVS reports inertia 0). The labels are ready
+// once res's stream is synchronized (res.Sync).
 //
 // C calls: cuvsKMeansParamsCreate/Destroy and cuvsKMeansPredict of the
 // loaded release (the _v2 ones on 26.06, as Fit).

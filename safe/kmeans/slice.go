@@ -123,9 +123,9 @@ func FitSlice[T Float](res *safe.Resources, p *Params, data []T, dim int, weight
 }
 
 // Predict labels the rows of data (row-major, m.Dim columns, Go memory)
-// with their nearest centroid and returns the labels and the inertia
-// (weighted by weights if not nil, scaled to sum to the rows when
-// normalizeWeights). p must be the params m was fitted with (its Metric
+// with their nearest centroid and returns the labels and the inertia, as
+// the package-level Predict (weighted by weights if not nil, scaled to sum
+// to the rows when normalizeWeights). p must be the params m was fitted with (its Metric
 // and Balanced decide the assignment).
 //
 // C calls: those of the package-level Predict, and cuvsRMMAlloc/Free,
