@@ -249,7 +249,7 @@ static int km_lloyd(const km_mat* x, const double* w, int metric, int64_t k, int
 
 /* float rounded to TF32 (10 explicit mantissa bits), to nearest, ties away
  * from zero (cvt.rna.tf32.f32) */
-static float km_tf32(float v)
+float dbl_tf32(float v)
 {
   if (!isfinite(v)) return v;
   uint32_t u;
@@ -259,39 +259,37 @@ static float km_tf32(float v)
   return v;
 }
 
-/* Whether minClusterAndDistanceCompute takes the unfused GEMM path on the
- * device the double imitates (use_fused on SM 9.x: fused once m or n
- * reaches 4096), for float32 (TF32 GEMM). */
-static int km_unfused_tf32(int bits, int64_t n, int64_t k) { return bits == 32 && n < 4096 && k < 4096; }
+/* use_fused on SM 9.x: fused once m or n reaches 4096, else the unfused
+ * TF32 GEMM (float32; float64 runs CUBLAS_COMPUTE_64F) */
+int dbl_unfused_tf32(int64_t rows, int64_t centers) { return rows < 4096 && centers < 4096; }
+
+/* reduce_min_kernel's L2 distance from the GEMM output: norms in float, the
+ * dot product of TF32 operands accumulated in float, clamped at 0 */
+float dbl_tf32_l2(const float* x, const float* c, int64_t d)
+{
+  float xn = 0, cn = 0, z = 0;
+  for (int64_t j = 0; j < d; j++) {
+    xn += x[j] * x[j];
+    cn += c[j] * c[j];
+    z += dbl_tf32(x[j]) * dbl_tf32(c[j]);
+  }
+  float f = xn + cn - 2.0f * z;
+  return f > 0 ? f : 0;
+}
 
 /* minClusterAndDistanceCompute for row i of x against the centroids cm
- * (x's dtype): the label, and the metric's distance in *value. tf32: the
- * unfused path's arithmetic (norms in float, the dot product of TF32
- * operands accumulated in float, clamped at 0). */
+ * (x's dtype): the label (the first minimum), and the metric's distance in
+ * *value; tf32: the unfused path's arithmetic, else exact. */
 static int32_t km_assign(int metric, const km_mat* x, int64_t i, const km_mat* cm, int tf32,
                          double* value)
 {
   int64_t d = x->d;
   int32_t bi = 0;
   double bv = INFINITY;
-  float xn = 0;
-  if (tf32) {
-    for (int64_t j = 0; j < d; j++) {
-      float v = (float)km_at(x, i, j);
-      xn += v * v;
-    }
-  }
   for (int64_t c = 0; c < cm->n; c++) {
     double v;
     if (tf32) {
-      float cn = 0, z = 0;
-      for (int64_t j = 0; j < d; j++) {
-        float cv = (float)km_at(cm, c, j);
-        cn += cv * cv;
-        z += km_tf32((float)km_at(x, i, j)) * km_tf32(cv);
-      }
-      float f = xn + cn - 2.0f * z;
-      v = f > 0 ? f : 0;
+      v = dbl_tf32_l2((const float*)x->p + i * d, (const float*)cm->p + c * d, d);
     } else {
       v = 0;
       for (int64_t j = 0; j < d; j++) {
@@ -527,7 +525,7 @@ static cuvsError_t km_predict(const km_params* p, DLManagedTensor* X, DLManagedT
     for (int64_t i = 0; i < n; i++) w[i] = km_datat(bits, w[i] * (double)n / s);
   }
   km_mat cm = {ct->data, bits, k, d};
-  int tf32 = km_unfused_tf32(bits, n, k);
+  int tf32 = bits == 32 && dbl_unfused_tf32(n, k);
   double in = 0;
   for (int64_t i = 0; i < n; i++) {
     double b;
