@@ -63,6 +63,10 @@
 //   - cuVS draws its random numbers from a fixed seed: the same call on
 //     the same data gives the same centroids.
 //
+// Nil params mean DefaultParams (Predict: with Clusters the centroids'
+// rows); a Model from FitSlice keeps its params, which Model.Predict uses
+// when given nil.
+//
 // # The C API
 //
 // cuvsKMeansParamsCreate/Destroy (DefaultParams, and around every Fit and

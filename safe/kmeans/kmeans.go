@@ -108,14 +108,17 @@ func shapes(op string, res *safe.Resources, p *Params, x, w *arg, cent *dlpack.V
 // Every shape, dtype, memory and params mistake is an *safe.ArgError
 // naming the argument, before the C call.
 //
+// Nil p means DefaultParams (8 clusters).
+//
 // C calls: cuvsKMeansParamsCreate/Destroy and cuvsKMeansFit of the loaded
 // release (cuvsKMeansParamsCreate_v2, cuvsKMeansFit_v2,
 // cuvsKMeansParamsDestroy_v2 on 26.06; the unversioned ones on a 26.06
 // library without them, and on 26.08).
 func Fit(res *safe.Resources, p *Params, x, weights dlpack.Tensor, centroids dlpack.TensorMut) (FitResult, error) {
 	const op = "kmeans.Fit"
-	if p == nil {
-		return FitResult{}, kit.Argf(op, "params", "nil")
+	p, err := kit.Or(p, DefaultParams)
+	if err != nil {
+		return FitResult{}, err
 	}
 	if err := p.validate(op, p.Balanced); err != nil {
 		return FitResult{}, err
@@ -203,8 +206,19 @@ func Fit(res *safe.Resources, p *Params, x, weights dlpack.Tensor, centroids dlp
 // loaded release (the _v2 ones on 26.06, as Fit).
 func Predict(res *safe.Resources, p *Params, x, weights, centroids dlpack.Tensor, labels dlpack.TensorMut, normalizeWeights bool) (float64, error) {
 	const op = "kmeans.Predict"
+	ca, err := view(op, "centroids", centroids)
+	if err != nil {
+		return 0, err
+	}
 	if p == nil {
-		return 0, kit.Argf(op, "params", "nil")
+		d, err := DefaultParams()
+		if err != nil {
+			return 0, err
+		}
+		if ca.v.NDim() == 2 {
+			d.Clusters = int(ca.v.Dim(0))
+		}
+		p = &d
 	}
 	if err := p.validate(op, p.Balanced); err != nil {
 		return 0, err
@@ -218,10 +232,6 @@ func Predict(res *safe.Resources, p *Params, x, weights, centroids dlpack.Tensor
 		if wa, err = view(op, "weights", weights); err != nil {
 			return 0, err
 		}
-	}
-	ca, err := view(op, "centroids", centroids)
-	if err != nil {
-		return 0, err
 	}
 	if labels == nil {
 		return 0, kit.Argf(op, "labels", "nil")

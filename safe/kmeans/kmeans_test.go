@@ -547,10 +547,6 @@ func TestRefusals(t *testing.T) {
 		_, err := kmeans.FitSlice(res, &kmeans.Params{}, data, dim, nil, nil)
 		return err
 	})
-	safetest.Refused(t, "nil params", "params", "nil", func() error {
-		_, err := kmeans.FitSlice(res, nil, data, dim, nil, nil)
-		return err
-	})
 	safetest.Refused(t, "ragged", "data", "multiple", func() error {
 		_, err := kmeans.FitSlice(res, &def, data[:4], dim, nil, nil)
 		return err
@@ -707,5 +703,88 @@ func TestDoublePredictTF32(t *testing.T) {
 		if math.Abs(got-c.want) > 0.01 {
 			t.Errorf("normalize %v: predict inertia %v, the H200 gave %v", c.norm, got, c.want)
 		}
+	}
+}
+
+// Nil params mean DefaultParams, as in the other packages; a model keeps
+// the params it was fitted with, which its Predict uses when given nil.
+func TestNilParams(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	def, _ := kmeans.DefaultParams()
+	data, _, _ := blobs(11, def.Clusters, 10)
+	m, err := kmeans.FitSlice(res, nil, data, dim, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Clusters != def.Clusters || m.Params == nil || *m.Params != def {
+		t.Fatalf("nil params: %d clusters, params %+v, want DefaultParams %+v", m.Clusters, m.Params, def)
+	}
+	labels, _, err := m.Predict(res, nil, data, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range labels {
+		if l < 0 || int(l) >= def.Clusters {
+			t.Fatalf("row %d: label %d of %d clusters", i, l, def.Clusters)
+		}
+	}
+
+	// fitted with L2SqrtExpanded: nil params predict in its distances
+	const k = 4
+	data, truth, _ := blobs(12, k, 10)
+	p := def
+	p.Clusters, p.NInit, p.Metric = k, 3, safe.L2SqrtExpanded
+	m, err = kmeans.FitSlice(res, &p, data, dim, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Metric = safe.L2Expanded // the caller's copy changes, the model's does not
+	if m.Params.Metric != safe.L2SqrtExpanded {
+		t.Fatalf("the model's params changed with the caller's: %v", m.Params.Metric)
+	}
+	l1, kept, err := m.Predict(res, nil, data, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPartition(t, l1, truth, k)
+	sqrtP := *m.Params
+	if _, same, err := m.Predict(res, &sqrtP, data, nil, false); err != nil || same != kept {
+		t.Errorf("predict with the model's params: %v, %v; with nil params %v", same, err, kept)
+	}
+	_, squared, err := m.Predict(res, &p, data, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if squared == kept {
+		t.Errorf("L2Expanded and L2SqrtExpanded predicts gave the same inertia %v", kept)
+	}
+
+	// a model made by hand: the defaults with its own cluster count
+	hand := &kmeans.Model[float32]{Centroids: m.Centroids, Clusters: k, Dim: dim}
+	l2, _, err := hand.Predict(res, nil, data, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(l1, l2) {
+		t.Errorf("hand-made model's labels %v, fitted model's %v", l2, l1)
+	}
+	// and the tensor Predict takes its cluster count from the centroids
+	n := len(data) / dim
+	dx, _ := safe.DeviceMatrixFrom(res, data, n, dim)
+	defer dx.Close()
+	dc, _ := safe.DeviceMatrixFrom(res, m.Centroids, k, dim)
+	defer dc.Close()
+	dl, _ := safe.NewDeviceVector[int32](res, n)
+	defer dl.Close()
+	if _, err := kmeans.Predict(res, nil, dx, nil, dc, dl, false); err != nil {
+		t.Fatal(err)
+	}
+	l3 := make([]int32, n)
+	if err := dl.CopyToHost(res, l3); err != nil {
+		t.Fatal(err)
+	}
+	if !equal(l1, l3) {
+		t.Errorf("tensor Predict with nil params: labels %v, want %v", l3, l1)
 	}
 }
