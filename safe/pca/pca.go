@@ -191,7 +191,8 @@ func call(op string, res *safe.Resources, p *Params, k int, ds []*dev, f func(h 
 
 // Fit computes the principal components of data (rows × dim, row-major, Go
 // memory; at least two rows and two columns) and returns them with the
-// explained variances, singular values, means and noise variance.
+// explained variances, singular values, means and noise variance. Nil p
+// means DefaultParams (one component).
 //
 // C calls: cuvsPcaParamsCreate/Destroy, cuvsPcaFit, and cuvsRMMAlloc/Free,
 // cuvsMatrixCopy, cuvsStreamSync for the copies.
@@ -210,6 +211,10 @@ func FitTransform(res *safe.Resources, p *Params, data []float32, dim int) (*Mod
 }
 
 func fit(op string, res *safe.Resources, p *Params, data []float32, dim int, transform bool) (*Model, []float32, error) {
+	p, err := kit.Or(p, DefaultParams)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := p.validate(op); err != nil {
 		return nil, nil, err
 	}
