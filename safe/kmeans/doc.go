@@ -27,11 +27,26 @@
 //     host memory. The C code reads host data through its pointer and shape
 //     only, with no layout or rank check: Fit checks them.
 //     Predict and ClusterCost take device data only.
-//   - Only L2Expanded and L2SqrtExpanded are accepted by regular k-means;
-//     the inertia is in that metric's distances (squared for L2Expanded).
-//     ClusterCost is always in squared distances, unweighted.
+//   - Only L2Expanded and L2SqrtExpanded are accepted by regular k-means.
+//     Fit's inertia is cuVS's cluster cost, in squared distances whatever
+//     the metric (L2SqrtExpanded included), weighted; Predict's is in the
+//     metric's distances (squared, or their square roots for
+//     L2SqrtExpanded). ClusterCost is always in squared distances,
+//     unweighted.
 //   - Sample weights are rescaled to sum to the number of rows in Fit
-//     (always) and in Predict (when normalizeWeights).
+//     (always) and in Predict when normalizeWeights; otherwise Predict
+//     weighs with them as given.
+//   - Predict's distances (its labels and inertia) are computed as
+//     ‖x‖² + ‖c‖² − 2x·c, clamped at 0. On some GPUs (compute capability
+//     9.x below 4096 rows and 4096 centroids, 10 and later always) x·c
+//     comes from a TF32 matrix product (10-bit mantissas), so for float32
+//     data far from the origin each distance may be off by up to about
+//     2⁻⁸ × Σ|x_j c_j|: on an H200, 240 rows in clusters 20 apart gave a
+//     predict inertia of 77.18 where the exact sum (Fit's, and
+//     ClusterCost's) was 57.74, and a label may pick a centroid that is
+//     nearest only within that error. Fit's inertia and ClusterCost use
+//     a kernel as exact as float32; float64 is exact. Center your data,
+//     or use ClusterCost, where the inertia matters.
 //   - Balanced k-means ignores Clusters (it uses the centroids' rows),
 //     Init, MaxIter, Tol, NInit and OversamplingFactor; it refuses host
 //     data, weights and float64; its Fit reports Iterations =
@@ -47,6 +62,10 @@
 //     rows; what it does with too few was not tried on a GPU).
 //   - cuVS draws its random numbers from a fixed seed: the same call on
 //     the same data gives the same centroids.
+//
+// Nil params mean DefaultParams (Predict: with Clusters the centroids'
+// rows); a Model from FitSlice keeps its params, which Model.Predict uses
+// when given nil.
 //
 // # The C API
 //

@@ -16,8 +16,9 @@ var floats = []dlpack.DataType{dlpack.Float32, dlpack.Float64}
 
 // FitResult is what Fit reports besides the centroids.
 type FitResult struct {
-	// Inertia is the (weighted) sum of each row's distance to its nearest
-	// centroid: squared distances for L2Expanded.
+	// Inertia is the sum of each row's squared distance to its nearest
+	// centroid, whatever the metric (cuVS's cluster cost), times the
+	// weights rescaled to sum to the rows.
 	Inertia float64
 	// Iterations is the number of iterations of the kept run (balanced
 	// k-means: BalancedIters).
@@ -107,14 +108,17 @@ func shapes(op string, res *safe.Resources, p *Params, x, w *arg, cent *dlpack.V
 // Every shape, dtype, memory and params mistake is an *safe.ArgError
 // naming the argument, before the C call.
 //
+// Nil p means DefaultParams (8 clusters).
+//
 // C calls: cuvsKMeansParamsCreate/Destroy and cuvsKMeansFit of the loaded
 // release (cuvsKMeansParamsCreate_v2, cuvsKMeansFit_v2,
 // cuvsKMeansParamsDestroy_v2 on 26.06; the unversioned ones on a 26.06
 // library without them, and on 26.08).
 func Fit(res *safe.Resources, p *Params, x, weights dlpack.Tensor, centroids dlpack.TensorMut) (FitResult, error) {
 	const op = "kmeans.Fit"
-	if p == nil {
-		return FitResult{}, kit.Argf(op, "params", "nil")
+	p, err := kit.Or(p, DefaultParams)
+	if err != nil {
+		return FitResult{}, err
 	}
 	if err := p.validate(op, p.Balanced); err != nil {
 		return FitResult{}, err
@@ -188,18 +192,33 @@ func Fit(res *safe.Resources, p *Params, x, weights dlpack.Tensor, centroids dlp
 
 // Predict writes each row's nearest centroid (0..Clusters-1) into labels
 // (int32, one per row of x, device memory) and returns the inertia of that
-// assignment, weighted by weights if not nil (scaled to sum to the rows
-// when normalizeWeights). x, weights and centroids are device memory of
-// one dtype (float32 or float64; balanced k-means: float32, no weights,
-// and cuVS reports inertia 0). The labels are ready once res's stream is
-// synchronized (res.Sync).
+// assignment: the sum of the metric's distances (squared for L2Expanded,
+// not squared for L2SqrtExpanded), weighted by weights if not nil (as
+// given, or scaled to sum to the rows when normalizeWeights). The
+// distances are cuVS's expanded ones, on some GPUs from a TF32 product
+// (see the package doc): the inertia may exceed the exact sum and a label
+// may be nearest only within that rounding. x, weights and centroids are
+// device memory of one dtype (float32 or float64; balanced k-means:
+// float32, no weights, and cuVS reports inertia 0). The labels are ready
+// once res's stream is synchronized (res.Sync).
 //
 // C calls: cuvsKMeansParamsCreate/Destroy and cuvsKMeansPredict of the
 // loaded release (the _v2 ones on 26.06, as Fit).
 func Predict(res *safe.Resources, p *Params, x, weights, centroids dlpack.Tensor, labels dlpack.TensorMut, normalizeWeights bool) (float64, error) {
 	const op = "kmeans.Predict"
+	ca, err := view(op, "centroids", centroids)
+	if err != nil {
+		return 0, err
+	}
 	if p == nil {
-		return 0, kit.Argf(op, "params", "nil")
+		d, err := DefaultParams()
+		if err != nil {
+			return 0, err
+		}
+		if ca.v.NDim() == 2 {
+			d.Clusters = int(ca.v.Dim(0))
+		}
+		p = &d
 	}
 	if err := p.validate(op, p.Balanced); err != nil {
 		return 0, err
@@ -213,10 +232,6 @@ func Predict(res *safe.Resources, p *Params, x, weights, centroids dlpack.Tensor
 		if wa, err = view(op, "weights", weights); err != nil {
 			return 0, err
 		}
-	}
-	ca, err := view(op, "centroids", centroids)
-	if err != nil {
-		return 0, err
 	}
 	if labels == nil {
 		return 0, kit.Argf(op, "labels", "nil")

@@ -44,8 +44,9 @@ func (m InitMethod) String() string {
 // The zero Params is refused: Clusters, MaxIter, NInit and BatchSamples
 // must be at least 1 and Tol above 0.
 type Params struct {
-	// Metric: L2Expanded (inertia in squared distances) or L2SqrtExpanded;
-	// balanced k-means also takes CosineExpanded and InnerProduct.
+	// Metric: L2Expanded or L2SqrtExpanded (Predict's inertia in its
+	// distances, Fit's in squared distances either way); balanced k-means
+	// also takes CosineExpanded and InnerProduct.
 	Metric safe.Metric
 	// Clusters is the number of centroids, at least 1 and at most the rows.
 	Clusters int

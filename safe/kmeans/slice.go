@@ -16,6 +16,9 @@ type Model[T Float] struct {
 	Clusters, Dim int
 	// FitResult is the inertia and iteration count of the fit.
 	FitResult
+	// Params are those FitSlice fitted the model with (nil for a model made
+	// by hand): Predict uses them when given nil params.
+	Params *Params
 }
 
 func finite[T Float](op, name string, v []T) error {
@@ -40,15 +43,17 @@ func rowsOf[T Float](op, name string, v []T, dim int) (int, error) {
 // FitSlice clusters the rows of data (row-major, dim columns, Go memory)
 // with p and returns the centroids in Go memory. weights, if not nil, hold
 // one weight per row. With Init Array, init holds the Clusters × dim
-// starting centroids (nil otherwise). It uploads the data to device memory
-// it allocates for the call, and waits.
+// starting centroids (nil otherwise). Nil p means DefaultParams (8
+// clusters). It uploads the data to device memory it allocates for the
+// call, and waits. The model keeps a copy of the params.
 //
 // C calls: those of Fit, and cuvsRMMAlloc/Free, cuvsMatrixCopy,
 // cuvsStreamSync.
 func FitSlice[T Float](res *safe.Resources, p *Params, data []T, dim int, weights, init []T) (*Model[T], error) {
 	const op = "kmeans.FitSlice"
-	if p == nil {
-		return nil, kit.Argf(op, "params", "nil")
+	p, err := kit.Or(p, DefaultParams)
+	if err != nil {
+		return nil, err
 	}
 	if err := p.validate(op, p.Balanced); err != nil {
 		return nil, err
@@ -119,14 +124,17 @@ func FitSlice[T Float](res *safe.Resources, p *Params, data []T, dim int, weight
 	if err != nil {
 		return nil, err
 	}
-	return &Model[T]{Centroids: c, Clusters: p.Clusters, Dim: dim, FitResult: r}, nil
+	kept := *p
+	return &Model[T]{Centroids: c, Clusters: p.Clusters, Dim: dim, FitResult: r, Params: &kept}, nil
 }
 
 // Predict labels the rows of data (row-major, m.Dim columns, Go memory)
-// with their nearest centroid and returns the labels and the inertia
-// (weighted by weights if not nil, scaled to sum to the rows when
-// normalizeWeights). p must be the params m was fitted with (its Metric
-// and Balanced decide the assignment).
+// with their nearest centroid and returns the labels and the inertia, as
+// the package-level Predict (weighted by weights if not nil, scaled to sum
+// to the rows when normalizeWeights). p should be the params m was fitted
+// with (its Metric and Balanced decide the assignment); nil p means
+// m.Params, or for a model without them DefaultParams with Clusters
+// m.Clusters.
 //
 // C calls: those of the package-level Predict, and cuvsRMMAlloc/Free,
 // cuvsMatrixCopy, cuvsStreamSync.
@@ -142,7 +150,18 @@ func (m *Model[T]) Predict(res *safe.Resources, p *Params, data, weights []T, no
 	if weights != nil && len(weights) != rows {
 		return nil, 0, kit.Argf(op, "weights", "%d weights for %d rows", len(weights), rows)
 	}
-	if p != nil && p.Clusters != m.Clusters {
+	if p == nil {
+		p = m.Params
+	}
+	if p == nil {
+		d, err := DefaultParams()
+		if err != nil {
+			return nil, 0, err
+		}
+		d.Clusters = m.Clusters
+		p = &d
+	}
+	if p.Clusters != m.Clusters {
 		return nil, 0, kit.Argf(op, "params.Clusters", "%d, the model has %d centroids", p.Clusters, m.Clusters)
 	}
 	dx, err := safe.DeviceMatrixFrom(res, data, rows, m.Dim)

@@ -13,8 +13,7 @@ import (
 
 // slot is one tensor handed to C, its metadata in C memory: cuVS's PCA
 // needs explicit strides (a one-column matrix must still read as
-// column-major on 26.06) and a rank-0 scalar, neither of which package
-// dlpack's calls make.
+// column-major on 26.06), which package dlpack's calls do not make.
 type slot struct {
 	mt      generated.DLManagedTensor
 	shape   [2]int64

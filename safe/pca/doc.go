@@ -46,8 +46,11 @@
 //     (the params' copy flag is never read): a caller's device input would
 //     come back only up to rounding. Here the input is always a copy.
 //   - Fitting needs at least two rows and two columns; transforms at least
-//     one row and two columns. noise_vars is a rank-0 tensor; explained
-//     variances, singular values and means rank-1.
+//     one row and two columns. noise_vars is a rank-1 tensor of one
+//     value (a device scalar view's extents are rank 1); explained
+//     variances, singular values and means rank-1. A rank-0 noise_vars is
+//     refused ("ndim mismatch between return mdspan and DLTensor", seen on
+//     26.06).
 //   - On 26.08 the layout is decided from the first matrix, column-major
 //     tested first: a matrix of one row or one column can read as either.
 //     This package hands C explicit strides.

@@ -31,8 +31,8 @@ func (s Solver) String() string {
 }
 
 // Params configures Fit and FitTransform (cuvsPcaParams). Start from
-// DefaultParams, which reads cuVS's defaults from the library. The zero
-// Params is refused: Components must be at least 1.
+// DefaultParams, which reads cuVS's defaults from the library; nil params
+// mean those. The zero Params is refused: Components must be at least 1.
 type Params struct {
 	// Components is the number of principal components kept, 1..columns.
 	Components int

@@ -84,7 +84,7 @@ func rowsOf(op, name string, v []float32, cols int) (int, error) {
 func colMajor() bool { return generated.Release() != "26.08" }
 
 // dev is device memory for one tensor of a call: a rank-2 matrix (row- or
-// column-major), a vector or a scalar.
+// column-major) or a rank-1 vector (rank 0, no shape, only in tests).
 type dev struct {
 	m          *safe.DeviceMatrix[float32]
 	rank       int
@@ -191,7 +191,8 @@ func call(op string, res *safe.Resources, p *Params, k int, ds []*dev, f func(h 
 
 // Fit computes the principal components of data (rows × dim, row-major, Go
 // memory; at least two rows and two columns) and returns them with the
-// explained variances, singular values, means and noise variance.
+// explained variances, singular values, means and noise variance. Nil p
+// means DefaultParams (one component).
 //
 // C calls: cuvsPcaParamsCreate/Destroy, cuvsPcaFit, and cuvsRMMAlloc/Free,
 // cuvsMatrixCopy, cuvsStreamSync for the copies.
@@ -210,6 +211,10 @@ func FitTransform(res *safe.Resources, p *Params, data []float32, dim int) (*Mod
 }
 
 func fit(op string, res *safe.Resources, p *Params, data []float32, dim int, transform bool) (*Model, []float32, error) {
+	p, err := kit.Or(p, DefaultParams)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := p.validate(op); err != nil {
 		return nil, nil, err
 	}
@@ -230,8 +235,11 @@ func fit(op string, res *safe.Resources, p *Params, data []float32, dim int, tra
 		return nil, nil, kit.Argf(op, "data", "%d × %d: too large", rows, dim)
 	}
 	col := colMajor()
+	// noise_vars is a device_scalar_view, whose extents are rank 1 of static
+	// extent 1 (c/src/preprocessing/pca.cpp converts it so): a one-value
+	// vector, not a rank-0 tensor.
 	specs := []struct{ rank, rows, cols int }{
-		{2, rows, dim}, {2, k, dim}, {1, 1, k}, {1, 1, k}, {1, 1, k}, {1, 1, dim}, {0, 1, 1},
+		{2, rows, dim}, {2, k, dim}, {1, 1, k}, {1, 1, k}, {1, 1, k}, {1, 1, dim}, {1, 1, 1},
 	}
 	if transform {
 		specs = append(specs, struct{ rank, rows, cols int }{2, rows, k})

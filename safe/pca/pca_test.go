@@ -324,7 +324,6 @@ func TestRefusals(t *testing.T) {
 		safetest.Refused(t, c.arg, c.arg, "", fit(&p, x, dim))
 	}
 	safetest.Refused(t, "zero params", "params.Components", "", fit(&pca.Params{}, x, dim))
-	safetest.Refused(t, "nil params", "params", "nil", fit(nil, x, dim))
 	safetest.Refused(t, "one column", "dim", "two", fit(&def, x, 1))
 	safetest.Refused(t, "one row", "data", "two", fit(&def, x[:dim], dim))
 	safetest.Refused(t, "ragged", "data", "multiple", fit(&def, x[:7], dim))
@@ -374,5 +373,34 @@ func TestFault(t *testing.T) {
 	ctl.FailNext("cuvsPcaInverseTransform", "injected")
 	if _, err := m.InverseTransform(res, []float32{1, 2}); !errors.As(err, &se) {
 		t.Fatalf("%v, want a *safe.Error", err)
+	}
+}
+
+// Nil params mean DefaultParams, as in the other packages.
+func TestNilParams(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	x := data(7, 30)
+	def, err := pca.DefaultParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pca.Fit(res, nil, x, dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pca.Fit(res, &def, x, dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NComponents() != def.Components || got.NComponents() != want.NComponents() {
+		t.Fatalf("nil params: %d components; DefaultParams: %d", got.NComponents(), want.NComponents())
+	}
+	near(t, "noise variance", got.NoiseVariance, float64(want.NoiseVariance), 1e-4)
+	for i := range want.Components {
+		near(t, "component value", got.Components[i], float64(want.Components[i]), 1e-4)
+	}
+	if _, tr, err := pca.FitTransform(res, nil, x, dim); err != nil || len(tr) != 30*def.Components {
+		t.Fatalf("FitTransform with nil params: %d values, %v", len(tr), err)
 	}
 }

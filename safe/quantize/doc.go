@@ -52,6 +52,13 @@
 //     against VQ center 0, and InverseTransform without labels decodes
 //     against center 0 too. The package requires labels with UseVQ (and
 //     refuses them without).
+//   - A VQ label is the nearest center by cuVS's balanced k-means predict,
+//     whose distances on some GPUs (compute capability 9.x below 4096 rows
+//     and centers, 10 and later always) are ‖x‖² + ‖c‖² − 2x·c with x·c
+//     from a TF32 product: a label may name a center nearest only within
+//     that rounding (on an H200, 1.73454 where another center was at
+//     1.73373). The codes are the nearest entries of the residual
+//     against the label's center.
 //   - cuvsBinaryQuantizerDestroy and cuvsProductQuantizerDestroy free only
 //     the handle: the trained thresholds and codebooks stay allocated in
 //     device memory (cuVS's leak, not the package's; nothing in the C API

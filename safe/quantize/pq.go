@@ -294,8 +294,9 @@ func (q *PQ) labelsFor(op string, res *safe.Resources, rows int64, mut dlpack.Te
 // device memory; host data must be finite) into codes (rows × EncodedDim()
 // uint8, device memory): each sub-vector's nearest codebook entry. With
 // UseVQ, labels (rows uint32, device memory) receives each row's nearest VQ
-// center, which InverseTransform needs; without it, labels must be nil. It
-// waits for res's stream.
+// center (up to the TF32 rounding the package doc describes), which
+// InverseTransform needs; without it, labels must be nil. It waits for
+// res's stream.
 //
 // C calls: cuvsProductQuantizerTransform, cuvsStreamSync.
 func (q *PQ) Transform(res *safe.Resources, dataset dlpack.Tensor, codes dlpack.TensorMut, labels dlpack.TensorMut) error {

@@ -662,6 +662,14 @@ DBL_HIDDEN int64_t dl_numel(const DLTensor* t);
 /* NULL checks and the byte_offset note; what names the argument. */
 DBL_HIDDEN cuvsError_t dl_check_ptr(const DLManagedTensor* mt, const char* what);
 /* The checks cuVS's from_dlpack<mdspan> makes, in its order and words. */
+/* The unfused nearest-centroid path of cuVS's k-means on the device the
+ * double imitates (SM 9.x; dbl_kmeans_api.c says where it comes from):
+ * dbl_unfused_tf32 tells whether a problem of rows x centers float32 takes
+ * it, dbl_tf32_l2 is its squared distance (TF32 product, float norms,
+ * clamped at 0), dbl_tf32 a float rounded to TF32. */
+DBL_HIDDEN float dbl_tf32(float v);
+DBL_HIDDEN int dbl_unfused_tf32(int64_t rows, int64_t centers);
+DBL_HIDDEN float dbl_tf32_l2(const float* x, const float* c, int64_t d);
 DBL_HIDDEN cuvsError_t dl_view(const DLManagedTensor* mt, int layout, int code, int bits, int where,
                                int ndim);
 /* Under strict device mode, kDLCUDA/kDLCUDAManaged data must lie inside a live

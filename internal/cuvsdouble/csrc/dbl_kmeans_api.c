@@ -20,10 +20,38 @@
  *     n rows with a positive sum, normalized to sum n; init Array uses the
  *     centroids as given (and one init), Random samples rows, KMeansPlusPlus
  *     seeds by D^2 sampling; the best of n_init runs is kept;
- *   - predict needs device X, int32 labels; the balanced predict reports
- *     inertia 0;
+ *   - fit's inertia is cluster_cost's (cpp/src/cluster/detail/kmeans.cuh,
+ *     the end of each n_init run; cpp/src/cluster/kmeans.cuh cluster_cost):
+ *     the squared L2 distance to the nearest centroid whatever the metric
+ *     (L2SqrtExpanded included), times the weights rescaled to sum to n;
+ *     that path (minClusterDistanceCompute) is always the fused kernel,
+ *     3xTF32 on SM 8.0 and later, about as exact as float32;
+ *   - predict needs device X, int32 labels; its inertia (detail/kmeans.cuh
+ *     kmeans_predict) is the sum of the weights (rescaled to sum to n only
+ *     when normalize_weight, raw otherwise, 1 without weights) times the
+ *     metric's distance to the label's centroid: squared for L2Expanded,
+ *     the square root for L2SqrtExpanded. Labels and distances come from
+ *     minClusterAndDistanceCompute (detail/minClusterDistanceCompute.cu),
+ *     which use_fused (detail/kmeans_common.cuh) sends, on SM 9.x with
+ *     fewer than 4096 rows and 4096 centroids (and on SM 10 and later
+ *     always), to unfusedDistanceNNMinReduce (cpp/src/distance/
+ *     unfused_distance_nn.cuh): a cuBLAS GEMM with
+ *     CUBLAS_COMPUTE_32F_FAST_TF32 for float, then ||x||^2 + ||c||^2 - 2 x.c
+ *     clamped at 0 and the first minimum (then sqrt for L2SqrtExpanded).
+ *     With 10-bit mantissas and the cancellation, a float32 predict's
+ *     distances are off by up to ~2^-9 x.c: on an H200 a fit's inertia
+ *     matched Go's and the predict of the same data with its centroids was
+ *     34% higher. The double imitates such a device (SM 9.x): float32
+ *     predicts below those sizes round x and c to TF32 (round to nearest)
+ *     and accumulate in float; float64 (CUBLAS_COMPUTE_64F) and larger
+ *     predicts are exact. Its fit's assignments stay exact;
+ *   - the weights' sum must be positive: always for host weights, for
+ *     device weights only on 26.08 (weightSum's check_positive); 26.06
+ *     divides by it;
+ *   - the balanced predict reports inertia 0;
  *   - cluster cost: sum over rows of the squared L2 distance to the nearest
  *     centroid (unweighted).
+ * Inertias are DataT in the C++ code: float32 inputs give float sums.
  * The double runs Lloyd's iterations on the CPU with a fixed seed.
  */
 #include <math.h>
@@ -206,10 +234,11 @@ static int km_lloyd(const km_mat* x, const double* w, int metric, int64_t k, int
     it++;
     if (shift < tol) break;
   }
+  /* cluster_cost: squared distances, whatever the metric */
   double in = 0;
   for (int64_t i = 0; i < n; i++) {
     double b;
-    km_nearest(metric, x, i, c, k, d, &b);
+    km_nearest(L2Expanded, x, i, c, k, d, &b);
     in += (w ? w[i] : 1) * b;
   }
   *inertia = in;
@@ -217,6 +246,69 @@ static int km_lloyd(const km_mat* x, const double* w, int metric, int64_t k, int
   free(cnt);
   return it;
 }
+
+/* float rounded to TF32 (10 explicit mantissa bits), to nearest, ties away
+ * from zero (cvt.rna.tf32.f32) */
+float dbl_tf32(float v)
+{
+  if (!isfinite(v)) return v;
+  uint32_t u;
+  memcpy(&u, &v, sizeof u);
+  u = (u + 0x1000u) & ~0x1fffu;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+/* use_fused on SM 9.x: fused once m or n reaches 4096, else the unfused
+ * TF32 GEMM (float32; float64 runs CUBLAS_COMPUTE_64F) */
+int dbl_unfused_tf32(int64_t rows, int64_t centers) { return rows < 4096 && centers < 4096; }
+
+/* reduce_min_kernel's L2 distance from the GEMM output: norms in float, the
+ * dot product of TF32 operands accumulated in float, clamped at 0 */
+float dbl_tf32_l2(const float* x, const float* c, int64_t d)
+{
+  float xn = 0, cn = 0, z = 0;
+  for (int64_t j = 0; j < d; j++) {
+    xn += x[j] * x[j];
+    cn += c[j] * c[j];
+    z += dbl_tf32(x[j]) * dbl_tf32(c[j]);
+  }
+  float f = xn + cn - 2.0f * z;
+  return f > 0 ? f : 0;
+}
+
+/* minClusterAndDistanceCompute for row i of x against the centroids cm
+ * (x's dtype): the label (the first minimum), and the metric's distance in
+ * *value; tf32: the unfused path's arithmetic, else exact. */
+static int32_t km_assign(int metric, const km_mat* x, int64_t i, const km_mat* cm, int tf32,
+                         double* value)
+{
+  int64_t d = x->d;
+  int32_t bi = 0;
+  double bv = INFINITY;
+  for (int64_t c = 0; c < cm->n; c++) {
+    double v;
+    if (tf32) {
+      v = dbl_tf32_l2((const float*)x->p + i * d, (const float*)cm->p + c * d, d);
+    } else {
+      v = 0;
+      for (int64_t j = 0; j < d; j++) {
+        double t = km_at(x, i, j) - km_at(cm, c, j);
+        v += t * t;
+      }
+    }
+    if (v < bv) {
+      bv = v;
+      bi = (int32_t)c;
+    }
+  }
+  if (metric == L2SqrtExpanded) bv = sqrt(bv);
+  *value = bv;
+  return bi;
+}
+
+/* an inertia as the C++ code's DataT holds it */
+static double km_datat(int bits, double v) { return bits == 32 ? (double)(float)v : v; }
 
 /* ---- tensors ---- */
 
@@ -322,6 +414,11 @@ static cuvsError_t km_fit(const km_params* p, DLManagedTensor* X, DLManagedTenso
     for (int64_t i = 0; i < n; i++) s += w[i];
     if (!(s > 0)) {
       free(w);
+#if DBL_RELEASE < 2608
+      if (dl_dev_compat(xt)) {
+        dbl_violation("fit: device weights summing to %g (26.06 divides by it)", s);
+      }
+#endif
       return RAFT_FAIL("invalid parameter (sum of sample weights must be positive)");
     }
     for (int64_t i = 0; i < n; i++) w[i] *= (double)n / s;
@@ -352,7 +449,7 @@ static cuvsError_t km_fit(const km_params* p, DLManagedTensor* X, DLManagedTenso
   free(c);
   free(best);
   free(w);
-  *inertia = best_in;
+  *inertia = km_datat(bits, best_in);
   *n_iter = best_it;
   return CUVS_SUCCESS;
 }
@@ -403,28 +500,40 @@ static cuvsError_t km_predict(const km_params* p, DLManagedTensor* X, DLManagedT
     EXPECTS(ct->shape[1] == d, "invalid parameter (centroids.extent(1) != n_features)");
     EXPECTS(lt->shape[0] == n, "invalid parameter (labels.extent(0) != n_samples)");
   }
-  double* c = malloc((size_t)(k * d ? k * d : 1) * sizeof *c);
-  for (int64_t i = 0; i < k * d; i++) {
-    c[i] = bits == 64 ? ((const double*)ct->data)[i] : ((const float*)ct->data)[i];
+  int32_t* lab = lt->data;
+  if (p->hierarchical) {
+    double* c = malloc((size_t)(k * d ? k * d : 1) * sizeof *c);
+    for (int64_t i = 0; i < k * d; i++) {
+      c[i] = bits == 64 ? ((const double*)ct->data)[i] : ((const float*)ct->data)[i];
+    }
+    for (int64_t i = 0; i < n; i++) lab[i] = km_nearest(m, &x, i, c, k, d, NULL);
+    free(c);
+    *inertia = 0;
+    return CUVS_SUCCESS;
   }
-  double* w = sw && !p->hierarchical ? km_weights(&sw->dl_tensor, bits, n) : NULL;
+  double* w = sw ? km_weights(&sw->dl_tensor, bits, n) : NULL;
   if (w && normalize) {
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += w[i];
-    if (s > 0) {
-      for (int64_t i = 0; i < n; i++) w[i] *= (double)n / s;
+    if (!(s > 0)) {
+      free(w);
+#if DBL_RELEASE < 2608
+      dbl_violation("predict: normalize_weight with weights summing to %g (26.06 divides by it)", s);
+#endif
+      return RAFT_FAIL("invalid parameter (sum of sample weights must be positive)");
     }
+    for (int64_t i = 0; i < n; i++) w[i] = km_datat(bits, w[i] * (double)n / s);
   }
+  km_mat cm = {ct->data, bits, k, d};
+  int tf32 = bits == 32 && dbl_unfused_tf32(n, k);
   double in = 0;
-  int32_t* lab = lt->data;
   for (int64_t i = 0; i < n; i++) {
     double b;
-    lab[i] = km_nearest(m, &x, i, c, k, d, &b);
+    lab[i] = km_assign(m, &x, i, &cm, tf32, &b);
     in += (w ? w[i] : 1) * b;
   }
-  free(c);
   free(w);
-  *inertia = p->hierarchical ? 0 : in;
+  *inertia = km_datat(bits, in);
   return CUVS_SUCCESS;
 }
 

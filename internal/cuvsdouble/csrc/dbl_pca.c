@@ -8,7 +8,11 @@
  *     F-contiguous, deciding from the first matrix (F tested first) and
  *     requiring the others to match;
  *   - explained_var, explained_var_ratio, singular_vals and mu are rank-1
- *     device vectors, noise_vars a rank-0 device scalar;
+ *     device vectors; noise_vars is a device_scalar_view, whose extents are
+ *     rank 1 with a static extent of 1, so it too must be a rank-1 tensor
+ *     (any other rank: "ndim mismatch between return mdspan and DLTensor",
+ *     seen on 26.06); its shape is not checked against the static 1 and
+ *     one value is written;
  *   - n_components comes from the params in RAFT's pointer-based PCA, from
  *     the components' rows in the layout-generic RAFT of 26.08's row-major
  *     path; when the two disagree the real library goes out of bounds (or
@@ -177,10 +181,7 @@ static cuvsError_t pca_fit_views(const struct cuvsPcaParams* p, DLManagedTensor*
   TRY(pca_vec_view(evr, "explained_var_ratio", p->n_components, &a->evr));
   TRY(pca_vec_view(sv, "singular_vals", k, &a->sv));
   TRY(pca_vec_view(mu, "mu", d, &a->mu));
-  TRY(dl_check_ptr(noise, "noise_vars"));
-  TRY(dl_view(noise, LAYOUT_ROW, kDLFloat, 32, WANT_DEVICE, 0));
-  TRY(dl_strict(&noise->dl_tensor, "noise_vars"));
-  a->noise = noise->dl_tensor.data;
+  TRY(pca_vec_view(noise, "noise_vars", 1, &a->noise));
   return CUVS_SUCCESS;
 }
 

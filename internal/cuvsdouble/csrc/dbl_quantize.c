@@ -54,6 +54,13 @@
  *     computed only into a labels vector given (else every row uses VQ center
  *     0, as cuVS does); codes are bit-packed, LSB first, the pad bits of the
  *     last byte kept;
+ *   - VQ labels come from predict_vq (cpp/src/neighbors/detail/vpq_dataset.cuh):
+ *     cuVS's balanced k-means predict with L2Expanded, i.e.
+ *     minClusterAndDistanceCompute, which on SM 9.x below 4096 rows (of a
+ *     batch of up to 65536) and 4096 centers takes the unfused TF32 GEMM
+ *     path (see dbl_kmeans_api.c): a label may be a center nearest only
+ *     within TF32 rounding (seen on an H200: 1.73454 against 1.73373). The
+ *     double imitates that device;
  *   - inverse transform: codes and output in device memory, output float32;
  *     without labels every row adds VQ center 0;
  *   - getters refuse a NULL quantizer and a dtype other than float32; the
@@ -695,6 +702,18 @@ static uint32_t nearest(const float* x, const float* centers, uint32_t k, uint32
   return best;
 }
 
+/* nearest by the unfused TF32 path's distances (the first minimum) */
+static uint32_t nearest_tf32(const float* x, const float* centers, uint32_t k, uint32_t w)
+{
+  uint32_t best = 0;
+  float bd = INFINITY;
+  for (uint32_t c = 0; c < k; c++) {
+    float d = dbl_tf32_l2(x, centers + (size_t)c * w, w);
+    if (d < bd) bd = d, best = c;
+  }
+  return best;
+}
+
 /* n_take rows of src (n x dim) evenly spaced (all when n_take >= n). */
 static float* subsample(const float* src, int64_t n, uint32_t dim, int64_t n_take)
 {
@@ -816,7 +835,9 @@ static cuvsError_t pqq_build(cuvsProductQuantizerParams_t params, DLManagedTenso
   if (impl->vq) {
     for (int64_t i = 0; i < nt; i++) {
       float* row = train + (size_t)i * dim;
-      uint32_t l = nearest(row, impl->vq, impl->vq_rows, dim);
+      /* predict_vq, as in transform */
+      uint32_t l = dbl_unfused_tf32(nt, impl->vq_rows) ? nearest_tf32(row, impl->vq, impl->vq_rows, dim)
+                                                       : nearest(row, impl->vq, impl->vq_rows, dim);
       for (uint32_t j = 0; j < dim; j++) row[j] -= impl->vq[(size_t)l * dim + j];
     }
   }
@@ -973,7 +994,12 @@ static cuvsError_t pqq_transform(cuvsProductQuantizer_t q, DLManagedTensor* data
   for (int64_t i = 0; i < n; i++) {
     const float* x = (const float*)t->data + (size_t)i * dim;
     uint32_t l = 0;
-    if (impl->vq && lab) lab[i] = l = nearest(x, impl->vq, impl->vq_rows, dim);
+    if (impl->vq && lab) {
+      /* the rows of i's batch (process_and_fill_codes: up to 65536) */
+      int64_t b0 = i / 65536 * 65536, bn = n - b0 < 65536 ? n - b0 : 65536;
+      lab[i] = l = dbl_unfused_tf32(bn, impl->vq_rows) ? nearest_tf32(x, impl->vq, impl->vq_rows, dim)
+                                                       : nearest(x, impl->vq, impl->vq_rows, dim);
+    }
     for (uint32_t j = 0; j < dim; j++) res[j] = x[j] - (impl->vq ? impl->vq[(size_t)l * dim + j] : 0);
     for (uint32_t m = 0; m < impl->p.pq_dim; m++) {
       const float* b = impl->book + (impl->p.use_subspaces ? (size_t)m * book * pl : 0);
