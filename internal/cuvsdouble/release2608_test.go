@@ -218,7 +218,9 @@ func TestDatasetAPI(t *testing.T) {
 	c := newCagraOn(f)
 	f.must(l.CagraBuildDataset(f.res, c.params, pd, c.idx))
 	view := capi.Must(l.CagraDataset(c.idx))
-	if sh, st := view.Shape(), view.Strides(); !slices.Equal(sh, []int64{n, 7}) || !slices.Equal(st, []int64{8, 1}) {
+	// cuVS 26.08 describes the storage, [rows, row width] with no strides
+	// (to_dlpack of the padded view's row_major matrix), not [rows, dim].
+	if sh, st := view.Shape(), view.Strides(); !slices.Equal(sh, []int64{n, 8}) || len(st) != 0 {
 		t.Fatalf("dataset view %v %v", sh, st)
 	}
 	rows := capi.CopyOut[float32](view.Data(), n*8)

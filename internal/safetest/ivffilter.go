@@ -289,36 +289,44 @@ func (a *IVFFilter[I, P, R, F]) Refused(t *testing.T) {
 	}
 }
 
-// SecondPass: a filter whose rows sit together, away from the queries
-// (the rows with a first coordinate above 0.9, queries below 0.1): the
-// raised probes reach no allowed row for many queries, and the second
-// pass fills them. The same probes without it (FilterIndex) leave slots
-// unfilled.
+// SecondPass: a filter allowing only a far cluster. The data set's first
+// 200 rows are moved 10 away along the first axis (the rest, and the
+// queries, lie in the unit cube), and only they are allowed: k-means puts
+// them in lists of their own (any list holding one of them has its
+// centre out there), which are the farthest lists from every query. A
+// search probing fewer lists than the near cluster has reads no allowed
+// row, whatever the implementation: the raised probes come back empty and
+// the second pass fills them. The same probes without it (FilterIndex)
+// leave every slot unfilled. (A filter on the uniform data, rows with a
+// first coordinate above 0.9, filled every query on the real library with
+// the same probes: its lists mix such rows with the others.)
 func (a *IVFFilter[I, P, R, F]) SecondPass(t *testing.T) {
 	Check(t)
 	f := newIVFFixture(t)
-	for i := 0; i < nq; i++ {
-		f.qs[i*dim] *= 0.1
+	const far, lists = 200, 64
+	c := FilterCase{Name: "far cluster", OK: make([]bool, rows)}
+	for i := 0; i < far; i++ {
+		f.data[i*dim] += 10
+		c.Allowed = append(c.Allowed, int64(i))
+		c.OK[i] = true
 	}
-	must(t, f.queries.CopyFromHost(f.res, f.qs))
-	idx := a.build(t, f, 64)
-	c := FilterCase{Name: "clustered", OK: make([]bool, rows)}
-	for i := 0; i < rows; i++ {
-		if f.data[i*dim] > 0.9 {
-			c.Allowed = append(c.Allowed, int64(i))
-			c.OK[i] = true
-		}
-	}
+	must(t, f.dataset.CopyFromHost(f.res, f.data))
+	idx := a.build(t, f, lists)
 	filter, err := safe.NewBitsetFilterAllowing(f.res, rows, c.Allowed)
 	must(t, err)
 	Close(t, filter)
 	sp := a.Params(1, 0)
 	nb, ds := a.search(t, f.res, idx, sp, f.queries, f.neighbors, f.distances, filter)
 	CheckFilled(t, "Auto", nb, ds, k, &c)
-	// the plan's probes: 1 × (rows/allowed)^(1/3), at least 4k × lists / allowed
-	probes := max(uint32(math.Ceil(math.Sqrt(float64(rows)/float64(len(c.Allowed))))), uint32(math.Ceil(4*k*64/float64(len(c.Allowed)))))
-	if probes > 32 {
-		t.Fatalf("%d allowed rows: the plan probes every list (%d), the test needs fewer", len(c.Allowed), probes)
+	// the plan's probes (safe/internal/ivffilter Decide): 1 × rows/allowed,
+	// at least 8k × lists / allowed; under half the lists, so the policy
+	// searches them and repairs rather than probing every list
+	probes := max(uint32(math.Ceil(float64(rows)/far)), uint32(math.Ceil(8*k*lists/float64(far))))
+	if probes > lists/2 {
+		t.Fatalf("%d allowed rows: the plan probes every list (%d), the test needs fewer", far, probes)
+	}
+	if near := lists * (rows - far) / rows; int(probes) >= near-4 {
+		t.Fatalf("%d probes reach the far lists (about %d lists hold the near rows)", probes, near)
 	}
 	_, ds = a.search(t, f.res, idx, a.Params(probes, a.FilterIndex), f.queries, f.neighbors, f.distances, filter)
 	short := 0

@@ -318,7 +318,7 @@ func (p *IndexParams) checkCompression(op string, rows, dim int64) error {
 		return kit.Argf(op, "params.Compression.PQBits", "%d, want 4 to 16 (0: 8)", c.PQBits)
 	}
 	if centers := int64(1) << bits; rows < centers {
-		return kit.Argf(op, "params.Compression.PQBits", "%d bits make %d PQ centers, but the dataset has only %d rows to train them: lower PQBits (at least 4) or compress a larger dataset", bits, centers, rows)
+		return kit.Argf(op, "params.Compression.PQBits", "%d bits make %d PQ centers, but the dataset has only %d rows to train them: compress a larger dataset (or lower PQBits, at least 4, though cuVS searches only 8-bit codes)", bits, centers, rows)
 	}
 	// The PQ codebooks train on floor(rows·fraction / 2^bits) rows per
 	// center (vpq_dataset.cuh, pq.cuh): fewer than one fails.

@@ -129,6 +129,9 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 	}
 	e.view = im
 	v, err := im.View()
+	if err == nil {
+		v, err = logicalRows(op, v, idx.dim) // 26.08: [rows, row width] without strides
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: the index's dataset: %w", op, err)
 	}

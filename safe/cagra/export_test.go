@@ -20,3 +20,7 @@ func PlanOf(idx *Index, sp SearchParams, filter *safe.Filter, k, n int) (exact b
 	p := sp.planFilter(filter, idx.rows.Load(), idx.dim, idx.degree.Load(), int64(k), int64(n), idx.noExact())
 	return p.exact, int(p.itopk), int(p.post), nil
 }
+
+// FilterITopK is the policy's raised top-k for a graph search of k
+// neighbors at itopk with the fraction f of the rows allowed.
+func FilterITopK(itopk, k int, f float64) int { return int(filterITopK(int64(itopk), int64(k), f)) }

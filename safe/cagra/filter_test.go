@@ -134,11 +134,13 @@ func filterRecallFloor(t *testing.T, n, deg int) {
 			name  string
 			below float64
 		}{{"auto", 0}, {"graph unless < k", 1e-9}} {
-			if pol.below > 0 && frac > 0 && frac < 0.2 {
+			if pol.below > 0 && frac > 0 && cagra.FilterITopK(64, k, frac) > cagra.MaxFilterITopK {
 				// The graph path with the top-k capped at MaxFilterITopK
-				// (256): on the real library even 256 falls below the
-				// floor at 10% allowed (issue 18's table), which is why
-				// FilterAuto goes exact there.
+				// (256), where the policy's raise goes past it (below 25%
+				// allowed at itopk 64): on the real library even 256 falls
+				// below the floor at 10% allowed (issue 18's table), and
+				// cuVS's 192 did at 20% on these 5,000 rows (0.949 of
+				// 1.000, 26.08), which is why FilterAuto goes exact there.
 				continue
 			}
 			sp.FilterExactBelow = pol.below
@@ -450,7 +452,7 @@ func TestPostFilterPath(t *testing.T) {
 		name, degree string
 	}{
 		{0.5, idx, 64, 40, "50%", "64"}, {0.5, deg32, 96, 40, "50%", "32"}, {0.6, idx, 64, 34, "60%", "64"},
-		{0.45, idx, 64, 45, "45%", "64"}, {0.4, idx, 128, 0, "40%", "64"}, {0.2, idx, 192, 0, "20%", "64"}, {0.8, idx, 64, 0, "80%", "64"},
+		{0.45, idx, 64, 45, "45%", "64"}, {0.4, idx, 160, 0, "40%", "64"}, {0.2, idx, 256, 0, "20%", "64"}, {0.8, idx, 64, 0, "80%", "64"},
 	} {
 		f, _ := mk(c.frac)
 		exact, it, post, err := cagra.PlanOf(c.ix, forced, f, k, nq)

@@ -44,36 +44,51 @@ func (p FilterPath) String() string {
 // MaxFilterITopK is the largest internal top-k the policy raises a
 // filtered graph search to; a filter that would need more takes the exact
 // path. 256 is the largest top-k measured on the real library with a
-// filter (issue 18's table): at 20% allowed the policy's 192 lies between
-// the measured 128 and 256, both above the floor; at 10% it would need
-// 288, and even 256 kept only 0.947 of the unfiltered 0.985 (degree 64,
+// filter (issue 18's table): at 20% allowed cuVS's rule's 192 lies
+// between the measured 128 and 256 on 20,000 rows, but fell below the
+// floor on 5,000 (see filterITopK); at 10% even 256 kept only 0.947 of the unfiltered 0.985 (degree 64,
 // itopk 64: below the floor of 0.955), so 10% and below go exact. Beyond
 // 256 cuVS's single-CTA kernel merges its filtered top-k list with a
 // two-warp network whose filtered behaviour nobody has measured (the
 // double imitates the one-warp list up to 256: internal/cuvsdouble,
 // dbl_cagra_graph.c), and the graph search's cost grows with the top-k
-// (about one iteration per entry) while brute force's does not.
+// (about one iteration per entry) while brute force's does not. With
+// filterITopK's floor of itopk/f, a search at itopk 64 goes exact below 25%
+// allowed.
 const MaxFilterITopK = 256
 
 // filterITopK is the internal top-k a graph search of k neighbors with a
 // filter allowing the fraction f of the rows uses, from the caller's itopk:
 // cuVS's own rule for its multi-CTA kernel (search_plan.cuh,
 // adjust_search_params: k/f + (itopk-k)/sqrt(f)), rounded up to 32 as cuVS
-// rounds it. Checked on the double fitted to the real library
-// (internal/cuvsdouble TestCagraFilterTable), 20,000 × 64, 200 queries:
-// at 20% allowed, degree 32, itopk 64 is raised to 192 (real library at
-// itopk 128 / 256: 0.887 / 0.966, unfiltered at 64: 0.925); at 10% to 288
-// (real at 256: 0.930), past MaxFilterITopK: from 10% allowed the
-// search is exact. At 50% it is 96: the real
+// rounds it, but at least itopk/f below PostFilterFrom (below). Checked on
+// the double fitted to the real library (internal/cuvsdouble
+// TestCagraFilterTable), 20,000 × 64, 200 queries: cuVS's rule raised
+// itopk 64 to 192 at 20% allowed, degree 32 (real library at itopk 128 /
+// 256: 0.887 / 0.966, unfiltered at 64: 0.925), and to 288 at 10% (real
+// at 256: 0.930). At 50% it is 96: the real
 // library kept 0.954 of its unfiltered 0.985 at degree 64, itopk 64, but
 // only 0.870 of 0.925 at degree 32 (0.947 at itopk 128). From 75% allowed
 // the top-k stays, so that a filter allowing most rows costs what an
 // unfiltered search costs.
+//
+// Below PostFilterFrom the top-k is raised further, to at least itopk/f
+// (the same number of allowed entries in the list as an unfiltered walk
+// keeps): cuVS's rule gave 192 at 20% allowed, and on the real library
+// (26.08, 5,000 × 64, degree 64, itopk 64, 100 queries) the graph path at
+// 192 kept only 0.949 of an unfiltered 1.000, under the floor of 0.970 (on
+// 20,000 rows the 26.06 table puts 192 between 0.962 at 128 and 0.985 at
+// 256). itopk/f is 320 there, past MaxFilterITopK: from 25% allowed down
+// (at itopk 64) the policy goes exact whatever the cost model says, where
+// before it could pick a graph search at 192 from about 13% up.
 func filterITopK(itopk, k int64, f float64) int64 {
 	if f >= 0.75 || f <= 0 {
 		return itopk
 	}
 	adj := int64(float64(k)/f + float64(itopk-k)/math.Sqrt(f))
+	if f < PostFilterFrom {
+		adj = max(adj, int64(math.Ceil(float64(itopk)/f)))
+	}
 	adj = (adj + 31) / 32 * 32
 	return max(itopk, adj)
 }

@@ -35,8 +35,9 @@ func TestFilterCostModel(t *testing.T) {
 	}
 }
 
-// The top-k the graph path searches with (cuVS's rule, rounded to 32, kept
-// from 75% allowed) and two of the model's choices at raised top-k.
+// The top-k the graph path searches with (cuVS's rule, at least itopk/f
+// below PostFilterFrom, rounded to 32, kept from 75% allowed) and two of
+// the model's choices at raised top-k.
 func TestPlanFilter(t *testing.T) {
 	for _, c := range []struct {
 		f              float64
@@ -45,10 +46,11 @@ func TestPlanFilter(t *testing.T) {
 		{f: 1, itopk: 64, k: 10, want: 64},
 		{f: 0.8, itopk: 64, k: 10, want: 64},
 		{f: 0.5, itopk: 64, k: 10, want: 96},
-		{f: 0.2, itopk: 64, k: 10, want: 192},
-		{f: 0.1, itopk: 64, k: 10, want: 288},
-		{f: 0.05, itopk: 64, k: 10, want: 448},
-		{f: 0.02, itopk: 64, k: 10, want: 896},
+		{f: 0.3, itopk: 64, k: 10, want: 224},   // itopk/f: 213.3
+		{f: 0.2, itopk: 64, k: 10, want: 320},   // itopk/f (cuVS's rule: 192)
+		{f: 0.1, itopk: 64, k: 10, want: 640},   // itopk/f (cuVS's rule: 288)
+		{f: 0.05, itopk: 64, k: 10, want: 1280}, // itopk/f (cuVS's rule: 448)
+		{f: 0.2, itopk: 32, k: 10, want: 160},   // itopk/f: under MaxFilterITopK
 		{f: 0.5, itopk: 256, k: 10, want: 384},
 	} {
 		if got := filterITopK(c.itopk, c.k, c.f); got != c.want {

@@ -798,7 +798,38 @@ func (idx *Index) Dataset() (dlpack.View, error) {
 	if idx == nil {
 		return dlpack.View{}, kit.NilIndex("cagra.Index.Dataset")
 	}
-	return idx.internalView("cagra.Index.Dataset", generated.CuvsCagraIndexGetDataset)
+	v, err := idx.internalView("cagra.Index.Dataset", generated.CuvsCagraIndexGetDataset)
+	if err != nil {
+		return v, err
+	}
+	return logicalRows("cagra.Index.Dataset", v, idx.dim)
+}
+
+// logicalRows is the dataset view v of cuvsCagraIndexGetDataset as rows ×
+// dim, tied to v's owner. The two releases describe padded rows
+// differently. cuVS 26.06 hands out the index's strided view: shape [rows,
+// dim], strides [row width, 1] (index::dataset() is a layout_stride
+// mdspan; c/src/core/detail/interop.hpp to_dlpack writes its strides).
+// cuVS 26.08 hands out the storage behind its padded dataset view: a
+// row-major [rows, row width] matrix with no strides
+// (dense_row_major_dataset_view_storage::view() in
+// cpp/include/cuvs/neighbors/common.hpp is the whole padded matrix; the
+// logical dimension is kept beside it, and to_dlpack leaves strides NULL
+// for row_major), so dim 3 float32 comes back as [rows, 4]. The second is
+// narrowed here to the first: the padding columns are not data.
+func logicalRows(op string, v dlpack.View, dim int64) (dlpack.View, error) {
+	if v.NDim() != 2 || dim <= 0 || v.Dim(0) == 0 || v.Dim(1) <= dim || !v.Layout().IsRowMajor() {
+		return v, nil
+	}
+	p, err := v.Data()
+	if err != nil {
+		return dlpack.View{}, fmt.Errorf("%s: %w", op, err)
+	}
+	w, err := dlpack.FromRawParts(p, v.Device(), []int64{v.Dim(0), dim}, []int64{v.Dim(1), 1}, v.DType())
+	if err != nil {
+		return dlpack.View{}, fmt.Errorf("%s: the index's dataset %v as %d columns: %w", op, v.Shape(), dim, err)
+	}
+	return w.WithOwner(v.Owner()), nil
 }
 
 // Graph returns a read-only view of the index's graph, rows × degree uint32

@@ -91,6 +91,13 @@ type ACEParams struct {
 
 // CompressionParams configure VQ + PQ compression of the dataset
 // (cuvsCagraCompressionParams); zero sizes and fractions let cuVS choose.
+// cuVS's search kernels exist for L2Expanded with 8-bit codes (PQBits 0 or
+// 8) and 2 or 4 dimensions per PQ subspace (dim / PQDim rounded up; PQDim
+// 0 means dim / 4) only: an index compressed otherwise builds, but its
+// searches fail with "No dataset descriptor instance compiled for this
+// parameter combination" (cpp/src/neighbors/detail/cagra/
+// compute_distance_vpq_matrix.json). 256 PQ centers also need at least 256
+// training samples.
 type CompressionParams struct {
 	PQBits                   uint32  // bits per PQ code
 	PQDim                    uint32  // PQ dimension

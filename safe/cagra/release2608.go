@@ -198,6 +198,9 @@ func (idx *Index) extend2608(op string, res *safe.Resources, cp generated.CuvsCa
 		return false, kit.Wrap(op, err)
 	}
 	old, err := im.View()
+	if err == nil {
+		old, err = logicalRows(op, old, idx.dim) // [rows, row width]: the padding is not copied
+	}
 	if err != nil {
 		im.Close()
 		return false, kit.Wrap(op, err)
@@ -317,6 +320,16 @@ func (idx *Index) ace2608(op string, res *safe.Resources, dv *dlpack.View, p gen
 			return err
 		}
 		if err := generated.CuvsCagraBuild_v2608(h, p, host, idx.h); err != nil {
+			return err
+		}
+		if g, err := idx.graphRows(op); err != nil || g == 0 {
+			// ACE's disk mode (asked for, or chosen for lack of memory)
+			// leaves the graph in build_dir: cagra::attach_dataset would
+			// copy only the in-memory graph (none) into the device index
+			// and refuse the rows ("Padded dataset row count must match
+			// the index size", cpp/include/cuvs/neighbors/cagra.hpp
+			// convert_standard_to_padded_index). Such an index is not
+			// searchable anyway: keep it as ACE left it, for hnsw.FromCagra.
 			return err
 		}
 		if err := generated.CuvsDatasetMakePadded(h, t[0], generated.CuvsDatasetMemType_t_CUVS_DATASET_MEM_TYPE_DEVICE, &dev); err != nil {

@@ -126,7 +126,7 @@ type Filtered struct {
 //     an index cuvsBruteForceBuild made once here): exact;
 //   - otherwise the over-fetch path: cuvsIvfPqSearch for k' = 2k/f
 //     candidates (f: the fraction allowed; at most MaxOverFetch) probing
-//     the lists package ivfflat's FilterAuto would (NProbes × f^(-1/2), at
+//     the lists package ivfflat's FilterAuto would (NProbes / f, at
 //     least 8k × lists / allowed); the candidates' ids (and distances) are
 //     copied to pinned host memory and the disallowed ones dropped there,
 //     on the host, against the bitset's host copy (taken once and kept

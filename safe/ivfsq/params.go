@@ -154,8 +154,10 @@ type FilterPath int
 const (
 	// FilterAuto (the zero value) keeps the filtered search's recall near
 	// the unfiltered one's at every fraction f of the rows the filter
-	// allows. It probes NProbes × f^(-1/2) lists, and at least enough
-	// for 4 × k allowed rows on average (4 × k × NLists / allowed); when
+	// allows. It probes NProbes / f lists (cuVS drops the rejected rows
+	// inside each probed list, so a probe brings f times the rows), and at
+	// least enough for 8 × k allowed rows on average (8 × k × NLists /
+	// allowed); when
 	// that is more than half the lists, it probes them all (every list probed: the nearest allowed rows as the 8-bit codes rank them, the best this index can do);
 	// otherwise it then reads the distances (a copy to pinned host memory
 	// and a stream sync: the search waits) and searches again, with every

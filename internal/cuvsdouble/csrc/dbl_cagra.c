@@ -42,6 +42,7 @@ typedef struct {
   size_t data_bytes;
   int has_dataset; /* 0 after deserializing a file written without it */
   int compressed;  /* built with compression: GetDataset shows an empty view */
+  uint32_t pq_bits, pq_len; /* compressed: the VPQ codebook's (0: not known, deserialized) */
   int hollow;      /* built in instant mode: shape only, no dataset or graph */
   int on_disk;     /* an ACE build in disk mode: shape only, data in build_dir */
   char disk_dir[256]; /* on_disk: the build_dir cuVS wrote the graph to (the double keeps the
@@ -363,10 +364,21 @@ static cuvsError_t cg_view(cuvsCagraIndex_t index, DLManagedTensor* out, int gra
     t->dtype = impl->dtype;
     t->data = visible ? (void*)impl->data : NULL;
     t->shape[0] = visible ? impl->n : 0;
+#if DBL_RELEASE >= 2608
+    /* 26.08: to_dlpack of the dataset view's storage, a row_major matrix of
+     * [rows, row width] (dense_row_major_dataset_view_storage::view(),
+     * cpp/include/cuvs/neighbors/common.hpp): the padding columns are in
+     * the shape, the logical dim nowhere, and strides stay NULL. A disk-mode
+     * index's view is [0, dim] (index::update_dataset(fd) in
+     * cpp/include/cuvs/neighbors/cagra.hpp), a graph-only one's [0, dim]. */
+    t->shape[1] = visible ? impl->stride : impl->dim;
+    t->strides = NULL;
+#else
     t->shape[1] = impl->on_disk ? 0 : impl->dim; /* disk mode: an empty dataset of dim 0 */
     t->strides = dbl_meta_alloc(2);
     t->strides[0] = visible ? impl->stride : t->shape[1];
     t->strides[1] = 1;
+#endif
   }
   out->deleter = dbl_meta_deleter;
   pthread_rwlock_unlock(&impl->lock);
@@ -612,6 +624,15 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
   impl->metric = (int)params->metric;
   impl->dim = dim;
   impl->compressed = CG_COMPRESSION(params) != NULL;
+  if (impl->compressed) {
+    /* vpq_dataset.cuh fill_missing_params_heuristics: pq_dim 0 is
+     * ceil(dim / 4), pq_bits 0 is 8; the PQ codebook's row length (pq_len)
+     * is ceil(dim / pq_dim) */
+    const struct cuvsCagraCompressionParams* cp = CG_COMPRESSION(params);
+    uint32_t pq_dim = cp->pq_dim ? cp->pq_dim : (uint32_t)((dim + 3) / 4);
+    impl->pq_bits = cp->pq_bits ? cp->pq_bits : 8;
+    impl->pq_len = (uint32_t)((dim + pq_dim - 1) / pq_dim);
+  }
   if (ref) cg_take_ref(impl, ref, n);
   if ((!ref && cg_take_dataset(impl, t, device, !impl->compressed) != 0) ||
       cg_build_graph(impl, (int64_t)intermediate, (int64_t)degree) != 0) {
@@ -847,6 +868,16 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
 #endif
   }
   if (st == CUVS_SUCCESS) st = cg_check_search_params(params, k, filter.type == BITSET);
+  if (st == CUVS_SUCCESS && impl->compressed && impl->pq_bits != 0 &&
+      (impl->pq_bits != 8 || (impl->pq_len != 2 && impl->pq_len != 4) ||
+       impl->metric != L2Expanded)) {
+    /* cuVS compiles VPQ search descriptors for pq_bits 8, pq_len 2 and 4,
+     * L2Expanded only (cpp/src/neighbors/detail/cagra/
+     * compute_distance_vpq_matrix.json; vpq_descriptor_spec::priority is -1
+     * for any other codebook): dataset_descriptor_init finds none. Every
+     * cuVS build, not a trim of one. */
+    st = RAFT_FAIL("No dataset descriptor instance compiled for this parameter combination.");
+  }
   dbl_filter f;
   if (st == CUVS_SUCCESS) st = dbl_filter_view(filter, impl->n, nq, &f);
   if (st == CUVS_SUCCESS) st = cg_check_alive(impl);

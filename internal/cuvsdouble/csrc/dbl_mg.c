@@ -881,7 +881,8 @@ static cuvsError_t mg_cagra_file(const char* filename, mg_impl* m)
   if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetDataset(ci, &dv);
   if (st == CUVS_SUCCESS) {
     const DLTensor* t = &dv.dl_tensor;
-    int64_t rs = t->strides ? t->strides[0] : dim;
+    /* 26.08 describes padded rows as [rows, row width] without strides */
+    int64_t rs = t->strides ? t->strides[0] : (t->ndim == 2 ? t->shape[1] : dim);
     dbl_matrix data = {t->data, t->dtype, rs, 1, n, dim};
     m->dtype = (DLDataType){t->dtype.code, t->dtype.bits, 1};
     m->dim = dim;
