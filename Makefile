@@ -44,12 +44,12 @@ DOUBLE_2606 := $(CURDIR)/build/double/v26.06/libcuvs_c.so
 DOUBLE_2608 := $(CURDIR)/build/double/v26.08/libcuvs_c.so
 DOUBLE := $(DOUBLE_2606)
 
-# The conformance pass against the 26.08 double leaves out what still waits
-# for a per-release path: examples/serving's TestGoAndCAgree, whose C program
-# (cbench) calls 26.06's cuvsCagraBuild on a DLManagedTensor, which a 26.08
-# library reads as a cuvsDataset_t. Each run prints what it leaves out.
+# The conformance pass against the 26.08 double can leave out packages or
+# tests that still wait for a per-release path (none now: examples/serving's
+# TestGoAndCAgree skips itself on 26.08, where its C program's 26.06 call of
+# cuvsCagraBuild does not fit). Each run prints what it leaves out.
 CONFORMANCE_2608_WAIT_PKGS :=
-CONFORMANCE_2608_SKIP := ^(TestGoAndCAgree)$$
+CONFORMANCE_2608_SKIP :=
 CONFORMANCE_2608_PKGS = $(filter-out $(CONFORMANCE_2608_WAIT_PKGS),$(CONFORMANCE_PKGS))
 
 ## double: build the ABI test double as a library of its own, per release: build/double/v26.06/libcuvs_c.so and build/double/v26.08/libcuvs_c.so
@@ -61,7 +61,7 @@ double:
 test-conformance: double
 	CUVS_TEST_LIBRARY=$(DOUBLE_2606) $(GO) test -count=1 $(CONFORMANCE_PKGS)
 	@echo "conformance against the 26.08 double: waiting for the safe layer, left out: packages $(CONFORMANCE_2608_WAIT_PKGS); tests $(CONFORMANCE_2608_SKIP)"
-	CUVS_TEST_LIBRARY=$(DOUBLE_2608) $(GO) test -count=1 -skip '$(CONFORMANCE_2608_SKIP)' $(CONFORMANCE_2608_PKGS)
+	CUVS_TEST_LIBRARY=$(DOUBLE_2608) $(GO) test -count=1 $(if $(CONFORMANCE_2608_SKIP),-skip '$(CONFORMANCE_2608_SKIP)') $(CONFORMANCE_2608_PKGS)
 
 ## gpu-test: build, here, test binaries (race and cgocheck2) of those packages, the programs their tests run (bin/: dtype probe, cbench, the README's program) and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go (nor this repository): build/gpu-test/run.sh /path/to/libcuvs_c.so
 gpu-test:
