@@ -294,7 +294,7 @@ func TestFilterSecondPass(t *testing.T) {
 	defer cagra.SetPlanITopK(0)
 	rng := rand.New(rand.NewPCG(3, 4))
 	partial, whole := false, false
-	for _, frac := range []float64{0.13, 0.12, 0.11, 0.1, 0.01} {
+	for _, frac := range []float64{0.2, 0.16, 0.13, 0.12, 0.11, 0.1, 0.01} {
 		var allowed []int64
 		set := make([]bool, n)
 		for i := 0; i < n; i++ {
