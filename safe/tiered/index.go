@@ -400,7 +400,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 // tier (the index held alone).
 func (idx *Index) compact(op string, res *safe.Resources) error {
 	st := idx.st
-	rows, ann := idx.rows.Load(), idx.annRows.Load()
+	rows := idx.rows.Load()
 	all, err := idx.gather(res, rows)
 	if err != nil {
 		return kit.Wrap(op, err)
@@ -428,7 +428,6 @@ func (idx *Index) compact(op string, res *safe.Resources) error {
 		st.fresh = nil
 	}
 	idx.annRows.Store(rows)
-	_ = ann
 	if old != nil {
 		_ = generated.CuvsTieredIndexDestroy(old)
 	}
