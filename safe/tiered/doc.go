@@ -1,21 +1,61 @@
-// Package tiered is cuVS's tiered index: a growable index made of an ANN
-// index (CAGRA, IVF-Flat or IVF-PQ) over the rows it was built from and a
-// brute-force tier for the rows added since, searched together on the GPU.
+// Package tiered is a growable index for a service that inserts while it
+// serves: an ANN index (CAGRA, IVF-Flat or IVF-PQ) over the rows it was
+// built from and a fresh tier, searched by brute force on the GPU, over
+// the rows added since, searched together for any k up to Rows(), with or
+// without a bitset filter, and persisted with SerializeTo/DeserializeFrom.
 //
-// # Building, growing, searching
+// # What is cuVS's tiered index, what is composed
 //
-// Build copies float32 rows (device memory) into the index's storage and,
-// over more than IndexParams.MinANNRows rows, builds the backend's ANN
-// index; Extend appends to the brute-force tier (and, with
-// CreateANNIndexOnExtend, rebuilds the ANN index once the tier holds more
-// than MinANNRows rows); Merge concatenates indexes into a new one, folding
-// the tier into a new ANN index when it is large enough. Search searches
-// both tiers and merges by distance; a bitset prefilter is accepted while
-// one tier is empty. NewSearcher adapts an index to package batch.
+// The ANN tier is a cuVS tiered index (cuvsTieredIndexBuild) holding
+// exactly the ANN rows and never extended: cuVS searches such an index
+// with its ANN index alone and hands it the filter by id, which is right
+// (cpp/src/neighbors/detail/tiered_index.cuh, index_state::search, the
+// bfknn_rows() == 0 branch). The fresh tier is the package's own: a
+// device matrix of the rows added since (grown by doubling, as cuVS grows
+// its storage) with a brute-force index over them (package bruteforce).
+// cuVS's search of both tiers is not used: it searches each tier for k
+// (so k could not exceed the fresh rows), and it passes one bitset to
+// both, the fresh row j tested against bit j instead of ANNRows()+j.
 //
-// The backend's parameters are typed (CAGRAParams, IVFFlatParams,
-// IVFPQParams; CAGRASearchParams, IVFSearchParams): the C API's void*
-// search parameters and backend pointers never reach the caller.
+// Search, when one tier holds every row and there is no filter, is one C
+// call. Otherwise it searches the ANN tier for min(k, ANNRows()) and the
+// fresh tier for min(k, its rows allowed), the fresh ids shifted by
+// ANNRows(), and merges the two lists by distance on the host (both
+// releases; cuvsSelectK, 26.08 only, is not used yet). A filter is split
+// once per filter and index state into the ANN rows' bits and the fresh
+// rows' bits shifted down (two small bitsets, kept until the next Extend);
+// the ANN tier then follows the ExactBelow policy (exact brute force over
+// the ANN rows for a selective filter, raised effort otherwise).
+//
+// # Building, growing, merging, persisting
+//
+// Build copies float32 rows (Go, host or device memory; host values must
+// be finite) into the index's device storage and builds the ANN index
+// over more than IndexParams.MinANNRows rows (otherwise every row is
+// fresh). Extend appends to the fresh tier (Go, host or device memory);
+// with CreateANNIndexOnExtend, once the tier holds more than MinANNRows
+// rows, the ANN index is rebuilt over every row. Merge concatenates
+// indexes and builds as Build does (an ANN index over every row above
+// MinANNRows). SerializeTo/Serialize write the parameters, the tier split
+// and the rows; DeserializeFrom/Deserialize rebuild the ANN index over the
+// same ANN rows (cuVS has no serializer for a tiered index), so ids and
+// the fresh tier's results are exact after a round trip and the ANN
+// tier's approximate as any build is. NewSearcher adapts an index to
+// package batch (its Rows() is the index's).
+//
+// Memory: the ANN rows are held twice on the device (the package's copy,
+// which cuVS's CAGRA index may reference and which serialization, merges,
+// rebuilds and the exact filter path read, and cuVS's tiered storage), the
+// fresh rows once (plus their norms), the brute force over the ANN rows
+// (norms) only once a selective filter needed it.
+//
+// # Unfilled slots
+//
+// Every path that merges (both tiers, a filter, k past a tier's rows) and
+// every result in Go memory (SearchSlice, the batcher) holds
+// safe.SentinelID64 with distance +Inf in a slot it cannot fill: a filter
+// allowing fewer than k rows, say. The one-call paths write what their
+// backend writes (see Search).
 //
 // # What the C API does not say
 //
@@ -24,16 +64,9 @@
 //   - The backend's metric wins over the tiered one when backend
 //     parameters are given (convert_c_index_params reads the tiered metric
 //     first, then the backend's): the package sets both to Metric.
-//   - The prefilter goes as is to the ANN search and to the brute-force
-//     tier's, which numbers its rows from 0: the tier's row j is tested
-//     against bit j, not bit ANNRows()+j (cpp/src/neighbors/detail/
-//     tiered_index.cuh). The package refuses a filter while both tiers
-//     hold rows.
-//   - Each tier is searched for k; k larger than a non-empty tier's rows is
-//     refused (what cuVS's searches do then is not documented: a guess on
-//     the safe side).
-//   - Merge of a single index returns that index's state, shared with it
-//     (not a copy): the package asks for at least two.
+//   - cuVS 26.08's CAGRA build inside a tiered index may keep a view of the
+//     dataset it was given (build_upstream_ann with the caller's view, in
+//     tiered_index.cuh): the package always builds from its own copy.
 //   - An IVF backend builds k-means over the rows: at least NLists of them
 //     (refused here before the C call).
 //   - cuVS 26.08 boxes the index with its CAGRA dataset layout and checks
@@ -41,12 +74,13 @@
 //
 // # The C API
 //
-// cuvsTieredIndexParamsCreate/Destroy (DefaultIndexParams, Build, Merge;
+// cuvsTieredIndexParamsCreate/Destroy (DefaultIndexParams, Build;
 // _v2608 on 26.08, whose struct holds 26.08's CAGRA params),
-// cuvsTieredIndexCreate/Destroy (Build, Merge, Close), cuvsTieredIndexBuild
-// (Build), cuvsTieredIndexExtend (Extend), cuvsTieredIndexMerge (Merge),
-// cuvsTieredIndexSearch (Search, Searcher.SearchBatch), with the backends'
-// cuvsCagraIndexParamsCreate/Destroy, cuvsIvfFlatIndexParamsCreate/Destroy,
-// cuvsIvfPqIndexParamsCreate/Destroy and ...SearchParamsCreate/Destroy
-// (their defaults). All 8 functions on both releases.
+// cuvsTieredIndexCreate/Destroy, cuvsTieredIndexBuild and
+// cuvsTieredIndexSearch (the ANN tier), with the backends'
+// cuvs...IndexParamsCreate/Destroy and ...SearchParamsCreate/Destroy
+// (their defaults); cuvsBruteForceBuild/Search (the fresh tier, the exact
+// filter path), cuvsMatrixCopy, cuvsRMMAlloc/Free. cuvsTieredIndexExtend
+// and cuvsTieredIndexMerge are not called: the fresh tier is the
+// package's, and a merge or rebuild builds a new ANN tier.
 package tiered

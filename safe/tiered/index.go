@@ -1,23 +1,29 @@
 package tiered
 
 import (
+	"sync"
 	"sync/atomic"
 	"unsafe"
+	"weak"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/bruteforce"
+	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
-// The tensor rules of the tiered index (c/src/neighbors/tiered_index.cpp):
-// float32 rows in device memory (device_matrix_view), int64 neighbors,
-// float32 distances.
+// The tensor rules of the tiered index: float32 rows in host or device
+// memory for Build and Extend (copied into the index's own device
+// storage), and cuvsTieredIndexSearch's (c/src/neighbors/tiered_index.cpp)
+// for Search: device queries and outputs, int64 neighbors, float32
+// distances.
 var (
 	f32         = []dlpack.DataType{dlpack.Float32}
-	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
-	vectorsRule = kit.Rule{Arg: "vectors", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
+	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: f32, Rank: 2, RowMajor: true}
+	vectorsRule = kit.Rule{Arg: "vectors", Memory: kit.AnyMemory, DTypes: f32, Rank: 2, RowMajor: true}
 	searchRules = kit.SearchRules{
 		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true},
 		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
@@ -25,45 +31,128 @@ var (
 	}
 )
 
-// Index is a tiered index: an ANN index (CAGRA, IVF-Flat or IVF-PQ) over
-// its first ANNRows() rows and a brute-force tier over the rows added
-// since, searched together. It owns a copy of every row (cuVS's storage,
-// in device memory): nothing the caller passed is referenced.
+// Index is a growable index: an ANN index (CAGRA, IVF-Flat or IVF-PQ, a
+// cuVS tiered index holding exactly those rows) over its first ANNRows()
+// rows, and a fresh tier, searched by brute force, over the rows added
+// since. It owns a copy of every row in device memory: nothing the caller
+// passed is referenced.
 //
 // Any number of goroutines may search it at once, each with its own
 // safe.Resources; Extend needs it alone (it waits its turn); Close waits.
 type Index struct {
-	h       generated.CuvsTieredIndex_t // C memory
+	st      *parts
 	rows    atomic.Int64
 	annRows atomic.Int64
 	dim     int64
 	p       IndexParams // as built (Metric, Backend, MinANNRows, CreateANNIndexOnExtend)
 	dev     dlpack.Device
 
-	life kit.Life
+	life   kit.Life
+	slices hostsearch.Pool // SearchSlice's device buffers
+}
+
+// parts is what the index holds, shared with its Life's destroy function
+// (which must hold no pointer to the Index).
+type parts struct {
+	// ann is the C tiered index over annData's rows, never extended: its
+	// searches are the ANN index's (cuVS searches a tiered index without
+	// fresh rows with its ANN index alone, the filter by id). Zero while
+	// no ANN index is built.
+	ann     generated.CuvsTieredIndex_t
+	annData *safe.DeviceMatrix[float32] // the ANN rows, ids 0..annRows-1 (ann was built from it)
+	fresh   *safe.DeviceMatrix[float32] // the fresh rows in its first rows-annRows rows (capacity: its Rows())
+	freshBF *bruteforce.Index           // brute force over the fresh rows
+
+	mu       sync.Mutex        // annExact and filters, made during searches
+	annExact *bruteforce.Index // brute force over annData, for selective filters (made on first use)
+	filters  map[weak.Pointer[safe.Filter]]*derived
+}
+
+// free releases everything; the first error is returned, the rest freed
+// anyway.
+func (s *parts) free() error {
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
+	s.mu.Lock()
+	s.dropFilters()
+	if s.annExact != nil {
+		keep(s.annExact.Close())
+		s.annExact = nil
+	}
+	s.mu.Unlock()
+	if s.freshBF != nil {
+		keep(s.freshBF.Close())
+		s.freshBF = nil
+	}
+	if s.ann != nil {
+		if err := generated.CuvsTieredIndexDestroy(s.ann); err != nil {
+			return err // kept for a later Close
+		}
+		s.ann = nil
+	}
+	for _, m := range []**safe.DeviceMatrix[float32]{&s.annData, &s.fresh} {
+		if *m != nil {
+			keep((*m).Close())
+			*m = nil
+		}
+	}
+	return first
 }
 
 func newIndex(op string, res *safe.Resources) (*Index, error) {
+	idx := &Index{st: &parts{}}
+	st := idx.st
+	kit.Start(&idx.life, idx, "tiered.Index(%p)", liveIndexes, st.free)
+	if err := idx.life.Keep(res, op); err != nil {
+		idx.life.Fail()
+		return nil, err
+	}
+	return idx, nil
+}
+
+// newTiered builds a C tiered index over data (all of it under the ANN
+// index: more than p.MinANNRows rows).
+func newTiered(op string, res *safe.Resources, p *IndexParams, data *safe.DeviceMatrix[float32]) (generated.CuvsTieredIndex_t, error) {
+	dv, err := data.View()
+	if err != nil {
+		return nil, kit.Wrap(op, err)
+	}
+	cp, err := newCParams(op, p)
+	if err != nil {
+		return nil, err
+	}
+	defer cp.free()
 	var h generated.CuvsTieredIndex_t
 	if err := generated.CuvsTieredIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	idx := &Index{h: h}
-	kit.Start(&idx.life, idx, "tiered.Index(%p)", liveIndexes, func() error { return generated.CuvsTieredIndexDestroy(h) })
-	// The build, deserialization or merge that follows runs on res and
-	// refuses it as Keep would: Keep's error is theirs.
-	_ = idx.life.Keep(res, op)
-	return idx, nil
+	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(r generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		if is2608() {
+			return generated.CuvsTieredIndexBuild_v2608(r, cp.p08, t[0], h)
+		}
+		return generated.CuvsTieredIndexBuild(r, cp.p06, t[0], h)
+	}); err != nil {
+		_ = generated.CuvsTieredIndexDestroy(h)
+		return nil, err
+	}
+	return h, nil
 }
 
-// Build copies dataset (rows × dim float32, row-major, device memory) into
-// the index's storage and, when it has more than p.MinANNRows rows, builds
-// the backend's ANN index over them; otherwise every row is in the
-// brute-force tier. Nil p means DefaultIndexParams.
+// Build copies dataset (rows × dim float32, row-major; Go, host or device
+// memory; host values must be finite) into the index's device storage
+// and, when it has more than p.MinANNRows rows, builds the backend's ANN
+// index over them; otherwise every row is in the fresh tier. Nil p means
+// DefaultIndexParams.
 //
-// C calls: cuvsTieredIndexParamsCreate/Destroy, the backend's
+// C calls: cuvsRMMAlloc and cuvsMatrixCopy (the copy),
+// cuvsTieredIndexParamsCreate/Destroy, the backend's
 // cuvs...IndexParamsCreate/Destroy, cuvsTieredIndexCreate,
-// cuvsTieredIndexBuild, cuvsStreamSync.
+// cuvsTieredIndexBuild, cuvsStreamSync; below MinANNRows
+// cuvsBruteForceBuild instead.
 func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*Index, error) {
 	const op = "tiered.Build"
 	pd, err := kit.Or(params, DefaultIndexParams)
@@ -81,35 +170,74 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err := p.validate(op); err != nil {
 		return nil, err
 	}
-	n := dv.Dim(0)
-	if err := p.checkANNRows(op, "dataset", n); err != nil {
+	if err := p.checkANNRows(op, "dataset", dv.Dim(0)); err != nil {
 		return nil, err
 	}
-	cp, err := newCParams(op, &p)
+	data, err := safe.NewDeviceMatrix[float32](res, int(dv.Dim(0)), int(dv.Dim(1)))
 	if err != nil {
-		return nil, err
+		return nil, kit.Wrap(op, err)
 	}
-	defer cp.free()
+	if err := copyRows(res, &dv, data, 0); err != nil {
+		_ = data.Close()
+		return nil, kit.Wrap(op, err)
+	}
+	return build(op, res, &p, data, dv.Dim(0))
+}
+
+// build makes an index of data's first n rows (the index takes data).
+func build(op string, res *safe.Resources, p *IndexParams, data *safe.DeviceMatrix[float32], n int64) (*Index, error) {
 	idx, err := newIndex(op, res)
 	if err != nil {
+		_ = data.Close()
 		return nil, err
 	}
-	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		if is2608() {
-			return generated.CuvsTieredIndexBuild_v2608(h, cp.p08, t[0], idx.h)
-		}
-		return generated.CuvsTieredIndexBuild(h, cp.p06, t[0], idx.h)
-	}); err != nil {
-		idx.life.Fail()
-		return nil, err
-	}
-	idx.dim, idx.p = dv.Dim(1), p
-	idx.rows.Store(n)
+	idx.dim, idx.p = int64(data.Cols()), *p
+	st := idx.st
 	if n > p.MinANNRows {
+		st.annData = data
+		if st.ann, err = newTiered(op, res, p, data); err != nil {
+			idx.life.Fail()
+			return nil, err
+		}
 		idx.annRows.Store(n)
+	} else {
+		st.fresh = data
+		if st.freshBF, err = idx.freshIndex(op, res, data, n); err != nil {
+			idx.life.Fail()
+			return nil, err
+		}
 	}
+	idx.rows.Store(n)
 	idx.dev, _ = kit.DeviceOf(res, op)
 	return idx, nil
+}
+
+// freshIndex builds brute force over data's first n rows (it borrows them).
+func (idx *Index) freshIndex(op string, res *safe.Resources, data *safe.DeviceMatrix[float32], n int64) (*bruteforce.Index, error) {
+	v, err := data.RowsView(0, int(n))
+	if err != nil {
+		return nil, kit.Wrap(op, err)
+	}
+	return bruteforce.Build(res, v, &bruteforce.BuildParams{Metric: idx.p.Metric, MetricArg: 2})
+}
+
+// copyRows copies src (a row-major matrix, host or device) into dst's rows
+// from row at on (cuvsMatrixCopy) and waits for the copy.
+func copyRows(res *safe.Resources, src *dlpack.View, dst *safe.DeviceMatrix[float32], at int64) error {
+	dm, err := dst.ViewMut()
+	if err != nil {
+		return err
+	}
+	base, err := dm.Data()
+	if err != nil {
+		return err
+	}
+	cols := int64(dst.Cols())
+	sub, err := dlpack.FromRawPartsMut(unsafe.Add(base, at*cols*4), dm.Device(), []int64{src.Dim(0), cols}, nil, dlpack.Float32)
+	if err != nil {
+		return err
+	}
+	return safe.Copy(res, src, &sub)
 }
 
 // checkANNRows refuses an ANN build an IVF backend cannot make: k-means
@@ -121,7 +249,8 @@ func (p *IndexParams) checkANNRows(op, arg string, rows int64) error {
 	return nil
 }
 
-// Rows returns the number of rows (both tiers).
+// Rows returns the number of rows (both tiers): the largest k a search
+// takes.
 func (idx *Index) Rows() int {
 	if idx == nil {
 		return 0
@@ -130,7 +259,7 @@ func (idx *Index) Rows() int {
 }
 
 // ANNRows returns the rows under the ANN index (the first ones); the rest
-// are in the brute-force tier.
+// are in the fresh tier.
 func (idx *Index) ANNRows() int {
 	if idx == nil {
 		return 0
@@ -162,12 +291,29 @@ func (idx *Index) Backend() Backend {
 	return idx.p.Backend
 }
 
-// Extend appends vectors (n × Dim() float32, device memory; copied) to the
-// brute-force tier, with ids Rows()..Rows()+n-1; with
-// CreateANNIndexOnExtend, once the tier holds more than MinANNRows rows
-// the ANN index is rebuilt over every row. It needs the index alone.
+// Params returns the parameters the index was built with.
+func (idx *Index) Params() IndexParams {
+	if idx == nil {
+		return IndexParams{}
+	}
+	return idx.p
+}
+
+// Extend appends vectors (n × Dim() float32, row-major; Go, host or device
+// memory, copied; host values must be finite) to the fresh tier, with ids
+// Rows()..Rows()+n-1, and rebuilds the fresh tier's brute-force index
+// (its norms: one pass over the fresh rows). The tier's storage grows by
+// doubling. With CreateANNIndexOnExtend, once the tier holds more than
+// MinANNRows rows the ANN index is rebuilt over every row (a new cuVS
+// tiered index built from a copy of all rows) and the tier emptied. It
+// needs the index alone.
 //
-// C calls: cuvsTieredIndexExtend, cuvsStreamSync.
+// If the ANN rebuild fails, the rows stay added (in the fresh tier) and
+// the error is returned.
+//
+// C calls: cuvsRMMAlloc/cuvsMatrixCopy, cuvsBruteForceBuild (and
+// cuvsBruteForceIndexDestroy of the previous one), cuvsStreamSync; for a
+// rebuild those of Build.
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 	if idx == nil {
 		return kit.NilIndex("tiered.Index.Extend")
@@ -191,42 +337,158 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 		if err := idx.life.Keep(res, op); err != nil {
 			return err
 		}
-		rows, ann := idx.rows.Load()+n, idx.annRows.Load()
-		rebuild := idx.p.CreateANNIndexOnExtend && rows-ann > idx.p.MinANNRows
+		st := idx.st
+		rows, ann := idx.rows.Load(), idx.annRows.Load()
+		f := rows - ann
+		rebuild := idx.p.CreateANNIndexOnExtend && f+n > idx.p.MinANNRows
 		if rebuild {
-			if err := idx.p.checkANNRows(op, "vectors", rows); err != nil {
+			if err := idx.p.checkANNRows(op, "vectors", rows+n); err != nil {
 				return err
 			}
 		}
-		if err := kit.CallWith(op, res, []*dlpack.View{&vv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			return generated.CuvsTieredIndexExtend(h, t[0], idx.h)
-		}); err != nil {
+		m := st.fresh
+		if m == nil || int64(m.Rows()) < f+n {
+			grown, err := safe.NewDeviceMatrix[float32](res, int(max(f+n, 2*f)), int(idx.dim))
+			if err != nil {
+				return kit.Wrap(op, err)
+			}
+			if f > 0 {
+				old, err := st.fresh.RowsView(0, int(f))
+				if err == nil {
+					err = copyRows(res, &old, grown, 0)
+				}
+				if err != nil {
+					_ = grown.Close()
+					return kit.Wrap(op, err)
+				}
+			}
+			m = grown
+		}
+		drop := func() {
+			if m != st.fresh {
+				_ = m.Close()
+			}
+		}
+		if err := copyRows(res, &vv, m, f); err != nil {
+			drop()
+			return kit.Wrap(op, err)
+		}
+		bf, err := idx.freshIndex(op, res, m, f+n)
+		if err != nil {
+			drop()
 			return err
 		}
-		idx.rows.Store(rows)
+		if st.freshBF != nil {
+			_ = st.freshBF.Close()
+		}
+		if m != st.fresh && st.fresh != nil {
+			_ = st.fresh.Close()
+		}
+		st.fresh, st.freshBF = m, bf
+		st.mu.Lock()
+		st.dropFilters()
+		st.mu.Unlock()
+		idx.rows.Store(rows + n)
 		if rebuild {
-			idx.annRows.Store(rows)
+			return idx.compact(op, res)
 		}
 		return nil
 	})
 }
 
+// compact rebuilds the ANN index over every row and empties the fresh
+// tier (the index held alone).
+func (idx *Index) compact(op string, res *safe.Resources) error {
+	st := idx.st
+	rows := idx.rows.Load()
+	all, err := idx.gather(res, rows)
+	if err != nil {
+		return kit.Wrap(op, err)
+	}
+	h, err := newTiered(op, res, &idx.p, all)
+	if err != nil {
+		_ = all.Close()
+		return err
+	}
+	old, oldData := st.ann, st.annData
+	st.ann, st.annData = h, all
+	st.mu.Lock()
+	if st.annExact != nil {
+		_ = st.annExact.Close()
+		st.annExact = nil
+	}
+	st.dropFilters()
+	st.mu.Unlock()
+	if st.freshBF != nil {
+		_ = st.freshBF.Close()
+		st.freshBF = nil
+	}
+	if st.fresh != nil {
+		_ = st.fresh.Close()
+		st.fresh = nil
+	}
+	idx.annRows.Store(rows)
+	if old != nil {
+		_ = generated.CuvsTieredIndexDestroy(old)
+	}
+	if oldData != nil {
+		_ = oldData.Close()
+	}
+	return nil
+}
+
+// gather copies the index's rows, in id order, into a new device matrix of
+// rows rows (the index held).
+func (idx *Index) gather(res *safe.Resources, rows int64) (*safe.DeviceMatrix[float32], error) {
+	all, err := safe.NewDeviceMatrix[float32](res, int(rows), int(idx.dim))
+	if err != nil {
+		return nil, err
+	}
+	if err := idx.copyInto(res, all, 0); err != nil {
+		_ = all.Close()
+		return nil, err
+	}
+	return all, nil
+}
+
+// copyInto copies the index's rows into dst from row at on.
+func (idx *Index) copyInto(res *safe.Resources, dst *safe.DeviceMatrix[float32], at int64) error {
+	st := idx.st
+	rows, ann := idx.rows.Load(), idx.annRows.Load()
+	if ann > 0 {
+		v, err := st.annData.RowsView(0, int(ann))
+		if err == nil {
+			err = copyRows(res, &v, dst, at)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if f := rows - ann; f > 0 {
+		v, err := st.fresh.RowsView(0, int(f))
+		if err == nil {
+			err = copyRows(res, &v, dst, at+ann)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Merge makes a new index of the rows of indexes (at least two, one
 // backend, one dimension), in their order: index 0's rows first, then
-// index 1's, ... (ids shifted accordingly). The result keeps index 0's ANN
-// index over index 0's first ANNRows() rows, the other rows in its
-// brute-force tier, unless that tier holds more than params.MinANNRows
-// rows: then the ANN index is rebuilt over every row (cuVS's
-// tiered_index::merge). params (nil: DefaultIndexParams with the indexes'
-// backend and metric) configures that build; its Backend must be theirs.
-// The inputs are left as they were.
+// index 1's, ... (ids shifted accordingly), built as Build builds: an ANN
+// index over every row when there are more than params.MinANNRows of them,
+// otherwise all rows in the fresh tier. params (nil: DefaultIndexParams
+// with the indexes' backend and metric) configures that build; its
+// Backend must be theirs. The inputs are left as they were.
 //
-// C calls: the parameters' Create/Destroy (as Build), cuvsTieredIndexCreate,
-// cuvsTieredIndexMerge, cuvsStreamSync.
+// C calls: cuvsRMMAlloc/cuvsMatrixCopy (the rows), then those of Build.
 func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index, error) {
 	const op = "tiered.Merge"
 	if len(indexes) < 2 {
-		return nil, kit.Argf(op, "indexes", "%d indexes, want at least two (cuVS returns the state of a single index shared, not a copy)", len(indexes))
+		return nil, kit.Argf(op, "indexes", "%d indexes, want at least two", len(indexes))
 	}
 	for i, x := range indexes {
 		if x == nil {
@@ -277,130 +539,32 @@ func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index,
 	for _, x := range indexes {
 		rows += x.rows.Load()
 	}
-	ann := indexes[0].annRows.Load()
-	rebuild := rows-ann > p.MinANNRows
-	if rebuild {
-		ann = rows
-		if err := p.checkANNRows(op, "indexes", rows); err != nil {
-			return nil, err
-		}
-	}
-	cp, err := newCParams(op, &p)
-	if err != nil {
+	if err := p.checkANNRows(op, "indexes", rows); err != nil {
 		return nil, err
 	}
-	defer cp.free()
-	out, err := newIndex(op, res)
+	all, err := safe.NewDeviceMatrix[float32](res, int(rows), int(indexes[0].dim))
 	if err != nil {
-		return nil, err
-	}
-	hs := (*[1 << 20]generated.CuvsTieredIndex_t)(cAlloc(uintptr(len(indexes)) * unsafe.Sizeof(out.h)))[:len(indexes):len(indexes)]
-	defer cFree(unsafe.Pointer(&hs[0]))
-	for i, x := range indexes {
-		hs[i] = x.h
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		out.life.Fail()
-		return nil, err
-	}
-	if is2608() {
-		err = generated.CuvsTieredIndexMerge_v2608(h, cp.p08, &hs[0], uint64(len(indexes)), out.h)
-	} else {
-		err = generated.CuvsTieredIndexMerge(h, cp.p06, &hs[0], uint64(len(indexes)), out.h)
-	}
-	if err == nil {
-		err = generated.CuvsStreamSync(h)
-	}
-	kit.Unlock(res)
-	if err != nil {
-		out.life.Fail()
 		return nil, kit.Wrap(op, err)
 	}
-	out.dim, out.p = indexes[0].dim, p
-	out.rows.Store(rows)
-	out.annRows.Store(ann)
-	out.dev, _ = kit.DeviceOf(res, op)
-	return out, nil
-}
-
-// Search finds the k nearest rows for each query, k being the columns of
-// neighbors: the ANN index and the brute-force tier are each searched for
-// k, and the results merged by distance (knn_merge_parts). queries (n ×
-// Dim() float32), neighbors (int64 ids) and distances (float32), n × k, in
-// device memory; the results are ready once res's stream is synchronized.
-// k may not exceed the rows of either tier that holds rows.
-//
-// filter, if not nil, is a bitset over Rows() rows by id. cuVS hands the
-// same bitset to both tiers, and the brute-force tier tests its row j
-// (id ANNRows()+j) against bit j: a filter is only right while one tier is
-// empty, and is refused otherwise (ArgError naming filter).
-//
-// C calls: cuvsTieredIndexSearch. Nil params means cuVS's defaults.
-func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if idx == nil {
-		return kit.NilIndex("tiered.Index.Search")
+	var at int64
+	for _, x := range indexes {
+		if err := x.copyInto(res, all, at); err != nil {
+			_ = all.Close()
+			return nil, kit.Wrap(op, err)
+		}
+		at += x.rows.Load()
 	}
-	const op = "tiered.Index.Search"
-	if err := idx.life.Enter(op); err != nil {
-		return err
-	}
-	defer idx.life.Leave()
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
-		return err
-	}
-	c := dlpack.Begin(op)
-	defer c.End()
-	rows, ann := idx.rows.Load(), idx.annRows.Load()
-	limit := rows
-	if ann > 0 && ann < limit {
-		limit = ann
-	}
-	if bf := rows - ann; bf > 0 && bf < limit {
-		limit = bf
-	}
-	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, dlpack.Float32, idx.dim, limit, &t); err != nil {
-		return err
-	}
-	if filter != nil && ann > 0 && rows > ann {
-		return kit.Argf(op, "filter", "the index has rows in both tiers (%d under the ANN index, %d fresh): cuVS tests the fresh rows against the wrong bits", ann, rows-ann)
-	}
-	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset)
-	if err != nil {
-		return err
-	}
-	sp, size, err := idx.searchParams(params)
-	if err != nil {
-		return err
-	}
-	mem := cAlloc(size)
-	defer cFree(mem)
-	switch idx.p.Backend {
-	case CAGRA:
-		*(*generated.CuvsCagraSearchParams)(mem) = sp.cagra
-	case IVFFlat:
-		*(*generated.CuvsIvfFlatSearchParams)(mem) = sp.flat
-	case IVFPQ:
-		*(*generated.CuvsIvfPqSearchParams)(mem) = sp.pq
-	}
-	h, err := kit.Lock(res, op)
-	if err != nil {
-		return err
-	}
-	err = generated.CuvsTieredIndexSearch(h, mem, idx.h, t.Queries, t.Neighbors, t.Distances, f)
-	kit.Unlock(res)
-	return kit.Wrap(op, err)
+	return build(op, res, &p, all, rows)
 }
 
 // Close frees the index, waiting for the searches and the Extend in
-// flight. Closing twice, or the zero Index, is harmless. C call:
-// cuvsTieredIndexDestroy.
+// flight. Closing twice, or the zero Index, is harmless. C calls:
+// cuvsTieredIndexDestroy, cuvsBruteForceIndexDestroy, cuvsRMMFree.
 func (idx *Index) Close() error {
 	if idx == nil {
 		return nil
 	}
-	return idx.life.Close("tiered.Index.Close")
+	return idx.life.Close("tiered.Index.Close", func() { _ = idx.slices.Close() })
 }
 
 var liveIndexes = live.New("tiered.Index")

@@ -112,21 +112,12 @@ func (s *Searcher) Dim() int {
 	return s.idx.Dim()
 }
 
-// Rows is the largest k a search takes: the rows of the smaller non-empty
-// tier (Search's rule).
+// Rows is the largest k a search takes: the index's rows (both tiers).
 func (s *Searcher) Rows() int {
 	if s == nil || s.idx == nil {
 		return 0
 	}
-	rows, ann := s.idx.Rows(), s.idx.ANNRows()
-	limit := rows
-	if ann > 0 && ann < limit {
-		limit = ann
-	}
-	if bf := rows - ann; bf > 0 && bf < limit {
-		limit = bf
-	}
-	return limit
+	return s.idx.Rows()
 }
 
 // NeighborTypes is int64.
