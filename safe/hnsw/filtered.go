@@ -36,6 +36,9 @@ func SearchFiltered[T dlpack.DType](res *safe.Resources, idx *Index, params *Sea
 		return kit.Argf(op, "queries", "%d values, not a multiple of the dimension %d", len(queries), dim)
 	}
 	n := len(queries) / dim
+	if err := kit.CheckFiniteSlice(op, "queries", queries, dim); err != nil {
+		return err
+	}
 	if k < 1 || k > rows {
 		return kit.Argf(op, "k", "%d, want 1 to Rows() = %d", k, rows)
 	}

@@ -2,7 +2,9 @@ package hnsw_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -478,7 +480,7 @@ func TestDeserializeBadFiles(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrCorruptIndex", name, err)
 		}
 	}
-	if _, err := hnsw.Deserialize(f.res, filepath.Join(dir, "missing"), dim, dlpack.Float32, safe.L2Expanded, cpu); err == nil || errors.Is(err, safe.ErrCorruptIndex) {
+	if _, err := hnsw.Deserialize(f.res, filepath.Join(dir, "missing"), dim, dlpack.Float32, safe.L2Expanded, cpu); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, safe.ErrCorruptIndex) {
 		t.Errorf("missing file: %v", err)
 	}
 	for name, c := range map[string]struct {
@@ -864,7 +866,16 @@ func TestNotBuiltError(t *testing.T) {
 	if _, err := hnsw.Build(res, m, &p); !errors.Is(err, hnsw.ErrNotBuilt) {
 		t.Fatalf("Build: %v", err)
 	}
-	path := filepath.Join(t.TempDir(), "none")
+	// an empty hnswlib index of dimension 4: a file Deserialize's own
+	// checks pass, so that the missing C call is what fails
+	path := filepath.Join(t.TempDir(), "empty.hnsw")
+	const maxM0 = 8
+	links0 := uint64(4 + maxM0*4)
+	var hdr bytes.Buffer
+	for _, v := range []any{links0, uint64(0), uint64(0), links0 + 16 + 8, links0 + 16, links0, int32(0), int32(-1), uint64(4), uint64(maxM0), uint64(4), 1 / math.Log(4), uint64(100)} {
+		must(t, binary.Write(&hdr, binary.LittleEndian, v))
+	}
+	must(t, os.WriteFile(path, hdr.Bytes(), 0o600))
 	if _, err := hnsw.Deserialize(res, path, 4, dlpack.Float32, safe.L2Expanded, &p); !errors.Is(err, hnsw.ErrNotBuilt) {
 		t.Fatalf("Deserialize: %v", err)
 	}
