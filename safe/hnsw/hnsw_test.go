@@ -646,9 +646,12 @@ func TestSearchFiltered(t *testing.T) {
 			words[i/32] |= 1 << (i % 32)
 		}
 	}
+	filter, err := safe.NewBitsetFilter(f.res, rows, words)
+	must(t, err)
+	safetest.Close(t, filter)
 	nb := make([]uint64, nq*k)
 	ds := make([]float32, nq*k)
-	must(t, hnsw.SearchFiltered(f.res, idx, &hnsw.SearchParams{Ef: 128}, f.qs, k, words, nb, ds))
+	must(t, hnsw.SearchFiltered(f.res, idx, &hnsw.SearchParams{Ef: 128}, f.qs, k, filter, nb, ds))
 	for _, id := range nb {
 		if !allow(int(id)) {
 			t.Fatalf("id %d is not allowed", id)
@@ -658,11 +661,10 @@ func TestSearchFiltered(t *testing.T) {
 	if r := recall(nb, exact); r < 0.9 {
 		t.Errorf("filtered recall %.3f", r)
 	}
-	few := make([]uint32, len(words))
-	for _, i := range []int{7, 900, 1999} {
-		few[i/32] |= 1 << (i % 32)
-	}
-	must(t, hnsw.SearchFiltered(f.res, idx, nil, f.qs[:dim], k, few, nb[:k], ds[:k]))
+	fewFilter, err := safe.NewBitsetFilterAllowing(f.res, rows, []int64{7, 900, 1999})
+	must(t, err)
+	safetest.Close(t, fewFilter)
+	must(t, hnsw.SearchFiltered(f.res, idx, nil, f.qs[:dim], k, fewFilter, nb[:k], ds[:k]))
 	got := slices.Clone(nb[:3])
 	slices.Sort(got)
 	if !slices.Equal(got, []uint64{7, 900, 1999}) {
@@ -673,17 +675,32 @@ func TestSearchFiltered(t *testing.T) {
 			t.Errorf("slot %d: %d %v, want the sentinel and +Inf", j, nb[j], ds[j])
 		}
 	}
-	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, k, words[:3], nb, ds); !isArg(err, "allowed") {
-		t.Errorf("short bitset: %v", err)
+	other, err := safe.NewBitsetFilter(f.res, 96, words[:3])
+	must(t, err)
+	safetest.Close(t, other)
+	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, k, other, nb, ds); !isArg(err, "filter") {
+		t.Errorf("a filter of 96 rows: %v", err)
 	}
-	if err := hnsw.SearchFiltered(f.res, idx, nil, make([]int8, dim), k, words, nb[:k], ds[:k]); !isArg(err, "queries") {
+	bm, err := safe.NewBitmapFilter(f.res, nq, rows, make([]uint32, (nq*rows+31)/32))
+	must(t, err)
+	safetest.Close(t, bm)
+	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, k, bm, nb, ds); !isArg(err, "filter") {
+		t.Errorf("a bitmap: %v", err)
+	}
+	if err := hnsw.SearchFiltered(f.res, idx, nil, make([]int8, dim), k, filter, nb[:k], ds[:k]); !isArg(err, "queries") {
 		t.Errorf("int8 queries: %v", err)
 	}
-	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, rows+1, words, nb, ds); !isArg(err, "k") {
+	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, rows+1, filter, nb, ds); !isArg(err, "k") {
 		t.Errorf("k > rows: %v", err)
 	}
-	if err := hnsw.SearchFiltered[float32](f.res, nil, nil, f.qs, k, words, nb, ds); !isArg(err, "index") {
+	if err := hnsw.SearchFiltered[float32](f.res, nil, nil, f.qs, k, filter, nb, ds); !isArg(err, "index") {
 		t.Errorf("nil index: %v", err)
+	}
+	// nil: no filter, Search's rows
+	want, wantD := f.search(t, idx, 128, f.qs)
+	must(t, hnsw.SearchFiltered(f.res, idx, &hnsw.SearchParams{Ef: 128}, f.qs, k, nil, nb, ds))
+	if !slices.Equal(nb, want) || !slices.Equal(ds, wantD) {
+		t.Error("a nil filter searches differently from Search")
 	}
 }
 
