@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,13 +204,24 @@ func TestDeserializeDtypeMismatch(t *testing.T) {
 	}
 }
 
+// cpuSeconds is the process's CPU time so far (user and system).
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
 // BenchmarkServe measures one-query searches of one index from 1, 8 and 32
 // goroutines (each with its own Resources, ef 64, NumThreads 1), three
 // ways: serial (a lock around every search: the package's behaviour before
 // searches with one ef could overlap), pool (4 deserialized copies of the
 // index, one search at a time per copy) and shared (one index, searches
 // overlapping through the package's ef gate). It reports queries per
-// second. On the test double the search is the double's own CPU code.
+// second, the CPUs the process kept busy (CPU time / wall time) and the
+// searches in flight on average (time inside Search, summed, / wall
+// time). On the test double the search is the double's own CPU code.
 func BenchmarkServe(b *testing.B) {
 	const bRows, bDim, bK, copies = 10000, 32, 10, 4
 	res, err := safe.NewResources()
@@ -235,8 +247,8 @@ func BenchmarkServe(b *testing.B) {
 		defer pool[i].Close()
 	}
 	sp := &hnsw.SearchParams{Ef: 64, NumThreads: 1}
-	for _, mode := range []string{"serial", "pool", "shared"} {
-		for _, g := range []int{1, 8, 32} {
+	for _, g := range []int{1, 8, 32} {
+		for _, mode := range []string{"serial", "pool", "shared"} {
 			b.Run(fmt.Sprintf("%s/g=%d", mode, g), func(b *testing.B) {
 				var one sync.Mutex
 				locks := make([]sync.Mutex, copies)
@@ -245,10 +257,10 @@ func BenchmarkServe(b *testing.B) {
 					ss[i] = newSearcher(b, bDim, bK)
 					defer ss[i].res.Close()
 				}
-				var next atomic.Int64
+				var next, busy atomic.Int64
 				var wg sync.WaitGroup
 				b.ResetTimer()
-				start := time.Now()
+				start, cpu0 := time.Now(), cpuSeconds()
 				for i, s := range ss {
 					wg.Add(1)
 					go func() {
@@ -259,19 +271,25 @@ func BenchmarkServe(b *testing.B) {
 								return
 							}
 							q := qs[(n%1000)*bDim : (n%1000+1)*bDim]
+							timed := func(x *hnsw.Index) error {
+								t0 := time.Now()
+								err := s.search(x, sp, q)
+								busy.Add(int64(time.Since(t0)))
+								return err
+							}
 							var err error
 							switch mode {
 							case "serial":
 								one.Lock()
-								err = s.search(idx, sp, q)
+								err = timed(idx)
 								one.Unlock()
 							case "pool":
 								c := i % copies
 								locks[c].Lock()
-								err = s.search(pool[c], sp, q)
+								err = timed(pool[c])
 								locks[c].Unlock()
 							default:
-								err = s.search(idx, sp, q)
+								err = timed(idx)
 							}
 							if err != nil {
 								b.Error(err)
@@ -281,7 +299,10 @@ func BenchmarkServe(b *testing.B) {
 					}()
 				}
 				wg.Wait()
-				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "qps")
+				wall := time.Since(start).Seconds()
+				b.ReportMetric(float64(b.N)/wall, "qps")
+				b.ReportMetric((cpuSeconds()-cpu0)/wall, "cpus")
+				b.ReportMetric(time.Duration(busy.Load()).Seconds()/wall, "inflight")
 			})
 		}
 	}
