@@ -25,14 +25,14 @@ import (
 // searcher is one goroutine's one-query search of an index: its own
 // Resources and tensors, reused (no allocation per search).
 type searcher struct {
-	res        *safe.Resources
-	q          []float32
-	nb         []uint64
-	ds         []float32
-	qm         *dlpack.HostMatrix[float32]
-	nm         *dlpack.HostMatrix[uint64]
-	dm         *dlpack.HostMatrix[float32]
-	dim, k, nq int
+	res    *safe.Resources
+	q      []float32
+	nb     []uint64
+	ds     []float32
+	qm     *dlpack.HostMatrix[float32]
+	nm     *dlpack.HostMatrix[uint64]
+	dm     *dlpack.HostMatrix[float32]
+	dim, k int
 }
 
 func newSearcher(tb testing.TB, d, k int) *searcher {
