@@ -225,7 +225,8 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 // MaxBatch rows) for their k nearest rows, 1 <= k <= MaxK, and returns
 // rows×k neighbor ids and distances, row-major, nearest first. A slot the
 // index could not fill holds safe.Sentinel[N]() with distance +Inf,
-// whatever the index (safe.Valid tells). It allocates the two result
+// whatever the index (safe.Valid tells). Queries holding a NaN or an
+// infinity are refused, as by SearchInto. It allocates the two result
 // slices; SearchInto writes into the caller's.
 func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (neighbors []N, distances []float32, err error) {
 	const op = "batch.Batcher.Search"
@@ -250,8 +251,11 @@ func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (neighbo
 // SearchInto searches queries (one or more rows of Dim() elements, at most
 // MaxBatch rows) and writes each row's k nearest ids into neighbors and
 // their distances into distances (rows×k each, row-major, nearest first; k
-// = len(neighbors)/rows, 1 <= k <= MaxK). It allocates nothing on the Go
-// heap (but when ctx is cancelled).
+// = len(neighbors)/rows, 1 <= k <= MaxK). Queries holding a NaN or an
+// infinity are refused before they are queued, with an *safe.ArgError
+// naming queries and the row (the rule of every search of host data; the
+// index would answer them without an error). It allocates nothing on the
+// Go heap (but when ctx is cancelled).
 //
 // It returns when the results are written, or at once when ctx is done
 // first, with ctx's error: the buffers are then never written, now or
@@ -309,6 +313,9 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neig
 	k := len(neighbors) / rows
 	if k < 1 || k > b.maxK || k*rows != len(neighbors) {
 		return kit.Argf(op, "neighbors", "len %d for %d rows: want rows×k with k in 1..%d (MaxK)", len(neighbors), rows, b.maxK)
+	}
+	if err := kit.CheckFiniteSlice(op, "queries", queries, b.dim); err != nil {
+		return err // the index would answer (or sentinel) a NaN query without an error
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)

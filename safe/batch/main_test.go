@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -608,5 +609,35 @@ func TestFreeSlotStartsAtOnce(t *testing.T) {
 	}
 	if st.Times.Search <= 0 || st.MeanQueue() < 0 || st.PerBatch(st.Times.Search) <= 0 {
 		t.Errorf("times %+v", st.Times)
+	}
+}
+
+// TestNonFiniteQueries: a query holding a NaN or an infinity is refused
+// before it is queued, with an ArgError naming queries and its row, by
+// Search and SearchInto alike (the index would otherwise answer it with
+// sentinels or arbitrary rows, and no error).
+func TestNonFiniteQueries(t *testing.T) {
+	f := newFixture(t)
+	b, err := New[float32, int64](f.s, Options{MaxK: 4, MaxBatch: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBatcher(t, b)
+	ctx := context.Background()
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		q := safetest.Random(5, 2, dim)
+		q[dim+3] = bad
+		var ae *safe.ArgError
+		if n, d, err := b.Search(ctx, q, 2); !errors.As(err, &ae) || ae.Arg != "queries" || n != nil || d != nil {
+			t.Errorf("Search of %v: %v %v %v, want an ArgError naming queries", bad, n, d, err)
+		} else if !strings.Contains(err.Error(), "row 1") {
+			t.Errorf("Search of %v: %v, want the row named", bad, err)
+		}
+		if err := b.SearchInto(ctx, q, make([]int64, 4), make([]float32, 4)); !errors.As(err, &ae) || ae.Arg != "queries" {
+			t.Errorf("SearchInto of %v: %v, want an ArgError naming queries", bad, err)
+		}
+	}
+	if st := b.Stats(); st.Times.Requests != 0 {
+		t.Errorf("%d requests queued", st.Times.Requests)
 	}
 }

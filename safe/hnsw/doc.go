@@ -16,22 +16,39 @@
 // Search takes queries, neighbors (uint64) and distances (float32), all in
 // host memory (CPU, pinned or managed); SearchParams.Ef is the candidate
 // list size (recall grows with it) and SearchParams.NumThreads the CPU
-// threads. Extend adds rows (not to a HierarchyNone index). Serialize writes
+// threads. Queries holding a NaN or an infinity are refused, as by every
+// search of host data. Extend adds rows (not to a HierarchyNone index). Serialize writes
 // hnswlib's format, which hnswlib itself reads; Deserialize reads it back
 // given the dimension, element type and metric.
 //
-// SearchFiltered adds what the C API lacks, a filter: an over-fetch and
-// drop over a host bitset, repeated with a larger over-fetch for the
-// queries that kept fewer than k rows.
+// SearchFiltered adds what the C API lacks, a filter (a *safe.Filter
+// bitset, as in every package): an over-fetch and drop over the bitset's
+// host words, repeated with a larger over-fetch for the queries that kept
+// fewer than k rows.
+//
+// # Serving
+//
+// One index serves many goroutines at once: searches with the same
+// SearchParams.Ef overlap (each goroutine with its own Resources; for
+// one-query searches NumThreads 1, as cuVS starts an OpenMP team of
+// NumThreads per call, all cores for 0). A search with another Ef waits
+// for the searches in flight, then runs with the searches of its Ef: keep
+// one Ef per index while serving. Copies of the index (DeserializeFrom)
+// buy nothing more and cost the memory again.
 //
 // # What the C API does not say
 //
 //   - Search has no filter (cuvsHnswSearch takes none), and no stream:
 //     it runs on the CPU and its results are there when it returns.
 //   - cuvsHnswSearch sets hnswlib's ef on the index itself on every call
-//     (index::set_ef), so two searches of one index with different ef race;
-//     an index left on disk by ACE is loaded by the first search, unlocked.
-//     The package runs the searches of one index one at a time.
+//     (index::set_ef writes ef_), so two searches of one index with
+//     different ef race; nothing else of a search is shared (hnswlib's
+//     searchKnn is const: visited lists from a mutex-guarded pool, atomic
+//     counters), so searches with the same ef can overlap, and give
+//     exactly the rows of serial ones (the search is deterministic). An
+//     index left on disk by ACE is loaded by the first search, unlocked.
+//     The package lets searches of one ef overlap, makes another ef wait
+//     for them, and runs each search alone until one has loaded the index.
 //   - k must not exceed the rows: hnswlib pops k results from a queue that
 //     holds fewer (a debug assert only). The package refuses it.
 //   - Distances are hnswlib's: squared L2, and 1 - <q, x> for
@@ -42,7 +59,10 @@
 //   - cuvsHnswDeserialize reads the element type from the handle, not the
 //     file (the package sets it); the file has no dimension, dtype or
 //     metric, and hnswlib reads beside its elements when dim is wrong: the
-//     package checks the file's element size against them first. A
+//     package checks the file's element size against them first (so a
+//     float32 file of dimension d read as 8-bit elements of dimension 4d
+//     cannot be caught; float16/float32 readings must be finite). A
+//     missing file is fs.ErrNotExist, with its path, before any C call. A
 //     base-layer-only file (HierarchyNone, cagra SerializeToHnswlib) read
 //     with a hierarchy would be searched through upper layers it does not
 //     have: refused.

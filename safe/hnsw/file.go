@@ -7,6 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"unsafe"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // fileInfo is what Deserialize reads of an hnswlib file before cuVS does.
@@ -22,20 +27,29 @@ type fileInfo struct {
 // (uint64), mult (float64), ef_construction (uint64).
 const headerBytes = 6*8 + 2*4 + 3*8 + 8 + 8
 
-// readFile checks an hnswlib file against the dimension and element size
+// readFile checks an hnswlib file against the dimension and element type
 // Deserialize is given: the file holds neither, and hnswlib's loadIndex
 // sizes each element's vector by them, reading beside the elements (no
-// error) when they are wrong. It also walks the elements' upper link
-// lists to the file's end. Errors are the file's: safe.ErrCorruptIndex.
-func readFile(path string, dim, elem int64) (fileInfo, error) {
+// error) when they are wrong. What the file does say is the byte size of a
+// vector, dim × the element's size: that is checked, and so is, for
+// float16 and float32, that every value read is finite (a file of 8-bit
+// vectors read as floats is likely to hold NaN or infinity bit patterns;
+// one of float32 read as 8-bit integers of 4 × dim holds nothing invalid:
+// that mistake cannot be seen). It also walks the elements' upper link
+// lists to the file's end. A file that cannot be opened or stat'ed gives
+// os's error (*fs.PathError: fs.ErrNotExist for a missing file, with the
+// path), wrapped in openError; every other error is the file's (for
+// safe.ErrCorruptIndex).
+func readFile(path string, dim int64, dtype dlpack.DataType) (fileInfo, error) {
+	elem := dtype.ElemSize()
 	f, err := os.Open(path)
 	if err != nil {
-		return fileInfo{}, errOpen
+		return fileInfo{}, openError{err}
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fileInfo{}, errOpen
+		return fileInfo{}, openError{err}
 	}
 	size := st.Size()
 	r := bufio.NewReaderSize(f, 1<<16)
@@ -55,8 +69,8 @@ func readFile(path string, dim, elem int64) (fileInfo, error) {
 	case h.MaxM0 > 1<<16 || h.MaxM > 1<<16:
 		return fileInfo{}, fmt.Errorf("maxM %d, maxM0 %d: not an hnswlib index", h.MaxM, h.MaxM0)
 	case h.PerElement != want || h.OffsetData != links0 || h.LabelOffset != links0+uint64(dim*elem):
-		return fileInfo{}, fmt.Errorf("elements of %d bytes with vectors at %d..%d; dimension %d of %d-byte elements needs %d bytes with vectors at %d..%d (wrong dim or dtype?)",
-			h.PerElement, h.OffsetData, h.LabelOffset, dim, elem, want, links0, links0+uint64(dim*elem))
+		return fileInfo{}, fmt.Errorf("elements of %d bytes with vectors at %d..%d; dimension %d of %s needs %d bytes with vectors at %d..%d (wrong dim or dtype?%s)",
+			h.PerElement, h.OffsetData, h.LabelOffset, dim, dtype, want, links0, links0+uint64(dim*elem), fits(h.OffsetData, h.LabelOffset))
 	case h.Count > h.MaxElements:
 		return fileInfo{}, fmt.Errorf("%d elements, more than its capacity %d", h.Count, h.MaxElements)
 	case h.Count > uint64(size)/h.PerElement:
@@ -66,8 +80,15 @@ func readFile(path string, dim, elem int64) (fileInfo, error) {
 	case h.MaxLevel < 0 || h.MaxLevel > 64:
 		return fileInfo{}, fmt.Errorf("max level %d", h.MaxLevel)
 	}
-	if _, err := r.Discard(int(h.Count * h.PerElement)); err != nil {
-		return fileInfo{}, fmt.Errorf("truncated in its elements")
+	elemBuf := make([]byte, h.PerElement)
+	for i := uint64(0); i < h.Count; i++ {
+		if _, err := io.ReadFull(r, elemBuf); err != nil {
+			return fileInfo{}, fmt.Errorf("truncated in its elements")
+		}
+		// the vector sits at links0, a multiple of 4 bytes into elemBuf
+		if j, what := kit.FirstNonFinite(unsafe.Pointer(&elemBuf[links0]), int(dim), dtype); j >= 0 {
+			return fileInfo{}, fmt.Errorf("element %d holds %s at column %d read as %s: not a file of %s vectors of dimension %d (wrong dtype?)", i, what, j, dtype, dtype, dim)
+		}
 	}
 	block := uint32((h.MaxM + 1) * 4)
 	info := fileInfo{count: int64(h.Count), maxLevel: h.MaxLevel}
@@ -93,5 +114,25 @@ func readFile(path string, dim, elem int64) (fileInfo, error) {
 	return info, nil
 }
 
-// errOpen marks a file that cannot be opened: cuVS reports it.
-var errOpen = errors.New("cannot open")
+// openError is os's error for a file Deserialize cannot open: the
+// caller's (a missing file, a denied permission), not the file's.
+type openError struct{ err error }
+
+func (e openError) Error() string { return e.err.Error() }
+func (e openError) Unwrap() error { return e.err }
+
+// fits names the (dim, dtype) pairs that vectors of the bytes from..to
+// of an element fit, for a mismatch's message.
+func fits(from, to uint64) string {
+	if to <= from {
+		return ""
+	}
+	n := to - from
+	var s []string
+	for _, t := range elemTypes {
+		if es := uint64(t.ElemSize()); n%es == 0 {
+			s = append(s, fmt.Sprintf("%d of %s", n/es, t))
+		}
+	}
+	return fmt.Sprintf(" the file's vectors are %d bytes: dimension %s", n, strings.Join(s, ", "))
+}

@@ -9,11 +9,14 @@ import (
 )
 
 // SearchFiltered is a filtered Search, which the C API lacks
-// (cuvsHnswSearch takes no filter): it over-fetches and drops. allowed is
-// a host bitset of Rows() bits, 32 per word, bit i of word i/32 set for an
-// allowed id (the layout of safe.NewBitsetFilter's words). queries is n ×
-// Dim() row-major; neighbors and distances receive n × k results, nearest
-// first, the allowed ones only.
+// (cuvsHnswSearch takes no filter): it over-fetches and drops. filter is a
+// bitset (safe.NewBitsetFilter, safe.NewBitsetFilterAllowing) made for
+// Rows() rows, as every package's filter; its words are read on the host
+// (copied from the device on first use and kept with the filter). A nil
+// filter allows every row. queries is n × Dim() row-major, in Go memory,
+// and must be finite (a NaN or an infinity is refused, naming queries and
+// the row); neighbors and distances receive n × k results, nearest first,
+// the allowed ones only.
 //
 // Each query is searched for k' = k × Rows() / allowed-count (× 1.25, at
 // least k) neighbors and its allowed ones kept; the queries that got fewer
@@ -21,8 +24,9 @@ import (
 // stay unfilled (fewer than k allowed rows reachable) hold
 // safe.SentinelID64U with distance +Inf. Unlike Search it allocates
 // scratch memory (k' results per query, and the queries searched again).
-// C calls: cuvsHnswSearch, once per round.
-func SearchFiltered[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, allowed []uint32, neighbors []uint64, distances []float32) error {
+// C calls: cuvsHnswSearch, once per round (and cuvsMatrixCopy for the
+// filter's first host copy).
+func SearchFiltered[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, filter *safe.Filter, neighbors []uint64, distances []float32) error {
 	const op = "hnsw.SearchFiltered"
 	if idx == nil {
 		return kit.NilIndex(op)
@@ -36,21 +40,35 @@ func SearchFiltered[T dlpack.DType](res *safe.Resources, idx *Index, params *Sea
 		return kit.Argf(op, "queries", "%d values, not a multiple of the dimension %d", len(queries), dim)
 	}
 	n := len(queries) / dim
+	if err := kit.CheckFiniteSlice(op, "queries", queries, dim); err != nil {
+		return err
+	}
 	if k < 1 || k > rows {
 		return kit.Argf(op, "k", "%d, want 1 to Rows() = %d", k, rows)
 	}
 	if len(neighbors) != n*k || len(distances) != n*k {
 		return kit.Argf(op, "neighbors/distances", "%d and %d slots for %d queries × k = %d", len(neighbors), len(distances), n, k)
 	}
-	if int64(len(allowed)) != kit.Words(int64(rows)) {
-		return kit.Argf(op, "allowed", "%d words, a bitset of %d rows has %d", len(allowed), rows, kit.Words(int64(rows)))
+	if err := kit.CheckFilter(filter, op, int64(rows), int64(n), safe.Bitset); err != nil {
+		return err
 	}
-	count := 0
-	for i := 0; i < rows; i++ {
-		if allowed[i/32]>>(i%32)&1 != 0 {
-			count++
+	if filter == nil {
+		if n == 0 {
+			return nil
 		}
+		qm, err := dlpack.NewHostMatrix(queries, n, dim)
+		if err != nil {
+			return kit.Argf(op, "queries", "%w", err)
+		}
+		nm, _ := dlpack.NewHostMatrix(neighbors, n, k)
+		dm, _ := dlpack.NewHostMatrix(distances, n, k)
+		return idx.Search(res, params, qm, nm, dm)
 	}
+	allowed, err := kit.FilterHostWords(filter, op, res)
+	if err != nil {
+		return err
+	}
+	count := filter.Allowed()
 	for i := range neighbors {
 		neighbors[i], distances[i] = safe.SentinelID64U, float32(math.Inf(1))
 	}

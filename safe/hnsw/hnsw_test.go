@@ -2,7 +2,9 @@ package hnsw_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -478,7 +480,7 @@ func TestDeserializeBadFiles(t *testing.T) {
 			t.Errorf("%s: got %v, want ErrCorruptIndex", name, err)
 		}
 	}
-	if _, err := hnsw.Deserialize(f.res, filepath.Join(dir, "missing"), dim, dlpack.Float32, safe.L2Expanded, cpu); err == nil || errors.Is(err, safe.ErrCorruptIndex) {
+	if _, err := hnsw.Deserialize(f.res, filepath.Join(dir, "missing"), dim, dlpack.Float32, safe.L2Expanded, cpu); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, safe.ErrCorruptIndex) {
 		t.Errorf("missing file: %v", err)
 	}
 	for name, c := range map[string]struct {
@@ -644,9 +646,12 @@ func TestSearchFiltered(t *testing.T) {
 			words[i/32] |= 1 << (i % 32)
 		}
 	}
+	filter, err := safe.NewBitsetFilter(f.res, rows, words)
+	must(t, err)
+	safetest.Close(t, filter)
 	nb := make([]uint64, nq*k)
 	ds := make([]float32, nq*k)
-	must(t, hnsw.SearchFiltered(f.res, idx, &hnsw.SearchParams{Ef: 128}, f.qs, k, words, nb, ds))
+	must(t, hnsw.SearchFiltered(f.res, idx, &hnsw.SearchParams{Ef: 128}, f.qs, k, filter, nb, ds))
 	for _, id := range nb {
 		if !allow(int(id)) {
 			t.Fatalf("id %d is not allowed", id)
@@ -656,11 +661,10 @@ func TestSearchFiltered(t *testing.T) {
 	if r := recall(nb, exact); r < 0.9 {
 		t.Errorf("filtered recall %.3f", r)
 	}
-	few := make([]uint32, len(words))
-	for _, i := range []int{7, 900, 1999} {
-		few[i/32] |= 1 << (i % 32)
-	}
-	must(t, hnsw.SearchFiltered(f.res, idx, nil, f.qs[:dim], k, few, nb[:k], ds[:k]))
+	fewFilter, err := safe.NewBitsetFilterAllowing(f.res, rows, []int64{7, 900, 1999})
+	must(t, err)
+	safetest.Close(t, fewFilter)
+	must(t, hnsw.SearchFiltered(f.res, idx, nil, f.qs[:dim], k, fewFilter, nb[:k], ds[:k]))
 	got := slices.Clone(nb[:3])
 	slices.Sort(got)
 	if !slices.Equal(got, []uint64{7, 900, 1999}) {
@@ -671,17 +675,32 @@ func TestSearchFiltered(t *testing.T) {
 			t.Errorf("slot %d: %d %v, want the sentinel and +Inf", j, nb[j], ds[j])
 		}
 	}
-	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, k, words[:3], nb, ds); !isArg(err, "allowed") {
-		t.Errorf("short bitset: %v", err)
+	other, err := safe.NewBitsetFilter(f.res, 96, words[:3])
+	must(t, err)
+	safetest.Close(t, other)
+	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, k, other, nb, ds); !isArg(err, "filter") {
+		t.Errorf("a filter of 96 rows: %v", err)
 	}
-	if err := hnsw.SearchFiltered(f.res, idx, nil, make([]int8, dim), k, words, nb[:k], ds[:k]); !isArg(err, "queries") {
+	bm, err := safe.NewBitmapFilter(f.res, nq, rows, make([]uint32, (nq*rows+31)/32))
+	must(t, err)
+	safetest.Close(t, bm)
+	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, k, bm, nb, ds); !isArg(err, "filter") {
+		t.Errorf("a bitmap: %v", err)
+	}
+	if err := hnsw.SearchFiltered(f.res, idx, nil, make([]int8, dim), k, filter, nb[:k], ds[:k]); !isArg(err, "queries") {
 		t.Errorf("int8 queries: %v", err)
 	}
-	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, rows+1, words, nb, ds); !isArg(err, "k") {
+	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, rows+1, filter, nb, ds); !isArg(err, "k") {
 		t.Errorf("k > rows: %v", err)
 	}
-	if err := hnsw.SearchFiltered[float32](f.res, nil, nil, f.qs, k, words, nb, ds); !isArg(err, "index") {
+	if err := hnsw.SearchFiltered[float32](f.res, nil, nil, f.qs, k, filter, nb, ds); !isArg(err, "index") {
 		t.Errorf("nil index: %v", err)
+	}
+	// nil: no filter, Search's rows
+	want, wantD := f.search(t, idx, 128, f.qs)
+	must(t, hnsw.SearchFiltered(f.res, idx, &hnsw.SearchParams{Ef: 128}, f.qs, k, nil, nb, ds))
+	if !slices.Equal(nb, want) || !slices.Equal(ds, wantD) {
+		t.Error("a nil filter searches differently from Search")
 	}
 }
 
@@ -864,7 +883,16 @@ func TestNotBuiltError(t *testing.T) {
 	if _, err := hnsw.Build(res, m, &p); !errors.Is(err, hnsw.ErrNotBuilt) {
 		t.Fatalf("Build: %v", err)
 	}
-	path := filepath.Join(t.TempDir(), "none")
+	// an empty hnswlib index of dimension 4: a file Deserialize's own
+	// checks pass, so that the missing C call is what fails
+	path := filepath.Join(t.TempDir(), "empty.hnsw")
+	const maxM0 = 8
+	links0 := uint64(4 + maxM0*4)
+	var hdr bytes.Buffer
+	for _, v := range []any{links0, uint64(0), uint64(0), links0 + 16 + 8, links0 + 16, links0, int32(0), int32(-1), uint64(4), uint64(maxM0), uint64(4), 1 / math.Log(4), uint64(100)} {
+		must(t, binary.Write(&hdr, binary.LittleEndian, v))
+	}
+	must(t, os.WriteFile(path, hdr.Bytes(), 0o600))
 	if _, err := hnsw.Deserialize(res, path, 4, dlpack.Float32, safe.L2Expanded, &p); !errors.Is(err, hnsw.ErrNotBuilt) {
 		t.Fatalf("Deserialize: %v", err)
 	}

@@ -3,7 +3,6 @@ package hnsw
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -52,11 +51,13 @@ func wrap(op string, err error) error {
 // its data: hnswlib copies every vector into its elements, so nothing the
 // index was made from (dataset, CAGRA index) is referenced afterwards.
 //
-// Searches run one at a time per index (each spread over
-// SearchParams.NumThreads CPU threads by cuVS): hnswlib keeps one search
-// list size per index (ef_), which cuvsHnswSearch sets on every call, and
-// an index left on disk by ACE is loaded by its first search. Extend needs
-// the index alone; Close waits for both.
+// Searches with the same SearchParams.Ef run concurrently, from any
+// number of goroutines (each also spread over SearchParams.NumThreads CPU
+// threads by cuVS): hnswlib keeps one search list size per index (ef_),
+// which cuvsHnswSearch sets on every call, so a search with another Ef
+// waits for the searches in flight to end. An index left on disk by ACE
+// is loaded by its first search, which runs alone. Extend needs the index
+// alone; Close waits for everything.
 type Index struct {
 	h         generated.CuvsHnswIndex_t // C memory
 	rows      atomic.Int64              // changed by Extend
@@ -65,8 +66,8 @@ type Index struct {
 	metric    safe.Metric
 	hierarchy Hierarchy
 
-	searchMu sync.Mutex // one cuvsHnswSearch (or Serialize) at a time: hnswlib's ef_ is per index
-	life     kit.Life
+	gate efGate // concurrent searches share one ef: hnswlib's ef_ is per index
+	life kit.Life
 }
 
 func newIndex(op string, res *safe.Resources) (*Index, error) {
@@ -75,6 +76,7 @@ func newIndex(op string, res *safe.Resources) (*Index, error) {
 		return nil, wrap(op, err)
 	}
 	idx := &Index{h: h}
+	idx.gate.init(false)
 	kit.Start(&idx.life, idx, "hnsw.Index(%p)", liveIndexes, func() error { return generated.CuvsHnswIndexDestroy(h) })
 	// The build, deserialization or merge that follows runs on res and
 	// refuses it as Keep would: Keep's error is theirs.
@@ -160,6 +162,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	idx.rows.Store(dv.Dim(0))
 	idx.dim, idx.dtype, idx.metric, idx.hierarchy = dv.Dim(1), dv.DType(), p.Metric, p.Hierarchy
+	idx.gate.cold = ace.UseDisk // loaded from BuildDir by its first search
 	return idx, nil
 }
 
@@ -282,6 +285,7 @@ func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dl
 		idx.rows.Store(info.Rows)
 		idx.dim, idx.dtype, idx.hierarchy = dim, info.DType, p.Hierarchy
 		idx.metric = info.Metric
+		idx.gate.cold = info.OnDisk // loaded from hnsw_index.bin by its first search
 		return nil
 	})
 	if err != nil {
@@ -385,6 +389,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 		})
 		if err == nil {
 			idx.rows.Add(vv.Dim(0))
+			idx.gate.warm() // cuvsHnswExtend loads an index left on disk
 		}
 		return rewrap(op, err)
 	})
@@ -399,9 +404,17 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 // squared L2, or 1 - <q, x> for InnerProduct. The results are written when
 // Search returns (no stream is involved).
 //
+// Queries holding a NaN or an infinity are refused (an *safe.ArgError
+// naming queries and the row; hnswlib would answer them with arbitrary
+// rows), read in CPU or pinned memory; managed memory is not read.
+//
 // There is no filter in the C API: SearchFiltered over-fetches and drops.
-// Searches of one index run one at a time (hnswlib's ef is per index);
-// each uses params.NumThreads threads.
+// Searches of one index with the same Ef run concurrently (each over
+// params.NumThreads threads): serve one index from many goroutines with
+// one Ef (and NumThreads 1 for one-query searches: cuVS starts an OpenMP
+// team per call). A search with another Ef waits until the searches in
+// flight are done, as hnswlib's ef is per index. Each goroutine needs
+// its own Resources (a Resources serves one call at a time).
 //
 // C calls: cuvsHnswSearch. Nil params means DefaultSearchParams.
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
@@ -423,14 +436,19 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows.Load(), &t); err != nil {
 		return err
 	}
+	if qv, err := queries.View(); err == nil {
+		if err := kit.CheckFinite(op, "queries", &qv); err != nil {
+			return err
+		}
+	}
 	cp := generated.CuvsHnswSearchParams{Ef: sp.Ef, NumThreads: sp.NumThreads}
 	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
-	idx.searchMu.Lock()
+	idx.gate.enter(cp.Ef)
 	err = generated.CuvsHnswSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances)
-	idx.searchMu.Unlock()
+	idx.gate.leave(err == nil)
 	kit.Unlock(res)
 	return wrap(op, err)
 }
@@ -445,9 +463,9 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 		return kit.NilIndex("hnsw.Index.Serialize")
 	}
 	const op = "hnsw.Index.Serialize"
+	// saveIndex (or the copy of an index left on disk) only reads the
+	// index: it runs beside the searches, whatever their ef.
 	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
-		idx.searchMu.Lock()
-		defer idx.searchMu.Unlock()
 		return wrapMissing(generated.CuvsHnswSerialize(h, p, idx.h))
 	})
 }
@@ -470,11 +488,23 @@ func wrapMissing(err error) error {
 // SerializeToHnswlib) does not have. Nil params means DefaultIndexParams
 // (hierarchy GPU).
 //
-// The file is checked first against dim and dtype (hnswlib sizes each
-// element by them and reads beside the elements when they are wrong) and
-// walked to its end; a file that does not fit, is truncated or has bytes
-// after the index is refused with safe.ErrCorruptIndex, and so is a
-// base-layer-only file asked for with a hierarchy.
+// A file that cannot be opened is refused before any C call with os's
+// error, path included (errors.Is(err, fs.ErrNotExist) for a missing
+// one). The file is checked first against dim and dtype (hnswlib sizes
+// each element by them and reads beside the elements when they are wrong)
+// and walked to its end; a file that does not fit, is truncated or has
+// bytes after the index is refused with safe.ErrCorruptIndex, and so is a
+// base-layer-only file asked for with a hierarchy, and a float16 or
+// float32 one holding a NaN or an infinity (what 8-bit vectors read as
+// floats tend to hold).
+//
+// What cannot be checked: the file gives only the byte size of a vector,
+// so a dim and dtype whose bytes match the file's pass the size check. Any
+// bytes are valid 8-bit integers: a float32 file of dimension d read as
+// uint8 or int8 of dimension 4d loads and answers with meaningless
+// distances; other files read as floats are refused only when they hit a
+// NaN or infinity bit pattern. Pass the dim and dtype the index was made
+// with.
 //
 // C calls: cuvsHnswIndexCreate, cuvsHnswDeserialize.
 func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataType, metric safe.Metric, params *IndexParams) (*Index, error) {
@@ -503,11 +533,15 @@ func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataTyp
 	if !p.Hierarchy.valid() {
 		return nil, kit.Argf(op, "params.Hierarchy", "%s, want HierarchyNone, HierarchyCPU or HierarchyGPU", p.Hierarchy)
 	}
-	info, ferr := readFile(path, int64(dim), dtype.ElemSize())
-	if ferr != nil && ferr != errOpen {
-		return nil, kit.Corrupt(op, ferr)
+	info, err := readFile(path, int64(dim), dtype)
+	var oe openError
+	if errors.As(err, &oe) {
+		return nil, fmt.Errorf("%s: %w", op, oe.err) // before C, which would say "Cannot open file" without the path
 	}
-	if ferr == nil && p.Hierarchy != HierarchyNone && info.count > 0 && info.entryLevel < info.maxLevel {
+	if err != nil {
+		return nil, kit.Corrupt(op, err)
+	}
+	if p.Hierarchy != HierarchyNone && info.count > 0 && info.entryLevel < info.maxLevel {
 		return nil, kit.Corrupt(op, fmt.Errorf("a base-layer-only file (its entry point has no level %d): deserialize it with HierarchyNone", info.maxLevel))
 	}
 	idx, err := newIndex(op, res)

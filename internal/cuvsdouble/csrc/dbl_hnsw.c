@@ -9,7 +9,10 @@
  *     (random levels, mult = 1 / ln M) over the rows given a level > 0;
  *   - Search is hnswlib's searchKnn: greedy descent through the upper layers,
  *     then a best-first search of the base layer with max(ef, k) candidates,
- *     so recall grows with ef as the real one does;
+ *     so recall grows with ef as the real one does; searches of one index
+ *     run concurrently (hnswlib's searchKnn is const), each on its caller's
+ *     thread (num_threads is checked, not used), and two that overlap with
+ *     different ef are a violation (set_ef writes the index's one ef_);
  *   - Extend is hnswlib's addPoint (every layer, ef_construction candidates,
  *     M links, reverse links pruned to maxM / maxM0);
  *   - Serialize writes hnswlib's saveIndex layout (header, level-0 block of
@@ -59,6 +62,12 @@ typedef struct {
   double mult;
   int32_t maxlevel, enterpoint;
   int64_t ef; /* hnswlib's ef_, written by every search (set_ef) */
+  /* Searches in flight (ef_mu): cuvsHnswSearch runs concurrently with
+   * itself (searchKnn is const: its scratch comes from a mutex-guarded pool
+   * and its counters are atomic); only the write of ef_ is shared, so two
+   * overlapping searches with different ef race. */
+  pthread_mutex_t ef_mu;
+  int64_t searching;
   char* raw;      /* n * dim elements of dtype */
   float* vec;     /* the same as floats */
   uint32_t* l0;   /* n * (maxM0 + 1): count, then ids */
@@ -192,6 +201,7 @@ static void hn_free(hn_impl* h)
   free(h->levels);
   free(h->labels);
   pthread_rwlock_destroy(&h->lock);
+  pthread_mutex_destroy(&h->ef_mu);
   h->magic = 0;
   free(h);
 }
@@ -227,6 +237,7 @@ static cuvsError_t hn_new(DLDataType dt, int64_t dim, int metric, int hierarchy,
   h->maxlevel = -1;
   h->enterpoint = -1;
   pthread_rwlock_init(&h->lock, NULL);
+  pthread_mutex_init(&h->ef_mu, NULL);
   *out = h;
   return CUVS_SUCCESS;
 }
@@ -1178,7 +1189,19 @@ static cuvsError_t hn_search(cuvsHnswSearchParams_t params, cuvsHnswIndex_t inde
     return RAFT_FAIL("cuvsdouble: num_threads %d", threads);
   }
   pthread_rwlock_rdlock(&h->lock);
-  h->ef = ef; /* set_ef: a shared write, as hnswlib's ef_ */
+  /* set_ef: a shared write, as hnswlib's ef_. Searches with the same ef
+   * write the same value (harmless); one with another ef changes the
+   * candidate count of the searches in flight: a data race in the real
+   * library. */
+  pthread_mutex_lock(&h->ef_mu);
+  if (h->searching > 0 && h->ef != ef) {
+    dbl_violation("cuvsHnswSearch with ef %d while a search with ef %lld runs on the same index "
+                  "(hnswlib's ef_ is per index: the real library races)",
+                  (int)ef, (long long)h->ef);
+  }
+  h->ef = ef;
+  h->searching++;
+  pthread_mutex_unlock(&h->ef_mu);
   cuvsError_t st = CUVS_SUCCESS;
   uint8_t* visited = malloc((size_t)h->n + 1);
   float* qf = malloc((size_t)h->dim * sizeof(float) + 1);
@@ -1234,6 +1257,9 @@ static cuvsError_t hn_search(cuvsHnswSearchParams_t params, cuvsHnswIndex_t inde
   free(top.a);
   free(visited);
   free(qf);
+  pthread_mutex_lock(&h->ef_mu);
+  h->searching--;
+  pthread_mutex_unlock(&h->ef_mu);
   pthread_rwlock_unlock(&h->lock);
   return st;
 }
