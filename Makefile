@@ -9,7 +9,7 @@ CUVS_INCLUDE_DIR ?=
 DLPACK_INCLUDE_DIR ?=
 export CUVS_INCLUDE_DIR DLPACK_INCLUDE_DIR
 
-.PHONY: stress all generate check-generated coverage test test-race test-cgocheck test-conformance double lint fmt bench gpu-interop gpu-test gpu-test-pack gpu-test-double fuzz clean
+.PHONY: stress all generate check-generated coverage test test-all test-race test-cgocheck test-conformance test-conformance-all double lint fmt bench gpu-interop gpu-test gpu-test-pack gpu-test-double fuzz clean
 
 all: generate test
 
@@ -25,14 +25,30 @@ check-generated:
 coverage:
 	$(GO) run ./gen coverage
 
-## test: lint, check generated/, the coverage report (every C function wrapped), then every test under -race and under cgocheck2, then conformance mode
+## test: lint, check generated/, the coverage report (every C function wrapped), then every test under -race against the 26.06 double, under cgocheck2 against the 26.08 double, then the packages that load libcuvs_c against the 26.08 double loaded as any library (conformance mode); test-all runs each pass against both releases
 test: lint check-generated coverage test-race test-cgocheck test-conformance
 
+# Each go test step's own bound, well above its measured time on a loaded
+# 2-core machine, so that the go command's default of 10 minutes per
+# package never ends a slow but healthy run (README: "The two commands").
+TEST_TIMEOUT ?= 40m
+# cgocheck2 checks cgo's pointer rules at run time: the generator (pure Go)
+# has nothing for it to check, so the pass leaves gen/ out.
+CGO_TEST_PKGS = $(shell $(GO) list ./... | grep -v '/gen\(/\|$$\)' | sed 's|^github.com/cuvs-go/cuvs|.|')
+
 test-race:
-	$(GO) test -race -count=1 ./...
+	CUVSDOUBLE_RELEASE=26.06 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-cgocheck:
-	GOEXPERIMENT=cgocheck2 $(GO) test -count=1 ./...
+	CUVSDOUBLE_RELEASE=26.08 GOEXPERIMENT=cgocheck2 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(CGO_TEST_PKGS)
+
+## test-all: the whole matrix, every pass against both releases of the double (what make test splits between them), plus make test's lint and checks
+test-all: lint check-generated coverage
+	CUVSDOUBLE_RELEASE=26.06 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	CUVSDOUBLE_RELEASE=26.08 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	CUVSDOUBLE_RELEASE=26.06 GOEXPERIMENT=cgocheck2 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(CGO_TEST_PKGS)
+	CUVSDOUBLE_RELEASE=26.08 GOEXPERIMENT=cgocheck2 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(CGO_TEST_PKGS)
+	$(MAKE) test-conformance-all
 
 # The packages whose tests load libcuvs_c (those whose tests import internal/safetest).
 CONFORMANCE_PKGS ?= $(shell $(GO) list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | \
@@ -57,11 +73,15 @@ double:
 	$(GO) run ./internal/cuvsdouble/cmd/cuvsdouble-build -release 26.06 -o $(DOUBLE_2606)
 	$(GO) run ./internal/cuvsdouble/cmd/cuvsdouble-build -release 26.08 -o $(DOUBLE_2608)
 
-## test-conformance: the tests of the packages that load libcuvs_c, against each freshly built double loaded as any library would be (CUVS_TEST_LIBRARY: what needs the double's controls skips); against 26.08, what waits for the safe layer is left out (see CONFORMANCE_2608_WAIT_PKGS)
+## test-conformance: the tests of the packages that load libcuvs_c, against the freshly built 26.08 double loaded as any library would be (CUVS_TEST_LIBRARY: what needs the double's controls skips); .ci/run's gpu-test-double runs them against the 26.06 one, test-conformance-all against both here
 test-conformance: double
-	CUVS_TEST_LIBRARY=$(DOUBLE_2606) $(GO) test -count=1 $(CONFORMANCE_PKGS)
 	@echo "conformance against the 26.08 double: waiting for the safe layer, left out: packages $(CONFORMANCE_2608_WAIT_PKGS); tests $(CONFORMANCE_2608_SKIP)"
-	CUVS_TEST_LIBRARY=$(DOUBLE_2608) $(GO) test -count=1 $(if $(CONFORMANCE_2608_SKIP),-skip '$(CONFORMANCE_2608_SKIP)') $(CONFORMANCE_2608_PKGS)
+	CUVS_TEST_LIBRARY=$(DOUBLE_2608) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(if $(CONFORMANCE_2608_SKIP),-skip '$(CONFORMANCE_2608_SKIP)') $(CONFORMANCE_2608_PKGS)
+
+test-conformance-all: double
+	CUVS_TEST_LIBRARY=$(DOUBLE_2606) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(CONFORMANCE_PKGS)
+	@echo "conformance against the 26.08 double: waiting for the safe layer, left out: packages $(CONFORMANCE_2608_WAIT_PKGS); tests $(CONFORMANCE_2608_SKIP)"
+	CUVS_TEST_LIBRARY=$(DOUBLE_2608) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(if $(CONFORMANCE_2608_SKIP),-skip '$(CONFORMANCE_2608_SKIP)') $(CONFORMANCE_2608_PKGS)
 
 ## gpu-test: build, here, test binaries (race and cgocheck2) of those packages, the programs their tests run (bin/: dtype probe, cbench, the README's program) and run.sh into build/gpu-test, for a GPU machine with libcuvs and no Go (nor this repository): build/gpu-test/run.sh /path/to/libcuvs_c.so
 gpu-test:

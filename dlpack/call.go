@@ -146,8 +146,9 @@ func (c Call) bind(v *View, mut bool, op string) (*generated.DLManagedTensor, er
 	// the bytes v touches, kept as scalars (building a boundView first and
 	// copying it costs a store-forwarding stall)
 	var start, end uintptr
-	if v.hi != v.lo && v.data != nil {
-		start, end = uintptr(v.data)+uintptr(v.lo), uintptr(v.data)+uintptr(v.hi)
+	data := v.ptr()
+	if v.hi != v.lo && data != nil {
+		start, end = uintptr(data)+uintptr(v.lo), uintptr(data)+uintptr(v.hi)
 	}
 	addr := v.device.Type.hasAddress()
 	for i := range s.bound {
@@ -161,8 +162,8 @@ func (c Call) bind(v *View, mut bool, op string) (*generated.DLManagedTensor, er
 			return nil, err
 		}
 	}
-	if v.device.Type == CPU && v.data != nil {
-		s.pinner.Pin(v.data) // a no-op for memory that is not Go's
+	if v.gomem != nil {
+		s.pinner.Pin(v.gomem) // a no-op for memory that is not Go's
 	}
 	t := s.mem.slot(len(s.bound))
 	t.fill(v, true)
@@ -246,7 +247,7 @@ type slot struct {
 func (t *slot) fill(v *View, forCall bool) {
 	n := int(v.ndim)
 	dl := &t.mt.DlTensor
-	dl.Data = v.data
+	dl.Data = v.ptr()
 	dl.Device = v.device.raw()
 	dl.Ndim = int32(n)
 	dl.Dtype = v.dtype.raw()

@@ -171,7 +171,7 @@ func hostView[T DType](o *Owner, data []T, rows, cols int64, rank int, op string
 	}
 	dt := DataTypeOf[T]()
 	v := View{
-		data:   unsafe.Pointer(unsafe.SliceData(data)),
+		gomem:  unsafe.Pointer(unsafe.SliceData(data)),
 		device: HostDevice,
 		dtype:  dt,
 		ndim:   uint8(rank),
@@ -187,7 +187,7 @@ func hostView[T DType](o *Owner, data []T, rows, cols int64, rank int, op string
 		v.hi = n * dt.ElemSize()
 	}
 	if len(data) == 0 {
-		v.data = nil
+		v.gomem = nil
 	}
 	v.layout = v.computeLayout(int64(len(data)))
 	return v, nil

@@ -158,8 +158,8 @@ func export(op string, v *View, mut bool, onRelease func()) (*generated.DLManage
 		}
 		rec.ret = r
 	}
-	if v.device.Type == CPU && v.data != nil {
-		rec.pin.Pin(v.data)
+	if v.gomem != nil {
+		rec.pin.Pin(v.gomem)
 	}
 	rec.mem = cAlloc(unsafe.Sizeof(slot{}))
 	t := (*slot)(rec.mem)

@@ -320,9 +320,9 @@ func (v View) Retain(by string) (*Retention, error) {
 		r.counted = true
 		liveRetentions.Inc()
 	}
-	if v.device.Type == CPU && v.data != nil {
-		r.pin.Pin(v.data)
-		r.data = v.data
+	if v.gomem != nil {
+		r.pin.Pin(v.gomem)
+		r.data = v.gomem
 	}
 	return r, nil
 }

@@ -70,7 +70,18 @@ func (l Layout) String() string {
 // The zero View is not a valid tensor; make one with FromRawParts,
 // FromDLTensor, an adapter (HostVector, HostMatrix) or an Imported tensor.
 type View struct {
-	data    unsafe.Pointer
+	// The data pointer is kept in one of two fields. A CPU view's is in
+	// gomem: that memory may be Go's, which the GC must see (and a call
+	// pins). Any other device's memory (device, pinned, managed; or a
+	// handle) is never Go memory, and its address is kept as an integer in
+	// addr: a view outlives the memory it describes (an expired copy, an
+	// owner's cached views after Close), and a freed C address held in a
+	// pointer field is a bad pointer to the GC once Go's heap has grown
+	// over it (Go 1.26 places its heap anywhere below 2^46, where C's
+	// mappings also lie under some layouts): "found bad pointer in Go
+	// heap". Use ptr and setPtr.
+	gomem   unsafe.Pointer
+	addr    uintptr
 	device  Device
 	dtype   DataType
 	ndim    uint8
@@ -327,7 +338,8 @@ func (v *View) init(op string, data unsafe.Pointer, dev Device, shape, strides [
 			return err
 		}
 	}
-	v.data, v.device, v.dtype = data, dev, dt
+	v.setPtr(data, dev)
+	v.device, v.dtype = dev, dt
 	v.lo, v.hi = -neg, pos
 	if count == 0 {
 		v.lo, v.hi = 0, 0
@@ -399,6 +411,29 @@ func (v *View) computeLayout(count int64) Layout {
 	return l
 }
 
+// setPtr sets the data pointer of a view of memory on dev (see View).
+func (v *View) setPtr(p unsafe.Pointer, dev Device) {
+	if dev.Type == CPU {
+		v.gomem, v.addr = p, 0
+		return
+	}
+	v.gomem, v.addr = nil, uintptr(p)
+}
+
+// ptr returns the data pointer (see View).
+func (v *View) ptr() unsafe.Pointer {
+	if v.gomem != nil {
+		return v.gomem
+	}
+	return cPtr(v.addr)
+}
+
+// cPtr turns the address of memory that is not Go's back into a pointer,
+// bit for bit, for C or unsafe.Slice. The memory must still be allocated
+// (a view checks its owner first): only then is the address not in Go's
+// heap.
+func cPtr(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
+
 // check reports why v cannot be used now, or nil.
 func (v *View) check(op string) error {
 	if v.ndim == 0 {
@@ -424,7 +459,7 @@ func (v *View) Data() (unsafe.Pointer, error) {
 	if err := v.check("View.Data"); err != nil {
 		return nil, err
 	}
-	return v.data, nil
+	return v.ptr(), nil
 }
 
 // Device returns where the memory lives.
@@ -512,7 +547,7 @@ func (m *ViewMut) Data() (unsafe.Pointer, error) {
 	if err := m.v.check("ViewMut.Data"); err != nil {
 		return nil, err
 	}
-	return m.v.data, nil
+	return m.v.ptr(), nil
 }
 
 // Device is View.Device.
@@ -587,5 +622,5 @@ func hostSlice[T DType](v *View, op string) ([]T, error) {
 	if v.layout == Strided {
 		return nil, newError(ErrInvalidMetadata, op, "strides", v.strides[:v.ndim], "not contiguous")
 	}
-	return unsafe.Slice((*T)(v.data), v.Len()), nil
+	return unsafe.Slice((*T)(v.ptr()), v.Len()), nil
 }

@@ -28,7 +28,7 @@ var (
 // any safe-layer function taking tensors.
 type DeviceMatrix[T dlpack.DType] struct {
 	res        *Resources
-	ptr        unsafe.Pointer // device memory: never Go memory
+	addr       uintptr // device memory (never Go's), as an integer: see cPtr
 	rows, cols int64
 	dev        dlpack.Device
 	owner      dlpack.Owner
@@ -52,13 +52,23 @@ type DeviceVector[T dlpack.DType] struct {
 
 type deviceAlloc struct {
 	res   *Resources
-	ptr   unsafe.Pointer
+	addr  uintptr
 	bytes uint64
 }
 
 func freeDevice(a deviceAlloc) {
-	_ = rmmFree("safe: freeing leaked device memory", a.res, a.ptr, a.bytes)
+	_ = rmmFree("safe: freeing leaked device memory", a.res, cPtr(a.addr), a.bytes)
 }
+
+// cPtr turns the address of C or device memory back into a pointer, bit
+// for bit, for a C call or a view. The types that own such memory
+// (DeviceMatrix, PinnedMatrix) keep its address as an integer, not in a
+// pointer field: they outlive the memory (Close frees it, the value
+// stays), and a freed C address in a field the GC scans is a bad pointer
+// once Go's heap grows over it (Go 1.26 places its heap anywhere below
+// 2^46, where C's mappings lie too under some layouts, e.g. setarch -L or
+// an unlimited stack): the runtime's "found bad pointer in Go heap".
+func cPtr(a uintptr) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&a)) }
 
 // rmmFree frees device memory on res's stream, or, when res was closed
 // first, through a resources handle made for the purpose: the memory
@@ -118,8 +128,8 @@ func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) 
 			return nil, wrap(op, err)
 		}
 		liveDevice.Inc()
-		m.ptr = p
-		m.clean = runtime.AddCleanup(m, freeDevice, deviceAlloc{res, p, bytes})
+		m.addr = uintptr(p)
+		m.clean = runtime.AddCleanup(m, freeDevice, deviceAlloc{res, m.addr, bytes})
 	}
 	m.owner.SetLabel(fmt.Sprintf("DeviceMatrix[%s] %d×%d", dlpack.DataTypeOf[T](), rows, cols))
 	if m.view, m.viewMut, err = m.wholeViews(2); err != nil {
@@ -133,11 +143,11 @@ func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) 
 // to its owner.
 func (m *DeviceMatrix[T]) wholeViews(rank int) (dlpack.View, dlpack.ViewMut, error) {
 	shape := []int64{m.rows, m.cols}[:rank]
-	v, err := dlpack.FromRawParts(m.ptr, m.dev, shape, nil, dlpack.DataTypeOf[T]())
+	v, err := dlpack.FromRawParts(cPtr(m.addr), m.dev, shape, nil, dlpack.DataTypeOf[T]())
 	if err != nil {
 		return dlpack.View{}, dlpack.ViewMut{}, err
 	}
-	vm, err := dlpack.FromRawPartsMut(m.ptr, m.dev, shape, nil, dlpack.DataTypeOf[T]())
+	vm, err := dlpack.FromRawPartsMut(cPtr(m.addr), m.dev, shape, nil, dlpack.DataTypeOf[T]())
 	if err != nil {
 		return dlpack.View{}, dlpack.ViewMut{}, err
 	}
@@ -219,7 +229,7 @@ func (m *DeviceMatrix[T]) RowsView(start, end int) (dlpack.View, error) {
 	if start < 0 || end < start || int64(end) > m.rows {
 		return dlpack.View{}, argf("safe.DeviceMatrix.RowsView", "rows", "[%d, %d) is not within [0, %d)", start, end, m.rows)
 	}
-	p := m.ptr
+	p := cPtr(m.addr)
 	if p != nil {
 		p = unsafe.Add(p, int64(start)*m.cols*dlpack.DataTypeOf[T]().ElemSize())
 	}
@@ -375,12 +385,12 @@ func (m *DeviceMatrix[T]) Close() error {
 		return err
 	}
 	m.freed = true
-	if m.ptr == nil {
+	if m.addr == 0 {
 		return nil
 	}
 	m.clean.Stop()
 	bytes := uint64(m.rows) * uint64(m.cols) * uint64(dlpack.DataTypeOf[T]().ElemSize())
-	return rmmFree("safe.DeviceMatrix.Close", m.res, m.ptr, bytes)
+	return rmmFree("safe.DeviceMatrix.Close", m.res, cPtr(m.addr), bytes)
 }
 
 // NewDeviceVector allocates an uninitialized vector of n elements.

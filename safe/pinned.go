@@ -15,7 +15,7 @@ import (
 // copy to and from the device. Its views have device type CUDAHost, which
 // cuVS accepts as both host and device memory.
 type PinnedMatrix[T dlpack.DType] struct {
-	ptr        unsafe.Pointer // C memory
+	addr       uintptr // C memory, as an integer: see cPtr
 	rows, cols int64
 	owner      dlpack.Owner
 	mu         sync.Mutex
@@ -26,11 +26,11 @@ type PinnedMatrix[T dlpack.DType] struct {
 }
 
 type hostAlloc struct {
-	ptr   unsafe.Pointer
+	addr  uintptr
 	bytes uint64
 }
 
-func freeHost(a hostAlloc) { _ = hostFreeBytes(a.ptr, a.bytes) }
+func freeHost(a hostAlloc) { _ = hostFreeBytes(cPtr(a.addr), a.bytes) }
 
 // NewPinnedMatrix allocates a rows×cols matrix of pinned host memory.
 func NewPinnedMatrix[T dlpack.DType](rows, cols int) (*PinnedMatrix[T], error) {
@@ -51,17 +51,17 @@ func NewPinnedMatrix[T dlpack.DType](rows, cols int) (*PinnedMatrix[T], error) {
 		if err != nil {
 			return nil, wrap(op, err)
 		}
-		m.ptr = p
-		m.clean = runtime.AddCleanup(m, freeHost, hostAlloc{p, bytes})
+		m.addr = uintptr(p)
+		m.clean = runtime.AddCleanup(m, freeHost, hostAlloc{m.addr, bytes})
 	}
 	m.owner.SetLabel("PinnedMatrix")
 	dev, shape := dlpack.Device{Type: dlpack.CUDAHost}, []int64{m.rows, m.cols}
-	v, err := dlpack.FromRawParts(m.ptr, dev, shape, nil, dlpack.DataTypeOf[T]())
+	v, err := dlpack.FromRawParts(cPtr(m.addr), dev, shape, nil, dlpack.DataTypeOf[T]())
 	if err != nil {
 		m.Close()
 		return nil, wrap(op, err)
 	}
-	vm, err := dlpack.FromRawPartsMut(m.ptr, dev, shape, nil, dlpack.DataTypeOf[T]())
+	vm, err := dlpack.FromRawPartsMut(cPtr(m.addr), dev, shape, nil, dlpack.DataTypeOf[T]())
 	if err != nil {
 		m.Close()
 		return nil, wrap(op, err)
@@ -73,10 +73,10 @@ func NewPinnedMatrix[T dlpack.DType](rows, cols int) (*PinnedMatrix[T], error) {
 // Data returns the elements, row-major. The slice aliases the pinned memory:
 // do not use it after Close, nor write it while a call borrows the matrix.
 func (m *PinnedMatrix[T]) Data() []T {
-	if m == nil || m.ptr == nil {
+	if m == nil || m.addr == 0 {
 		return nil
 	}
-	return unsafe.Slice((*T)(m.ptr), m.rows*m.cols)
+	return unsafe.Slice((*T)(cPtr(m.addr)), m.rows*m.cols)
 }
 
 // Rows returns the number of rows.
@@ -133,10 +133,10 @@ func (m *PinnedMatrix[T]) Close() error {
 		return err
 	}
 	m.freed = true
-	if m.ptr == nil {
+	if m.addr == 0 {
 		return nil
 	}
 	m.clean.Stop()
 	bytes := uint64(m.rows) * uint64(m.cols) * uint64(dlpack.DataTypeOf[T]().ElemSize())
-	return wrap("safe.PinnedMatrix.Close", hostFreeBytes(m.ptr, bytes))
+	return wrap("safe.PinnedMatrix.Close", hostFreeBytes(cPtr(m.addr), bytes))
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -25,9 +24,8 @@ func TestQuickstart(t *testing.T) {
 	if err := run(&out); err != nil {
 		t.Fatal(err)
 	}
-	want := "query 0: nearest row 0\nquery 1: nearest row 1\nquery 2: nearest row 2\n"
-	if out.String() != want {
-		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
+	if out.String() != quickstartOutput {
+		t.Errorf("printed\n%s\nwant\n%s", out.String(), quickstartOutput)
 	}
 }
 
@@ -60,28 +58,19 @@ func TestReadmeProgram(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("the README's program: %v\n%s", err, stderr.String())
 	}
-	// fmt.Println(q, ids, distances): "0 [0 ...] [0 ...]", k = 5 of each.
-	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("printed %d lines, want 3 (one per query):\n%s", len(lines), stdout.String())
-	}
-	for q, line := range lines {
-		f := strings.Fields(strings.NewReplacer("[", " [ ", "]", " ] ").Replace(line))
-		// q [ id*5 ] [ d*5 ]
-		if len(f) != 15 || f[0] != strconv.Itoa(q) || f[1] != "[" || f[7] != "]" || f[8] != "[" || f[14] != "]" {
-			t.Errorf("line %d: %q, want the query, its 5 ids and 5 distances", q, line)
-			continue
-		}
-		if f[2] != strconv.Itoa(q) {
-			t.Errorf("line %d: %q: query %d did not find itself first", q, line, q)
-		}
+	if stdout.String() != quickstartOutput {
+		t.Errorf("the README's program printed\n%s\nwant\n%s", stdout.String(), quickstartOutput)
 	}
 }
 
-// buildReadmeProgram builds the README's program into t.TempDir(), or skips
-// t where there is no README above (not the module's source tree) or no go
-// command.
-func buildReadmeProgram(t *testing.T) string {
+// quickstartOutput is what the program prints on a GPU and on the double
+// alike: each query is a row of the dataset, so its nearest row is itself.
+const quickstartOutput = "query 0: nearest row 0\nquery 1: nearest row 1\nquery 2: nearest row 2\n"
+
+// readmeProgram returns the README's first ```go block that starts with
+// "package main", or skips t where there is no README above (not the
+// module's source tree).
+func readmeProgram(t *testing.T) string {
 	t.Helper()
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -89,10 +78,6 @@ func buildReadmeProgram(t *testing.T) string {
 	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("no go command to build the README's program with (%v) and no %s", err, ReadmeProgramEnv)
 	}
 	_, after, ok := strings.Cut(string(readme), "```go\npackage main\n")
 	if !ok {
@@ -102,12 +87,93 @@ func buildReadmeProgram(t *testing.T) string {
 	if !ok {
 		t.Fatal("README.md: unterminated code block")
 	}
+	return "package main\n" + prog
+}
+
+// The README's program is this package's main.go, from "package main" on:
+// one program, tested here (TestQuickstart), built from the README
+// (TestReadmeProgram), and installed from a clone (TestInstallFromClone).
+func TestReadmeIsQuickstart(t *testing.T) {
+	prog := readmeProgram(t)
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(string(src), "\npackage main\n")
+	if !ok {
+		t.Fatal("main.go: no package clause after its doc comment")
+	}
+	if want := "package main\n" + body; prog != want {
+		t.Errorf("README.md's program is not examples/quickstart/main.go: update one from the other\nREADME:\n%s\nmain.go:\n%s", prog, want)
+	}
+}
+
+// TestInstallFromClone follows the README's install path verbatim: a new
+// module outside the repository (go mod init), a Go workspace with this
+// clone (go work init . CLONE), the README's program as its main.go, built
+// with the go command and run against the library under test. The module
+// cache must hold this module's dependencies (the tests built them);
+// GOPROXY=off keeps the go command from fetching anything else.
+func TestInstallFromClone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module with the go command")
+	}
+	prog := readmeProgram(t)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command (%v)", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := filepath.Join(t.TempDir(), "myapp")
+	if err := os.Mkdir(app, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "GOPROXY=off", "GOFLAGS=", "GOWORK=", "GO111MODULE=on")
+	gorun := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(goCmd, args...)
+		cmd.Dir, cmd.Env = app, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	gorun("mod", "init", "example.com/myapp")
+	gorun("work", "init", ".", root)
+	if err := os.WriteFile(filepath.Join(app, "main.go"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "myapp")
+	gorun("build", "-o", bin, ".")
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "CUVS_LIBRARY="+safetest.LibraryPath())
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the program built from a clone: %v\n%s", err, stderr.String())
+	}
+	if stdout.String() != quickstartOutput {
+		t.Errorf("the program built from a clone printed\n%s\nwant\n%s", stdout.String(), quickstartOutput)
+	}
+}
+
+// buildReadmeProgram builds the README's program into t.TempDir(), or skips
+// t where there is no README above or no go command.
+func buildReadmeProgram(t *testing.T) string {
+	t.Helper()
+	prog := readmeProgram(t)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command to build the README's program with (%v) and no %s", err, ReadmeProgramEnv)
+	}
 	dir, err := os.MkdirTemp(".", "readme-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"+prog), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(prog), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(t.TempDir(), "readme-program")

@@ -1,9 +1,12 @@
 // Package stress runs the safe layer under mixed concurrent load: many
 // goroutines searching shared indexes every way the API offers (Search,
 // SearchSlice, Prepared runs, batched requests), extending one index,
-// serializing and cancelling, then closing batchers in flight. Every result
-// is compared with a reference taken before the load; it fails on any wrong
-// row, panic, hang or leak, and reports the operations done.
+// serializing and cancelling, then closing batchers in flight; a tiered
+// and an HNSW index searched (filtered and not) while extended, then
+// closed under their searches and built again. Every result is compared
+// with a reference taken before the load, or checked for what any search
+// of a changing index must satisfy; it fails on any wrong row, panic,
+// hang or leak, and reports the operations done.
 //
 // `make test` runs it for a few seconds; `make stress STRESS_TIME=10m` for
 // longer. On the double (the default) the copies are asynchronous and
@@ -26,11 +29,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/batch"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/hnsw"
+	"github.com/cuvs-go/cuvs/safe/tiered"
 )
 
 var duration = flag.Duration("stress.time", 3*time.Second, "how long TestStress puts load on")
@@ -387,6 +393,8 @@ func TestStress(t *testing.T) {
 		count("round trip")
 	})
 
+	mutating(t, worker, count, fail, data)
+
 	time.Sleep(*duration)
 	// Close the batchers with requests in flight, then stop everything.
 	closing.Store(true)
@@ -407,9 +415,257 @@ func TestStress(t *testing.T) {
 	if failures.Load() > 0 {
 		t.Errorf("%d operations failed or gave wrong rows", failures.Load())
 	}
-	for _, name := range []string{"search", "slice", "prepared", "batch", "extend", "search while extending", "serialize"} {
+	for _, name := range []string{"search", "slice", "prepared", "batch", "extend", "search while extending", "serialize",
+		"tiered extend", "tiered search", "tiered filtered", "tiered rebuilt", "hnsw extend", "hnsw search", "hnsw filtered", "hnsw rebuilt"} {
 		if c, ok := ops.Load(name); !ok || c.(*atomic.Int64).Load() == 0 {
 			t.Errorf("no %q operation completed", name)
 		}
+	}
+}
+
+// Rows of the tiered and HNSW indexes below: built over the first
+// mutBuilt dataset rows, extended extendRows at a time up to mutCap, then
+// closed under their searches and built again.
+const (
+	mutBuilt = 600
+	mutCap   = 1400
+)
+
+// evenIDs is a bitset letting the even ids of n rows through.
+func evenIDs(n int) []uint32 {
+	w := make([]uint32, (n+31)/32)
+	for i := 0; i < n; i += 2 {
+		w[i/32] |= 1 << (i % 32)
+	}
+	return w
+}
+
+// checkRows checks what any search of an index of rows before..after
+// (between the search's start and end) must return: ids in range (even
+// ones with the even-ids filter), distances ascending and not NaN. unset
+// is the id of an unfilled slot.
+func checkRows(ids []int64, d []float32, after int, even bool, unset int64) error {
+	for j, id := range ids {
+		if id == unset {
+			continue
+		}
+		if id < 0 || id >= int64(after) || (even && id%2 != 0) || math.IsNaN(float64(d[j])) || (j > 0 && ids[j-1] != unset && d[j] < d[j-1]) {
+			return fmt.Errorf("ids %v distances %v (%d rows, even only %v)", ids, d, after, even)
+		}
+	}
+	return nil
+}
+
+// mutating adds the tiered and HNSW load: per index, one worker extends it
+// (rows from data, so ids are dataset rows), closes it once it holds
+// mutCap rows and builds it again, while two search it, one of them with
+// an even-ids filter (a safe.Filter rebuilt as the row count changes for
+// tiered; SearchFiltered's host bitset for HNSW). A search may find the
+// index closed (counted, retried with the next one); a tiered filter is
+// refused while both tiers hold rows, or when made for another row count
+// (cuVS would test the fresh rows against the wrong bits): counted too.
+func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources)), count func(string), fail func(string, ...any), data []float32) {
+	// tiered: CAGRA backend, every row in the brute-force tier until the
+	// tier exceeds MinANNRows (1000), then rebuilt over all of them.
+	tp := must(tiered.DefaultIndexParams())
+	tp.MinANNRows, tp.CreateANNIndexOnExtend = 1000, true
+	tp.CAGRA = tiered.CAGRAParams{GraphDegree: 16, IntermediateGraphDegree: 32}
+	buildTiered := func(res *safe.Resources) (*tiered.Index, error) {
+		ds, err := safe.DeviceMatrixFrom(res, data[:mutBuilt*dim], mutBuilt, dim)
+		if err != nil {
+			return nil, err
+		}
+		defer ds.Close()
+		return tiered.Build(res, ds, &tp)
+	}
+	var tg atomic.Pointer[tiered.Index]
+	tg.Store(must(buildTiered(safetest.Resources(t))))
+	t.Cleanup(func() { _ = tg.Load().Close() })
+	worker(800, func(rng *rand.Rand, wres *safe.Resources) {
+		idx := tg.Load()
+		n := idx.Rows()
+		if n+extendRows > mutCap {
+			next, err := buildTiered(wres)
+			if err != nil {
+				fail("tiered.Build: %v", err)
+				return
+			}
+			tg.Store(next)
+			if err := idx.Close(); err != nil { // under the searches
+				fail("tiered Close: %v", err)
+			}
+			count("tiered rebuilt")
+			return
+		}
+		m, err := safe.DeviceMatrixFrom(wres, data[n*dim:(n+extendRows)*dim], extendRows, dim)
+		if err != nil {
+			fail("tiered extend rows: %v", err)
+			return
+		}
+		defer m.Close()
+		if err := idx.Extend(wres, m); err != nil && !(errors.Is(err, safe.ErrClosed) && tg.Load() != idx) {
+			fail("tiered Extend: %v", err)
+			return
+		}
+		count("tiered extend")
+		time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+	})
+	for w := range 2 {
+		filtered := w == 1
+		var f *safe.Filter // this worker's, for f.Rows() rows; closed after the workers
+		t.Cleanup(func() { _ = f.Close() })
+		worker(uint64(810+w), func(rng *rand.Rand, wres *safe.Resources) {
+			idx := tg.Load()
+			rows := idx.Rows()
+			if filtered && (f == nil || f.Rows() != rows) {
+				_ = f.Close()
+				var err error
+				if f, err = safe.NewBitsetFilter(wres, rows, evenIDs(rows)); err != nil {
+					fail("filter: %v", err)
+					return
+				}
+			}
+			var ff *safe.Filter
+			if filtered {
+				ff = f
+			}
+			q0 := rng.IntN(mutBuilt - 8)
+			n := 1 + rng.IntN(8)
+			qs, err := safe.DeviceMatrixFrom(wres, data[q0*dim:(q0+n)*dim], n, dim)
+			if err != nil {
+				fail("queries: %v", err)
+				return
+			}
+			defer qs.Close()
+			nb := must(safe.NewDeviceMatrix[int64](wres, n, k))
+			defer nb.Close()
+			dd := must(safe.NewDeviceMatrix[float32](wres, n, k))
+			defer dd.Close()
+			err = idx.Search(wres, nil, qs, nb, dd, ff)
+			var ae *safe.ArgError
+			switch {
+			case err == nil:
+			case errors.Is(err, safe.ErrClosed):
+				count("tiered closed")
+				return
+			case filtered && errors.As(err, &ae) && ae.Arg == "filter":
+				count("tiered filter refused")
+				return
+			default:
+				fail("tiered Search: %v", err)
+				return
+			}
+			ids, err1 := nb.ToHost(wres)
+			ds, err2 := dd.ToHost(wres)
+			if err := errors.Join(err1, err2); err != nil {
+				fail("tiered ToHost: %v", err)
+				return
+			}
+			after := idx.Rows()
+			for i := range n {
+				if err := checkRows(ids[i*k:(i+1)*k], ds[i*k:(i+1)*k], after, filtered, -1); err != nil {
+					fail("tiered Search (filtered %v), query %d: %v", filtered, q0+i, err)
+				}
+			}
+			if filtered {
+				count("tiered filtered")
+			} else {
+				count("tiered search")
+			}
+		})
+	}
+
+	// HNSW: host memory, the CPU hierarchy (Extend needs it).
+	hp := must(hnsw.DefaultIndexParams())
+	hp.Hierarchy, hp.M, hp.EfConstruction = hnsw.HierarchyCPU, 8, 64
+	buildHNSW := func(res *safe.Resources) (*hnsw.Index, error) {
+		hm, err := dlpack.NewHostMatrix(data[:mutBuilt*dim], mutBuilt, dim)
+		if err != nil {
+			return nil, err
+		}
+		return hnsw.Build(res, hm, &hp)
+	}
+	var hg atomic.Pointer[hnsw.Index]
+	hg.Store(must(buildHNSW(safetest.Resources(t))))
+	t.Cleanup(func() { _ = hg.Load().Close() })
+	worker(900, func(rng *rand.Rand, wres *safe.Resources) {
+		idx := hg.Load()
+		n := idx.Rows()
+		if n+extendRows > mutCap {
+			next, err := buildHNSW(wres)
+			if err != nil {
+				fail("hnsw.Build: %v", err)
+				return
+			}
+			hg.Store(next)
+			if err := idx.Close(); err != nil {
+				fail("hnsw Close: %v", err)
+			}
+			count("hnsw rebuilt")
+			return
+		}
+		add := append([]float32(nil), data[n*dim:(n+extendRows)*dim]...)
+		hm := must(dlpack.NewHostMatrix(add, extendRows, dim))
+		if err := idx.Extend(wres, hm, nil); err != nil && !(errors.Is(err, safe.ErrClosed) && hg.Load() != idx) {
+			fail("hnsw Extend: %v", err)
+			return
+		}
+		count("hnsw extend")
+		time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+	})
+	for w := range 2 {
+		filtered := w == 1
+		worker(uint64(910+w), func(rng *rand.Rand, wres *safe.Resources) {
+			idx := hg.Load()
+			q0 := rng.IntN(mutBuilt - 8)
+			n := 1 + rng.IntN(8)
+			qs := append([]float32(nil), data[q0*dim:(q0+n)*dim]...)
+			nb := make([]uint64, n*k)
+			ds := make([]float32, n*k)
+			var err error
+			if filtered {
+				err = hnsw.SearchFiltered(wres, idx, &hnsw.SearchParams{Ef: 64}, qs, k, evenIDs(idx.Rows()), nb, ds)
+			} else {
+				qm := must(dlpack.NewHostMatrix(qs, n, dim))
+				nm := must(dlpack.NewHostMatrix(nb, n, k))
+				dm := must(dlpack.NewHostMatrix(ds, n, k))
+				err = idx.Search(wres, &hnsw.SearchParams{Ef: 64}, qm, nm, dm)
+			}
+			var ae *safe.ArgError
+			switch {
+			case err == nil:
+			case errors.Is(err, safe.ErrClosed):
+				count("hnsw closed")
+				return
+			case filtered && errors.As(err, &ae) && ae.Arg == "allowed":
+				count("hnsw filter stale") // extended between Rows and the search
+				return
+			default:
+				fail("hnsw Search (filtered %v): %v", filtered, err)
+				return
+			}
+			after := idx.Rows()
+			ids := make([]int64, len(nb))
+			for i, id := range nb {
+				ids[i] = int64(id)
+				if id == safe.SentinelID64U {
+					ids[i] = -2
+				}
+			}
+			for i := range n {
+				row := ids[i*k : (i+1)*k]
+				if err := checkRows(row, ds[i*k:(i+1)*k], after, filtered, -2); err != nil {
+					fail("hnsw Search (filtered %v), query %d: %v", filtered, q0+i, err)
+				}
+				if !filtered && row[0] != int64(q0+i) && ds[i*k] > 1e-4 {
+					count("hnsw self missed") // approximate: reported, not a failure
+				}
+			}
+			if filtered {
+				count("hnsw filtered")
+			} else {
+				count("hnsw search")
+			}
+		})
 	}
 }
