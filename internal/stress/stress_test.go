@@ -624,7 +624,12 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 			ds := make([]float32, n*k)
 			var err error
 			if filtered {
-				err = hnsw.SearchFiltered(wres, idx, &hnsw.SearchParams{Ef: 64}, qs, k, evenIDs(idx.Rows()), nb, ds)
+				rows := idx.Rows()
+				var f *safe.Filter
+				if f, err = safe.NewBitsetFilter(wres, rows, evenIDs(rows)); err == nil {
+					err = hnsw.SearchFiltered(wres, idx, &hnsw.SearchParams{Ef: 64}, qs, k, f, nb, ds)
+					_ = f.Close()
+				}
 			} else {
 				qm := must(dlpack.NewHostMatrix(qs, n, dim))
 				nm := must(dlpack.NewHostMatrix(nb, n, k))
@@ -637,7 +642,7 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 			case errors.Is(err, safe.ErrClosed):
 				count("hnsw closed")
 				return
-			case filtered && errors.As(err, &ae) && ae.Arg == "allowed":
+			case filtered && errors.As(err, &ae) && (ae.Arg == "allowed" || ae.Arg == "filter"):
 				count("hnsw filter stale") // extended between Rows and the search
 				return
 			default:
