@@ -304,16 +304,18 @@ func (idx *Index) Params() IndexParams {
 // Rows()..Rows()+n-1, and rebuilds the fresh tier's brute-force index
 // (its norms: one pass over the fresh rows). The tier's storage grows by
 // doubling. With CreateANNIndexOnExtend, once the tier holds more than
-// MinANNRows rows the ANN index is rebuilt over every row (a new cuVS
-// tiered index built from a copy of all rows) and the tier emptied. It
-// needs the index alone.
+// MinANNRows rows the ANN index is rebuilt over every row and the tier
+// emptied: by cuVS's own extend of the tiered index with the fresh rows
+// (cuvsTieredIndexExtend, which then compacts), or, with no ANN index yet,
+// a new tiered index built from a copy of all rows. It needs the index
+// alone.
 //
 // If the ANN rebuild fails, the rows stay added (in the fresh tier) and
 // the error is returned.
 //
 // C calls: cuvsRMMAlloc/cuvsMatrixCopy, cuvsBruteForceBuild (and
 // cuvsBruteForceIndexDestroy of the previous one), cuvsStreamSync; for a
-// rebuild those of Build.
+// rebuild cuvsTieredIndexExtend, or those of Build.
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 	if idx == nil {
 		return kit.NilIndex("tiered.Index.Extend")
@@ -405,12 +407,33 @@ func (idx *Index) compact(op string, res *safe.Resources) error {
 	if err != nil {
 		return kit.Wrap(op, err)
 	}
-	h, err := newTiered(op, res, &idx.p, all)
-	if err != nil {
+	var h generated.CuvsTieredIndex_t
+	if st.ann != nil && idx.p.CreateANNIndexOnExtend {
+		// cuVS's own extend: it appends the fresh rows to the tiered
+		// index's storage and, the brute-force tier then holding more than
+		// MinANNRows rows with create_ann_index_on_extend set, compacts:
+		// the ANN index is rebuilt over every row and the tier emptied
+		// (cpp/src/neighbors/detail/tiered_index.cuh, extend and compact,
+		// both releases), so the C index again holds ANN rows only.
+		fv, err := st.fresh.RowsView(0, int(rows-idx.annRows.Load()))
+		if err == nil {
+			err = kit.CallWith(op, res, []*dlpack.View{&fv}, func(r generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+				return generated.CuvsTieredIndexExtend(r, t[0], st.ann)
+			})
+		}
+		if err != nil {
+			_ = all.Close()
+			return err
+		}
+		h = st.ann // extended in place
+	} else if h, err = newTiered(op, res, &idx.p, all); err != nil {
 		_ = all.Close()
 		return err
 	}
 	old, oldData := st.ann, st.annData
+	if old == h {
+		old = nil
+	}
 	st.ann, st.annData = h, all
 	st.mu.Lock()
 	if st.annExact != nil {
@@ -484,7 +507,10 @@ func (idx *Index) copyInto(res *safe.Resources, dst *safe.DeviceMatrix[float32],
 // with the indexes' backend and metric) configures that build; its
 // Backend must be theirs. The inputs are left as they were.
 //
-// C calls: cuvsRMMAlloc/cuvsMatrixCopy (the rows), then those of Build.
+// C calls: cuvsRMMAlloc/cuvsMatrixCopy (the rows), then those of Build;
+// when every input's rows are all under its ANN index and the rows past
+// index 0's exceed MinANNRows, cuvsTieredIndexCreate and
+// cuvsTieredIndexMerge instead of the build (cuVS merges and rebuilds).
 func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index, error) {
 	const op = "tiered.Merge"
 	if len(indexes) < 2 {
@@ -554,7 +580,80 @@ func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index,
 		}
 		at += x.rows.Load()
 	}
+	if mergeInC(indexes, &p, rows) {
+		return mergeC(op, res, &p, indexes, all, rows)
+	}
 	return build(op, res, &p, all, rows)
+}
+
+// mergeInC reports whether cuVS's own merge gives what Merge promises: an
+// index whose C tiered index holds every row under its ANN index. It does
+// when every input's rows are all under its ANN index (their C indexes
+// then hold them all, in id order) and the merged rows past index 0's
+// exceed MinANNRows: cuvsTieredIndexMerge concatenates the storages and
+// then compacts (rebuilds the ANN index over all of them) only past that
+// count (cpp/src/neighbors/detail/tiered_index.cuh, merge, both releases).
+func mergeInC(indexes []*Index, p *IndexParams, rows int64) bool {
+	for _, x := range indexes {
+		if x.st.ann == nil || x.annRows.Load() != x.rows.Load() {
+			return false
+		}
+	}
+	return rows-indexes[0].annRows.Load() > p.MinANNRows
+}
+
+// mergeC merges the inputs' C tiered indexes (cuvsTieredIndexMerge) into
+// the new index's, which then holds every row under its ANN index; all
+// (the rows in id order) becomes its ANN rows' copy.
+func mergeC(op string, res *safe.Resources, p *IndexParams, indexes []*Index, all *safe.DeviceMatrix[float32], rows int64) (*Index, error) {
+	cp, err := newCParams(op, p)
+	if err != nil {
+		_ = all.Close()
+		return nil, err
+	}
+	defer cp.free()
+	idx, err := newIndex(op, res)
+	if err != nil {
+		_ = all.Close()
+		return nil, err
+	}
+	idx.dim, idx.p = int64(all.Cols()), *p
+	st := idx.st
+	st.annData = all
+	var ch generated.CuvsTieredIndex_t // a local: st holds Go pointers
+	if err := generated.CuvsTieredIndexCreate(&ch); err != nil {
+		idx.life.Fail()
+		return nil, kit.Wrap(op, err)
+	}
+	st.ann = ch
+	// The inputs' handles, in C memory (an array C reads).
+	hs := unsafe.Slice((*generated.CuvsTieredIndex_t)(cAlloc(uintptr(len(indexes))*unsafe.Sizeof(st.ann))), len(indexes))
+	defer cFree(unsafe.Pointer(&hs[0]))
+	for i, x := range indexes {
+		hs[i] = x.st.ann
+	}
+	h, err := kit.Lock(res, op)
+	if err != nil {
+		idx.life.Fail()
+		return nil, err
+	}
+	if is2608() {
+		err = generated.CuvsTieredIndexMerge_v2608(h, cp.p08, &hs[0], uint64(len(indexes)), st.ann)
+	} else {
+		err = generated.CuvsTieredIndexMerge(h, cp.p06, &hs[0], uint64(len(indexes)), st.ann)
+	}
+	if err == nil {
+		err = generated.CuvsStreamSync(h)
+	}
+	kit.Unlock(res)
+	if err != nil {
+		idx.life.Fail()
+		return nil, kit.Wrap(op, err)
+	}
+	idx.annRows.Store(rows)
+	idx.rows.Store(rows)
+	idx.dev, _ = kit.DeviceOf(res, op)
+	return idx, nil
 }
 
 // Close frees the index, waiting for the searches and the Extend in

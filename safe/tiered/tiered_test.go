@@ -177,6 +177,46 @@ func TestExtendRebuilds(t *testing.T) {
 			t.Fatalf("row %d found as %d", q, id)
 		}
 	}
+	// The rows the rebuild took from the tier (cuVS's extend appended them
+	// after the ANN rows, in order): found under their ids.
+	got = search(t, res, idx, nil, data[300*dim:(300+nq)*dim], 1, nil)
+	for q, id := range got {
+		if id != int64(300+q) {
+			t.Fatalf("row %d found as %d after the rebuild", 300+q, id)
+		}
+	}
+}
+
+// Merge of indexes whose rows are all under their ANN index, past
+// MinANNRows: cuVS's own merge (cuvsTieredIndexMerge, which rebuilds), ids
+// in the inputs' order.
+func TestMergeInC(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	data := safetest.Random(16, 1000, dim)
+	p := params(t, tiered.CAGRA, 300)
+	a, err := tiered.Build(res, device(t, res, data[:600*dim], 600), p)
+	must(t, err)
+	safetest.Close(t, a)
+	b, err := tiered.Build(res, device(t, res, data[600*dim:], 400), p)
+	must(t, err)
+	safetest.Close(t, b)
+	m, err := tiered.Merge(res, p, a, b)
+	must(t, err)
+	safetest.Close(t, m)
+	if m.Rows() != 1000 || m.ANNRows() != 1000 {
+		t.Fatalf("merged rows %d, ANN rows %d", m.Rows(), m.ANNRows())
+	}
+	for _, at := range []int{0, 600, 1000 - nq} {
+		for q, id := range search(t, res, m, nil, data[at*dim:(at+nq)*dim], 1, nil) {
+			if id != int64(at+q) {
+				t.Fatalf("row %d found as %d in the merged index", at+q, id)
+			}
+		}
+	}
+	if a.Rows() != 600 || b.Rows() != 400 {
+		t.Fatalf("inputs changed: %d, %d rows", a.Rows(), b.Rows())
+	}
 }
 
 // Merge: index 0's rows, then index 1's; the inputs stay usable.
@@ -365,7 +405,7 @@ func TestFaults(t *testing.T) {
 		{build, func() error { _, err := tiered.Build(res, dev, p); return err }},
 		{"cuvsBruteForceBuild", func() error { return idx.Extend(res, q) }},
 		{"cuvsTieredIndexSearch", func() error { return idx.Search(res, nil, q, nb, ds, nil) }},
-		{build, func() error { _, err := tiered.Merge(res, p, idx, other); return err }},
+		{"cuvsTieredIndexMerge", func() error { _, err := tiered.Merge(res, p, idx, other); return err }}, // both all-ANN: cuVS merges
 		{"cuvsIvfFlatIndexParamsCreate", func() error { _, err := tiered.Build(res, dev, params(t, tiered.IVFFlat, 100)); return err }},
 		{"cuvsIvfPqIndexParamsCreate", func() error { _, err := tiered.Build(res, dev, params(t, tiered.IVFPQ, 100)); return err }},
 	}
