@@ -2,6 +2,7 @@ package ivfpq_test
 
 import (
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 
@@ -349,4 +350,50 @@ func TestFilterIndexKeepsProbes(t *testing.T) {
 // exactAllowed is each query's k nearest rows among those set allows.
 func exactAllowed(data, qs []float32, set []bool) [][]int64 {
 	return safetest.ExactKNN(data, qs, dim, k, safetest.L2, func(i int) bool { return set[i] })
+}
+
+// Without a dataset, a query whose first k' = 2k/f candidates hold fewer
+// than k allowed rows is searched again deeper (every list, 4k'
+// candidates), not again for the same k': here the 80 rows nearest to
+// query 0 are disallowed (k' = 40 at 50% allowed), and its row must still
+// come back full of allowed ids. On the real library such queries are
+// rare but real (at 20% allowed and k = 10, ~0.3% of the queries).
+func TestFilterDeeperSecondPass(t *testing.T) {
+	f := setup(t)
+	idx := build(t, f.res, f.dataset, params(t))
+	q0 := f.qs[:dim]
+	order := make([]int, rows)
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		return safetest.L2(q0, f.data[order[a]*dim:(order[a]+1)*dim]) < safetest.L2(q0, f.data[order[b]*dim:(order[b]+1)*dim])
+	})
+	near := make([]bool, rows)
+	for _, i := range order[:80] {
+		near[i] = true
+	}
+	var allowed []int64
+	set := make([]bool, rows)
+	for i := 0; i < rows; i++ {
+		if !near[i] && (i%2 == 0 || len(allowed) < rows/2-80) {
+			allowed, set[i] = append(allowed, int64(i)), true
+		}
+	}
+	filter, err := safe.NewBitsetFilterAllowing(f.res, rows, allowed)
+	must(t, err)
+	safetest.Close(t, filter)
+	sp := f.sp
+	sp.NProbes, sp.FilterPath = 4, ivfpq.FilterIndex
+	fs, err := idx.NewFiltered(f.res, &sp, filter, nil, safe.L2Expanded, nq, k)
+	must(t, err)
+	defer fs.Close()
+	must(t, fs.Search(f.res, f.queries, f.nb, f.dist))
+	ids, err := f.nb.ToHost(f.res)
+	must(t, err)
+	for j, id := range ids[:k] {
+		if !safe.Valid(id) || id < 0 || id >= rows || !set[id] {
+			t.Fatalf("query 0 slot %d: %d, want an allowed row (%d allowed, none among its 80 nearest): %v", j, id, len(allowed), ids[:k])
+		}
+	}
 }

@@ -206,8 +206,27 @@ func Fit(res *safe.Resources, p *Params, data []float32, dim int) (*Model, error
 //
 // C calls: cuvsPcaParamsCreate/Destroy, cuvsPcaFitTransform, and
 // cuvsRMMAlloc/Free, cuvsMatrixCopy, cuvsStreamSync for the copies.
+//
+// With FlipSignsBasedOnU it is Fit, then Model.Transform (cuvsPcaFit,
+// cuvsPcaTransform): on the real library (26.06, H200) the fused
+// cuvsPcaFitTransform returned, with that flag, projections that were not
+// those of the components it returned (row 0: 5.219 where the data and
+// the components give ±3.801), while the components themselves agreed
+// with the V-based fit's up to one sign each.
 func FitTransform(res *safe.Resources, p *Params, data []float32, dim int) (*Model, []float32, error) {
-	return fit("pca.FitTransform", res, p, data, dim, true)
+	const op = "pca.FitTransform"
+	if p != nil && p.FlipSignsBasedOnU {
+		m, _, err := fit(op, res, p, data, dim, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		tr, err := m.tx(op, res, data, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		return m, tr, nil
+	}
+	return fit(op, res, p, data, dim, true)
 }
 
 func fit(op string, res *safe.Resources, p *Params, data []float32, dim int, transform bool) (*Model, []float32, error) {
