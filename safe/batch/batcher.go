@@ -70,7 +70,8 @@ type Options struct {
 	// device memory: the GPU reads the queries and writes the results
 	// across the bus, in the search's own kernels. Set it for a Searcher
 	// that reads its queries many times (brute force over a large dataset
-	// reads them once per tile) or that needs kDLCUDA memory.
+	// reads them once per tile) or that needs kDLCUDA memory. The IVF-PQ
+	// Searchers (IVFPQ, IVFPQFiltered) always get them.
 	DeviceBuffers bool
 }
 
@@ -197,8 +198,12 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	}
 	b.idle.L = &b.mu
 	b.pool.New = func() any { return &request[T, N]{done: make(chan struct{}, 1)} }
+	device := o.DeviceBuffers
+	if w, ok := s.(wantsDevice); ok && w.wantsDeviceBuffers() {
+		device = true
+	}
 	for range o.Slots {
-		sl, err := newSlot[T, N](o.MaxBatch, b.dim, o.MaxK, o.DeviceBuffers)
+		sl, err := newSlot[T, N](o.MaxBatch, b.dim, o.MaxK, device)
 		if err != nil {
 			for _, sl := range b.slots {
 				err = errors.Join(err, sl.close())

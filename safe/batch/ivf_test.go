@@ -102,6 +102,11 @@ func TestIVF(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
+			// IVF-PQ's batches search device buffers (its search refused
+			// the pinned staging now and then on the real library).
+			if dev := b.b.slots[0].devQ != nil; dev != (c.name == "IVFPQ") {
+				t.Errorf("%s: device buffers %v", c.name, dev)
+			}
 			var wg sync.WaitGroup
 			for q := range nq {
 				wg.Add(1)

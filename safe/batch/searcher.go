@@ -52,7 +52,14 @@ type adapter struct {
 	rows   func() int
 	types  []dlpack.DataType
 	search func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+	device bool // the search wants device memory: the Batcher gives its slots device buffers
 }
+
+// wantsDevice is what a Searcher implements to have the Batcher give its
+// slots device buffers (Options.DeviceBuffers) whatever the options say.
+type wantsDevice interface{ wantsDeviceBuffers() bool }
+
+func (a *adapter) wantsDeviceBuffers() bool { return a.device }
 
 func (a *adapter) DType() dlpack.DataType           { return a.idx.DType() }
 func (a *adapter) Dim() int                         { return a.idx.Dim() }
@@ -168,7 +175,12 @@ func IVFPQ(idx *ivfpq.Index, params *ivfpq.SearchParams) (Searcher, error) {
 		return nil, err
 	}
 	sp := *p
-	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
+	// IVF-PQ's search refuses pointers it does not find device-accessible
+	// (check_pointer_residency: "all pointers must be accessible from the
+	// device"); on the real library (26.06, H200) it refused the pinned
+	// staging of a batch now and then (the first searches of a process),
+	// so its batches search device buffers.
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, device: true,
 		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, &sp, q, n, d)
 		}}, nil
@@ -189,7 +201,7 @@ func IVFPQFiltered(f *ivfpq.Filtered) (Searcher, error) {
 		return nil, kit.Argf(op, "f", "nil or not made by ivfpq.Index.NewFiltered")
 	}
 	idx := f.Index()
-	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, device: true, // as IVFPQ's
 		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return f.Search(res, q, n, d)
 		}}, nil
