@@ -628,20 +628,27 @@ func (f *Filtered) deeper(op string, res *safe.Resources, t *kit.SearchTensors) 
 		if !f.short[q] {
 			continue
 		}
-		got := int64(0)
-		for j := int64(0); j < kc2 && got < k; j++ {
-			id := f.hc2N[q*kc2+j]
-			if d := f.hc2D[q*kc2+j]; f.allowedID(id) && !math.IsInf(float64(d), 0) {
-				f.oN[q*k+got], f.oD[q*k+got] = id, d
-				got++
-			}
-		}
-		f.short[q] = got < want
-		for ; got < k; got++ {
-			f.oN[q*k+got], f.oD[q*k+got] = safe.SentinelID64, float32(math.Inf(1))
-		}
+		f.short[q] = f.fillRow(q, f.hc2N[q*kc2:(q+1)*kc2], f.hc2D[q*kc2:(q+1)*kc2]) < want
 	}
 	return f.deliver(op, res, t)
+}
+
+// fillRow writes query q's result row from its candidates (ids and PQ
+// distances, nearest first): the first k allowed ones, then sentinels. It
+// returns how many it found.
+func (f *Filtered) fillRow(q int64, ids []int64, dists []float32) int64 {
+	k, got := f.k, int64(0)
+	for j := 0; j < len(ids) && got < k; j++ {
+		if id, d := ids[j], dists[j]; f.allowedID(id) && !math.IsInf(float64(d), 0) {
+			f.oN[q*k+got], f.oD[q*k+got] = id, d
+			got++
+		}
+	}
+	found := got
+	for ; got < k; got++ {
+		f.oN[q*k+got], f.oD[q*k+got] = safe.SentinelID64, float32(math.Inf(1))
+	}
+	return found
 }
 
 // overFetch runs the over-fetch path with cp for every query of t and
@@ -660,18 +667,7 @@ func (f *Filtered) overFetch(op string, res *safe.Resources, t *kit.SearchTensor
 			return err
 		}
 		for q := int64(0); q < n; q++ {
-			got := int64(0)
-			for j := int64(0); j < kc && got < k; j++ {
-				id := f.hcN[q*kc+j]
-				if d := f.hcD[q*kc+j]; f.allowedID(id) && !math.IsInf(float64(d), 0) {
-					f.oN[q*k+got], f.oD[q*k+got] = id, d
-					got++
-				}
-			}
-			f.short[q] = got < want
-			for ; got < k; got++ {
-				f.oN[q*k+got], f.oD[q*k+got] = safe.SentinelID64, float32(math.Inf(1))
-			}
+			f.short[q] = f.fillRow(q, f.hcN[q*kc:(q+1)*kc], f.hcD[q*kc:(q+1)*kc]) < want
 		}
 		return f.deliver(op, res, t)
 	}
