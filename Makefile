@@ -169,10 +169,15 @@ cbench:
 	@mkdir -p build
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Igenerated internal/cbench/csrc/cbench.c -o build/cbench -pthread -ldl
 
+## serving-pack: serving and cbench into build/serving-pack, to carry to a GPU machine beside a libcuvs_c build; there, examples/serving/gpu-table.sh build/serving-pack RELEASE... prints the serving table (C per-call, Go per-call, Go batched, 1 to 1,024 callers)
+serving-pack: serving cbench
+	@mkdir -p build/serving-pack
+	cp build/serving build/cbench build/serving-pack/
+
 ## serving-smoke: both programs side by side (compare.sh) against the ABI test double: the numbers mean nothing
 serving-smoke: serving cbench double
 	SERVING=$(CURDIR)/build/serving CBENCH=$(CURDIR)/build/cbench OUT=$(CURDIR)/build/serving-smoke \
 	  sh examples/serving/compare.sh -lib $(DOUBLE) \
 	  -n 2000 -dim 32 -k 10 -itopk 32 -graph-degree 16 -goroutines 1,2,4 -seconds 0.2
 
-.PHONY: serving cbench serving-smoke
+.PHONY: serving cbench serving-pack serving-smoke

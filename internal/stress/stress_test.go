@@ -303,11 +303,11 @@ func TestStress(t *testing.T) {
 			if rng.IntN(4) == 0 {
 				ctx, cancel = context.WithTimeout(ctx, time.Duration(rng.IntN(300))*time.Microsecond)
 			}
-			ids, d, err := b.Search(ctx, data[q*dim:(q+1)*dim], k)
+			got, err := b.Search(ctx, data[q*dim:(q+1)*dim], k)
 			cancel()
 			switch {
 			case err == nil:
-				if err := r.check(q, ids, d, ordered); err != nil {
+				if err := r.check(q, got.Neighbors, got.Distances, ordered); err != nil {
 					fail("batch: %v", err)
 				}
 				count("batch")

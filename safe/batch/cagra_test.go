@@ -137,15 +137,12 @@ func cagraRequests[N Neighbor](t *testing.T, s Searcher, data []float32, d, k in
 				if !allowed(i) {
 					continue
 				}
-				n, dist, err := b.Search(context.Background(), data[i*d:(i+1)*d], k)
+				res, err := b.Search(context.Background(), data[i*d:(i+1)*d], k)
 				if err != nil {
 					errs <- fmt.Errorf("row %d: %w", i, err)
 					return
 				}
-				for _, v := range n {
-					ids[i] = append(ids[i], int64(v))
-				}
-				dists[i] = dist
+				ids[i], dists[i] = res.Row(0)
 			}
 		}()
 	}

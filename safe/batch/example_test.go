@@ -69,8 +69,11 @@ func Example() {
 	for x, ids := range found {
 		fmt.Printf("%d.2: %v\n", x+1, ids)
 	}
-	n, _, err := b.Search(context.Background(), []float32{0.2, 0}, 2) // fewer than MaxK
-	fmt.Println(n, err)
+	got, err := b.Search(context.Background(), []float32{0.2, 0}, 2) // fewer than MaxK
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got.Neighbors)
 	// Output:
 	// 1.2: [1 2 0]
 	// 2.2: [2 3 1]
@@ -80,5 +83,5 @@ func Example() {
 	// 6.2: [6 7 5]
 	// 7.2: [7 8 6]
 	// 8.2: [8 9 7]
-	// [0 1] <nil>
+	// [0 1]
 }

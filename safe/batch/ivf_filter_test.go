@@ -95,11 +95,12 @@ func TestIVFFiltered(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ids, dist, err := b.Search(context.Background(), queries[q*d:(q+1)*d], k)
+					res, err := b.Search(context.Background(), queries[q*d:(q+1)*d], k)
 					if err != nil {
 						t.Error(err)
 						return
 					}
+					ids, dist := res.Row(0)
 					w, wd := want.Row(q)
 					for j := range k {
 						if !safe.Valid(ids[j]) || !ok[ids[j]] {

@@ -112,11 +112,12 @@ func TestIVF(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ids, dist, err := b.Search(context.Background(), queries[q*d:(q+1)*d], k)
+					res, err := b.Search(context.Background(), queries[q*d:(q+1)*d], k)
 					if err != nil {
 						t.Error(err)
 						return
 					}
+					ids, dist := res.Row(0)
 					// Equal ids, but for rows at equal distances (PQ codes
 					// tie), which a GPU's top-k may order either way.
 					w, wd := want.Row(q)

@@ -331,7 +331,7 @@ func TestCloseDrains(t *testing.T) {
 			t.Errorf("request %d: %v %v, want %v", i, c.err, c.n, wn)
 		}
 	}
-	if _, _, err := b.Search(bg, safetest.Random(1, 1, dim), 1); !errors.Is(err, safe.ErrClosed) {
+	if _, err := b.Search(bg, safetest.Random(1, 1, dim), 1); !errors.Is(err, safe.ErrClosed) {
 		t.Errorf("Search after Close: %v, want ErrClosed", err)
 	}
 	if err := b.Close(); err != nil {
@@ -506,7 +506,7 @@ func TestValidation(t *testing.T) {
 			t.Errorf("len(q) %d, len(n) %d, len(d) %d: %v, want an ArgError for %s", len(c.q), len(c.n), len(c.d), err, c.name)
 		}
 	}
-	if _, _, err := b.Search(ctx, q, 0); !arg(err, "k") {
+	if _, err := b.Search(ctx, q, 0); !arg(err, "k") {
 		t.Errorf("k 0: %v", err)
 	}
 	done, cancel := context.WithCancel(ctx)
@@ -514,10 +514,14 @@ func TestValidation(t *testing.T) {
 	if err := b.SearchInto(done, q, make([]int64, 1), make([]float32, 1)); !errors.Is(err, context.Canceled) {
 		t.Errorf("a done context: %v", err)
 	}
-	n, d, err := b.Search(ctx, q, 2)
+	res, err := b.Search(ctx, q, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, d := res.Neighbors, res.Distances
 	wn, wd := f.direct(t, q, 2)
-	if err != nil || !same(n, wn, d, wd) {
-		t.Errorf("Search: %v %v %v, want %v", n, d, err, wn)
+	if res.K != 2 || res.Len() != 1 || !same(n, wn, d, wd) {
+		t.Errorf("Search: %+v, want %v", res, wn)
 	}
 	if err := b.WarmUp(); err != nil {
 		t.Error(err)
@@ -628,8 +632,8 @@ func TestNonFiniteQueries(t *testing.T) {
 		q := safetest.Random(5, 2, dim)
 		q[dim+3] = bad
 		var ae *safe.ArgError
-		if n, d, err := b.Search(ctx, q, 2); !errors.As(err, &ae) || ae.Arg != "queries" || n != nil || d != nil {
-			t.Errorf("Search of %v: %v %v %v, want an ArgError naming queries", bad, n, d, err)
+		if res, err := b.Search(ctx, q, 2); !errors.As(err, &ae) || ae.Arg != "queries" || res != nil {
+			t.Errorf("Search of %v: %v %v, want an ArgError naming queries", bad, res, err)
 		} else if !strings.Contains(err.Error(), "row 1") {
 			t.Errorf("Search of %v: %v, want the row named", bad, err)
 		}
@@ -639,5 +643,78 @@ func TestNonFiniteQueries(t *testing.T) {
 	}
 	if st := b.Stats(); st.Times.Requests != 0 {
 		t.Errorf("%d requests queued", st.Times.Requests)
+	}
+}
+
+// TestFanOutDelivery: a batch of 100 requests is delivered by fan-out (its
+// callers wake one another): every caller gets its own rows, even those
+// below requests whose callers left while the batch searched (the root
+// level's and the next level's among them), and the cancelled callers'
+// buffers are never written. The slot comes back: the next request is
+// served.
+func TestFanOutDelivery(t *testing.T) {
+	f := newFixture(t)
+	g := newGate(f.s)
+	b, err := New[float32, int64](g, Options{MaxK: maxK, MaxBatch: 128, Slots: 1, MaxWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBatcher(t, b)
+	bg := context.Background()
+	blocker := start(bg, b, safetest.Random(400, 1, dim), maxK)
+	<-g.entered
+	const n = 100
+	// Cancelled: two of the first fanRoot (each with children), one of
+	// their children (with children of its own), and a leaf.
+	gone := map[int]bool{0: true, 3: true, fanRoot + 1: true, n - 1: true}
+	calls := make([]*call, n)
+	cancels := make([]context.CancelFunc, n)
+	for i := range n {
+		ctx, cancel := context.WithCancel(bg)
+		cancels[i] = cancel
+		calls[i] = start(ctx, b, safetest.Random(uint64(500+i), 1, dim), 1+i%maxK)
+		waitFor(b, func(in *batcher[float32, int64]) bool { return len(in.pending) == i+1 })
+	}
+	g.release()
+	<-blocker.done
+	if rows := <-g.entered; rows != n {
+		t.Fatalf("the queued requests went out in a batch of %d rows, want %d", rows, n)
+	}
+	for i := range gone {
+		cancels[i]()
+		<-calls[i].done
+		if !errors.Is(calls[i].err, context.Canceled) {
+			t.Errorf("request %d cancelled during its batch: %v", i, calls[i].err)
+		}
+	}
+	g.release()
+	for i, c := range calls {
+		<-c.done
+		cancels[i]()
+		if gone[i] {
+			continue
+		}
+		if c.err != nil {
+			t.Fatalf("request %d: %v", i, c.err)
+		}
+		wn, wd := f.direct(t, c.q, 1+i%maxK)
+		if !same(c.n, wn, c.d, wd) {
+			t.Errorf("request %d: got %v %v, a direct search gives %v %v", i, c.n, c.d, wn, wd)
+		}
+	}
+	next := start(bg, b, safetest.Random(700, 1, dim), maxK)
+	<-g.entered
+	g.release()
+	<-next.done
+	if next.err != nil {
+		t.Fatal(next.err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range gone {
+		if !untouched(calls[i]) {
+			t.Errorf("cancelled request %d's buffers were written: %v", i, calls[i].n)
+		}
 	}
 }

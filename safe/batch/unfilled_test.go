@@ -58,19 +58,26 @@ func TestUnfilledSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b32.Close()
-	n32, d32, err := b32.Search(context.Background(), data[:d], k)
+	r32, err := b32.Search(context.Background(), data[:d], k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("uint32", func(j int) bool { return safe.Valid(n32[j]) }, d32)
+	// Search hands out int64 ids whatever N: a uint32 sentinel becomes
+	// SentinelID64, as in every SearchSlice.
+	check("uint32", func(j int) bool { return safe.Valid(r32.Neighbors[j]) }, r32.Distances)
+	n32, d32 := make([]uint32, k), make([]float32, k)
+	if err := b32.SearchInto(context.Background(), data[:d], n32, d32); err != nil {
+		t.Fatal(err)
+	}
+	check("uint32 SearchInto", func(j int) bool { return safe.Valid(n32[j]) }, d32)
 	b64, err := New[float32, int64](s, Options{MaxK: k})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b64.Close()
-	n64, d64, err := b64.Search(context.Background(), data[:d], k)
+	r64, err := b64.Search(context.Background(), data[:d], k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check("int64", func(j int) bool { return safe.Valid(n64[j]) }, d64)
+	check("int64", func(j int) bool { return safe.Valid(r64.Neighbors[j]) }, r64.Distances)
 }

@@ -40,11 +40,12 @@ func TestBatcher(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ids, _, err := b.Search(context.Background(), qs[q*dim:(q+1)*dim], k)
+			got, err := b.Search(context.Background(), qs[q*dim:(q+1)*dim], k)
 			if err != nil {
 				errs <- err
 				return
 			}
+			ids := got.Neighbors
 			if !slices.Equal(ids, want[q]) {
 				t.Errorf("query %d: %v, exact %v", q, ids, want[q])
 			}

@@ -44,8 +44,9 @@ func TestKBeyondFreshTier(t *testing.T) {
 	b, err := batch.New[float32, int64](tiered.NewSearcher(idx, cagraSearch), batch.Options{MaxK: k})
 	must(t, err)
 	defer b.Close()
-	nb, _, err := b.Search(context.Background(), data[built*dim:], k)
+	br, err := b.Search(context.Background(), data[built*dim:], k)
 	must(t, err)
+	nb := br.Neighbors
 	if nb[0] != built {
 		t.Errorf("batched: %v", nb)
 	}

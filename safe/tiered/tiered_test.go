@@ -445,8 +445,9 @@ func TestBatcher(t *testing.T) {
 	must(t, err)
 	defer b.Close()
 	for _, row := range []int{3, 299, 300, 399} {
-		nb, _, err := b.Search(context.Background(), data[row*dim:(row+1)*dim], 5)
+		got, err := b.Search(context.Background(), data[row*dim:(row+1)*dim], 5)
 		must(t, err)
+		nb := got.Neighbors
 		if nb[0] != int64(row) {
 			t.Errorf("row %d found as %v", row, nb)
 		}

@@ -1,0 +1,126 @@
+#!/bin/sh
+# gpu-table.sh: the serving table of the batcher issue, in one run on a GPU
+# machine: C per-call (internal/cbench), Go per-call (serving -mode direct)
+# and Go batched (serving -mode batch) over 1..1,024 callers, against each
+# real libcuvs_c given, RUNS times each, and one table per release with the
+# ratios (batched / Go per-call, Go per-call / C). BENCHMARKS.md quotes its
+# output.
+#
+#   gpu-table.sh BIN RELEASE... [-- more serving/cbench flags]
+#
+# BIN is a folder with `serving` and `cbench` (make serving-pack: build/
+# serving-pack, carried to the GPU machine). RELEASE is a libcuvs_c.so, or
+# a folder as ../shared/cuvs/<release> holds (part-* pieces of an xz'd tar
+# whose lib/ has libcuvs_c.so), unpacked under $REAL_ROOT (default
+# /root/cuvs) once.
+#
+# Environment (defaults in brackets):
+#   CALLERS   callers for the batched runs [1,8,32,64,128,256,512,1024]
+#   DIRECT    callers for the per-call runs, C and Go [1,8,32,256]
+#   SECONDS   seconds per row [2]
+#   RUNS      runs of every program [2]
+#   WORKLOAD  the index and search [-n 100000 -dim 128 -k 10 -itopk 64 -graph-degree 32 -batch 1]
+#   BATCHFLAGS more flags for the batched runs only (-max-batch, -slots) []
+#   OUT       where each program's output is kept [a temporary folder]
+# The exit status is 1 when a program failed, else 0: the table is read, not
+# asserted.
+set -u
+if [ $# -lt 2 ]; then
+	echo "usage: $0 BIN RELEASE... [-- flags]" >&2
+	exit 2
+fi
+bin=$1
+shift
+rels=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+	rels="$rels $1"
+	shift
+done
+[ "${1:-}" = "--" ] && shift
+CALLERS=${CALLERS:-1,8,32,64,128,256,512,1024}
+DIRECT=${DIRECT:-1,8,32,256}
+SECONDS_=${SECONDS:-2}
+RUNS=${RUNS:-2}
+WORKLOAD=${WORKLOAD:--n 100000 -dim 128 -k 10 -itopk 64 -graph-degree 32 -batch 1}
+BATCHFLAGS=${BATCHFLAGS:-}
+root=${REAL_ROOT:-/root/cuvs}
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/gpu-table.XXXXXX")}
+mkdir -p "$OUT" "$root"
+cuda=$(ls -d /usr/local/cuda*/lib64 2>/dev/null | head -n 1)
+status=0
+
+# prog NAME OUTFILE ARGS...: run one program, its output kept; a failure is
+# reported and counted, and the table goes on without it.
+# (sh has no local variables: these are prog's own names.)
+prog() {
+	prog_what=$1 prog_file=$2
+	shift 2
+	echo "== $prog_what: $*" >&2
+	if ! "$@" >"$prog_file" 2>"$prog_file.err"; then
+		echo "gpu-table.sh: $prog_what failed:" >&2
+		tail -n 5 "$prog_file.err" >&2
+		status=1
+	fi
+}
+
+for rel in $rels; do
+	if [ -f "$rel" ]; then
+		lib=$rel
+		name=$(basename "$(dirname "$(dirname "$rel")")")
+	else
+		name=$(basename "$rel")
+		lib=$root/bundle-$name/lib/libcuvs_c.so
+		if [ ! -f "$lib" ]; then
+			cat "$rel"/part-* | xz -d | tar -x -C "$root" || exit 2
+		fi
+	fi
+	export LD_LIBRARY_PATH="$(dirname "$lib")${cuda:+:$cuda}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	for run in $(seq 1 "$RUNS"); do
+		# shellcheck disable=SC2086 # the flag lists are meant to split
+		prog "C per-call, run $run" "$OUT/$name.c.$run" "$bin/cbench" -lib "$lib" $WORKLOAD -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
+		prog "Go per-call, run $run" "$OUT/$name.go.$run" "$bin/serving" -lib "$lib" $WORKLOAD -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
+		prog "Go batched, run $run" "$OUT/$name.batch.$run" "$bin/serving" -lib "$lib" -mode batch $WORKLOAD $BATCHFLAGS -goroutines "$CALLERS" -seconds "$SECONDS_" "$@"
+	done
+	echo
+	echo "## cuVS $name ($lib): $WORKLOAD $BATCHFLAGS, $SECONDS_ s per row, $RUNS runs (QPS in thousands, p99 in µs)"
+	head -n 1 "$OUT/$name.c.1" 2>/dev/null
+	grep -h "^# serving\\|^# index" "$OUT/$name.batch.1" 2>/dev/null
+	# Rows: six fields, the first a caller count. Batch lines: "# batches at N goroutines: ...".
+	awk -v runs="$RUNS" -v name="$name" '
+		function base(f) { n = split(f, p, "/"); return p[n] }
+		NF == 6 && $1 ~ /^[0-9]+$/ {
+			f = base(FILENAME); split(f, part, "."); kind = part[length(part) - 1]; run = part[length(part)]
+			q[kind, $1, run] = $2; p99[kind, $1, run] = $4; seen[$1] = 1
+			next
+		}
+		/^# batches at / {
+			f = base(FILENAME); split(f, part, "."); run = part[length(part)]
+			line = $0; sub(/^# batches at [0-9]+ goroutines: /, "", line)
+			st[$4, run] = line
+		}
+		function cell(kind, c, r) {
+			if (!((kind, c, r) in q)) return "—"
+			return sprintf("%.1fk (%d)", q[kind, c, r] / 1000, p99[kind, c, r] + 0.5)
+		}
+		function ratio(a, b, c, r) {
+			if (!((a, c, r) in q) || !((b, c, r) in q) || q[b, c, r] == 0) return "—"
+			return sprintf("%.2f", q[a, c, r] / q[b, c, r])
+		}
+		END {
+			n = 0
+			for (c in seen) list[++n] = c + 0
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
+			print "| callers | run | C per-call | Go per-call | Go batched | batched / Go per-call | Go / C per-call |"
+			print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+			for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) {
+				c = list[i]
+				printf "| %d | %d | %s | %s | %s | %s | %s |\n", c, r, cell("c", c, r), cell("go", c, r), cell("batch", c, r), ratio("batch", "go", c, r), ratio("go", "c", c, r)
+			}
+			print ""
+			print "batcher Stats per row (run: mean batch, p99, queue per request; per batch: handoff, stage, search, deliver):"
+			for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) if ((list[i], r) in st) printf "  %4d callers, run %d: %s\n", list[i], r, st[list[i], r]
+		}' "$OUT/$name".*.[0-9]
+done
+echo
+echo "outputs: $OUT"
+exit "$status"
