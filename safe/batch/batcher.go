@@ -140,6 +140,8 @@ type request[T dlpack.DType, N Neighbor] struct {
 	// its own goroutine (lead), whose results are already written.
 	s        *slot[T, N]
 	row, pos int
+	next     *request[T, N] // below it in the intake
+	op       string         // the method called, for an error of the intake
 }
 
 type batcher[T dlpack.DType, N Neighbor] struct {
@@ -150,6 +152,14 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	pool                sync.Pool
 	wg                  sync.WaitGroup
 	timer               *time.Timer
+
+	// intake holds the requests of callers that found mu taken (a stack,
+	// newest first): they return to wait at once instead of queueing on
+	// the lock, and whoever holds mu moves them into pending when it lets
+	// go (unlock). Under heavy load a thousand callers back from one
+	// delivery each took mu in turn, woken one after the other (~1 µs
+	// each on the real H200's 16 cores).
+	intake atomic.Pointer[request[T, N]]
 
 	mu       sync.Mutex
 	idle     sync.Cond        // Close waits on it for the last batch
@@ -342,35 +352,41 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neig
 	}
 	r := b.pool.Get().(*request[T, N])
 	r.q = append(r.q[:0], queries...)
-	r.rows, r.k, r.nb, r.dist = rows, k, neighbors, distances
+	r.rows, r.k, r.nb, r.dist, r.op = rows, k, neighbors, distances, op
 	r.state.Store(stPending)
-
-	b.mu.Lock()
-	if b.closing {
-		b.mu.Unlock()
-		b.put(r)
-		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
-	}
 	r.enq = time.Now()
-	b.pending = append(b.pending, r)
-	b.pendRows += rows
-	if len(b.pending) == 1 && b.waking == 0 && len(b.free) > 0 && b.due(b.running, r.enq) && b.running < b.streamCap() && b.gathered(b.running) {
-		// Alone, with a slot free: search it here, as a direct call would,
-		// with no goroutine hand-off on the way in or out.
-		s := b.free[len(b.free)-1]
-		b.free = b.free[:len(b.free)-1]
-		b.running++
-		n := b.take(s, r.enq)
-		b.times.Led++
-		b.mu.Unlock()
-		b.lead(s, n)
-		<-r.done
-		err := r.err
-		b.put(r)
-		return err
+
+	if !b.mu.TryLock() {
+		// Busy: leave it in the intake for whoever holds the lock.
+		b.push(r)
+		b.combine()
+	} else {
+		b.drain(r.enq) // the intake's requests came first
+		if b.closing {
+			b.unlock()
+			b.put(r)
+			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+		}
+		b.pending = append(b.pending, r)
+		b.pendRows += rows
+		if len(b.pending) == 1 && b.waking == 0 && len(b.free) > 0 && b.due(b.running, r.enq) && b.running < b.streamCap() && b.gathered(b.running) {
+			// Alone, with a slot free: search it here, as a direct call
+			// would, with no goroutine hand-off on the way in or out.
+			s := b.free[len(b.free)-1]
+			b.free = b.free[:len(b.free)-1]
+			b.running++
+			n := b.take(s, r.enq)
+			b.times.Led++
+			b.unlock()
+			b.lead(s, n)
+			<-r.done
+			err := r.err
+			b.put(r)
+			return err
+		}
+		b.kick(r.enq)
+		b.unlock()
 	}
-	b.kick(r.enq)
-	b.mu.Unlock()
 
 	select {
 	case <-r.done:
@@ -398,6 +414,72 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neig
 	return err
 }
 
+// push puts r in the intake.
+func (b *batcher[T, N]) push(r *request[T, N]) {
+	for {
+		top := b.intake.Load()
+		r.next = top
+		if b.intake.CompareAndSwap(top, r) {
+			return
+		}
+	}
+}
+
+// drain moves the intake's requests into pending, oldest first (the caller
+// kicks them); once Close began it refuses them (ErrClosed). b.mu is held.
+func (b *batcher[T, N]) drain(now time.Time) {
+	top := b.intake.Swap(nil)
+	if top == nil {
+		return
+	}
+	n := 0
+	for r := top; r != nil; r = r.next {
+		n++
+	}
+	b.pending = append(b.pending, make([]*request[T, N], n)...)[:len(b.pending)+n]
+	i := len(b.pending)
+	for r := top; r != nil; {
+		next := r.next
+		r.next = nil
+		i--
+		b.pending[i] = r
+		r = next
+	}
+	if b.closing {
+		for _, r := range b.pending[i:] {
+			r.state.Store(stDone)
+			r.err = fmt.Errorf("%s: %w", r.op, safe.ErrClosed)
+			r.done <- struct{}{}
+		}
+		clear(b.pending[i:])
+		b.pending = b.pending[:i]
+		return
+	}
+	for _, r := range b.pending[i:] {
+		b.pendRows += r.rows
+	}
+}
+
+// unlock lets go of b.mu, and takes it again for the requests that came
+// into the intake meanwhile (combine). Every holder of b.mu lets go through
+// it: a request pushed while the lock was held is never left behind.
+func (b *batcher[T, N]) unlock() {
+	b.mu.Unlock()
+	b.combine()
+}
+
+// combine drains the intake while it holds requests and the lock is free.
+// A request pushed while another goroutine holds the lock is that
+// goroutine's to drain, in its unlock.
+func (b *batcher[T, N]) combine() {
+	for b.intake.Load() != nil && b.mu.TryLock() {
+		now := time.Now()
+		b.drain(now)
+		b.kick(now)
+		b.mu.Unlock()
+	}
+}
+
 // put returns r to the pool, without its references to the caller's
 // memory.
 func (b *batcher[T, N]) put(r *request[T, N]) {
@@ -409,6 +491,9 @@ func (b *batcher[T, N]) put(r *request[T, N]) {
 // being delivered (the caller must wait for it: a copy).
 func (b *batcher[T, N]) cancel(r *request[T, N]) bool {
 	b.mu.Lock()
+	now := time.Now()
+	b.drain(now) // r may be in the intake
+	b.kick(now)
 	if r.state.Load() == stPending {
 		for i, p := range b.pending {
 			if p == r {
@@ -422,11 +507,11 @@ func (b *batcher[T, N]) cancel(r *request[T, N]) bool {
 		b.pendRows -= r.rows
 		r.state.Store(stCancelled)
 		b.maybeIdle()
-		b.mu.Unlock()
+		b.unlock()
 		b.put(r)
 		return true
 	}
-	b.mu.Unlock()
+	b.unlock()
 	// Taken into a batch: the worker delivers only if it wins this swap.
 	// The request stays with the batch and is not pooled.
 	return r.state.CompareAndSwap(stTaken, stCancelled)
@@ -528,7 +613,7 @@ func (b *batcher[T, N]) onTimer() {
 	b.mu.Lock()
 	b.timerOn = false
 	b.kick(time.Now())
-	b.mu.Unlock()
+	b.unlock()
 }
 
 // maybeIdle wakes Close when the last batch is done. b.mu is held.
@@ -574,9 +659,10 @@ func (b *batcher[T, N]) worker(s *slot[T, N]) {
 		now := time.Now()
 		b.times.Handoff += now.Sub(s.dispatched)
 		for {
+			b.drain(now)
 			rows := b.take(s, now)
 			b.kick(now) // what is left may be due for another slot
-			b.mu.Unlock()
+			b.unlock()
 			var t Times
 			if rows > 0 {
 				t = b.run(s, rows)
@@ -587,6 +673,7 @@ func (b *batcher[T, N]) worker(s *slot[T, N]) {
 			b.times.Search += t.Search
 			b.times.Deliver += t.Deliver
 			now = time.Now()
+			b.drain(now)
 			if rows == 0 || len(b.pending) == 0 || b.waking > 0 || !b.due(b.running-1, now) || !b.gathered(b.running-1) || b.running > b.streamCap() {
 				break
 			}
@@ -595,7 +682,7 @@ func (b *batcher[T, N]) worker(s *slot[T, N]) {
 		b.free = append(b.free, s)
 		b.kick(time.Now())
 		b.maybeIdle()
-		b.mu.Unlock()
+		b.unlock()
 	}
 }
 
@@ -612,7 +699,7 @@ func (b *batcher[T, N]) lead(s *slot[T, N], rows int) {
 	b.free = append(b.free, s)
 	b.kick(time.Now())
 	b.maybeIdle()
-	b.mu.Unlock()
+	b.unlock()
 }
 
 // run stages the batch's queries, searches them and delivers the results to
@@ -731,7 +818,7 @@ func (b *Batcher[T, N]) Stats() Stats {
 	}
 	in := b.b
 	in.mu.Lock()
-	defer in.mu.Unlock()
+	defer in.unlock()
 	return Stats{Batches: in.batches, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
 }
 
@@ -749,13 +836,13 @@ func (b *Batcher[T, N]) WarmUp() error {
 	in := b.b
 	in.mu.Lock()
 	if in.closing {
-		in.mu.Unlock()
+		in.unlock()
 		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
 	got := append([]*slot[T, N](nil), in.free...)
 	in.free = in.free[:0]
 	in.running += len(got)
-	in.mu.Unlock()
+	in.unlock()
 	var err error
 	for _, s := range got {
 		clear(s.pinQ.Data())
@@ -766,7 +853,7 @@ func (b *Batcher[T, N]) WarmUp() error {
 	in.running -= len(got)
 	in.kick(time.Now())
 	in.maybeIdle()
-	in.mu.Unlock()
+	in.unlock()
 	return err
 }
 
@@ -791,8 +878,9 @@ func (b *batcher[T, N]) close() error {
 		b.kick(time.Now())
 		for b.running > 0 || len(b.pending) > 0 {
 			b.idle.Wait()
+			b.drain(time.Now()) // refused: Close began
 		}
-		b.mu.Unlock()
+		b.unlock()
 		b.timer.Stop()
 		for _, s := range b.slots {
 			close(s.wake)
