@@ -9,10 +9,10 @@ package readmeapi
 import (
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/doc"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -191,26 +191,26 @@ type pkgAPI struct {
 }
 
 func loadPackage(dir string) (*pkgAPI, error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
+	// The files the go command builds on this platform, cgo's included.
+	ctx := build.Default
+	ctx.CgoEnabled = true
+	bp, err := ctx.ImportDir(dir, 0)
 	if err != nil {
 		return nil, err
 	}
-	var p *ast.Package
-	for name, pk := range pkgs {
-		if !strings.HasSuffix(name, "_test") {
-			if p != nil {
-				return nil, fmt.Errorf("%s: two packages", dir)
-			}
-			p = pk
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, name := range append(bp.GoFiles, bp.CgoFiles...) {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return nil, err
 		}
+		files = append(files, f)
 	}
-	if p == nil {
-		return nil, fmt.Errorf("%s: no package", dir)
+	d, err := doc.NewFromFiles(fset, files, bp.ImportPath, doc.PreserveAST)
+	if err != nil {
+		return nil, err
 	}
-	d := doc.New(p, dir, doc.PreserveAST)
 	api := &pkgAPI{ctorOf: map[string]string{}, methods: map[string][]*doc.Func{}, types: map[string]bool{}, decls: map[string]*ast.FuncDecl{}, mdecls: map[string]*ast.FuncDecl{}}
 	add := func(f *doc.Func, typ string) {
 		api.funcs = append(api.funcs, f)
