@@ -2,8 +2,10 @@
 // of the packages under safe/, in both directions: a name in a cell must be
 // a function of the package or a method of the row's type, in the column of
 // its kind; and every function or method of a column's kind must be in that
-// column, so that a "—" (or a name left out) is true. The packages' sources
-// are parsed (go/parser, go/doc): no cgo build, no library.
+// column, so that a "—" (or a name left out) is true. Which names are of a
+// column's kind is by name (columns below), and for the two serialization
+// columns by signature (an io.Reader or io.Writer, or not). The packages'
+// sources are parsed (go/build, go/parser, go/doc): no cgo build, no library.
 package readmeapi
 
 import (
