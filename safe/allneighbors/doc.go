@@ -5,6 +5,9 @@
 // optionally with mutual-reachability distances (what HDBSCAN clusters
 // on).
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building
 //
 // Build takes a float32 dataset (host or device memory) and writes into

@@ -4,6 +4,9 @@
 // rows (never the row itself); CAGRA uses it to build its own graph, and
 // package allneighbors offers it among other builders.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building and reading the graph
 //
 // Build takes float32, float16, int8 or uint8 rows in host or device memory
