@@ -117,16 +117,21 @@ func TestTablesCoverPackages(t *testing.T) {
 		if noPointer[p] {
 			continue
 		}
-		pk, err := parser.ParseDir(token.NewFileSet(), filepath.Join("../..", p), func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+		files, err := filepath.Glob(filepath.Join("../..", p, "*.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		doc := ""
-		for _, a := range pk {
-			for _, f := range a.Files {
-				if f.Doc != nil {
-					doc += f.Doc.Text()
-				}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Doc != nil {
+				doc += f.Doc.Text()
 			}
 		}
 		if !strings.Contains(doc, "package safe's doc") {
