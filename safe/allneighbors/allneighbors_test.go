@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -229,9 +228,10 @@ func TestMutualReachability(t *testing.T) {
 	}
 }
 
-// Host outputs: 26.08 writes them (the same graph as device outputs), 26.06
-// refuses them before any C call. BuildSlice gives that graph in Go memory
-// on both.
+// Host outputs give the same graph as device outputs on both releases:
+// 26.08 writes them, 26.06 writes device buffers the package copies to
+// them. Core distances too. A device dataset with host outputs is refused
+// on both. BuildSlice gives that graph in Go memory.
 func TestHostOutputs(t *testing.T) {
 	safetest.Check(t)
 	f := newFixture(t)
@@ -243,22 +243,46 @@ func TestHostOutputs(t *testing.T) {
 	must(t, err)
 	hdm, err := dlpack.NewHostMatrix(hd, rows, k)
 	must(t, err)
-	err = allneighbors.Build(f.res, f.host, him, hdm, nil)
-	if safe.Release() == "26.06" {
-		if !safetest.IsArg(err, "indices") || !strings.Contains(err.Error(), "26.06") {
-			t.Errorf("host outputs on 26.06: %v", err)
+	must(t, allneighbors.Build(f.res, f.host, him, hdm, nil))
+	for i := range ids {
+		if hi[i] != ids[i] || hd[i] != d[i] {
+			t.Fatalf("slot %d: host (%d, %v), device (%d, %v)", i, hi[i], hd[i], ids[i], d[i])
 		}
-	} else {
-		must(t, err)
-		for i := range ids {
-			if hi[i] != ids[i] || hd[i] != d[i] {
-				t.Fatalf("slot %d: host (%d, %v), device (%d, %v)", i, hi[i], hd[i], ids[i], d[i])
-			}
-		}
-		safetest.Refused(t, "host outputs, device dataset", "indices", "host dataset", func() error {
-			return allneighbors.Build(f.res, f.dev, him, hdm, nil)
-		})
 	}
+	// Indices alone.
+	clear(hi)
+	must(t, allneighbors.Build(f.res, f.host, him, nil, nil))
+	for i := range ids {
+		if hi[i] != ids[i] {
+			t.Fatalf("slot %d, no distances: host %d, device %d", i, hi[i], ids[i])
+		}
+	}
+	// Mutual reachability: core distances in host memory as well.
+	dcore, err := safe.NewDeviceVector[float32](f.res, rows)
+	must(t, err)
+	safetest.Close(t, dcore)
+	must(t, allneighbors.BuildMutualReachability(f.res, f.host, f.ind, f.dist, dcore, 1, nil))
+	ids, d = f.read(t)
+	wantCore := make([]float32, rows)
+	must(t, dcore.CopyToHost(f.res, wantCore))
+	hc := make([]float32, rows)
+	hcv := dlpack.NewHostVector(hc)
+	must(t, allneighbors.BuildMutualReachability(f.res, f.host, him, hdm, hcv, 1, nil))
+	for i := range ids {
+		if hi[i] != ids[i] || hd[i] != d[i] {
+			t.Fatalf("mutual reachability, slot %d: host (%d, %v), device (%d, %v)", i, hi[i], hd[i], ids[i], d[i])
+		}
+	}
+	for i := range hc {
+		if hc[i] != wantCore[i] {
+			t.Fatalf("core distance %d: host %v, device %v", i, hc[i], wantCore[i])
+		}
+	}
+	safetest.Refused(t, "host outputs, device dataset", "indices", "host dataset", func() error {
+		return allneighbors.Build(f.res, f.dev, him, hdm, nil)
+	})
+	must(t, allneighbors.Build(f.res, f.host, f.ind, f.dist, nil))
+	ids, d = f.read(t)
 	r, err := allneighbors.BuildSlice(f.res, f.data, rows, dim, k, nil)
 	must(t, err)
 	if r.K != k || r.Len() != rows {

@@ -11,8 +11,9 @@ import (
 
 // The tensor rules of cuvsAllNeighborsBuild: a float32 dataset in host or
 // device memory; int64 indices, float32 distances and core distances, in
-// device memory on 26.06 and in either on 26.08 (all in the same kind; host
-// ones only with a host dataset).
+// device memory or, with a host dataset, in host memory (all in the same
+// kind; on 26.06, which writes device memory only, host outputs are copied
+// through device buffers).
 var (
 	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true}
 	indicesRule = kit.Rule{Arg: "indices", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true}
@@ -34,14 +35,18 @@ func hostCompatible(d dlpack.Device) bool {
 // the row itself (first, at distance 0, unless rows tie with it); so does
 // NN-Descent, which cuVS shifts to put it first, except with InnerProduct.
 //
-// Outputs live in device memory on cuVS 26.06; on 26.08 they may be in
-// host memory instead (CPU, pinned or managed: all of them in the same
-// kind) when the dataset is in host memory. Batching (p.NClusters > 1)
-// needs the dataset in host memory.
+// Outputs live in device memory, or in host memory (CPU, pinned or
+// managed: all of them in the same kind) when the dataset is in host
+// memory, on both releases: cuVS 26.08 writes host outputs itself, 26.06
+// writes device memory only, so there the outputs are written into device
+// buffers (cuvsRMMAlloc) copied to yours (cuvsMatrixCopy) and freed before
+// Build returns. Batching (p.NClusters > 1) needs the dataset in host
+// memory.
 //
 // C calls: cuvsAllNeighborsIndexParamsCreate/Destroy (and, as p asks,
 // cuvsIvfPqIndexParamsCreate or cuvsNNDescentIndexParamsCreate, destroyed
-// with them), cuvsAllNeighborsBuild (core_distances NULL), cuvsStreamSync.
+// with them), cuvsAllNeighborsBuild (core_distances NULL), cuvsStreamSync;
+// on 26.06 with host outputs also cuvsRMMAlloc/Free and cuvsMatrixCopy.
 // Nil params means cuVS's defaults (DefaultIndexParams).
 func Build(res *safe.Resources, dataset dlpack.Tensor, indices, distances dlpack.TensorMut, params *IndexParams) error {
 	return build("allneighbors.Build", res, dataset, indices, distances, nil, 1, params)
@@ -115,8 +120,6 @@ func build(op string, res *safe.Resources, dataset dlpack.Tensor, indices, dista
 	}
 	hostOut := hostCompatible(im.Device())
 	switch {
-	case hostOut && !is2608():
-		return kit.Argf(op, "indices", "%s memory: cuVS 26.06 writes the graph to device memory only (26.08 takes host outputs with a host dataset)", im.Device())
 	case hostOut && !hostData:
 		return kit.Argf(op, "indices", "%s memory with a dataset in %s memory: host outputs need a host dataset", im.Device(), dv.Device())
 	case dm != nil && hostCompatible(dm.Device()) != hostOut:
@@ -140,6 +143,9 @@ func build(op string, res *safe.Resources, dataset dlpack.Tensor, indices, dista
 	if err := p.validate(op, rows, dim, k, hostData, core != nil); err != nil {
 		return err
 	}
+	if hostOut && !is2608() {
+		return viaDevice(op, res, dataset, im, dm, cm, alpha, &p)
+	}
 	cp, err := p.toC(op)
 	defer cp.release()
 	if err != nil {
@@ -150,12 +156,55 @@ func build(op string, res *safe.Resources, dataset dlpack.Tensor, indices, dista
 	})
 }
 
+// viaDevice runs a checked build whose outputs are in host memory on cuVS
+// 26.06, which writes device memory only: into device buffers of the
+// outputs' shapes, copied to im, dm and cm (those given) and freed before
+// it returns.
+func viaDevice(op string, res *safe.Resources, dataset dlpack.Tensor, im, dm, cm *dlpack.ViewMut, alpha float32, p *IndexParams) error {
+	rows, k := int(im.Dim(0)), int(im.Dim(1))
+	di, err := safe.NewDeviceMatrix[int64](res, rows, k)
+	if err != nil {
+		return err
+	}
+	defer di.Close()
+	srcs := []func() (dlpack.View, error){di.View}
+	dsts := []*dlpack.ViewMut{im}
+	var dist, core dlpack.TensorMut // nil interfaces unless given
+	if dm != nil {
+		dd, err := safe.NewDeviceMatrix[float32](res, rows, k)
+		if err != nil {
+			return err
+		}
+		defer dd.Close()
+		dist, srcs, dsts = dd, append(srcs, dd.View), append(dsts, dm)
+	}
+	if cm != nil {
+		dc, err := safe.NewDeviceVector[float32](res, rows)
+		if err != nil {
+			return err
+		}
+		defer dc.Close()
+		core, srcs, dsts = dc, append(srcs, dc.View), append(dsts, cm)
+	}
+	if err := build(op, res, dataset, di, dist, core, alpha, p); err != nil {
+		return err
+	}
+	for i, src := range srcs {
+		v, err := src()
+		if err != nil {
+			return kit.Wrap(op, err)
+		}
+		if err := safe.Copy(res, &v, dsts[i]); err != nil {
+			return kit.Wrap(op, err)
+		}
+	}
+	return kit.Wrap(op, res.Sync())
+}
+
 // BuildSlice builds the graph of data (rows × dim float32s, row-major, Go
 // memory) with k neighbours per row and returns it in Go memory: row i's
-// neighbours are Neighbors[i*k:(i+1)*k], with their Distances. On cuVS
-// 26.08 cuVS writes into the Go slices directly; on 26.06, whose outputs
-// are device memory, into device buffers (cuvsRMMAlloc) copied back
-// (cuvsMatrixCopy) and freed before BuildSlice returns.
+// neighbours are Neighbors[i*k:(i+1)*k], with their Distances. It is Build
+// with outputs in Go memory (copied through device buffers on cuVS 26.06).
 func BuildSlice(res *safe.Resources, data []float32, rows, dim, k int, params *IndexParams) (*safe.Results, error) {
 	const op = "allneighbors.BuildSlice"
 	if rows < 1 || dim < 1 || len(data) != rows*dim {
@@ -172,45 +221,15 @@ func BuildSlice(res *safe.Resources, data []float32, rows, dim, k int, params *I
 		return nil, kit.Argf(op, "data", "%w", err)
 	}
 	r := &safe.Results{K: k, Neighbors: make([]int64, rows*k), Distances: make([]float32, rows*k)}
-	if is2608() {
-		im, err := dlpack.NewHostMatrix(r.Neighbors, rows, k)
-		if err != nil {
-			return nil, kit.Argf(op, "k", "%w", err)
-		}
-		dm, err := dlpack.NewHostMatrix(r.Distances, rows, k)
-		if err != nil {
-			return nil, kit.Argf(op, "k", "%w", err)
-		}
-		if err := build(op, res, ds, im, dm, nil, 1, params); err != nil {
-			return nil, err
-		}
-		return r, nil
-	}
-	// Check first, so that a refusal allocates nothing.
-	pd, err := kit.Or(params, DefaultIndexParams)
+	im, err := dlpack.NewHostMatrix(r.Neighbors, rows, k)
 	if err != nil {
-		return nil, err
+		return nil, kit.Argf(op, "k", "%w", err)
 	}
-	if err := pd.validate(op, int64(rows), int64(dim), int64(k), true, false); err != nil {
-		return nil, err
-	}
-	in, err := safe.NewDeviceMatrix[int64](res, rows, k)
+	dm, err := dlpack.NewHostMatrix(r.Distances, rows, k)
 	if err != nil {
-		return nil, err
+		return nil, kit.Argf(op, "k", "%w", err)
 	}
-	defer in.Close()
-	dd, err := safe.NewDeviceMatrix[float32](res, rows, k)
-	if err != nil {
-		return nil, err
-	}
-	defer dd.Close()
-	if err := build(op, res, ds, in, dd, nil, 1, pd); err != nil {
-		return nil, err
-	}
-	if err := in.CopyToHost(res, r.Neighbors); err != nil {
-		return nil, err
-	}
-	if err := dd.CopyToHost(res, r.Distances); err != nil {
+	if err := build(op, res, ds, im, dm, nil, 1, params); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -5,6 +5,9 @@
 // optionally with mutual-reachability distances (what HDBSCAN clusters
 // on).
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building
 //
 // Build takes a float32 dataset (host or device memory) and writes into
@@ -27,8 +30,8 @@
 //     both to IndexParams.Metric.
 //   - cuVS 26.06 wants the outputs in device memory; 26.08 also takes host
 //     outputs (CPU, pinned or managed, all outputs the same kind) when the
-//     dataset is in host memory. The package refuses host outputs on 26.06
-//     with an *safe.ArgError naming indices.
+//     dataset is in host memory. The package takes host outputs on both:
+//     on 26.06 it builds into device buffers and copies them to yours.
 //   - Brute force and IVF-PQ list each row among its own neighbours; cuVS
 //     shifts NN-Descent's rows to put the row first at distance 0, except
 //     with InnerProduct, where no row lists itself. With core distances,

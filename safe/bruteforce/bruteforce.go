@@ -2,6 +2,9 @@
 // index is the dataset itself, and a search compares every query with every
 // row.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // The index keeps a reference to a device dataset, not a copy: the
 // dataset's owner (a safe.DeviceMatrix, say) refuses to be freed or written
 // until the index is closed, with an error that names the index. A dataset

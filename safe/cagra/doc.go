@@ -1,6 +1,9 @@
 // Package cagra is CAGRA: graph-based approximate nearest-neighbour search
 // on the GPU, the fastest cuVS index for small batches.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building
 //
 // Build makes an index from a dataset (float32, float16, int8 or uint8,

@@ -4,6 +4,9 @@
 // column-major, into a tensor of yours (Pairwise) or into Go memory
 // (PairwiseSlice).
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // The metrics are cuVS's definitions, which are not always the textbook's:
 //
 //   - L2Expanded and L2Unexpanded are squared Euclidean distances (the

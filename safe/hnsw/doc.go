@@ -4,6 +4,9 @@
 // dataset by ACE (Build) — and lives in host memory as an hnswlib index,
 // searched on the CPU with uint64 ids.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Making and searching
 //
 // FromCagra takes the CAGRA graph as the base layer and, per

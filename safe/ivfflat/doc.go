@@ -5,6 +5,9 @@
 // SearchParams.NProbes nearest lists only. NProbes = NLists is exact; fewer
 // probes are faster and miss neighbours that sit in other lists.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building and searching
 //
 // Build takes float32, float16, int8 or uint8 rows in device memory (CUDA,

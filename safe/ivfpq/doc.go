@@ -3,6 +3,9 @@
 // twice over: it looks only into the lists nearest the query, and compares
 // the query with compressed vectors.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building
 //
 // Build trains the coarse clusters (k-means, NLists lists) and the PQ

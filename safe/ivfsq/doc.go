@@ -7,6 +7,9 @@
 // for float32 data, at the price of approximate distances even when every
 // list is probed.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building and searching
 //
 // Build takes float32 or float16 rows in host or device memory and copies

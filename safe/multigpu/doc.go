@@ -4,6 +4,9 @@
 // *Resources, the multi-GPU handle, which is not a safe.Resources: the two
 // cannot be mixed up.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Layouts and searches
 //
 // An index is Sharded (the default: device r holds rows [r·⌈n/R⌉,

@@ -4,6 +4,9 @@
 // rows (never the row itself); CAGRA uses it to build its own graph, and
 // package allneighbors offers it among other builders.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building and reading the graph
 //
 // Build takes float32, float16, int8 or uint8 rows in host or device memory
@@ -35,8 +38,9 @@
 //     cuVS skips NN-Descent and writes the complete graph.
 //   - Distances are those of the metric as cuVS reports them: squared for
 //     L2Expanded, 1 - cosine for CosineExpanded, inner products (larger is
-//     nearer) for InnerProduct; with float16 computation (DistCompAuto may
-//     choose it) they are approximate.
+//     nearer) for InnerProduct; with float16 computation (what DistCompAuto
+//     chooses for float32 data of more than 16 dimensions: see
+//     DefaultIndexParams; DistCompFP32 avoids it) they are approximate.
 //   - The index keeps no reference to the dataset: it may be freed after
 //     Build returns.
 //

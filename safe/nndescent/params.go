@@ -15,8 +15,9 @@ type DistCompDType int32
 
 // The distance precisions.
 const (
-	// DistCompAuto lets cuVS choose (float16 for float32 data of many
-	// dimensions, as cuVS sees fit).
+	// DistCompAuto lets cuVS choose: float32 for float32 data of at most
+	// 16 dimensions, float16 otherwise (every float16, int8 and uint8
+	// dataset computes in float16 whatever the setting).
 	DistCompAuto = DistCompDType(generated.CuvsNNDescentDistCompDtype_NND_DIST_COMP_AUTO)
 	// DistCompFP32 computes in float32.
 	DistCompFP32 = DistCompDType(generated.CuvsNNDescentDistCompDtype_NND_DIST_COMP_FP32)
@@ -61,6 +62,18 @@ type IndexParams struct {
 // (cuvsNNDescentIndexParamsCreate/Destroy): L2Expanded, GraphDegree 64,
 // IntermediateGraphDegree 96, 20 iterations, threshold 0.0001, distances
 // returned, automatic precision, in v26.06 and v26.08.
+//
+// The automatic precision (DistCompAuto) computes in float16 for float32
+// data of more than 16 dimensions (GNND::local_join in cuVS's
+// nn_descent.cuh, both releases): distances to about 2% only, and
+// neighbours whose distances differ by less may come in either order.
+// For float32 distances set DistCompDType to DistCompFP32:
+//
+//	p, _ := nndescent.DefaultIndexParams()
+//	p.DistCompDType = nndescent.DistCompFP32
+//	idx, err := nndescent.Build(res, dataset, &p)
+//
+// (The test double computes in float32 whatever the setting.)
 func DefaultIndexParams() (IndexParams, error) {
 	const op = "nndescent.DefaultIndexParams"
 	var p generated.CuvsNNDescentIndexParams_t

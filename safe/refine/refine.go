@@ -4,6 +4,9 @@
 // approximate search (IVF-PQ, IVF-SQ, CAGRA): ask that search for more
 // candidates than you need, then Refine them against the original dataset.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // Refine runs on the GPU when every tensor is in device-compatible memory
 // (CUDA, pinned or managed) and on the CPU, inside libcuvs, when every
 // tensor is Go or other kDLCPU memory; cuVS refuses a mix.

@@ -4,6 +4,9 @@
 // the rows added since, searched together for any k up to Rows(), with or
 // without a bitset filter, and persisted with SerializeTo/DeserializeFrom.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # What is cuVS's tiered index, what is composed
 //
 // The ANN tier is a cuVS tiered index (cuvsTieredIndexBuild) holding

@@ -4,6 +4,9 @@
 // neighbours chosen by RobustPrune (Alpha > 1 keeps longer edges, which
 // make the graph navigable); cuVS inserts rows in batches of growing size.
 //
+// Distances and neighbor ids: see package safe's doc, sections Distances
+// and Neighbor ids (what each metric returns here, and unfilled slots).
+//
 // # Building and writing
 //
 // Build takes float32, int8 or uint8 rows in host or device memory
