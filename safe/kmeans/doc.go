@@ -32,7 +32,7 @@
 //     the metric (L2SqrtExpanded included), weighted; Predict's is in the
 //     metric's distances (squared, or their square roots for
 //     L2SqrtExpanded). ClusterCost is always in squared distances,
-//     unweighted.
+//     unweighted: an unweighted Fit's inertia is ClusterCost of its data.
 //   - Sample weights are rescaled to sum to the number of rows in Fit
 //     (always) and in Predict when normalizeWeights; otherwise Predict
 //     weighs with them as given.
@@ -51,7 +51,15 @@
 //     Init, MaxIter, Tol, NInit and OversamplingFactor; it refuses host
 //     data, weights and float64; its Fit reports Iterations =
 //     BalancedIters and its Predict an inertia of 0. Its metrics are
-//     L2Expanded, L2SqrtExpanded, CosineExpanded and InnerProduct.
+//     L2Expanded, L2SqrtExpanded, CosineExpanded and InnerProduct. It
+//     re-balances as it trains (cpp/src/cluster/detail/kmeans_balanced.cuh)
+//     by moving the centroids of small clusters next to large ones: 26.06
+//     those of clusters under 0.25 × the mean size (0.2 in its last pass),
+//     26.08 while a cluster is under 0.333 × the mean or another over 3 ×
+//     (tolerances the C API does not expose); the last step is a plain
+//     k-means one, so these are targets, not bounds. The offsets it
+//     draws rows with come from a counter cuVS keeps across calls: two
+//     balanced fits of the same data may differ.
 //   - Init Array runs once whatever NInit says. For host data k-means++
 //     seeds from min(3 × Clusters, rows) sampled rows unless InitSize says
 //     otherwise (cuVS logs a warning).
@@ -64,8 +72,8 @@
 //     the same data gives the same centroids.
 //
 // Nil params mean DefaultParams (Predict: with Clusters the centroids'
-// rows); a Model from FitSlice keeps its params, which Model.Predict uses
-// when given nil.
+// rows); a Model from FitSlice keeps its params, and Model.Predict takes
+// none: it predicts with the model's.
 //
 // # The C API
 //

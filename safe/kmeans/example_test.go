@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	labels, _, err := m.Predict(res, &p, []float32{-5, 4, 7, 30}, nil, false)
+	labels, _, err := m.Predict(res, []float32{-5, 4, 7, 30}, nil, false)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func v1Child(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, _, err := m.Predict(res, &p, data, nil, false)
+	labels, _, err := m.Predict(res, data, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

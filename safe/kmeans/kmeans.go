@@ -16,9 +16,12 @@ var floats = []dlpack.DataType{dlpack.Float32, dlpack.Float64}
 
 // FitResult is what Fit reports besides the centroids.
 type FitResult struct {
-	// Inertia is the sum of each row's squared distance to its nearest
-	// centroid, whatever the metric (cuVS's cluster cost), times the
-	// weights rescaled to sum to the rows.
+	// Inertia is the sum of each row's squared Euclidean distance to its
+	// nearest centroid, whatever the metric (cuVS's cluster_cost, which
+	// both releases' fits call, the balanced one too), each times its
+	// weight rescaled to sum to the rows: for an unweighted fit, what
+	// ClusterCost gives for the same data and centroids. Predict's
+	// inertia is in the metric's distances instead.
 	Inertia float64
 	// Iterations is the number of iterations of the kept run (balanced
 	// k-means: BalancedIters).
@@ -202,6 +205,13 @@ func Fit(res *safe.Resources, p *Params, x, weights dlpack.Tensor, centroids dlp
 // float32, no weights, and cuVS reports inertia 0). The labels are ready
 // once res's stream is synchronized (res.Sync).
 //
+// p must be the params the centroids were fitted with: its Metric and
+// Balanced decide the assignment, and cuVS cannot tell them from the
+// centroids, so another metric is not refused (Model.Predict keeps the
+// fit's); its Clusters must be the centroids' rows (balanced k-means too,
+// as its Fit wants). Nil p means DefaultParams with Clusters the
+// centroids' rows.
+//
 // C calls: cuvsKMeansParamsCreate/Destroy and cuvsKMeansPredict of the
 // loaded release (the _v2 ones on 26.06, as Fit).
 func Predict(res *safe.Resources, p *Params, x, weights, centroids dlpack.Tensor, labels dlpack.TensorMut, normalizeWeights bool) (float64, error) {
@@ -240,7 +250,7 @@ func Predict(res *safe.Resources, p *Params, x, weights, centroids dlpack.Tensor
 	if err != nil {
 		return 0, kit.Argf(op, "labels", "%w", err)
 	}
-	if err := shapes(op, res, p, &xa, &wa, &ca.v, kit.DeviceMemory, !p.Balanced); err != nil {
+	if err := shapes(op, res, p, &xa, &wa, &ca.v, kit.DeviceMemory, true); err != nil {
 		return 0, err
 	}
 	if p.Balanced && xa.v.Dim(0)*xa.v.Dim(1) > math.MaxInt32 {
@@ -292,9 +302,14 @@ func Predict(res *safe.Resources, p *Params, x, weights, centroids dlpack.Tensor
 }
 
 // ClusterCost returns the sum over the rows of x of the squared Euclidean
-// distance to the nearest of centroids (unweighted, whatever metric a fit
-// used). x and centroids are device memory of one dtype (float32 or
-// float64), row-major, with the same number of columns.
+// distance to the nearest of centroids, unweighted, whatever metric a fit
+// used: cuvsKMeansClusterCost calls cuVS's cluster_cost with no weights
+// and L2Expanded (c/src/cluster/kmeans.cpp, cpp/src/cluster/kmeans.cuh, in
+// both releases). It is FitResult.Inertia for an unweighted fit of x
+// (regular or balanced, any metric); a weighted fit's Inertia weighs each
+// squared distance with the weights rescaled to sum to the rows, which
+// this C function does not take. x and centroids are device memory of one
+// dtype (float32 or float64), row-major, with the same number of columns.
 //
 // C calls: cuvsKMeansClusterCost.
 func ClusterCost(res *safe.Resources, x, centroids dlpack.Tensor) (float64, error) {

@@ -131,7 +131,7 @@ func TestFitSeparable(t *testing.T) {
 	if m.Iterations < 1 || m.Iterations > p.MaxIter {
 		t.Errorf("%d iterations", m.Iterations)
 	}
-	labels, inertia, err := m.Predict(res, &p, data, nil, false)
+	labels, inertia, err := m.Predict(res, data, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestFitFloat64AndInits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, _, err := m.Predict(res, &p, data, nil, false)
+	labels, _, err := m.Predict(res, data, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,9 +299,9 @@ func TestPredictWeights(t *testing.T) {
 	res := safetest.Resources(t)
 	const k, n = 3, 60
 	data, cent := uniform(3, n), uniform(4, k)
-	m := &kmeans.Model[float32]{Centroids: cent, Clusters: k, Dim: dim}
 	p, _ := kmeans.DefaultParams()
 	p.Clusters = k
+	m := &kmeans.Model[float32]{Centroids: cent, Clusters: k, Dim: dim, Params: &p}
 	w := make([]float32, n)
 	w64 := make([]float64, n)
 	wsum := 0.0
@@ -312,19 +312,19 @@ func TestPredictWeights(t *testing.T) {
 	}
 	for _, metric := range []safe.Metric{safe.L2Expanded, safe.L2SqrtExpanded} {
 		p.Metric = metric
-		labels, raw, err := m.Predict(res, &p, data, w, false)
+		labels, raw, err := m.Predict(res, data, w, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkPredict(t, metric.String()+" weighted", data, cent, k, metric, w64, labels, raw)
-		labels2, again, err := m.Predict(res, &p, data, w, false)
+		labels2, again, err := m.Predict(res, data, w, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if again != raw || !equal(labels, labels2) {
 			t.Errorf("%s: a second predict gave inertia %v (first %v), labels equal %v", metric, again, raw, equal(labels, labels2))
 		}
-		_, norm, err := m.Predict(res, &p, data, w, true)
+		_, norm, err := m.Predict(res, data, w, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,7 +332,7 @@ func TestPredictWeights(t *testing.T) {
 		if want := raw * n / wsum; math.Abs(norm-want) > 1e-4*want {
 			t.Errorf("%s: normalized inertia %v, want %v (raw %v × %d / %v)", metric, norm, want, raw, n, wsum)
 		}
-		_, plain, err := m.Predict(res, &p, data, nil, true)
+		_, plain, err := m.Predict(res, data, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +355,7 @@ func TestL2SqrtInertia(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels, inertia, err := m.Predict(res, &p, data, nil, false)
+	labels, inertia, err := m.Predict(res, data, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,30 +424,98 @@ func TestFitHostData(t *testing.T) {
 	})
 }
 
-// Balanced k-means partitions equal separable clusters; its predict
-// reports inertia 0 (cuVS's C code sets it so).
+// gaussBlobs returns k Gaussian blobs (σ 1, centers drawn in [-10, 10)^d)
+// of per rows each, in random order.
+func gaussBlobs(seed uint64, k, per, d int) []float32 {
+	r := rand.New(rand.NewPCG(seed, 11))
+	centers := make([]float64, k*d)
+	for i := range centers {
+		centers[i] = 20*r.Float64() - 10
+	}
+	data := make([]float32, 0, k*per*d)
+	for i := range k * per {
+		c := i % k
+		for j := range d {
+			data = append(data, float32(centers[c*d+j]+r.NormFloat64()))
+		}
+	}
+	r.Shuffle(k*per, func(a, b int) {
+		for j := range d {
+			data[a*d+j], data[b*d+j] = data[b*d+j], data[a*d+j]
+		}
+	})
+	return data
+}
+
+// balanceBounds are the cluster sizes, as fractions of the mean size, that
+// cuVS's balanced k-means rebalances towards in its last pass
+// (cpp/src/cluster/detail/kmeans_balanced.cuh, build_hierarchical's
+// balancing_em_iters): 26.06 moves clusters of at most 0.2 × the mean and
+// has no upper bound; 26.08 pairs clusters under 0.333 × the mean or over
+// 3 × with each other (balanced_params' defaults, which the C API keeps).
+func balanceBounds() (lower, upper float64) {
+	if safe.Release() == "26.06" {
+		return 0.2, math.Inf(1)
+	}
+	return 0.333, 3
+}
+
+// Balanced k-means ends with cluster sizes within cuVS's tolerance of the
+// mean on separated blobs whose rows come in random order (not laid out by
+// cluster, which its round-robin seeding would find at once); its fit's
+// inertia is the cluster cost; its predict reports inertia 0 (cuVS's C
+// code sets it so).
 func TestBalanced(t *testing.T) {
 	safetest.Check(t)
 	res := safetest.Resources(t)
-	const k = 4
-	data, truth, _ := blobs(5, k, 50)
+	const k, per, d = 8, 256, 16
+	lower, upper := balanceBounds()
+	for seed := range uint64(12) {
+		data := gaussBlobs(seed, k, per, d)
+		p, _ := kmeans.DefaultParams()
+		p.Clusters, p.Balanced = k, true
+		m, err := kmeans.FitSlice(res, &p, data, d, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Iterations != p.BalancedIters {
+			t.Errorf("%d iterations, want BalancedIters %d", m.Iterations, p.BalancedIters)
+		}
+		labels, inertia, err := m.Predict(res, data, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inertia != 0 {
+			t.Errorf("balanced predict inertia %v, want 0", inertia)
+		}
+		sizes := make([]int, k)
+		for i, l := range labels {
+			if l < 0 || l >= k {
+				t.Fatalf("row %d: label %d of %d clusters", i, l, k)
+			}
+			sizes[l]++
+		}
+		for c, n := range sizes {
+			if f := float64(n) / per; f < lower || f > upper {
+				t.Errorf("seed %d: sizes %v: cluster %d holds %.3g × the mean %d, want %g..%g", seed, sizes, c, f, per, lower, upper)
+				break
+			}
+		}
+		cost := 0.0
+		for i := range k * per {
+			best := math.Inf(1)
+			for c := range k {
+				best = min(best, sq(data[i*d:(i+1)*d], m.Centroids[c*d:(c+1)*d]))
+			}
+			cost += best
+		}
+		if math.Abs(m.Inertia-cost) > 1e-3*cost {
+			t.Errorf("seed %d: fit inertia %v, Go's cluster cost %v", seed, m.Inertia, cost)
+		}
+	}
 	p, _ := kmeans.DefaultParams()
-	p.Clusters, p.Balanced = k, true
-	m, err := kmeans.FitSlice(res, &p, data, dim, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Iterations != p.BalancedIters {
-		t.Errorf("%d iterations, want BalancedIters %d", m.Iterations, p.BalancedIters)
-	}
-	labels, inertia, err := m.Predict(res, &p, data, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPartition(t, labels, truth, k)
-	if inertia != 0 {
-		t.Errorf("balanced predict inertia %v, want 0", inertia)
-	}
+	p.Clusters, p.Balanced = 4, true
+	data, _, _ := blobs(5, 4, 50)
 	d64 := []float64{0, 0, 0, 1, 1, 1}
 	safetest.Refused(t, "balanced float64", "data", "float32", func() error {
 		p := p
@@ -460,7 +528,7 @@ func TestBalanced(t *testing.T) {
 		return err
 	})
 	hx, _ := dlpack.NewHostMatrix(data, len(data)/dim, dim)
-	dc, _ := safe.NewDeviceMatrix[float32](res, k, dim)
+	dc, _ := safe.NewDeviceMatrix[float32](res, 4, dim)
 	defer dc.Close()
 	safetest.Refused(t, "balanced host data", "x", "device", func() error {
 		_, err := kmeans.Fit(res, &p, hx, nil, dc)
@@ -490,7 +558,7 @@ func TestReleaseFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.Predict(res, &p, data, nil, false); err != nil {
+	if _, _, err := m.Predict(res, data, nil, false); err != nil {
 		t.Fatal(err)
 	}
 	if ctl.Calls(fit) != f0+1 || ctl.Calls(pred) != p0+1 {
@@ -582,7 +650,7 @@ func TestRefusals(t *testing.T) {
 	safetest.Refused(t, "cost host x", "x", "device", func() error { _, err := kmeans.ClusterCost(res, hx, dc2); return err })
 	safetest.Refused(t, "cost columns", "centroids", "columns", func() error { _, err := kmeans.ClusterCost(res, dx, dcd); return err })
 	var nilModel *kmeans.Model[float32]
-	if _, _, err := nilModel.Predict(res, &def, data, nil, false); !safetest.IsArg(err, "model") {
+	if _, _, err := nilModel.Predict(res, data, nil, false); !safetest.IsArg(err, "model") {
 		t.Errorf("nil model: %v", err)
 	}
 }
@@ -648,7 +716,7 @@ func TestDoublePredictTF32(t *testing.T) {
 			cent[i] = float32(v)
 		}
 		m := &kmeans.Model[float32]{Centroids: cent, Clusters: k, Dim: dim}
-		_, got, err := m.Predict(res, &p, data, nil, false)
+		_, got, err := m.Predict(res, data, nil, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -670,7 +738,7 @@ func TestDoublePredictTF32(t *testing.T) {
 				d64[i] = float64(v)
 			}
 			m64 := &kmeans.Model[float64]{Centroids: means, Clusters: k, Dim: dim}
-			_, got, err := m64.Predict(res, &p, d64, nil, false)
+			_, got, err := m64.Predict(res, d64, nil, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -696,7 +764,7 @@ func TestDoublePredictTF32(t *testing.T) {
 		norm bool
 		want float64
 	}{{false, 48.17}, {true, 16.06}} {
-		_, got, err := m.Predict(res, &p, data, w, c.norm)
+		_, got, err := m.Predict(res, data, w, c.norm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -707,7 +775,7 @@ func TestDoublePredictTF32(t *testing.T) {
 }
 
 // Nil params mean DefaultParams, as in the other packages; a model keeps
-// the params it was fitted with, which its Predict uses when given nil.
+// the params it was fitted with, which its Predict uses.
 func TestNilParams(t *testing.T) {
 	safetest.Check(t)
 	res := safetest.Resources(t)
@@ -720,7 +788,7 @@ func TestNilParams(t *testing.T) {
 	if m.Clusters != def.Clusters || m.Params == nil || *m.Params != def {
 		t.Fatalf("nil params: %d clusters, params %+v, want DefaultParams %+v", m.Clusters, m.Params, def)
 	}
-	labels, _, err := m.Predict(res, nil, data, nil, false)
+	labels, _, err := m.Predict(res, data, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,51 +797,11 @@ func TestNilParams(t *testing.T) {
 			t.Fatalf("row %d: label %d of %d clusters", i, l, def.Clusters)
 		}
 	}
-
-	// fitted with L2SqrtExpanded: nil params predict in its distances
-	const k = 4
-	data, truth, _ := blobs(12, k, 10)
-	p := def
-	p.Clusters, p.NInit, p.Metric = k, 3, safe.L2SqrtExpanded
-	m, err = kmeans.FitSlice(res, &p, data, dim, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Metric = safe.L2Expanded // the caller's copy changes, the model's does not
-	if m.Params.Metric != safe.L2SqrtExpanded {
-		t.Fatalf("the model's params changed with the caller's: %v", m.Params.Metric)
-	}
-	l1, kept, err := m.Predict(res, nil, data, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPartition(t, l1, truth, k)
-	sqrtP := *m.Params
-	if _, same, err := m.Predict(res, &sqrtP, data, nil, false); err != nil || same != kept {
-		t.Errorf("predict with the model's params: %v, %v; with nil params %v", same, err, kept)
-	}
-	_, squared, err := m.Predict(res, &p, data, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if squared == kept {
-		t.Errorf("L2Expanded and L2SqrtExpanded predicts gave the same inertia %v", kept)
-	}
-
-	// a model made by hand: the defaults with its own cluster count
-	hand := &kmeans.Model[float32]{Centroids: m.Centroids, Clusters: k, Dim: dim}
-	l2, _, err := hand.Predict(res, nil, data, nil, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !equal(l1, l2) {
-		t.Errorf("hand-made model's labels %v, fitted model's %v", l2, l1)
-	}
-	// and the tensor Predict takes its cluster count from the centroids
+	// the tensor Predict takes its cluster count from the centroids
 	n := len(data) / dim
 	dx, _ := safe.DeviceMatrixFrom(res, data, n, dim)
 	defer dx.Close()
-	dc, _ := safe.DeviceMatrixFrom(res, m.Centroids, k, dim)
+	dc, _ := safe.DeviceMatrixFrom(res, m.Centroids, m.Clusters, dim)
 	defer dc.Close()
 	dl, _ := safe.NewDeviceVector[int32](res, n)
 	defer dl.Close()
@@ -784,7 +812,88 @@ func TestNilParams(t *testing.T) {
 	if err := dl.CopyToHost(res, l3); err != nil {
 		t.Fatal(err)
 	}
-	if !equal(l1, l3) {
-		t.Errorf("tensor Predict with nil params: labels %v, want %v", l3, l1)
+	if !equal(labels, l3) {
+		t.Errorf("tensor Predict with nil params: labels %v, want %v", l3, labels)
+	}
+}
+
+// Model.Predict takes no params: it predicts with the model's own (a
+// FitSlice model's copy of the fit's, a hand-made model's Params, or the
+// defaults with its cluster count), and refuses a model whose Params do not
+// fit it. The tensor Predict refuses params whose cluster count is not the
+// centroids' rows, balanced ones too.
+func TestModelParams(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	const k = 4
+	data, truth, _ := blobs(12, k, 10)
+	p, _ := kmeans.DefaultParams()
+	p.Clusters, p.NInit, p.Metric = k, 3, safe.L2SqrtExpanded
+	m, err := kmeans.FitSlice(res, &p, data, dim, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Metric = safe.L2Expanded // the caller's copy changes, the model's does not
+	if m.Params.Metric != safe.L2SqrtExpanded {
+		t.Fatalf("the model's params changed with the caller's: %v", m.Params.Metric)
+	}
+	labels, kept, err := m.Predict(res, data, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPartition(t, labels, truth, k)
+	checkPredict(t, "the model's L2SqrtExpanded", data, m.Centroids, k, safe.L2SqrtExpanded, nil, labels, kept)
+
+	// a model made by hand: its Params, or the defaults (L2Expanded)
+	sqrtP := *m.Params
+	hand := &kmeans.Model[float32]{Centroids: m.Centroids, Clusters: k, Dim: dim, Params: &sqrtP}
+	l2, same, err := hand.Predict(res, data, nil, false)
+	if err != nil || same != kept || !equal(labels, l2) {
+		t.Errorf("hand-made model with the fit's params: inertia %v, %v, labels equal %v; want %v", same, err, equal(labels, l2), kept)
+	}
+	hand.Params = nil
+	l2, squared, err := hand.Predict(res, data, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equal(labels, l2) {
+		t.Errorf("hand-made model's labels %v, fitted model's %v", l2, labels)
+	}
+	checkPredict(t, "the defaults' L2Expanded", data, m.Centroids, k, safe.L2Expanded, nil, l2, squared)
+
+	// params that do not fit the model
+	other := sqrtP
+	other.Clusters = k + 1
+	hand.Params = &other
+	safetest.Refused(t, "model params of another cluster count", "model", "Clusters", func() error {
+		_, _, err := hand.Predict(res, data, nil, false)
+		return err
+	})
+	other = sqrtP
+	other.Metric = safe.CosineExpanded
+	safetest.Refused(t, "model params of a metric k-means lacks", "model", "Metric", func() error {
+		_, _, err := hand.Predict(res, data, nil, false)
+		return err
+	})
+	var ae *safe.ArgError
+	if _, _, err := hand.Predict(res, data, nil, false); !errors.As(err, &ae) || !errors.Is(err, safe.ErrInvalidArgument) {
+		t.Errorf("refused model params: %v, want an *safe.ArgError", err)
+	}
+
+	// the tensor Predict: Clusters must be the centroids' rows, balanced too
+	n := len(data) / dim
+	dx, _ := safe.DeviceMatrixFrom(res, data, n, dim)
+	defer dx.Close()
+	dc, _ := safe.DeviceMatrixFrom(res, m.Centroids, k, dim)
+	defer dc.Close()
+	dl, _ := safe.NewDeviceVector[int32](res, n)
+	defer dl.Close()
+	for _, balanced := range []bool{false, true} {
+		q := sqrtP
+		q.Clusters, q.Balanced = k+1, balanced
+		safetest.Refused(t, "tensor Predict, params of another cluster count", "centroids", "Clusters", func() error {
+			_, err := kmeans.Predict(res, &q, dx, nil, dc, dl, false)
+			return err
+		})
 	}
 }

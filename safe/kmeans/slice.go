@@ -1,7 +1,9 @@
 package kmeans
 
 import (
+	"errors"
 	"math"
+	"strings"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
@@ -17,7 +19,7 @@ type Model[T Float] struct {
 	// FitResult is the inertia and iteration count of the fit.
 	FitResult
 	// Params are those FitSlice fitted the model with (nil for a model made
-	// by hand): Predict uses them when given nil params.
+	// by hand: DefaultParams with Clusters). Predict uses them.
 	Params *Params
 }
 
@@ -131,17 +133,19 @@ func FitSlice[T Float](res *safe.Resources, p *Params, data []T, dim int, weight
 // Predict labels the rows of data (row-major, m.Dim columns, Go memory)
 // with their nearest centroid and returns the labels and the inertia, as
 // the package-level Predict (weighted by weights if not nil, scaled to sum
-// to the rows when normalizeWeights). p should be the params m was fitted
-// with (its Metric and Balanced decide the assignment); nil p means
-// m.Params, or for a model without them DefaultParams with Clusters
-// m.Clusters.
+// to the rows when normalizeWeights), with the model's own params: those
+// FitSlice fitted it with (their Metric and Balanced decide the
+// assignment), or for a model made by hand with nil Params, DefaultParams
+// with Clusters m.Clusters. Set m.Params to predict a hand-made model with
+// another metric; params whose Clusters is not m.Clusters are refused.
 //
 // C calls: those of the package-level Predict, and cuvsRMMAlloc/Free,
 // cuvsMatrixCopy, cuvsStreamSync.
-func (m *Model[T]) Predict(res *safe.Resources, p *Params, data, weights []T, normalizeWeights bool) ([]int32, float64, error) {
+func (m *Model[T]) Predict(res *safe.Resources, data, weights []T, normalizeWeights bool) ([]int32, float64, error) {
 	const op = "kmeans.Model.Predict"
-	if m == nil || m.Dim < 1 || m.Clusters < 1 || len(m.Centroids) != m.Clusters*m.Dim {
-		return nil, 0, kit.Argf(op, "model", "not a fitted model")
+	p, err := m.params(op)
+	if err != nil {
+		return nil, 0, err
 	}
 	rows, err := rowsOf(op, "data", data, m.Dim)
 	if err != nil {
@@ -149,20 +153,6 @@ func (m *Model[T]) Predict(res *safe.Resources, p *Params, data, weights []T, no
 	}
 	if weights != nil && len(weights) != rows {
 		return nil, 0, kit.Argf(op, "weights", "%d weights for %d rows", len(weights), rows)
-	}
-	if p == nil {
-		p = m.Params
-	}
-	if p == nil {
-		d, err := DefaultParams()
-		if err != nil {
-			return nil, 0, err
-		}
-		d.Clusters = m.Clusters
-		p = &d
-	}
-	if p.Clusters != m.Clusters {
-		return nil, 0, kit.Argf(op, "params.Clusters", "%d, the model has %d centroids", p.Clusters, m.Clusters)
 	}
 	dx, err := safe.DeviceMatrixFrom(res, data, rows, m.Dim)
 	if err != nil {
@@ -197,6 +187,33 @@ func (m *Model[T]) Predict(res *safe.Resources, p *Params, data, weights []T, no
 		return nil, 0, err
 	}
 	return labels, inertia, nil
+}
+
+// params returns the params m predicts with, checked against m.
+func (m *Model[T]) params(op string) (*Params, error) {
+	if m == nil || m.Dim < 1 || m.Clusters < 1 || len(m.Centroids) != m.Clusters*m.Dim {
+		return nil, kit.Argf(op, "model", "not a fitted model")
+	}
+	if m.Params == nil {
+		d, err := DefaultParams()
+		if err != nil {
+			return nil, err
+		}
+		d.Clusters = m.Clusters
+		return &d, nil
+	}
+	if m.Params.Clusters != m.Clusters {
+		return nil, kit.Argf(op, "model", "Params.Clusters is %d, the model has %d centroids", m.Params.Clusters, m.Clusters)
+	}
+	if err := m.Params.validate(op, m.Params.Balanced); err != nil {
+		var ae *safe.ArgError
+		if errors.As(err, &ae) {
+			return nil, kit.Argf(op, "model", "P%s: %s", strings.TrimPrefix(ae.Arg, "p"), ae.Reason)
+		}
+		return nil, err
+	}
+	p := *m.Params
+	return &p, nil
 }
 
 // Cost returns ClusterCost of the rows of data (row-major, m.Dim columns,

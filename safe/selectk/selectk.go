@@ -4,8 +4,12 @@
 //
 // cuVS 26.08's C function takes one row at a time (a batch of 1): a float32
 // row of n values in device memory, and writes the k smallest with their
-// positions in the row (int64), in no particular order. On a 26.06 library
-// every call returns an error wrapping safe.ErrNotInRelease.
+// positions in the row (int64), in no particular order: it has no params
+// and passes sorted=false to cuVS's C++ select_k
+// (c/src/selection/select_k.cpp). The names say the order:
+// SelectUnsorted (tensors) returns cuVS's order, SelectSortedSlice (Go
+// slices) sorts the k results, smallest first. On a 26.06 library every
+// call returns an error wrapping safe.ErrNotInRelease.
 package selectk
 
 import (
@@ -26,17 +30,18 @@ var (
 	idxRule = kit.Rule{Arg: "indices", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true}
 )
 
-// Select writes the k smallest values of in (1 × n float32, device memory)
-// into values (1 × k float32) and their positions in in (0..n-1) into
-// indices (1 × k int64), k being the columns of values, 1 <= k <= n; in no
-// particular order. The results are ready once res's stream is
-// synchronized (res.Sync). Every shape, dtype and memory mistake is an
-// *safe.ArgError naming the argument, checked before the C call (cuVS
-// checks the same, later).
+// SelectUnsorted writes the k smallest values of in (1 × n float32,
+// device memory) into values (1 × k float32) and their positions in in
+// (0..n-1) into indices (1 × k int64), k being the columns of values,
+// 1 <= k <= n, in no particular order: cuVS does not sort them, and the
+// order may differ between GPUs and releases (SelectSortedSlice sorts).
+// The results are ready once res's stream is synchronized (res.Sync).
+// Every shape, dtype and memory mistake is an *safe.ArgError naming the
+// argument, checked before the C call (cuVS checks the same, later).
 //
 // C calls: cuvsSelectK (cuVS 26.08 and later).
-func Select(res *safe.Resources, in dlpack.Tensor, values, indices dlpack.TensorMut) error {
-	const op = "selectk.Select"
+func SelectUnsorted(res *safe.Resources, in dlpack.Tensor, values, indices dlpack.TensorMut) error {
+	const op = "selectk.SelectUnsorted"
 	if err := kit.InRelease(op, cFunc); err != nil {
 		return err
 	}
@@ -110,14 +115,15 @@ func Select(res *safe.Resources, in dlpack.Tensor, values, indices dlpack.Tensor
 	return kit.Wrap(op, generated.CuvsSelectK(h, a, b, x))
 }
 
-// SelectSlice selects the k smallest of values (Go memory) on the GPU and
-// returns them with their positions, smallest first (ties by position). It
+// SelectSortedSlice selects the k smallest of values (Go memory) on the GPU
+// and returns them with their positions, sorted: smallest first, ties by
+// position (cuVS returns them unsorted: this function sorts them). It
 // uploads values to device memory it allocates for the call, and waits.
 // NaN values are refused (an *safe.ArgError naming the first).
 //
 // C calls: cuvsRMMAlloc/Free, cuvsMatrixCopy, cuvsSelectK, cuvsStreamSync.
-func SelectSlice(res *safe.Resources, values []float32, k int) ([]float32, []int64, error) {
-	const op = "selectk.SelectSlice"
+func SelectSortedSlice(res *safe.Resources, values []float32, k int) ([]float32, []int64, error) {
+	const op = "selectk.SelectSortedSlice"
 	if err := kit.InRelease(op, cFunc); err != nil {
 		return nil, nil, err
 	}
@@ -148,7 +154,7 @@ func SelectSlice(res *safe.Resources, values []float32, k int) ([]float32, []int
 		return nil, nil, err
 	}
 	defer dx.Close()
-	if err := Select(res, in, dv, dx); err != nil {
+	if err := SelectUnsorted(res, in, dv, dx); err != nil {
 		return nil, nil, err
 	}
 	vals, err := dv.ToHost(res)

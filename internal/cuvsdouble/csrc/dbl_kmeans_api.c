@@ -14,7 +14,9 @@
  *     centroids must then be device memory and the weights host memory;
  *     hierarchical (balanced) k-means refuses host X, sample weights and
  *     float64, uses the centroids' row count (not n_clusters) and
- *     hierarchical_n_iters iterations, and reports n_iter = hierarchical_n_iters;
+ *     hierarchical_n_iters iterations, and reports n_iter = hierarchical_n_iters
+ *     and inertia = cluster_cost; its training (build_hierarchical, with each
+ *     release's re-balancing of small clusters) is imitated below;
  *   - regular fit: metric L2Expanded or L2SqrtExpanded, n_clusters > 0,
  *     tol > 0, oversampling_factor >= 0, centroids n_clusters x d, weights of
  *     n rows with a positive sum, normalized to sum n; init Array uses the
@@ -52,7 +54,9 @@
  *   - cluster cost: sum over rows of the squared L2 distance to the nearest
  *     centroid (unweighted).
  * Inertias are DataT in the C++ code: float32 inputs give float sums.
- * The double runs Lloyd's iterations on the CPU with a fixed seed.
+ * The double runs Lloyd's iterations on the CPU with a fixed seed (balanced:
+ * cuVS's deterministic seeding and its prime offsets, which advance across
+ * calls as cuVS's static counter does).
  */
 #include <math.h>
 
@@ -247,6 +251,251 @@ static int km_lloyd(const km_mat* x, const double* w, int metric, int64_t k, int
   return it;
 }
 
+/* ---- balanced (hierarchical) k-means: cpp/src/cluster/detail/kmeans_balanced.cuh ----
+ *
+ * build_hierarchical: round(sqrt(k)) mesoclusters by build_clusters, the k
+ * fine clusters split among them in proportion to their sizes
+ * (arrange_fine_clusters) and built by build_clusters on each
+ * mesocluster's rows (at most ceil(2n / mesoclusters) of them), then
+ * max(n_iters / 10, 2) balancing EM iterations over all rows.
+ * build_clusters seeds the labels round-robin (row i in cluster i mod k),
+ * takes the means, and runs n_iters balancing EM iterations. Each EM
+ * iteration but the first starts by moving the centers of small clusters
+ * (adjust_centers), which adds an iteration on the first and then every
+ * pullback-th (2, and 5 in the final pass) adjusting one; IP and cosine
+ * normalize the centers; then labels by the metric and means (an empty
+ * cluster's mean is 0: div_checkzero_op). adjust_centers differs:
+ *   26.06: every cluster of at most (IdxT)(n/k (integer) x thr) rows
+ *     (thr 0.25 in build_clusters, 0.2 in the final pass) moves to
+ *     (w c_donor + x_i) / (w + 1), w = min(its size, 7), x_i the next row
+ *     of the sequence (ofst x (count+1)) mod n whose cluster has at least
+ *     n/k rows;
+ *   26.08: clusters sorted by size, the j-th smallest paired with the j-th
+ *     largest while the small one is under 0.333 x n/k or the large one
+ *     over 3 x n/k (balanced_params' defaults, which the C API keeps); the
+ *     small one moves to c_large + 0.01 (x_i - c_large), x_i the first row
+ *     of the large one in the sequence (ofst (t+1) + pair) mod n.
+ * ofst is the next prime of a fixed list not dividing n, from a counter
+ * cuVS keeps across calls (a static); the double keeps one too. */
+
+typedef struct {
+  const double* x; /* n x d */
+  int64_t n, d;
+  int metric;
+} kb_data;
+
+static atomic_uint g_kb_primes;
+
+static int64_t kb_prime(int64_t n)
+{
+  static const int64_t primes[] = {29,   71,   113,  173,  229,  281,  349,  409,  463,  541,
+                                   601,  659,  733,  809,  863,  941,  1013, 1069, 1151, 1223,
+                                   1291, 1373, 1451, 1511, 1583, 1657, 1733, 1811, 1889, 1987,
+                                   2053, 2129, 2213, 2287, 2357, 2423, 2531, 2617, 2687, 2741};
+  const unsigned np = sizeof primes / sizeof primes[0];
+  int64_t p;
+  do {
+    p = primes[(atomic_fetch_add(&g_kb_primes, 1u) + 1u) % np];
+  } while (n % p == 0);
+  return p;
+}
+
+/* calc_centers_and_sizes with reset: means, 0 for an empty cluster */
+static void kb_means(const kb_data* D, const int64_t* lab, int64_t k, double* c, int64_t* sz)
+{
+  int64_t d = D->d;
+  memset(c, 0, (size_t)(k * d) * sizeof *c);
+  memset(sz, 0, (size_t)k * sizeof *sz);
+  for (int64_t i = 0; i < D->n; i++) {
+    sz[lab[i]]++;
+    for (int64_t j = 0; j < d; j++) c[lab[i] * d + j] += D->x[i * d + j];
+  }
+  for (int64_t l = 0; l < k; l++) {
+    for (int64_t j = 0; j < d; j++) c[l * d + j] = sz[l] ? c[l * d + j] / (double)sz[l] : 0;
+  }
+}
+
+static int kb_pair_cmp(const void* a, const void* b)
+{
+  const int64_t *x = a, *y = b;
+  if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+  return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* adjust_centers: whether a center moved */
+static int kb_adjust(const kb_data* D, const int64_t* lab, const int64_t* sz, int64_t k, double lower,
+                     double upper, double* c)
+{
+  int64_t n = D->n, d = D->d;
+  if (k == 0) return 0;
+#if DBL_RELEASE < 2608
+  (void)upper;
+  int64_t average = n / k, ofst = kb_prime(n), count = 0;
+  int moved = 0;
+  for (int64_t l = 0; l < k; l++) {
+    if (sz[l] > (int64_t)((float)average * (float)lower)) continue;
+    int64_t i = -1;
+    for (int64_t tries = 0; tries < n; tries++) {
+      int64_t cand = (ofst * (++count)) % n;
+      if (sz[lab[cand]] >= average) {
+        i = cand;
+        break;
+      }
+    }
+    if (i < 0) continue;
+    double wc = sz[l] < 7 ? (double)sz[l] : 7.0;
+    const double* donor = c + lab[i] * d;
+    for (int64_t j = 0; j < d; j++) c[l * d + j] = (wc * donor[j] + D->x[i * d + j]) / (wc + 1);
+    moved = 1;
+  }
+  return moved;
+#else
+  double average = (double)(float)((float)n / (float)k);
+  double lo = (float)average * (float)lower, hi = (float)average * (float)upper;
+  int64_t* sorted = malloc((size_t)k * 2 * sizeof *sorted);
+  for (int64_t l = 0; l < k; l++) sorted[2 * l] = sz[l], sorted[2 * l + 1] = l;
+  qsort(sorted, (size_t)k, 2 * sizeof *sorted, kb_pair_cmp);
+  int64_t pairs = 0;
+  for (; pairs < k / 2; pairs++) {
+    int64_t ss = sorted[2 * pairs], sc = sorted[2 * pairs + 1];
+    int64_t ls = sorted[2 * (k - 1 - pairs)], lc = sorted[2 * (k - 1 - pairs) + 1];
+    if (sc == lc || ls == 0) break;
+    if ((double)ss >= lo && (double)ls <= hi) break;
+  }
+  if (pairs == 0) {
+    free(sorted);
+    return 0;
+  }
+  int64_t ofst = kb_prime(n), span = (n + 31) / 32 * 32;
+  for (int64_t p = 0; p < pairs; p++) {
+    int64_t recv = sorted[2 * p + 1], donor = sorted[2 * (k - 1 - p) + 1], i = -1;
+    for (int64_t t = 0; t < span && i < 0; t++) {
+      int64_t cand = (ofst * (t + 1) + p) % n;
+      if (lab[cand] == donor) i = cand;
+    }
+    if (i < 0) continue;
+    for (int64_t j = 0; j < d; j++) {
+      double dc = c[donor * d + j];
+      c[recv * d + j] = dc + 0.01 * (D->x[i * d + j] - dc);
+    }
+  }
+  free(sorted);
+  return 1;
+#endif
+}
+
+/* balancing_em_iters from the centers in c */
+static void kb_em(const kb_data* D, int64_t k, int n_iters, int pullback, double lower, double upper,
+                  double* c, int64_t* lab, int64_t* sz)
+{
+  km_mat cm = {D->x, 64, D->n, D->d};
+  int64_t d = D->d;
+  int counter = pullback;
+  for (int iter = 0; iter < n_iters; iter++) {
+    if (iter > 0 && kb_adjust(D, lab, sz, k, lower, upper, c)) {
+      if (counter++ >= pullback) {
+        counter -= pullback;
+        n_iters++;
+      }
+    }
+    if (D->metric == InnerProduct || D->metric == CosineExpanded) {
+      for (int64_t l = 0; l < k; l++) {
+        double s = 0;
+        for (int64_t j = 0; j < d; j++) s += c[l * d + j] * c[l * d + j];
+        s = sqrt(s);
+        if (s > 0) {
+          for (int64_t j = 0; j < d; j++) c[l * d + j] /= s;
+        }
+      }
+    }
+    for (int64_t i = 0; i < D->n; i++) lab[i] = km_nearest(D->metric, &cm, i, c, k, d, NULL);
+    kb_means(D, lab, k, c, sz);
+  }
+}
+
+/* build_clusters: round-robin labels, their means, n_iters EM iterations */
+static void kb_build(const kb_data* D, int64_t k, int n_iters, double lower, double upper, double* c,
+                     int64_t* lab, int64_t* sz)
+{
+  for (int64_t i = 0; i < D->n; i++) lab[i] = i % k;
+  kb_means(D, lab, k, c, sz);
+  kb_em(D, k, n_iters, 2, lower, upper, c, lab, sz);
+}
+
+#if DBL_RELEASE < 2608
+#define KB_LOWER 0.25
+#define KB_FINAL_LOWER 0.2
+#define KB_UPPER 0.0 /* 26.06 has no upper bound */
+#else
+#define KB_LOWER 0.333f
+#define KB_FINAL_LOWER 0.333f
+#define KB_UPPER 3.0f
+#endif
+
+/* build_hierarchical of the n x d rows x into c (k x d) */
+static void km_balanced(const km_mat* xm, int metric, int64_t k, int n_iters, double* c)
+{
+  int64_t n = xm->n, d = xm->d;
+  double* x = malloc((size_t)(n * d) * sizeof *x);
+  for (int64_t i = 0; i < n; i++) km_row(xm, i, x + i * d);
+  kb_data all = {x, n, d, metric};
+  int64_t nm = (int64_t)(sqrt((double)k) + 0.5);
+  if (nm > k) nm = k;
+  if (nm < 1) nm = 1;
+  double* mc = calloc((size_t)(nm * d), sizeof *mc);
+  int64_t* mlab = calloc((size_t)n, sizeof *mlab);
+  int64_t* msz = calloc((size_t)nm, sizeof *msz);
+  kb_build(&all, nm, n_iters, KB_LOWER, KB_UPPER, mc, mlab, msz);
+
+  /* arrange_fine_clusters */
+  int64_t* fine = calloc((size_t)nm, sizeof *fine);
+  int64_t* csum = calloc((size_t)nm + 1, sizeof *csum);
+  int64_t lists_rem = k, nonempty_rem = 0, rows_rem = n, size_max = 0;
+  for (int64_t i = 0; i < nm; i++) nonempty_rem += msz[i] > 0;
+  for (int64_t i = 0; i < nm; i++) {
+    if (i < nm - 1) {
+      if (msz[i] == 0) {
+        fine[i] = 0;
+      } else {
+        nonempty_rem--;
+        int64_t s = (int64_t)((double)(lists_rem * msz[i]) / (double)rows_rem + .5);
+        if (s > lists_rem - nonempty_rem) s = lists_rem - nonempty_rem;
+        fine[i] = s > 1 ? s : 1;
+      }
+    } else {
+      fine[i] = lists_rem;
+    }
+    lists_rem -= fine[i];
+    rows_rem -= msz[i];
+    if (msz[i] > size_max) size_max = msz[i];
+    csum[i + 1] = csum[i] + fine[i];
+  }
+  int64_t balanced_max = (2 * n + nm - 1) / nm;
+  if (size_max > balanced_max) size_max = balanced_max;
+
+  /* build_fine_clusters: each mesocluster's first size_max rows */
+  double* sub = malloc((size_t)((size_max ? size_max : 1) * d) * sizeof *sub);
+  int64_t* slab = calloc((size_t)(size_max ? size_max : 1), sizeof *slab);
+  int64_t* ssz = calloc((size_t)k, sizeof *ssz);
+  for (int64_t m = 0; m < nm; m++) {
+    int64_t rows = 0;
+    for (int64_t i = 0; i < n && rows < size_max; i++) {
+      if (mlab[i] == m) memcpy(sub + (rows++) * d, x + i * d, (size_t)d * sizeof *x);
+    }
+    if (rows == 0 || fine[m] == 0) continue;
+    kb_data part = {sub, rows, d, metric};
+    kb_build(&part, fine[m], n_iters, KB_LOWER, KB_UPPER, c + csum[m] * d, slab, ssz);
+  }
+
+  /* the final balancing over all rows */
+  int64_t* lab = calloc((size_t)n, sizeof *lab);
+  int64_t* sz = calloc((size_t)k, sizeof *sz);
+  int fin = n_iters / 10 > 2 ? n_iters / 10 : 2;
+  kb_em(&all, k, fin, 5, KB_FINAL_LOWER, KB_UPPER, c, lab, sz);
+  free(x), free(mc), free(mlab), free(msz), free(fine), free(csum);
+  free(sub), free(slab), free(ssz), free(lab), free(sz);
+}
+
 /* float rounded to TF32 (10 explicit mantissa bits), to nearest, ties away
  * from zero (cvt.rna.tf32.f32) */
 float dbl_tf32(float v)
@@ -375,14 +624,18 @@ static cuvsError_t km_fit(const km_params* p, DLManagedTensor* X, DLManagedTenso
     if (m != L2Expanded && m != L2SqrtExpanded && m != CosineExpanded && m != InnerProduct) {
       return RAFT_FAIL("The chosen distance metric is not supported (%d)", m);
     }
-    double* c = malloc((size_t)(k * d) * sizeof *c);
-    /* evenly spaced rows seed the balanced fit */
-    for (int64_t j = 0; j < k; j++) km_row(&x, j * x.n / k, c + j * d);
-    double in;
-    km_lloyd(&x, NULL, m, k, p->hierarchical_n_iters, 0, c, &in);
+    double* c = calloc((size_t)(k * d), sizeof *c);
+    km_balanced(&x, m, k, p->hierarchical_n_iters, c);
+    /* build_hierarchical's inertia: cluster_cost, squared L2 whatever the metric */
+    double in = 0;
+    for (int64_t i = 0; i < x.n; i++) {
+      double b;
+      km_nearest(L2Expanded, &x, i, c, k, d, &b);
+      in += b;
+    }
     km_store(ct->data, bits, c, k * d);
     free(c);
-    *inertia = in;
+    *inertia = km_datat(bits, in);
     *n_iter = p->hierarchical_n_iters;
     return CUVS_SUCCESS;
   } else {
