@@ -45,11 +45,12 @@
  * cuvsCagraIndexParams has no compression member, and its cuvsCagraBuild
  * takes a cuvsDataset_t (made with cuvsDatasetMakePadded, a function 26.06
  * lacks) instead of a DLManagedTensor*. The declarations header names
- * 26.08's variants with a _v2608 suffix; the library exports both under the
- * C names. */
+ * 26.08's variants with a _v2608 suffix; a library of either release exports
+ * its own under the plain C names. */
 enum { RELEASE_2606 = 2606, RELEASE_2608 = 2608 };
 
-/* The functions both releases export with the same C type. */
+/* The functions both releases export with the same C type (besides
+ * cuvsGetLastErrorText and cuvsVersionGet, bound first). */
 #define CUVS_FUNCS(X)                  \
   X(cuvsResourcesCreate)               \
   X(cuvsResourcesDestroy)              \
