@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,23 +27,52 @@ func run(t *testing.T, bin string, args ...string) (stdout, stderr string, err e
 	return o.String(), e.String(), err
 }
 
+// release is the release of the double cuvsdouble.Build builds here:
+// $CUVSDOUBLE_RELEASE, else 26.06.
+func release() string {
+	if r := os.Getenv(cuvsdouble.ReleaseEnv); r != "" {
+		return r
+	}
+	return cuvsdouble.Release2606
+}
+
 // TestAgainstDouble is the CI smoke test of the C program: it runs against
-// the ABI test double (the numbers mean nothing) and must print a sane table
-// and leave the double with no violation and nothing alive.
+// the ABI test double of either release (CUVSDOUBLE_RELEASE; the numbers
+// mean nothing) and must name the double's version, print a sane table and
+// leave the double with no violation and nothing alive (on 26.08 that
+// includes the padded dataset the index is built from, which must outlive
+// the index and then be destroyed). On 26.08 the persistent kernel is
+// refused, as the Go program refuses it.
 func TestAgainstDouble(t *testing.T) {
 	bin := cbench.Build(t)
 	lib := cuvsdouble.Build(t)
+	rel := release()
+	major, minor, patch, ok := cuvsdouble.ReleaseVersion(rel)
+	if !ok {
+		t.Fatalf("%s=%q: not a release of the double", cuvsdouble.ReleaseEnv, rel)
+	}
+	version := fmt.Sprintf("cuVS %d.%02d.%02d from %s", major, minor, patch, lib)
 	for _, tc := range []struct {
-		name string
-		args []string
-		want []string // in the comments
+		name    string
+		args    []string
+		want    []string // in the comments
+		refused string   // on 26.08: the exit status is 1 and stderr says this
 	}{
-		{"pool", []string{"-goroutines", "1,2,4"}, []string{"memory pool on (10%..60% of device memory)", "persistent kernel off"}},
+		{"pool", []string{"-goroutines", "1,2,4"}, []string{"memory pool on (10%..60% of device memory)", "persistent kernel off"}, ""},
+		{"no-pool-batch", []string{"-goroutines", "3", "-pool", "off", "--batch", "4"},
+			[]string{"memory pool off", "persistent kernel off", "batch 4"}, ""},
 		{"no-pool-persistent-batch", []string{"-goroutines", "3", "-pool", "off", "-persistent=on", "--batch", "4"},
-			[]string{"memory pool off", "persistent kernel on", "batch 4"}},
+			[]string{"memory pool off", "persistent kernel on", "batch 4"}, "-persistent on: the persistent kernel is refused on cuVS 26.08"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, errOut, err := run(t, bin, append(append([]string{"-lib", lib}, small...), tc.args...)...)
+			if tc.refused != "" && rel == cuvsdouble.Release2608 {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errOut, tc.refused) || !strings.Contains(errOut, lib) {
+					t.Errorf("%v, stdout %q, stderr %q; want exit status 1 and %q", err, out, errOut, tc.refused)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 			}
@@ -62,12 +93,48 @@ func TestAgainstDouble(t *testing.T) {
 				t.Errorf("rows for goroutines %s, want %s", got, want)
 			}
 			comments := strings.Join(tab.Comments, "\n")
-			for _, w := range append(tc.want, "cuvsdouble: 0 violations, 0 objects live at exit") {
+			for _, w := range append(tc.want, version, "cuvsdouble: 0 violations, 0 objects live at exit") {
 				if !strings.Contains(comments, w) {
 					t.Errorf("the output does not say %q", w)
 				}
 			}
 		})
+	}
+}
+
+// TestOtherRelease: a library of a release other than 26.06 and 26.08 is
+// refused by name and version, before any function of either release is
+// looked up (the tiny library here exports only cuvsVersionGet and
+// cuvsGetLastErrorText).
+func TestOtherRelease(t *testing.T) {
+	bin := cbench.Build(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "tiny.c")
+	if err := os.WriteFile(src, []byte(`#include <stdint.h>
+const char* cuvsGetLastErrorText(void) { return ""; }
+int cuvsVersionGet(uint16_t* major, uint16_t* minor, uint16_t* patch)
+{
+  *major = 26;
+  *minor = 10;
+  *patch = 0;
+  return 1; /* CUVS_SUCCESS */
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(dir, "libcuvs_c.so")
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "gcc"
+	}
+	if out, err := exec.Command(cc, "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		t.Fatalf("building the tiny library: %v\n%s", err, out)
+	}
+	out, errOut, err := run(t, bin, append([]string{"-lib", lib}, small...)...)
+	var ee *exec.ExitError
+	want := "cbench: " + lib + " is cuVS 26.10.00; this program speaks cuVS 26.06 and 26.08"
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errOut, want) || out != "" {
+		t.Errorf("%v, stdout %q, stderr %q; want exit status 1 and %q", err, out, errOut, want)
 	}
 }
 

@@ -16,8 +16,12 @@
  *
  *   gcc -std=gnu11 -O2 -Igenerated internal/cbench/csrc/cbench.c -o build/cbench -pthread -ldl
  *
- * (make cbench). When the library is the ABI test double it also reports the
- * double's violation and leak counts, for the CI smoke test. */
+ * (make cbench). It speaks cuVS 26.06 and 26.08, the releases of the Go
+ * bindings' window: it reads the library's release with cuvsVersionGet and
+ * calls that release's cuvsCagraBuild (see build_index); it refuses any other
+ * release, and, as the Go program does, the persistent kernel on 26.08. When
+ * the library is the ABI test double it also reports the double's violation
+ * and leak counts, for the CI smoke test. */
 
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -36,9 +40,18 @@
 
 /* ---- the library ---- */
 
+/* The releases this program speaks (major * 100 + minor), as cuvsVersionGet
+ * reports them. They differ in what the program calls: 26.08's struct
+ * cuvsCagraIndexParams has no compression member, and its cuvsCagraBuild
+ * takes a cuvsDataset_t (made with cuvsDatasetMakePadded, a function 26.06
+ * lacks) instead of a DLManagedTensor*. The declarations header names
+ * 26.08's variants with a _v2608 suffix; a library of either release exports
+ * its own under the plain C names. */
+enum { RELEASE_2606 = 2606, RELEASE_2608 = 2608 };
+
+/* The functions both releases export with the same C type (besides
+ * cuvsGetLastErrorText and cuvsVersionGet, bound first). */
 #define CUVS_FUNCS(X)                  \
-  X(cuvsGetLastErrorText)              \
-  X(cuvsVersionGet)                    \
   X(cuvsResourcesCreate)               \
   X(cuvsResourcesDestroy)              \
   X(cuvsStreamSync)                    \
@@ -46,17 +59,33 @@
   X(cuvsRMMFree)                       \
   X(cuvsRMMPoolMemoryResourceEnable)   \
   X(cuvsMatrixCopy)                    \
-  X(cuvsCagraIndexParamsCreate)        \
-  X(cuvsCagraIndexParamsDestroy)       \
   X(cuvsCagraSearchParamsCreate)       \
   X(cuvsCagraSearchParamsDestroy)      \
   X(cuvsCagraIndexCreate)              \
   X(cuvsCagraIndexDestroy)             \
-  X(cuvsCagraBuild)                    \
   X(cuvsCagraSearch)
 
+/* Each release's own: X(declaration, exported name), looked up only in a
+ * library of that release (a 26.06 library has no cuvsDatasetMakePadded). */
+#define CUVS_FUNCS_2606(X)                                        \
+  X(cuvsCagraIndexParamsCreate, cuvsCagraIndexParamsCreate)       \
+  X(cuvsCagraIndexParamsDestroy, cuvsCagraIndexParamsDestroy)     \
+  X(cuvsCagraBuild, cuvsCagraBuild)
+#define CUVS_FUNCS_2608(X)                                          \
+  X(cuvsCagraIndexParamsCreate_v2608, cuvsCagraIndexParamsCreate)   \
+  X(cuvsCagraIndexParamsDestroy_v2608, cuvsCagraIndexParamsDestroy) \
+  X(cuvsCagraBuild_v2608, cuvsCagraBuild)                           \
+  X(cuvsDatasetMakePadded, cuvsDatasetMakePadded)                   \
+  X(cuvsDatasetDestroy, cuvsDatasetDestroy)
+
 #define DECLARE_FN(f) static __typeof__(f)* p_##f;
+#define DECLARE_FN2(f, sym) DECLARE_FN(f)
+DECLARE_FN(cuvsGetLastErrorText)
+DECLARE_FN(cuvsVersionGet)
 CUVS_FUNCS(DECLARE_FN)
+CUVS_FUNCS_2606(DECLARE_FN2)
+CUVS_FUNCS_2608(DECLARE_FN2)
+#undef DECLARE_FN2
 #undef DECLARE_FN
 
 /* The same memory pool safe.Load enables by default. */
@@ -64,6 +93,8 @@ enum { POOL_INITIAL_PERCENT = 10, POOL_MAX_PERCENT = 60 };
 
 static void* g_lib;
 static char g_lib_name[4096];
+static int g_release; /* RELEASE_2606 or RELEASE_2608 */
+static uint16_t g_major, g_minor, g_patch;
 
 static bool try_open(const char* path, char* why, size_t cap)
 {
@@ -78,8 +109,23 @@ static bool try_open(const char* path, char* why, size_t cap)
   return false;
 }
 
-/* The Go bindings' order: -lib, $CUVS_LIBRARY, the loader's search for
- * libcuvs_c.so(.1), then $CONDA_PREFIX/lib. */
+/* The address of an exported function of the library, or the end. */
+static void* need(const char* name)
+{
+  void* f = dlsym(g_lib, name);
+  if (!f) {
+    fprintf(stderr, "cbench: %s does not export %s\n", g_lib_name, name);
+    exit(1);
+  }
+  return f;
+}
+
+static void die_cuvs(const char* what);
+
+/* Opens the library in the Go bindings' order: -lib, $CUVS_LIBRARY, the
+ * loader's search for libcuvs_c.so(.1), then $CONDA_PREFIX/lib. Then reads
+ * its release (cuvsVersionGet), refuses a release other than 26.06 and
+ * 26.08, and binds the functions of both releases and of its own. */
 static void open_library(const char* lib)
 {
   char why[8192] = "";
@@ -98,13 +144,28 @@ static void open_library(const char* lib)
     }
     if (!g_lib) goto fail;
   }
-#define LOAD_FN(f)                                                                 \
-  if (!(*(void**)&p_##f = dlsym(g_lib, #f))) {                                     \
-    fprintf(stderr, "cbench: %s does not export %s\n", g_lib_name, #f);            \
-    exit(1);                                                                       \
+#define LOAD_FN2(f, sym) *(void**)&p_##f = need(#sym);
+#define LOAD_FN(f) LOAD_FN2(f, f)
+  LOAD_FN(cuvsGetLastErrorText)
+  LOAD_FN(cuvsVersionGet)
+  if (p_cuvsVersionGet(&g_major, &g_minor, &g_patch) != CUVS_SUCCESS) die_cuvs("cuvsVersionGet");
+  if (g_major == 26 && g_minor == 6) {
+    g_release = RELEASE_2606;
+  } else if (g_major == 26 && g_minor == 8) {
+    g_release = RELEASE_2608;
+  } else {
+    fprintf(stderr, "cbench: %s is cuVS %d.%02d.%02d; this program speaks cuVS 26.06 and 26.08\n", g_lib_name,
+            g_major, g_minor, g_patch);
+    exit(1);
   }
   CUVS_FUNCS(LOAD_FN)
+  if (g_release == RELEASE_2606) {
+    CUVS_FUNCS_2606(LOAD_FN2)
+  } else {
+    CUVS_FUNCS_2608(LOAD_FN2)
+  }
 #undef LOAD_FN
+#undef LOAD_FN2
   return;
 fail:
   fprintf(stderr, "cbench: cannot open libcuvs_c (give -lib or set CUVS_LIBRARY):%s\n", why);
@@ -391,6 +452,7 @@ static void* upload(cuvsResources_t res, const float* host, int64_t rows, int64_
 
 static config g_cfg;
 static cuvsCagraIndex_t g_index;
+static cuvsDataset_t g_dataset; /* 26.08: the index's rows, destroyed after it */
 static cuvsCagraSearchParams_t g_sp;
 static int64_t g_start_ns, g_deadline_ns;
 static pthread_barrier_t g_ready, g_go;
@@ -545,6 +607,73 @@ static double warm_up(cuvsResources_t res)
   return (double)(now_ns() - t0) / 1e9;
 }
 
+/* The index parameters, on either release's layout: L2, NN-Descent graph,
+ * intermediate degree twice the final one. Create's graph_build_params (an
+ * IVF-PQ object) is left in place, unread by NN-Descent; the caller hands
+ * the params back to Destroy with build_algo as Create set it (IVF_PQ), so
+ * Destroy frees what Create allocated. */
+#define SET_INDEX_PARAMS(ip, c)                                     \
+  do {                                                              \
+    (ip)->metric = L2Expanded;                                      \
+    (ip)->graph_degree = (size_t)(c)->graph_degree;                 \
+    (ip)->intermediate_graph_degree = 2 * (size_t)(c)->graph_degree; \
+    (ip)->build_algo = NN_DESCENT;                                  \
+  } while (0)
+
+/* Builds g_index from the host matrix data (n x dim) and returns the
+ * seconds it took, the copy to the device included, as cagra.Build on
+ * either release:
+ *   - 26.06: cuvsCagraBuild from the host tensor (cuVS copies it);
+ *   - 26.08: cuvsDatasetMakePadded copies the host rows into a padded
+ *     device dataset that it owns, cuvsCagraBuild reads the index's rows
+ *     from it, and the index refers to that dataset without owning it: the
+ *     dataset is kept in g_dataset and destroyed after the index
+ *     (cuvsCagraIndexDestroy, then cuvsDatasetDestroy). */
+static double build_index(cuvsResources_t res, float* data)
+{
+  const config* c = &g_cfg;
+  DLManagedTensor td;
+  int64_t sd[2];
+  matrix(&td, sd, data, kDLCPU, kDLFloat, c->n, c->dim);
+  CHECK(p_cuvsCagraIndexCreate(&g_index));
+  int64_t t0;
+  double took;
+  if (g_release == RELEASE_2608) {
+    cuvsCagraIndexParams_t_v2608 ip;
+    CHECK(p_cuvsCagraIndexParamsCreate_v2608(&ip));
+    enum cuvsCagraGraphBuildAlgo created_algo = ip->build_algo;
+    SET_INDEX_PARAMS(ip, c);
+    t0 = now_ns();
+    CHECK(p_cuvsDatasetMakePadded(res, &td, CUVS_DATASET_MEM_TYPE_DEVICE, &g_dataset));
+    CHECK(p_cuvsCagraBuild_v2608(res, ip, g_dataset, g_index));
+    CHECK(p_cuvsStreamSync(res));
+    took = (double)(now_ns() - t0) / 1e9;
+    ip->build_algo = created_algo;
+    CHECK(p_cuvsCagraIndexParamsDestroy_v2608(ip));
+  } else {
+    cuvsCagraIndexParams_t ip;
+    CHECK(p_cuvsCagraIndexParamsCreate(&ip));
+    enum cuvsCagraGraphBuildAlgo created_algo = ip->build_algo;
+    SET_INDEX_PARAMS(ip, c);
+    t0 = now_ns();
+    CHECK(p_cuvsCagraBuild(res, ip, &td, g_index));
+    CHECK(p_cuvsStreamSync(res));
+    took = (double)(now_ns() - t0) / 1e9;
+    ip->build_algo = created_algo;
+    CHECK(p_cuvsCagraIndexParamsDestroy(ip));
+  }
+  return took;
+}
+
+/* Destroys g_index, then (26.08) the dataset it referred to. */
+static void destroy_index(void)
+{
+  CHECK(p_cuvsCagraIndexDestroy(g_index));
+  if (g_dataset) CHECK(p_cuvsDatasetDestroy(g_dataset));
+  g_index = NULL;
+  g_dataset = NULL;
+}
+
 /* When the library is the ABI test double, its own account of misuse and
  * leaks (absent from the real library). */
 static void report_double(void)
@@ -569,8 +698,15 @@ int main(int argc, char** argv)
   parse_flags(argc, argv, &g_cfg);
   const config* c = &g_cfg;
   open_library(c->lib);
-  uint16_t major, minor, patch;
-  CHECK(p_cuvsVersionGet(&major, &minor, &patch));
+  if (c->persistent && g_release == RELEASE_2608) {
+    /* As the Go program (cagra.PersistentRefused2608). */
+    fprintf(stderr,
+            "cbench: -persistent on: the persistent kernel is refused on cuVS 26.08 (%s is %d.%02d.%02d): on the "
+            "real library it served one search per 2 s (its lifetime) and the process then crashed (SIGSEGV); "
+            "leave -persistent off on 26.08 or use cuVS 26.06\n",
+            g_lib_name, g_major, g_minor, g_patch);
+    exit(1);
+  }
   if (c->pool) CHECK(p_cuvsRMMPoolMemoryResourceEnable(POOL_INITIAL_PERCENT, POOL_MAX_PERCENT, false));
   char pool[128];
   if (c->pool) {
@@ -578,34 +714,14 @@ int main(int argc, char** argv)
   } else {
     snprintf(pool, sizeof pool, "off (cuVS's default memory resource)");
   }
-  printf("# serving (c): cuVS %d.%02d.%02d from %s; memory pool %s\n", major, minor, patch, g_lib_name, pool);
+  printf("# serving (c): cuVS %d.%02d.%02d from %s; memory pool %s\n", g_major, g_minor, g_patch, g_lib_name, pool);
   fflush(stdout);
 
   cuvsResources_t res;
   CHECK(p_cuvsResourcesCreate(&res));
 
-  /* Build from host memory (cuVS copies it), NN-Descent graph. Create's
-   * graph_build_params (an IVF-PQ object) is left in place, unread by
-   * NN-Descent, and handed back to Destroy with build_algo IVF_PQ, so Destroy
-   * frees what Create allocated. */
   float* data = random_matrix(c->seed, c->n, c->dim);
-  cuvsCagraIndexParams_t ip;
-  CHECK(p_cuvsCagraIndexParamsCreate(&ip));
-  enum cuvsCagraGraphBuildAlgo created_algo = ip->build_algo;
-  ip->metric = L2Expanded;
-  ip->graph_degree = (size_t)c->graph_degree;
-  ip->intermediate_graph_degree = 2 * (size_t)c->graph_degree;
-  ip->build_algo = NN_DESCENT;
-  CHECK(p_cuvsCagraIndexCreate(&g_index));
-  DLManagedTensor td;
-  int64_t sd[2];
-  matrix(&td, sd, data, kDLCPU, kDLFloat, c->n, c->dim);
-  int64_t t0 = now_ns();
-  CHECK(p_cuvsCagraBuild(res, ip, &td, g_index));
-  CHECK(p_cuvsStreamSync(res));
-  double build_s = (double)(now_ns() - t0) / 1e9;
-  ip->build_algo = created_algo;
-  CHECK(p_cuvsCagraIndexParamsDestroy(ip));
+  double build_s = build_index(res, data);
   free(data);
   printf("# index: CAGRA %" PRId64 " x %" PRId64
          " float32 (uniform random, seed %" PRIu64 "), graph degree %d (intermediate %d, NN-Descent), built in %.2f s\n",
@@ -627,7 +743,7 @@ int main(int argc, char** argv)
   for (int i = 0; i < c->steps; i++) step(c->goroutines[i]);
 
   CHECK(p_cuvsCagraSearchParamsDestroy(g_sp));
-  CHECK(p_cuvsCagraIndexDestroy(g_index));
+  destroy_index();
   CHECK(p_cuvsResourcesDestroy(res));
   report_double();
   return 0;
