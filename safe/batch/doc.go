@@ -62,6 +62,9 @@
 // Stats accounts for a request's time: its queue wait, its batch's
 // hand-off, staging, search and delivery.
 //
+// Distances and neighbor ids are those of the index behind the Searcher:
+// see package safe's doc, sections Distances and Neighbor ids.
+//
 // Each of the Options.Slots slots has its own safe.Resources (its own CUDA
 // stream), buffers and goroutine, so several batches search at once on
 // different streams.

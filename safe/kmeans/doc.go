@@ -8,6 +8,9 @@
 // The tensor functions (Fit, Predict, ClusterCost) take your tensors;
 // FitSlice and Model's methods take Go slices and copy them.
 //
+// Distances: see package safe's doc, section Distances (what Predict's
+// metric means; Inertia and ClusterCost are described below).
+//
 // # One API over two releases
 //
 // 26.06 has two parameter structs (cuvsKMeansParams, with an inertia_check

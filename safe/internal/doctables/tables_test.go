@@ -79,7 +79,7 @@ func packages(t *testing.T) []string {
 // neighbors or distances of a metric (pca, quantize) or outside the tables
 // (selectk, whose distances are the caller's).
 var (
-	noPointer = map[string]bool{"batch": true, "kmeans": true, "pca": true, "quantize": true, "selectk": true}
+	noPointer = map[string]bool{"pca": true, "quantize": true, "selectk": true}
 	noRows    = map[string]bool{"pca": true, "quantize": true, "selectk": true}
 )
 
