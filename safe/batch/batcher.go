@@ -705,13 +705,14 @@ func (b *batcher[T, N]) lead(s *slot[T, N], rows int) {
 // run stages the batch's queries, searches them and delivers the results to
 // the callers still waiting, and returns how long each step took.
 //
-// A batch of one request (its caller searching on its own goroutine, or a
-// lone request a slot took) is delivered here. A larger one is delivered
-// by fan-out (deliverTree): this goroutine wakes the first few callers,
-// each caller copies its own rows out of the staging and wakes a few more,
-// and the last to finish hands the slot back; run waits for that. Woken
-// one by one from here, 256 callers cost ~150 µs on the real H200 (each
-// wake-up ~0.6 µs), while the first of them already waited for the search.
+// A batch of at most fanRoot requests (a caller searching on its own
+// goroutine among them) is delivered here, one request after the other. A
+// larger one is delivered by fan-out (slot.wakeBelow): this goroutine wakes
+// the first fanRoot callers, each caller copies its own rows out of the
+// staging and wakes fanOut more, and the last to finish hands the slot
+// back; run waits for that. Woken one by one from here, 256 callers cost
+// ~150 µs on the real H200 (each wake-up ~0.6 µs); small batches are not
+// worth the hand-back (a goroutine's wake-up, ~10-25 µs on an idle machine).
 func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 	t0 := time.Now()
 	row := 0
@@ -723,15 +724,16 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 	t1 := time.Now()
 	err := s.search(b.s, rows)
 	t2 := time.Now()
-	if len(s.reqs) == 1 {
-		r := s.reqs[0]
-		if r.state.CompareAndSwap(stTaken, stDelivering) {
-			if err == nil {
-				s.deliver(r, 0)
+	if len(s.reqs) <= fanRoot {
+		for _, r := range s.reqs {
+			if r.state.CompareAndSwap(stTaken, stDelivering) {
+				if err == nil {
+					s.deliver(r, r.row)
+				}
+				r.err = err
+				r.state.Store(stDone)
+				r.done <- struct{}{}
 			}
-			r.err = err
-			r.state.Store(stDone)
-			r.done <- struct{}{}
 		}
 	} else {
 		s.err = err

@@ -159,8 +159,8 @@ func (m HashMode) String() string { return generated.CuvsCagraHashMode(m).String
 // library (v26.06), persistent-kernel searches stalled for seconds, from C
 // and from Go alike: with 8 threads, 8 searches completed in 3 s, each
 // taking ~3 s; the maximum latency was 2–6 s at 1 and at 32 threads.
-// Measure your workload before turning it on. On cuVS 26.08 Search refuses
-// Persistent (PersistentRefused2608 says why).
+// Search refuses Persistent on every release: PersistentRefused says why
+// (the stall's cause, read in cuVS's sources).
 //
 // FilterPath and FilterExactBelow go beyond cuVS. CAGRA's graph search
 // degrades under a bitset filter: it walks through the rows the filter
@@ -534,8 +534,8 @@ func (s *SearchParams) validate(op string) error {
 	if !(s.HashmapMaxFillRate >= 0.1 && s.HashmapMaxFillRate < 0.9) {
 		return kit.Argf(op, "params.HashmapMaxFillRate", "%g is not in [0.1, 0.9)", s.HashmapMaxFillRate)
 	}
-	if s.Persistent && is2608() {
-		return kit.Argf(op, "params.Persistent", "%s", PersistentRefused2608)
+	if s.Persistent {
+		return kit.Argf(op, "params.Persistent", "%s", PersistentRefused)
 	}
 	if !(s.PersistentDeviceUsage > 0 && s.PersistentDeviceUsage <= 1) {
 		return kit.Argf(op, "params.PersistentDeviceUsage", "%g is not in (0, 1]", s.PersistentDeviceUsage)

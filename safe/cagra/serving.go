@@ -86,14 +86,40 @@ func closeInto(err *error, c interface{ Close() error }) {
 	}
 }
 
-// PersistentRefused2608 is why Search refuses Persistent on cuVS 26.08
-// (an *safe.ArgError naming params.Persistent): on the real library (26.08.01,
-// H200) examples/serving with the persistent kernel, 3 goroutines of batch
-// 4, completed one search per 2 s (the kernel's 2 s lifetime: each caller
-// waited it out) and the process then died with SIGSEGV. 26.08 launches
-// that kernel through its JIT launcher (search_single_cta_kernel_launcher_jit.cuh),
-// 26.06 through a compiled one, which ran.
-const PersistentRefused2608 = "the persistent kernel is refused on cuVS 26.08: on the real library it served one search per 2 s (its lifetime) and the process then crashed (SIGSEGV); leave Persistent off on 26.08 (the default kernel with the memory pool) or use cuVS 26.06"
+// PersistentRefused is why Search (and everything that searches with
+// SearchParams: Prepare, WarmUp, batch.CAGRA) refuses Persistent, on every
+// release, with an *safe.ArgError naming params.Persistent.
+//
+// The cause, read in cuVS's sources (both releases run the same persistent
+// runner, search_single_cta_kernel_launcher_jit.cuh): the persistent kernel
+// is one per process, launched on a stream of its own with a grid of
+// PersistentDeviceUsage × the blocks that fit on every multiprocessor (all
+// of them at cuVS's default usage of 1), and it stops only
+// PersistentLifetime after its last job. A search first queues work on
+// its Resources' own stream: on that Resources' first search, the set-up
+// kernel of the dataset descriptor cuVS caches per Resources (and, on
+// every search, the distance post-processing of int8/uint8 data and of
+// metrics other than L2Expanded). That kernel cannot start beside the
+// persistent one, so the stream sync after the search waits until the
+// persistent kernel idles out: on the real library (H200), one search per
+// 2 s on 26.06 (8 threads: 8 searches in 3 s) and on 26.08 (3 goroutines:
+// 12 queries in 2 s). The runner also keeps that descriptor, which frees its
+// memory on the stream of the Resources that created it: after that
+// Resources' Close the free runs on a destroyed stream, the likely cause of
+// the SIGSEGV that ended the 26.08 run (not confirmed by a core dump).
+// Making it safe would take a usage below 1, every Resources primed with a
+// non-persistent search before the kernel starts, and streams kept alive
+// for two lifetimes after their last persistent search; until that is
+// built and measured, the default kernel serves more: with the memory pool
+// and batch.Batcher, 1.25M queries/s at 1,024 callers on an H200
+// (BENCHMARKS.md).
+const PersistentRefused = "the persistent kernel is refused: cuVS's one process-wide persistent kernel holds every multiprocessor and ignores the caller's stream, so the work cuVS queues on a Resources' stream (its dataset descriptor's set-up on that Resources' first search; the post-processing of int8/uint8 data and of metrics other than L2Expanded) waits until the kernel idles out (PersistentLifetime, 2 s by default): one search per 2 s on the real library (26.06 and 26.08), and a crash (SIGSEGV) on 26.08 after Close; use the default kernel (with the memory pool, and batch.Batcher for many small requests)"
+
+// PersistentRefused2608 is PersistentRefused, the refusal's name when it
+// applied to cuVS 26.08 only.
+//
+// Deprecated: use PersistentRefused; the refusal holds on every release.
+const PersistentRefused2608 = PersistentRefused
 
 // WithPersistentKernel returns p set for CAGRA's persistent search kernel:
 // Persistent on, Algo SingleCTA (the only kernel that has a persistent
@@ -120,7 +146,9 @@ const PersistentRefused2608 = "the persistent kernel is refused on cuVS 26.08: o
 // ~3 s; maximum latencies were 2–6 s at 1 and at 32 threads. Until that is
 // understood, prefer the default kernel with the memory pool.
 //
-// On cuVS 26.08 Search refuses a persistent search: see PersistentRefused2608.
+// Search refuses a persistent search, on every release: see
+// PersistentRefused for why. WithPersistentKernel still sets the fields,
+// for a release that makes it safe.
 func (p SearchParams) WithPersistentKernel(lifetimeSeconds, deviceUsage float32) SearchParams {
 	p.Persistent = true
 	p.Algo = SingleCTA
