@@ -70,6 +70,20 @@ for pkg in $pkgs; do
 	if [ -d "$src/testdata" ]; then
 		cp -R "$src/testdata" "$out/$dir/testdata"
 	fi
+	# A package whose tests read the module's sources (the doc tables of
+	# safe/internal/doctables) lists them in gputest-sources, one glob
+	# relative to the module's root a line (test files left out): they go to
+	# testdata/module/.
+	if [ -f "$src/gputest-sources" ]; then
+		(cd "$root" && for glob in $(cat "$src/gputest-sources"); do
+			for f in $glob; do
+				[ -f "$f" ] || continue
+				case $f in *_test.go) continue ;; esac
+				mkdir -p "$out/$dir/testdata/module/$(dirname "$f")"
+				cp "$f" "$out/$dir/testdata/module/$f"
+			done
+		done)
+	fi
 	for v in $variants; do
 		case $v in
 		race) go test -c -race -ldflags="$ldflags" -o "$out/$dir/race.test" "$pkg" ;;

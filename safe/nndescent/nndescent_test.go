@@ -178,10 +178,11 @@ func TestBuildInto(t *testing.T) {
 	must(t, err)
 	safetest.Close(t, pinned)
 	must(t, nndescent.BuildInto(res, dev, pinned, &p))
-	for i, v := range pinned.Data() {
-		if v != out[i] {
-			t.Fatalf("slot %d: pinned %d, Go memory %d", i, v, out[i])
-		}
+	// NN-Descent on a GPU is not deterministic (its joins race): the
+	// second graph is checked as the first, not compared slot by slot (on
+	// the real library, 26.06, slot 5149 of two builds differed).
+	if r := safetest.GraphRecall(t, data, dim, pinned.Data(), degree, safetest.L2, false); r < 0.9 {
+		t.Errorf("pinned: recall %.3f, want at least 0.9", r)
 	}
 }
 

@@ -26,11 +26,21 @@ type row struct {
 
 var cellSep = regexp.MustCompile(`\s{2,}`)
 
+// safeDir is package safe's folder: ../.. in the module, or the copy of
+// its sources that the gpu-test bundle carries (gputest-sources: the
+// bundle's test binary runs without the module beside it).
+func safeDir() string {
+	if _, err := os.Stat("../../doc.go"); err == nil {
+		return "../.."
+	}
+	return filepath.Join("testdata", "module", "safe")
+}
+
 // table reads the preformatted table of the section named heading in
 // safe/doc.go (the header line dropped).
 func table(t *testing.T, heading string) []row {
 	t.Helper()
-	b, err := os.ReadFile("../../doc.go")
+	b, err := os.ReadFile(filepath.Join(safeDir(), "doc.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +71,7 @@ func table(t *testing.T, heading string) []row {
 // packages lists the algorithm packages under safe/ (not internal).
 func packages(t *testing.T) []string {
 	t.Helper()
-	es, err := os.ReadDir("../..")
+	es, err := os.ReadDir(safeDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +106,7 @@ func TestTablesCoverPackages(t *testing.T) {
 		seen := map[string]bool{}
 		for _, r := range rows {
 			seen[r.pkg] = true
-			if _, err := os.Stat(filepath.Join("../..", r.pkg)); err != nil {
+			if _, err := os.Stat(filepath.Join(safeDir(), r.pkg)); err != nil {
 				t.Errorf("%s: row of %q, which is not a package under safe/", h, r.pkg)
 			}
 			if h == "Distances" {
@@ -117,7 +127,7 @@ func TestTablesCoverPackages(t *testing.T) {
 		if noPointer[p] {
 			continue
 		}
-		files, err := filepath.Glob(filepath.Join("../..", p, "*.go"))
+		files, err := filepath.Glob(filepath.Join(safeDir(), p, "*.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
