@@ -765,7 +765,7 @@ type Times struct {
 	Handoff  time.Duration // over batches: slot dispatched → its goroutine took the batch
 	Stage    time.Duration // over batches: queries copied into pinned staging
 	Search   time.Duration // over batches: copy to the device, search, copy back, stream sync
-	Deliver  time.Duration // over batches: results copied to the callers, callers woken
+	Deliver  time.Duration // over batches: search end → the last caller's rows copied out (callers woken, fan-out)
 }
 
 // PerBatch returns the mean of d over the batches (0 before the first).
