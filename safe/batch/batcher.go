@@ -134,12 +134,12 @@ type request[T dlpack.DType, N Neighbor] struct {
 	state   atomic.Int32
 	err     error
 	done    chan struct{} // one value per delivery
-	// Set by the batch that delivers it (fan-out delivery, see deliverTree):
-	// the slot whose staging holds its results, its first row there and its
-	// position in the slot's requests; s is nil for a request searched on
-	// its own goroutine (lead), whose results are already written.
-	s        *slot[T, N]
-	row, pos int
+	row int // its first row in its batch's staging
+	// Set when a batch's fan-out wakes it (fan.wakeBelow): its caller wakes
+	// the requests below position pos. nil when woken by the slot's own
+	// goroutine.
+	fan *fan[T, N]
+	pos int
 	next     *request[T, N] // below it in the intake
 	op       string         // the method called, for an error of the intake
 }
@@ -149,7 +149,8 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	dim, maxK, maxBatch int
 	maxWait             time.Duration
 	slots               []*slot[T, N]
-	pool                sync.Pool
+	pool                sync.Pool // requests
+	fans                sync.Pool // fan-outs
 	wg                  sync.WaitGroup
 	timer               *time.Timer
 
@@ -214,6 +215,7 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	}
 	b.idle.L = &b.mu
 	b.pool.New = func() any { return &request[T, N]{done: make(chan struct{}, 1)} }
+	b.fans.New = func() any { return &fan[T, N]{pool: &b.fans} }
 	device := o.DeviceBuffers
 	if w, ok := s.(wantsDevice); ok && w.wantsDeviceBuffers() {
 		device = true
@@ -396,18 +398,11 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neig
 		}
 		<-r.done // being delivered: a copy away
 	}
-	if s := r.s; s != nil {
-		// Woken by the batch's fan-out: copy this request's results out
-		// of the slot's staging, wake the requests below it, and hand the
-		// slot back if it was the last.
-		if s.err == nil {
-			s.deliver(r, r.row)
-		}
-		r.err = s.err
-		pos := r.pos
-		r.s = nil
-		s.wakeBelow(pos)
-		s.finish()
+	if f := r.fan; f != nil {
+		// Woken by its batch's fan-out: wake those below it.
+		r.fan = nil
+		f.wakeBelow(r.pos)
+		f.finish()
 	}
 	err := r.err
 	b.put(r)
@@ -705,20 +700,18 @@ func (b *batcher[T, N]) lead(s *slot[T, N], rows int) {
 // run stages the batch's queries, searches them and delivers the results to
 // the callers still waiting, and returns how long each step took.
 //
-// A batch of at most fanRoot requests (a caller searching on its own
-// goroutine among them) is delivered here, one request after the other. A
-// larger one is delivered by fan-out (slot.wakeBelow): this goroutine wakes
-// the first fanRoot callers, each caller copies its own rows out of the
-// staging and wakes fanOut more, and the last to finish hands the slot
-// back; run waits for that. Woken one by one from here, 256 callers cost
-// ~150 µs on the real H200 (each wake-up ~0.6 µs); small batches are not
-// worth the hand-back (a goroutine's wake-up, ~10-25 µs on an idle machine).
+// Every request's rows are copied out here; a batch of at most fanRoot
+// requests (a caller searching on its own goroutine among them) is woken
+// here too, one request after the other. A larger one is woken by fan-out
+// (fan.wakeBelow): this goroutine wakes the first fanRoot callers and each
+// of them fanOut more, while the slot runs its next batch. Woken one by one
+// from here, 256 callers took ~150 µs on the real H200 (~0.6 µs each).
 func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 	t0 := time.Now()
 	row := 0
-	for i, r := range s.reqs {
+	for _, r := range s.reqs {
 		s.stage(r, row)
-		r.row, r.pos = row, i
+		r.row = row
 		row += r.rows
 	}
 	t1 := time.Now()
@@ -731,16 +724,24 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 					s.deliver(r, r.row)
 				}
 				r.err = err
-				r.state.Store(stDone)
 				r.done <- struct{}{}
 			}
 		}
 	} else {
-		s.err = err
-		s.left.Store(int32(len(s.reqs)))
-		s.wakeBelow(-1)
-		<-s.released
-		s.err = nil
+		// Copy every request's rows out first (the slot is then free),
+		// then wake the callers by fan-out.
+		for _, r := range s.reqs {
+			if r.state.CompareAndSwap(stTaken, stDelivering) {
+				if err == nil {
+					s.deliver(r, r.row)
+				}
+				r.err = err
+			}
+		}
+		f := b.fans.Get().(*fan[T, N])
+		f.reqs = append(f.reqs, s.reqs...)
+		f.left.Store(int32(len(f.reqs)))
+		f.wakeBelow(-1)
 	}
 	clear(s.reqs)
 	s.reqs = s.reqs[:0]
@@ -765,7 +766,7 @@ type Times struct {
 	Handoff  time.Duration // over batches: slot dispatched → its goroutine took the batch
 	Stage    time.Duration // over batches: queries copied into pinned staging
 	Search   time.Duration // over batches: copy to the device, search, copy back, stream sync
-	Deliver  time.Duration // over batches: search end → the last caller's rows copied out (callers woken, fan-out)
+	Deliver  time.Duration // over batches: results copied to the callers, the first callers woken (the rest wake one another)
 }
 
 // PerBatch returns the mean of d over the batches (0 before the first).

@@ -69,14 +69,15 @@
 // cores), and the callers, back at once with their next request, each took
 // the Batcher's lock in turn. So a caller that finds the lock taken leaves
 // its request in a lock-free intake that the lock's holder drains when it
-// lets go, and a batch of more than 8 requests is delivered by fan-out: the
-// slot's goroutine wakes the first 8 callers, each copies its own rows out
-// of the staging and wakes 4 more, and the last hands the slot back. On the
+// lets go, and the callers of a batch of more than 8 requests are woken by
+// fan-out: the slot's goroutine copies every caller's rows out of the
+// staging (the slot is then free for its next batch) and wakes the first 8
+// callers, and each of them wakes 4 more. On the
 // real library (H200, 26.06, CAGRA as above, one query per caller) that
 // took 1,024 callers from 936k to 1.25M queries a second (p99 2.6 to 0.93
 // ms) and 256 callers from 500k to 520k (BENCHMARKS.md has both releases,
-// per-call searching beside them). Stats.Times.Deliver runs from a batch's
-// search end to its last caller's rows written.
+// per-call searching beside them). Stats.Times.Deliver is the slot's part:
+// the copies and the first wake-ups.
 //
 // Distances and neighbor ids are those of the index behind the Searcher:
 // see package safe's doc, sections Distances and Neighbor ids.

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,9 +27,6 @@ type slot[T dlpack.DType, N Neighbor] struct {
 	devD               *safe.DeviceMatrix[float32]
 	views              []*rowViews // by row count, made on first use
 	reqs               []*request[T, N]
-	err                error         // the batch's, while its fan-out delivers it
-	left               atomic.Int32  // its requests not yet delivered
-	released           chan struct{} // the last of them is delivered
 	wake               chan struct{} // a batch to take; closed by Close
 	dispatched         time.Time     // when kick last woke it (under the batcher's mu)
 	dim, maxK, maxRows int
@@ -47,7 +45,7 @@ type rowViews struct {
 }
 
 func newSlot[T dlpack.DType, N Neighbor](maxBatch, dim, maxK int, deviceBuffers bool) (s *slot[T, N], err error) {
-	s = &slot[T, N]{dim: dim, maxK: maxK, maxRows: maxBatch, views: make([]*rowViews, maxBatch+1), wake: make(chan struct{}, 1), released: make(chan struct{}, 1)}
+	s = &slot[T, N]{dim: dim, maxK: maxK, maxRows: maxBatch, views: make([]*rowViews, maxBatch+1), wake: make(chan struct{}, 1)}
 	if s.res, err = safe.NewResources(); err != nil {
 		return nil, err
 	}
@@ -248,47 +246,54 @@ func (s *slot[T, N]) deliver(r *request[T, N], row int) {
 	kit.Unfilled(r.nb[:r.rows*r.k], r.dist[:r.rows*r.k])
 }
 
-// The fan-out of a batch's delivery: the slot's goroutine wakes the first
-// fanRoot requests of the batch, and each request, once its caller has
-// copied its rows, the next fanOut below it (a tree over s.reqs: request i's
+// The fan-out of a batch's wake-ups: the slot's goroutine copies every
+// request's rows out of the staging (the slot is then free for its next
+// batch), wakes the first fanRoot callers, and each woken caller wakes the
+// next fanOut below it (a tree over the batch's requests: request i's
 // children are fanRoot+i·fanOut ... fanRoot+i·fanOut+fanOut-1). A batch of
-// 256 is delivered in four levels, of 1,024 in five, each level's wake-ups
-// spread over the callers' goroutines instead of one.
+// 256 is woken in four levels, of 1,024 in five, the wake-ups spread over
+// the callers' goroutines instead of one.
 const (
 	fanRoot = 8
 	fanOut  = 4
 )
 
-// wakeBelow wakes the children of request pos of the batch (pos -1: the
-// first fanRoot requests).
-func (s *slot[T, N]) wakeBelow(pos int) {
+// fan is a batch's requests while their callers wake one another: a copy
+// of the slot's list (the slot runs its next batch meanwhile), pooled.
+type fan[T dlpack.DType, N Neighbor] struct {
+	reqs []*request[T, N]
+	left atomic.Int32 // requests not yet woken (or skipped)
+	pool *sync.Pool
+}
+
+// wakeBelow wakes the children of request pos (pos -1: the first fanRoot
+// requests).
+func (f *fan[T, N]) wakeBelow(pos int) {
 	first, n := fanRoot+pos*fanOut, fanOut
 	if pos < 0 {
 		first, n = 0, fanRoot
 	}
-	for i := first; i < first+n && i < len(s.reqs); i++ {
-		s.wakeOne(i)
+	for i := first; i < first+n && i < len(f.reqs); i++ {
+		r := f.reqs[i]
+		if r.state.Load() == stDelivering {
+			// Its results are written: its caller wakes those below it
+			// and counts itself (request.wake).
+			r.fan, r.pos = f, i
+			r.done <- struct{}{}
+			continue
+		}
+		// Its caller left (cancelled before the copy): wake its children
+		// here.
+		f.wakeBelow(i)
+		f.finish()
 	}
 }
 
-// wakeOne hands request i its delivery: its caller copies its rows and wakes
-// those below it. A request whose caller left (cancelled) is skipped: this
-// goroutine wakes its children and counts it delivered.
-func (s *slot[T, N]) wakeOne(i int) {
-	r := s.reqs[i]
-	if r.state.CompareAndSwap(stTaken, stDelivering) {
-		r.s = s
-		r.done <- struct{}{}
-		return
-	}
-	s.wakeBelow(i)
-	s.finish()
-}
-
-// finish counts one request of the batch delivered; the last one hands the
-// slot back to the goroutine waiting in run.
-func (s *slot[T, N]) finish() {
-	if s.left.Add(-1) == 0 {
-		s.released <- struct{}{}
+// finish counts one request woken; the last one returns f to its pool.
+func (f *fan[T, N]) finish() {
+	if f.left.Add(-1) == 0 {
+		clear(f.reqs)
+		f.reqs = f.reqs[:0]
+		f.pool.Put(f)
 	}
 }
