@@ -134,14 +134,14 @@ type request[T dlpack.DType, N Neighbor] struct {
 	state   atomic.Int32
 	err     error
 	done    chan struct{} // one value per delivery
-	row int // its first row in its batch's staging
+	row     int           // its first row in its batch's staging
 	// Set when a batch's fan-out wakes it (fan.wakeBelow): its caller wakes
 	// the requests below position pos. nil when woken by the slot's own
 	// goroutine.
-	fan *fan[T, N]
-	pos int
-	next     *request[T, N] // below it in the intake
-	op       string         // the method called, for an error of the intake
+	fan  *fan[T, N]
+	pos  int
+	next *request[T, N] // below it in the intake
+	op   string         // the method called, for an error of the intake
 }
 
 type batcher[T dlpack.DType, N Neighbor] struct {
