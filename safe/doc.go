@@ -103,7 +103,8 @@
 //	bruteforce    L2SqrtExpanded, L2SqrtUnexpanded  ‖q−x‖
 //	bruteforce    InnerProduct                      ⟨q,x⟩, larger is nearer
 //	bruteforce    CosineExpanded                    1 − cos(q,x)
-//	bruteforce    L1, Linf, Canberra, LpUnexpanded, CorrelationExpanded, HellingerExpanded, HammingUnexpanded, RusselRaoExpanded, JensenShannon, KLDivergence   as package distance
+//	bruteforce    L1, Linf, Canberra, LpUnexpanded, CorrelationExpanded, HellingerExpanded, HammingUnexpanded, RusselRaoExpanded, JensenShannon, KLDivergence   as package distance (KLDivergence carries a ½)
+//	bruteforce    Haversine                         2·asin(√(sin²((q₀−x₀)/2) + cos q₀·cos x₀·sin²((q₁−x₁)/2))), 2-column rows (latitude, longitude) in radians
 //	cagra         L2Expanded                        ‖q−x‖²
 //	cagra         InnerProduct                      ⟨q,x⟩, larger is nearer
 //	cagra         CosineExpanded                    1 − cos(q,x)

@@ -1,6 +1,7 @@
 package cuvsdouble_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -189,6 +190,127 @@ func TestBruteForceFilterFewerThanK(t *testing.T) {
 		}
 		f.drop(bs)
 		f.must(f.lib.BFDestroy(idx))
+	}
+}
+
+// Brute force's metrics, as cuVS's (knn_brute_force.cuh): the build takes
+// any metric value; an unfiltered search THROWs on the metrics dense
+// pairwise distance lacks (once there is a query and a row), ASSERTs that
+// Haversine rows have 2 dimensions, and computes Haversine, JensenShannon
+// and KLDivergence.
+func TestBruteForceMetrics(t *testing.T) {
+	f := newFixture(t)
+	defer f.close()
+	search := func(metric, n, dim, nq, k int, data, queries []float32) ([]int64, []float32, error) {
+		ds := f.f32(capi.CUDA, capi.CUDA, n, dim, data)
+		defer f.drop(ds)
+		q := f.f32(capi.CUDA, capi.CUDA, nq, dim, queries)
+		defer f.drop(q)
+		nb := f.zeros(capi.CUDA, capi.CUDA, capi.Int, 64, nq, k)
+		defer f.drop(nb)
+		d := f.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, nq, k)
+		defer f.drop(d)
+		idx := capi.Must(f.lib.BFCreate())
+		defer func() { f.must(f.lib.BFDestroy(idx)) }()
+		f.must(f.lib.BFBuild(f.res, ds.t, metric, 2, idx))
+		err := f.lib.BFSearch(f.res, idx, q.t, nb.t, d.t, capi.Filter{})
+		return capi.CopyOut[int64](nb.b.p, nq*k), capi.CopyOut[float32](d.b.p, nq*k), err
+	}
+	rng := newRand()
+	data := randomMatrix(rng, 20, 4)
+	for _, m := range []int{capi.BrayCurtis, 11 /* JaccardExpanded */, 19 /* DiceExpanded */, capi.BitwiseHamming, 100, 12345} {
+		_, _, err := search(m, 20, 4, 20, 3, data, data)
+		if err == nil || !strings.Contains(err.Error(), "exception occurred! file=") ||
+			!strings.Contains(err.Error(), fmt.Sprintf(": Unknown or unsupported distance metric '%d'!", m)) {
+			t.Fatalf("metric %d: %v", m, err)
+		}
+		if _, _, err := search(m, 20, 4, 0, 3, data, nil); err != nil { // no query, no tile
+			t.Fatalf("metric %d, no queries: %v", m, err)
+		}
+	}
+	_, _, err := search(capi.Haversine, 20, 4, 20, 3, data, data)
+	if err == nil || !strings.Contains(err.Error(), "exception occurred! file=") ||
+		!strings.Contains(err.Error(), ": Haversine distance requires 2 dimensions (latitude / longitude).") {
+		t.Fatalf("Haversine, 4 dimensions: %v", err)
+	}
+
+	// positive rows for the divergences; (latitude, longitude) for Haversine
+	pos := make([]float32, len(data))
+	for i, v := range data {
+		pos[i] = float32(math.Abs(float64(v))) + 0.05
+	}
+	geo := randomMatrix(rng, 30, 2)
+	for i := range geo {
+		geo[i] *= 1.5
+	}
+	kl := func(q, x []float32) (s float64) {
+		for j := range q {
+			s += float64(q[j]) * math.Log(float64(q[j])/float64(x[j]))
+		}
+		return s / 2
+	}
+	js := func(q, x []float32) (s float64) {
+		for j := range q {
+			a, b := float64(q[j]), float64(x[j])
+			m := (a + b) / 2
+			s += a*math.Log(a/m) + b*math.Log(b/m)
+		}
+		return math.Sqrt(s / 2)
+	}
+	hav := func(q, x []float32) float64 {
+		s0 := math.Sin((float64(q[0]) - float64(x[0])) / 2)
+		s1 := math.Sin((float64(q[1]) - float64(x[1])) / 2)
+		return 2 * math.Asin(math.Sqrt(s0*s0+math.Cos(float64(q[0]))*math.Cos(float64(x[0]))*s1*s1))
+	}
+	for _, c := range []struct {
+		name      string
+		metric    int
+		rows, dim int
+		data      []float32
+		ref       func(q, x []float32) float64
+	}{
+		{"KLDivergence", capi.KLDivergence, 20, 4, pos, kl},
+		{"JensenShannon", capi.JensenShannon, 20, 4, pos, js},
+		{"Haversine", capi.Haversine, 30, 2, geo, hav},
+	} {
+		const nq, k = 6, 25
+		queries := c.data[:nq*c.dim]
+		kk := min(k, c.rows)
+		ids, dist, err := search(c.metric, c.rows, c.dim, nq, kk, c.data, queries)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for qi := 0; qi < nq; qi++ {
+			q := queries[qi*c.dim : (qi+1)*c.dim]
+			all := make([]float64, c.rows)
+			for i := range all {
+				all[i] = c.ref(q, c.data[i*c.dim:(i+1)*c.dim])
+			}
+			slices.Sort(all)
+			for j := 0; j < kk; j++ {
+				id := ids[qi*kk+j]
+				if id < 0 || id >= int64(c.rows) {
+					t.Fatalf("%s: query %d slot %d: id %d", c.name, qi, j, id)
+				}
+				want := c.ref(q, c.data[int(id)*c.dim:(int(id)+1)*c.dim])
+				if g := float64(dist[qi*kk+j]); math.Abs(g-want) > 1e-5*math.Max(1, want) || math.Abs(g-all[j]) > 1e-5*math.Max(1, want) {
+					t.Fatalf("%s: query %d slot %d: row %d at %v, want %v (the %d-th nearest at %v)", c.name, qi, j, id, g, want, j, all[j])
+				}
+			}
+		}
+	}
+	// haversine_knn's block select fills slots past the rows with its start
+	// values
+	ids, dist, err := search(capi.Haversine, 3, 2, 2, 5, geo[:6], geo[:4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q := 0; q < 2; q++ {
+		for j := 3; j < 5; j++ {
+			if ids[q*5+j] != math.MaxInt64 || dist[q*5+j] != math.MaxFloat32 {
+				t.Fatalf("query %d slot %d: %d at %v, want %d at %v", q, j, ids[q*5+j], dist[q*5+j], int64(math.MaxInt64), float32(math.MaxFloat32))
+			}
+		}
 	}
 }
 

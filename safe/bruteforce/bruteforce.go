@@ -57,6 +57,23 @@ func DefaultBuildParams() (BuildParams, error) {
 	return BuildParams{Metric: safe.L2Expanded, MetricArg: 2}, nil
 }
 
+// maxHaversineK is the most neighbors a Haversine search returns right
+// (cuVS's haversine_knn keeps a 1024-entry queue per query).
+const maxHaversineK = 1024
+
+// searchable reports whether cuVS's unfiltered brute-force search computes
+// metric m: Haversine (haversine_knn, 2-dimensional rows) and the 16 metrics
+// of its dense pairwise distance; cuVS builds an index for any other metric
+// and throws at its first search ("Unknown or unsupported distance
+// metric").
+func searchable(m safe.Metric) bool {
+	switch m {
+	case safe.JaccardExpanded, safe.BrayCurtis, safe.DiceExpanded, safe.BitwiseHamming:
+		return false
+	}
+	return m.Valid()
+}
+
 // Index is a brute-force index. Any number of goroutines may search it at
 // once, each with its own safe.Resources. Close waits for searches in flight.
 type Index struct {
@@ -86,6 +103,15 @@ func newIndex(op string, res *safe.Resources) (*Index, error) {
 
 // Build makes an index over dataset (rows × dim, float32 or float16; in
 // device memory, row- or column-major, or in host memory, row-major).
+// params.Metric is one of package distance's 16 metrics, or Haversine for a
+// dataset of 2 columns (latitude, longitude in radians; the distance is the
+// central angle in radians); BrayCurtis, JaccardExpanded, DiceExpanded and
+// BitwiseHamming are refused here (cuVS would build the index and throw at
+// its first search). A HellingerExpanded or KLDivergence search, as
+// cuvsPairwiseDistance does, overwrites the index's dataset (and, for
+// HellingerExpanded, the queries) with square roots or logarithms during
+// the search and puts them back afterwards, up to rounding (KLDivergence
+// turns an element equal to 1 into 0): see package distance.
 // cuVS keeps a reference to the dataset, not a copy: the index borrows a
 // device dataset until Close (its owner refuses to be freed or written
 // meanwhile), and copies a host dataset once into device memory it owns
@@ -112,6 +138,12 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 	}
 	if !p.Metric.Valid() {
 		return nil, kit.Argf(op, "params.Metric", "%d is not a metric", p.Metric)
+	}
+	if !searchable(p.Metric) {
+		return nil, kit.Argf(op, "params.Metric", "brute force has no %v (cuVS's search refuses it)", p.Metric)
+	}
+	if p.Metric == safe.Haversine && dv.Dim(1) != 2 {
+		return nil, kit.Argf(op, "dataset", "shape %v: Haversine needs 2 columns (latitude, longitude in radians)", dv.Shape())
 	}
 	host := kit.IsHost(&dv)
 	if host && !dv.Layout().IsRowMajor() {
@@ -182,11 +214,22 @@ func (idx *Index) Metric() safe.Metric {
 	return idx.metric
 }
 
-// checkFilter refuses, before any C call, what cuVS does wrong or refuses
-// late with a filter: more neighbors than the filter lets through (cuVS
-// then returns uninitialised memory: ids out of range, NaN distances, not
-// even the allowed rows), and metrics its filtered search lacks.
-func (idx *Index) checkFilter(op string, f *safe.Filter, k int64) error {
+// checkSearch refuses, before any C call, what cuVS does wrong or refuses
+// late: a Haversine search of more than 1024 neighbors (haversine_knn's
+// block select holds 1024: the rest would be garbage) or of rows that are
+// not 2-dimensional (a deserialized index); with a filter, more neighbors
+// than the filter lets through (cuVS then returns uninitialised memory: ids
+// out of range, NaN distances, not even the allowed rows), and metrics its
+// filtered search lacks.
+func (idx *Index) checkSearch(op string, f *safe.Filter, k int64) error {
+	if idx.metric == safe.Haversine && f == nil {
+		if idx.dim != 2 {
+			return kit.Argf(op, "index", "Haversine needs 2-dimensional rows (latitude, longitude); the index has %d dimensions", idx.dim)
+		}
+		if k > maxHaversineK {
+			return kit.Argf(op, "neighbors", "k = %d: a Haversine search returns at most %d neighbors", k, maxHaversineK)
+		}
+	}
 	if f == nil {
 		return nil
 	}
@@ -249,7 +292,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 	if err != nil {
 		return err
 	}
-	if err := idx.checkFilter(op, filter, t.K); err != nil {
+	if err := idx.checkSearch(op, filter, t.K); err != nil {
 		return err
 	}
 	h, err := kit.Lock(res, op)

@@ -39,18 +39,16 @@ func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter
 		return nil, err
 	}
 	s.IndexDevice = idx.dev
-	if filter != nil {
-		// prepared.New checked neighbors: a rank-2 view.
-		nv, _ := neighbors.ViewMut()
-		v, _ := nv.View()
-		k := int64(math.MaxInt64) // refused below if neighbors no longer says
-		if v.NDim() == 2 {
-			k = v.Dim(1)
-		}
-		if err := idx.checkFilter(op, filter, k); err != nil {
-			s.Close()
-			return nil, err
-		}
+	// prepared.New checked neighbors: a rank-2 view.
+	nv, _ := neighbors.ViewMut()
+	v, _ := nv.View()
+	k := int64(math.MaxInt64) // refused below if neighbors no longer says
+	if v.NDim() == 2 {
+		k = v.Dim(1)
+	}
+	if err := idx.checkSearch(op, filter, k); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return &Prepared{idx: idx, s: s}, nil
 }

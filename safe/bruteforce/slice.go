@@ -46,7 +46,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, queries []
 			if err := kit.CheckFilter(filter, op, idx.rows, int64(n), safe.Bitset, safe.Bitmap); err != nil {
 				return err
 			}
-			return idx.checkFilter(op, filter, int64(k))
+			return idx.checkSearch(op, filter, int64(k))
 		},
 	}
 	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,

@@ -703,6 +703,8 @@ DBL_HIDDEN cuvsError_t dbl_filter_view(cuvsFilter f, int64_t n_rows, int64_t n_q
                                        dbl_filter* out);
 
 DBL_HIDDEN int knn_metric_supported(int metric);
+/* Whether cuVS's dense pairwise distance (and so brute force) has the metric. */
+DBL_HIDDEN int dbl_pd_metric_ok(int metric);
 DBL_HIDDEN int knn_larger_is_better(int metric);
 DBL_HIDDEN float knn_worst(int metric);
 /* Exact kNN of q queries against data. Neighbors are written as int64

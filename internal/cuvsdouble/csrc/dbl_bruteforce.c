@@ -5,7 +5,9 @@
  * kDLCUDAHost or kDLCUDAManaged). Row-major and column-major datasets and
  * queries are accepted, f32 and f16; neighbors are int64, distances f32;
  * bitset and bitmap filters, with what cuVS does when a filter lets fewer
- * than k rows through (bf_filtered below).
+ * than k rows through (bf_filtered below). Build takes any metric value;
+ * the search refuses what cuVS's does (bf_unfiltered_check below) and
+ * computes the others as cuVS's distance ops do (dbl_knn.c).
  */
 #include "dbl.h"
 
@@ -143,9 +145,8 @@ static cuvsError_t bf_build(DLManagedTensor* dataset, cuvsDistanceType metric, f
   }
   TRY(dl_view(dataset, layout, kDLFloat, t->dtype.bits, WANT_DEVICE, 2));
   TRY(dl_strict(t, "dataset"));
-  if (!knn_metric_supported((int)metric) || metric == BitwiseHamming) {
-    return RAFT_FAIL("cuvsdouble: brute force does not implement metric %d", (int)metric);
-  }
+  /* cuVS's build takes any metric value (it only computes norms for the
+   * expanded ones): an unsupported one is refused by the search */
   if (metric == LpUnexpanded && !(metric_arg > 0)) {
     return RAFT_FAIL("cuvsdouble: LpUnexpanded needs metric_arg > 0, got %g", (double)metric_arg);
   }
@@ -290,6 +291,34 @@ static cuvsError_t bf_filtered(const bf_impl* impl, const dbl_matrix* data, cons
   return CUVS_SUCCESS;
 }
 
+/* The metrics of an unfiltered search (knn_brute_force.cuh,
+ * brute_force_knn_impl, the same in 26.06 and 26.08): Haversine goes to
+ * haversine_knn, which ASSERTs 2 dimensions; every other metric to
+ * tiled_brute_force_knn (or, for the L2 ones with k <= 64, fusedL2Knn),
+ * whose cuvs::distance::pairwise_distance dispatches on the 16 metrics of
+ * cuvsPairwiseDistance and THROWs on any other (BrayCurtis,
+ * JaccardExpanded, DiceExpanded, BitwiseHamming, ...), once per tile: with
+ * no query or no row there is no tile, and no error. */
+static cuvsError_t bf_unfiltered_check(const bf_impl* impl, int64_t nq, int64_t k)
+{
+  if (impl->metric == Haversine) {
+    if (impl->dim != 2) {
+      return RAFT_THROW("Haversine distance requires 2 dimensions (latitude / longitude).");
+    }
+    if (k > 1024) {
+      dbl_violation("Haversine brute-force search with k = %lld: haversine_knn's block select "
+                    "holds 1024 (the real library returns garbage)",
+                    (long long)k);
+      return RAFT_FAIL("cuvsdouble: Haversine brute force with k = %lld > 1024", (long long)k);
+    }
+    return CUVS_SUCCESS;
+  }
+  if (!dbl_pd_metric_ok(impl->metric) && nq > 0 && impl->n > 0) {
+    return RAFT_THROW("Unknown or unsupported distance metric '%d'!", impl->metric);
+  }
+  return CUVS_SUCCESS;
+}
+
 static cuvsError_t bf_search(cuvsBruteForceIndex_t index, DLManagedTensor* queries_t,
                              DLManagedTensor* neighbors_t, DLManagedTensor* distances_t,
                              cuvsFilter prefilter)
@@ -367,9 +396,24 @@ static cuvsError_t bf_search(cuvsBruteForceIndex_t index, DLManagedTensor* queri
     dbl_matrix qm = {q->data, q->dtype, layout == LAYOUT_ROW ? q->shape[1] : 1,
                      layout == LAYOUT_ROW ? 1 : nq, nq, impl->dim};
     if (filter.kind == FILTER_NONE) {
+      st = bf_unfiltered_check(impl, nq, k);
+      if (impl->metric == Haversine) { /* haversine_knn reads the queries' */
+        qm.rs = 2;                     /* buffer as row-major, whatever */
+        qm.cs = 1;                     /* their layout (search_items) */
+      }
+    }
+    if (st != CUVS_SUCCESS) {
+      /* refused */
+    } else if (filter.kind == FILTER_NONE) {
       if (knn_search(&data, &qm, impl->metric, impl->metric_arg, k, &filter, 0,
                      (int64_t*)nb->data, NULL, k, (float*)ds->data, k) != 0) {
         st = dbl_plain_fail("std::bad_alloc");
+      } else if (impl->metric == Haversine) {
+        /* haversine_knn's block select starts from (FLT_MAX, INT64_MAX) */
+        int64_t* ids = (int64_t*)nb->data;
+        for (int64_t i = 0; i < nq * k; i++) {
+          if (ids[i] < 0) ids[i] = INT64_MAX;
+        }
       }
     } else {
       st = bf_filtered(impl, &data, &qm, k, &filter, (int64_t*)nb->data, (float*)ds->data);

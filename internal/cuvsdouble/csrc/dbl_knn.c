@@ -119,6 +119,27 @@ static float distance(int metric, float p, const float* a, const float* b, int64
     case RusselRaoExpanded:
       for (int64_t j = 0; j < dim; j++) s += a[j] * b[j];
       return dim ? ((float)dim - s) / (float)dim : 0.0f;
+    case JensenShannon: /* cuVS's jensen_shannon_distance_op: 0 log 0 is 0 */
+      for (int64_t j = 0; j < dim; j++) {
+        float x = a[j], y = b[j], m = 0.5f * (x + y);
+        float lm = m == 0 ? 0.0f : logf(m);
+        s += -x * (lm - logf(x + (x == 0))) + -y * (lm - logf(y + (y == 0)));
+      }
+      return (float)sqrt(0.5 * s);
+    case KLDivergence: /* cuVS's kl_divergence_op with y's logarithms taken
+                        * first (a zero y reads as log y = 0); note the ½ */
+      for (int64_t j = 0; j < dim; j++) {
+        float x = a[j], ly = b[j] == 0 ? 0.0f : logf(b[j]);
+        s += x * (logf(x + (x == 0)) - ly);
+      }
+      return 0.5f * s;
+    case Haversine: { /* cuVS's compute_haversine: rows are (latitude,
+                       * longitude) in radians, the result the central
+                       * angle in radians; only 2-dimensional rows get here */
+      float s0 = sinf(0.5f * (a[0] - b[0])), s1 = sinf(0.5f * (a[1] - b[1]));
+      float r = s0 * s0 + cosf(a[0]) * cosf(b[0]) * s1 * s1;
+      return 2.0f * asinf(sqrtf(r));
+    }
     case BitwiseHamming: {
       unsigned n = 0;
       for (int64_t j = 0; j < dim; j++) {

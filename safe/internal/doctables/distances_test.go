@@ -275,3 +275,42 @@ func TestDistanceFormulas(t *testing.T) {
 		t.Errorf("%d cells checked", checked)
 	}
 }
+
+// The Distances table's bruteforce rows are exactly the metrics brute force
+// searches: each one listed searches a tiny index (Haversine, whose row
+// asks for 2-column rows, is left to package bruteforce's tests), and each
+// one missing is refused, by the package or by cuVS.
+func TestBruteForceMetricsAsTable(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	data := safetest.Random(8, nRows, dim)
+	for i := range data {
+		data[i] = float32(math.Abs(float64(data[i]))) + 0.05
+	}
+	q := data[3*dim : 4*dim]
+	listed := map[safe.Metric]bool{}
+	for _, r := range table(t, "Distances") {
+		if r.pkg != "bruteforce" {
+			continue
+		}
+		for _, name := range strings.Split(r.cells[0], ", ") {
+			for m := safe.L2Expanded; m.Valid(); m++ {
+				if m.String() == name {
+					listed[m] = !strings.Contains(r.cells[1], "2-column rows")
+				}
+			}
+		}
+	}
+	for m := safe.L2Expanded; m.Valid(); m++ {
+		plain, ok := listed[m] // plain: searchable on tiny rows of dim columns
+		if ok && !plain {
+			continue
+		}
+		_, _, err := searches["bruteforce"](t, res, data, q, m)
+		if ok && err != nil {
+			t.Errorf("%v, listed: %v", m, err)
+		} else if !ok && err == nil {
+			t.Errorf("%v, not listed: searched", m)
+		}
+	}
+}

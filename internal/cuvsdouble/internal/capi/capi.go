@@ -38,6 +38,10 @@ const (
 	CosineExpanded = 2
 	L1             = 3
 	InnerProduct   = 6
+	Haversine      = 13
+	BrayCurtis     = 14
+	JensenShannon  = 15
+	KLDivergence   = 17
 	BitwiseHamming = 20
 
 	NoFilter = 0

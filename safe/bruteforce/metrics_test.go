@@ -1,0 +1,206 @@
+package bruteforce_test
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/safetest"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/bruteforce"
+)
+
+// refDistance is metric m of query q to row x as cuVS's distance ops define
+// it (cpp/src/distance/detail/distance_ops; Haversine
+// cpp/src/neighbors/detail/haversine_distance.cuh), in float64; p is
+// LpUnexpanded's.
+func refDistance(m safe.Metric, p float64, q, x []float32) float64 {
+	k := float64(len(q))
+	var acc, sq, sx, sq2, sx2 float64
+	for j := range q {
+		a, b := float64(q[j]), float64(x[j])
+		switch m {
+		case safe.L2Expanded, safe.L2SqrtExpanded, safe.L2Unexpanded, safe.L2SqrtUnexpanded:
+			acc += (a - b) * (a - b)
+		case safe.InnerProduct, safe.RusselRaoExpanded:
+			acc += a * b
+		case safe.CosineExpanded, safe.CorrelationExpanded:
+			acc += a * b
+			sq += a
+			sx += b
+			sq2 += a * a
+			sx2 += b * b
+		case safe.L1:
+			acc += math.Abs(a - b)
+		case safe.Linf:
+			acc = math.Max(acc, math.Abs(a-b))
+		case safe.LpUnexpanded:
+			acc += math.Pow(math.Abs(a-b), p)
+		case safe.Canberra:
+			acc += math.Abs(a-b) / (math.Abs(a) + math.Abs(b))
+		case safe.HammingUnexpanded:
+			if a != b {
+				acc++
+			}
+		case safe.HellingerExpanded:
+			acc += math.Sqrt(a * b)
+		case safe.JensenShannon:
+			mm := (a + b) / 2
+			acc += a*math.Log(a/mm) + b*math.Log(b/mm)
+		case safe.KLDivergence:
+			acc += a * math.Log(a/b)
+		}
+	}
+	switch m {
+	case safe.L2SqrtExpanded, safe.L2SqrtUnexpanded:
+		return math.Sqrt(acc)
+	case safe.CosineExpanded:
+		return 1 - acc/(math.Sqrt(sq2)*math.Sqrt(sx2))
+	case safe.CorrelationExpanded:
+		return 1 - (k*acc-sq*sx)/math.Sqrt((k*sq2-sq*sq)*(k*sx2-sx*sx))
+	case safe.LpUnexpanded:
+		return math.Pow(acc, 1/p)
+	case safe.HammingUnexpanded:
+		return acc / k
+	case safe.RusselRaoExpanded:
+		return (k - acc) / k
+	case safe.HellingerExpanded:
+		return math.Sqrt(math.Max(0, 1-acc))
+	case safe.JensenShannon:
+		return math.Sqrt(acc / 2)
+	case safe.KLDivergence:
+		return acc / 2
+	case safe.Haversine: // rows are (latitude, longitude) in radians
+		s0 := math.Sin((float64(q[0]) - float64(x[0])) / 2)
+		s1 := math.Sin((float64(q[1]) - float64(x[1])) / 2)
+		return 2 * math.Asin(math.Sqrt(s0*s0+math.Cos(float64(q[0]))*math.Cos(float64(x[0]))*s1*s1))
+	}
+	return acc
+}
+
+// checkMetric searches data (rows × d, Go memory) for qs with metric m and
+// checks every returned distance against refDistance of its row, and that
+// the j-th returned distance is the j-th best of all rows (ties and the
+// GPU's float rounding may order rows differently from Go).
+func checkMetric(t *testing.T, res *safe.Resources, m safe.Metric, data, qs []float32, d, k int, tol float64) {
+	t.Helper()
+	const p = 3
+	ds, err := dlpack.NewHostMatrix(data, len(data)/d, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := bruteforce.Build(res, ds, &bruteforce.BuildParams{Metric: m, MetricArg: p})
+	if err != nil {
+		t.Fatalf("%v: %v", m, err)
+	}
+	defer idx.Close()
+	r, err := bruteforce.SearchSlice(res, idx, qs, k, nil)
+	if err != nil {
+		t.Fatalf("%v: %v", m, err)
+	}
+	n := len(data) / d
+	for qi := 0; qi < len(qs)/d; qi++ {
+		q := qs[qi*d : (qi+1)*d]
+		all := make([]float64, n)
+		for i := range all {
+			all[i] = refDistance(m, p, q, data[i*d:(i+1)*d])
+		}
+		slices.Sort(all)
+		if m == safe.InnerProduct {
+			slices.Reverse(all)
+		}
+		for j := 0; j < k; j++ {
+			id := r.Neighbors[qi*k+j]
+			if id < 0 || id >= int64(n) {
+				t.Fatalf("%v: query %d slot %d: id %d", m, qi, j, id)
+			}
+			got := float64(r.Distances[qi*k+j])
+			want := refDistance(m, p, q, data[int(id)*d:(int(id)+1)*d])
+			e := tol * math.Max(1, math.Abs(want))
+			if math.Abs(got-want) > e || math.Abs(got-all[j]) > e {
+				t.Fatalf("%v: query %d slot %d: row %d at %v; its distance is %v, the slot's best %v", m, qi, j, id, got, want, all[j])
+			}
+		}
+	}
+}
+
+// Brute force computes the 16 metrics of package distance (cuVS's dense
+// pairwise distance, which its search runs on), JensenShannon and
+// KLDivergence among them, as package distance defines them.
+func TestMetrics(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	const n, d, nq, k = 200, 8, 6, 5
+	// positive rows summing to 1: every metric is defined on them
+	data := safetest.Random(21, n+nq, d)
+	for i := 0; i < n+nq; i++ {
+		var s float32
+		for j := range d {
+			data[i*d+j] = float32(math.Abs(float64(data[i*d+j]))) + 0.05
+			s += data[i*d+j]
+		}
+		for j := range d {
+			data[i*d+j] /= s
+		}
+	}
+	for _, m := range []safe.Metric{
+		safe.L2Expanded, safe.L2SqrtExpanded, safe.CosineExpanded, safe.L1, safe.L2Unexpanded,
+		safe.L2SqrtUnexpanded, safe.InnerProduct, safe.Linf, safe.Canberra, safe.LpUnexpanded,
+		safe.CorrelationExpanded, safe.HellingerExpanded, safe.JensenShannon, safe.HammingUnexpanded,
+		safe.KLDivergence, safe.RusselRaoExpanded,
+	} {
+		checkMetric(t, res, m, data[:n*d], data[n*d:], d, k, 2e-3)
+	}
+}
+
+// Haversine takes rows of (latitude, longitude) in radians and returns the
+// central angle in radians; other shapes, and more than 1024 neighbors
+// (cuVS's haversine_knn keeps no more), are refused before any C call.
+func TestHaversine(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	const n, nq = 1100, 7
+	geo := safetest.Random(22, n+nq, 2)
+	for i := 0; i < n+nq; i++ {
+		geo[2*i] *= 1.5   // latitude in (−1.5, 1.5)
+		geo[2*i+1] *= 3.1 // longitude in (−3.1, 3.1)
+	}
+	checkMetric(t, res, safe.Haversine, geo[:2*n], geo[2*n:], 2, 10, 1e-4)
+
+	flat, _ := dlpack.NewHostMatrix(safetest.Random(23, 10, 3), 10, 3)
+	safetest.Refused(t, "3 columns", "dataset", "Haversine", func() error {
+		_, err := bruteforce.Build(res, flat, &bruteforce.BuildParams{Metric: safe.Haversine})
+		return err
+	})
+	ds, _ := dlpack.NewHostMatrix(geo[:2*n], n, 2)
+	idx, err := bruteforce.Build(res, ds, &bruteforce.BuildParams{Metric: safe.Haversine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	safetest.Refused(t, "k 1025", "neighbors", "at most 1024", func() error {
+		_, err := bruteforce.SearchSlice(res, idx, geo[2*n:], 1025, nil)
+		return err
+	})
+	if _, err := bruteforce.SearchSlice(res, idx, geo[2*n:], 1024, nil); err != nil {
+		t.Fatalf("k 1024: %v", err)
+	}
+}
+
+// The metrics cuVS's brute-force search throws on (its dense pairwise
+// distance lacks them) are refused by Build, before any C call.
+func TestUnsearchableMetrics(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	ds, _ := dlpack.NewHostMatrix(safetest.Random(24, 10, 4), 10, 4)
+	for _, m := range []safe.Metric{safe.BrayCurtis, safe.JaccardExpanded, safe.DiceExpanded, safe.BitwiseHamming} {
+		safetest.Refused(t, m.String(), "params.Metric", m.String(), func() error {
+			idx, err := bruteforce.Build(res, ds, &bruteforce.BuildParams{Metric: m})
+			if err == nil {
+				idx.Close()
+			}
+			return err
+		})
+	}
+}
