@@ -642,7 +642,7 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "cagra.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	if err := kit.CheckItems(op, path, true, nil); err != nil {

@@ -509,7 +509,7 @@ func wrapMissing(err error) error {
 // C calls: cuvsHnswIndexCreate, cuvsHnswDeserialize.
 func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataType, metric safe.Metric, params *IndexParams) (*Index, error) {
 	const op = "hnsw.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil {
+	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	ok := false

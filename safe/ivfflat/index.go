@@ -408,7 +408,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfflat.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	size, err := readSize(path)

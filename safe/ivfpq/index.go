@@ -759,7 +759,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Build.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfpq.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	if err := kit.CheckItems(op, path, false, new(pqLayout).visit); err != nil {

@@ -143,6 +143,9 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // the file path.
 func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
 	const op = "tiered.Deserialize"
+	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

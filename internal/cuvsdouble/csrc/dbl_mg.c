@@ -897,11 +897,18 @@ static cuvsError_t mg_cagra_file(const char* filename, mg_impl* m)
     }
     if (dv.deleter) dv.deleter(&dv);
   }
+  /* the failure's text (the CAGRA deserializer's reason, as the real
+   * library's exception carries it) outlives the cleanup's calls, which
+   * clear it */
+  const char* text = st != CUVS_SUCCESS ? cuvsGetLastErrorText() : NULL;
+  char* why = text ? strdup(text) : NULL;
   if (ci) cuvsCagraIndexDestroy(ci);
 #if DBL_RELEASE >= 2608
   if (ds) cuvsDatasetDestroy(ds);
 #endif
   cuvsResourcesDestroy(tmp);
+  if (st != CUVS_SUCCESS) dbl_set_error(why);
+  free(why);
   return st;
 }
 
