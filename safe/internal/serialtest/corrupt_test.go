@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 
@@ -198,6 +199,9 @@ func TestCorruptIndexes(t *testing.T) {
 			missing := filepath.Join(dir, "missing")
 			if _, err := k.file(res, missing); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), missing) {
 				t.Errorf("missing file: %v", err)
+			}
+			if _, err := k.file(res, dir); !errors.Is(err, syscall.EISDIR) || errors.Is(err, safe.ErrCorruptIndex) {
+				t.Errorf("a directory: %v", err)
 			}
 		})
 	}
