@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 )
 
@@ -46,6 +48,51 @@ func Damages(valid []byte) []Damaged {
 	return d
 }
 
+// Rows and Dim are the shape of the small index each fuzzer serializes as
+// its seed (Data's).
+const Rows, Dim = 64, 8
+
+// Data returns the seed index's rows in device memory, freed by f's end.
+func Data(f *testing.F, res *safe.Resources) *safe.DeviceMatrix[float32] {
+	f.Helper()
+	m, err := safe.DeviceMatrixFrom(res, safetest.Random(7, Rows, Dim), Rows, Dim)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { m.Close() })
+	return m
+}
+
+// Resources returns resources closed at f's end.
+func Resources(f *testing.F) *safe.Resources {
+	f.Helper()
+	res, err := safe.NewResources()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { res.Close() })
+	return res
+}
+
+// Stream returns what serializeTo writes.
+func Stream(f *testing.F, serializeTo func(w io.Writer) (int64, error)) []byte {
+	f.Helper()
+	var buf bytes.Buffer
+	if _, err := serializeTo(&buf); err != nil {
+		f.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Query returns one random query of dim values for a float32 index, nil (no
+// search) for another element type or an empty index.
+func Query(dtype dlpack.DataType, dim, rows int) []float32 {
+	if dtype != dlpack.Float32 || rows < 1 || dim < 1 {
+		return nil
+	}
+	return safetest.Random(1, 1, dim)
+}
+
 // Fuzz is the body of every package's FuzzDeserializeFrom: seeded with
 // valid (a small index the package serialized) and Damages(valid), it
 // reads each input with read, the package's DeserializeFrom named op
@@ -59,7 +106,9 @@ func Fuzz[I io.Closer](f *testing.F, op string, valid []byte, read func(r io.Rea
 	for _, d := range Damages(valid) {
 		f.Add(d.Data)
 	}
-	for i := 9; i < len(valid) && i < 256; i += 7 { // further into the header, and past it
+	// Further into the header, and past it, on the double only: a real
+	// library is fed only what TestCorruptIndexes feeds it.
+	for i := 9; safetest.Control() != nil && i < len(valid) && i < 256; i += 7 {
 		b := bytes.Clone(valid)
 		b[i] ^= 0xff
 		f.Add(b)
