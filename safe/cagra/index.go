@@ -406,6 +406,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 	if idx == nil {
 		return kit.NilIndex("cagra.Index.Extend")
 	}
+	if err := idx.life.Built("cagra.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "cagra.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err

@@ -355,6 +355,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 	if idx == nil {
 		return kit.NilIndex("hnsw.Index.Extend")
 	}
+	if err := idx.life.Built("hnsw.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "hnsw.Index.Extend"
 	pd, err := kit.Or(params, DefaultExtendParams)
 	if err != nil {

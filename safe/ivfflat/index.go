@@ -196,6 +196,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 	if idx == nil {
 		return kit.NilIndex("ivfflat.Index.Extend")
 	}
+	if err := idx.life.Built("ivfflat.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfflat.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -361,6 +364,9 @@ func rowBytes(mt *generated.DLManagedTensor) int64 {
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if idx == nil {
 		return kit.NilIndex("ivfflat.Index.Centers")
+	}
+	if err := idx.life.Built("ivfflat.Index.Centers"); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	const op = "ivfflat.Index.Centers"
 	if dst == nil {

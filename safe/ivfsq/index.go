@@ -211,6 +211,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 	if idx == nil {
 		return kit.NilIndex("ivfsq.Index.Extend")
 	}
+	if err := idx.life.Built("ivfsq.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfsq.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -402,6 +405,9 @@ func rowBytes(mt *generated.DLManagedTensor) int64 {
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if idx == nil {
 		return kit.NilIndex("ivfsq.Index.Centers")
+	}
+	if err := idx.life.Built("ivfsq.Index.Centers"); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	const op = "ivfsq.Index.Centers"
 	if dst == nil {

@@ -320,6 +320,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 	if idx == nil {
 		return kit.NilIndex("tiered.Index.Extend")
 	}
+	if err := idx.life.Built("tiered.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "tiered.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
