@@ -10,13 +10,16 @@ import (
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/base"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 
 // Corrupt wraps err, a Go-side refusal of an index file's contents, as
-// safe.ErrCorruptIndex for op.
+// safe.ErrCorruptIndex for op. The message may quote the file's bytes: it
+// is made valid, printable UTF-8 (base.Quote).
 func Corrupt(op string, err error) error {
-	return fmt.Errorf("%s: %w: %w", op, safe.ErrCorruptIndex, err)
+	e := fmt.Errorf("%s: %w: %w", op, safe.ErrCorruptIndex, err)
+	return &renamed{msg: base.Quote(e.Error()), err: e}
 }
 
 // CheckFile refuses, before any C call, an index file path that C cannot

@@ -124,7 +124,7 @@ func Fuzz[I io.Closer](f *testing.F, op string, valid []byte, read func(r io.Rea
 		}()
 		select {
 		case <-done:
-		case <-time.After(time.Minute):
+		case <-time.After(10 * time.Second):
 			t.Fatalf("%s of %d bytes hangs", op, len(data))
 		}
 		if err != nil {
