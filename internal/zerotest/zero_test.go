@@ -9,6 +9,7 @@ package zerotest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -430,3 +431,42 @@ func TestTypedNilTensors(t *testing.T) {
 		})
 	}
 }
+
+// The two cases, with arguments that are right for a built
+// index: a zero index says it was never built (safe.ErrClosed), not that
+// it takes no element type or has dimension 0.
+func TestZeroIndexSaysNeverBuilt(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	q, _ := dlpack.NewHostMatrix(make([]float32, 2*8), 2, 8)
+	nb, _ := dlpack.NewHostMatrix(make([]int64, 2*4), 2, 4)
+	ds, _ := dlpack.NewHostMatrix(make([]float32, 2*4), 2, 4)
+	dq, err := safe.DeviceMatrixFrom(res, make([]float32, 2*8), 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, dq)
+	for name, err := range map[string]error{
+		"cagra.Index.Search":         (&cagra.Index{}).Search(res, nil, q, nb, ds, nil),
+		"cagra.Index.Search, device": (&cagra.Index{}).Search(res, nil, dq, nb, ds, nil),
+		"tiered.Index.Extend":        (&tiered.Index{}).Extend(res, dq),
+		"ivfpq.Index.Extend":         (&ivfpq.Index{}).Extend(res, dq, nil),
+		"hnsw.Index.Extend":          (&hnsw.Index{}).Extend(res, q, nil),
+		"cagra.SearchSlice":          second(cagra.SearchSlice(res, &cagra.Index{}, nil, make([]float32, 8), 1, nil)),
+		"bruteforce.SearchSlice":     second(bruteforce.SearchSlice(res, &bruteforce.Index{}, make([]float32, 8), 1, nil)),
+		"ivfflat.SearchSlice":        second(ivfflat.SearchSlice(res, &ivfflat.Index{}, nil, make([]float32, 8), 1, nil)),
+		"ivfsq.SearchSlice":          second(ivfsq.SearchSlice(res, &ivfsq.Index{}, nil, make([]float32, 8), 1, nil)),
+		"ivfpq.SearchSlice":          second(ivfpq.SearchSlice(res, &ivfpq.Index{}, nil, make([]float32, 8), 1)),
+		"tiered.SearchSlice":         second(tiered.SearchSlice(res, &tiered.Index{}, nil, make([]float32, 8), 1, nil)),
+		"hnsw.FromCagra":             second(hnsw.FromCagra(res, &cagra.Index{}, nil)),
+		"cagra.Merge":                second(cagra.Merge(res, nil, []*cagra.Index{{}, {}}, nil)),
+		"tiered.Merge":               second(tiered.Merge(res, nil, &tiered.Index{}, &tiered.Index{})),
+		"hnsw.SearchFiltered":        hnsw.SearchFiltered(res, &hnsw.Index{}, nil, make([]float32, 8), 1, nil, make([]uint64, 1), make([]float32, 1)),
+	} {
+		if !errors.Is(err, safe.ErrClosed) || !strings.Contains(err.Error(), "never built") {
+			t.Errorf("%s of a zero index: %v", name, err)
+		}
+	}
+}
+
+func second[R any](_ R, err error) error { return err }

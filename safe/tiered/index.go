@@ -1,6 +1,7 @@
 package tiered
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -522,6 +523,9 @@ func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index,
 	for i, x := range indexes {
 		if x == nil {
 			return nil, kit.Argf(op, "indexes", "index %d is nil", i)
+		}
+		if err := x.life.Built(fmt.Sprintf("index %d", i)); err != nil {
+			return nil, kit.Argf(op, "indexes", "%w", err)
 		}
 		if x.life.Closed() {
 			return nil, kit.Argf(op, "indexes", "index %d: %w", i, safe.ErrClosed)
