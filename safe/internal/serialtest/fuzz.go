@@ -115,18 +115,23 @@ func Fuzz[I io.Closer](f *testing.F, op string, valid []byte, read func(r io.Rea
 	}
 	limit := safe.MaxBytes(int64(4*len(valid) + 4096))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		done := make(chan struct{})
+		// The read, the search and the Close, each within a bound.
+		within := func(what string, g func()) {
+			t.Helper()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				g()
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s of %d bytes hangs in %s", op, len(data), what)
+			}
+		}
 		var idx I
 		var err error
-		go func() {
-			defer close(done)
-			idx, err = read(bytes.NewReader(data), limit)
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s of %d bytes hangs", op, len(data))
-		}
+		within("the read", func() { idx, err = read(bytes.NewReader(data), limit) })
 		if err != nil {
 			msg := err.Error()
 			switch {
@@ -141,11 +146,13 @@ func Fuzz[I io.Closer](f *testing.F, op string, valid []byte, read func(r io.Rea
 			}
 			return
 		}
-		if uerr := use(idx); uerr != nil {
-			idx.Close()
+		var uerr, cerr error
+		within("a search", func() { uerr = use(idx) })
+		within("Close", func() { cerr = idx.Close() })
+		if uerr != nil {
 			t.Fatalf("%s accepted %d bytes, but the index cannot be searched: %v", op, len(data), uerr)
 		}
-		if cerr := idx.Close(); cerr != nil {
+		if cerr != nil {
 			t.Fatalf("Close: %v", cerr)
 		}
 	})
