@@ -368,13 +368,13 @@ func (idx *Index) ace2608(op string, res *safe.Resources, dv *dlpack.View, p gen
 // dataset it replaces).
 func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) error {
 	const op = "cagra.Index.UpdateDataset"
+	if err := kit.InRelease(op, "cuvsCagraUpdateDataset"); err != nil {
+		return err
+	}
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
 	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
-		return err
-	}
-	if err := kit.InRelease(op, "cuvsCagraUpdateDataset"); err != nil {
 		return err
 	}
 	if idx == nil {

@@ -297,17 +297,14 @@ var updateRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: elemTyp
 // cuvsDatasetDestroy.
 func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) error {
 	const op = "multigpu.CagraIndex.UpdateDataset"
-	if idx == nil {
-		return kit.NilIndex(op)
-	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
-		return err
-	}
 	if err := kit.InRelease(op, "cuvsMultiGpuCagraUpdateDataset"); err != nil {
 		return err
 	}
 	if idx == nil {
 		return kit.NilIndex(op)
+	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	if dataset == nil {
 		return kit.Argf(op, "dataset", "nil")
