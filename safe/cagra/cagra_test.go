@@ -1799,15 +1799,6 @@ func TestConcurrentSearch(t *testing.T) {
 // ptr returns a pointer to a copy of v (params for a call from a helper).
 func ptr[T any](v T) *T { return &v }
 
-// deserializeCall is the C function Deserialize calls for a file without
-// its dataset on the loaded release.
-func deserializeCall() string {
-	if safe.Release() == "26.08" {
-		return "cuvsCagraDeserializeGraph"
-	}
-	return "cuvsCagraDeserialize"
-}
-
 func on2608() bool { return safe.Release() == "26.08" }
 
 // wantCompressionRefused checks the refusal of CompressionParams on cuVS
