@@ -103,7 +103,8 @@ func wrap(op string, err error) error {
 	}
 	var ge *generated.Error
 	if errors.As(err, &ge) {
-		return &Error{Op: op, Func: ge.Func, Reason: base.Reason(ge.Text), Text: ge.Text, OutOfMemory: base.OutOfMemory(ge.Text)}
+		text := base.Quote(ge.Text) // it may quote a damaged file's bytes
+		return &Error{Op: op, Func: ge.Func, Reason: base.Reason(text), Text: text, OutOfMemory: base.OutOfMemory(text)}
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -9,8 +9,12 @@ package zerotest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +70,43 @@ func call(f func() []reflect.Value) (out []reflect.Value, panicked any, hung boo
 // context where it takes them, zero values elsewhere (nil tensors, nil
 // params, zero counts).
 func args(t reflect.Type, res *safe.Resources, skipRecv bool) []reflect.Value {
+	return makeArgs(t, res, skipRecv, false)
+}
+
+// plausibleArgs is args with arguments that pass the usual checks where it
+// can make them: a small float32 host matrix for a tensor, a count of 1, a
+// path, a writer and a reader; so that a method's refusal of its receiver
+// is seen even where it checks its arguments first.
+func plausibleArgs(t reflect.Type, res *safe.Resources, skipRecv bool, dir string) []reflect.Value {
+	in := makeArgs(t, res, skipRecv, true)
+	start := 0
+	if skipRecv {
+		start = 1
+	}
+	m, _ := dlpack.NewHostMatrix(make([]float32, 2*8), 2, 8)
+	tensor := reflect.TypeOf((*dlpack.Tensor)(nil)).Elem()
+	tensorMut := reflect.TypeOf((*dlpack.TensorMut)(nil)).Elem()
+	writer := reflect.TypeOf((*io.Writer)(nil)).Elem()
+	reader := reflect.TypeOf((*io.Reader)(nil)).Elem()
+	for i := range in {
+		p := t.In(i + start)
+		switch {
+		case p == tensor || p == tensorMut:
+			in[i] = reflect.ValueOf(m)
+		case p == writer:
+			in[i] = reflect.ValueOf(io.Discard)
+		case p == reader:
+			in[i] = reflect.ValueOf(strings.NewReader("not an index"))
+		case p.Kind() == reflect.String:
+			in[i] = reflect.ValueOf(filepath.Join(dir, "file")).Convert(p)
+		case p.Kind() >= reflect.Int && p.Kind() <= reflect.Uint64:
+			in[i] = reflect.ValueOf(1).Convert(p)
+		}
+	}
+	return in
+}
+
+func makeArgs(t reflect.Type, res *safe.Resources, skipRecv, _ bool) []reflect.Value {
 	var in []reflect.Value
 	start := 0
 	if skipRecv {
@@ -242,15 +283,28 @@ func TestZeroValues(t *testing.T) {
 					if typedNil && !pointerMethod(pt.Elem(), m.Name) {
 						continue
 					}
-					in := append([]reflect.Value{recv.v}, args(m.Type, res, true)...)
-					out, p, hung := call(func() []reflect.Value { return m.Func.Call(in) })
-					switch {
-					case hung:
-						bad = append(bad, fmt.Sprintf("%s of the %s hangs", m.Name, recv.what))
-					case p != nil:
-						bad = append(bad, fmt.Sprintf("%s of the %s panics: %v", m.Name, recv.what, p))
-					default:
-						closeOut(out)
+					for _, plausible := range []bool{false, true} {
+						in := append([]reflect.Value{recv.v}, args(m.Type, res, true)...)
+						if plausible {
+							in = append([]reflect.Value{recv.v}, plausibleArgs(m.Type, res, true, t.TempDir())...)
+						}
+						out, p, hung := call(func() []reflect.Value { return m.Func.Call(in) })
+						switch {
+						case hung:
+							bad = append(bad, fmt.Sprintf("%s of the %s hangs", m.Name, recv.what))
+						case p != nil:
+							bad = append(bad, fmt.Sprintf("%s of the %s panics: %v", m.Name, recv.what, p))
+						default:
+							// A thing never built says so, whatever the
+							// arguments: not a message about them, or
+							// about a dimension or type it does not have
+							// (a function the release lacks is refused
+							// before anything else, the family's rule).
+							if err := errorOut(out); built[c.name] && !typedNil && err != nil && !neverBuilt.MatchString(err.Error()) && !errors.Is(err, safe.ErrNotInRelease) {
+								bad = append(bad, fmt.Sprintf("%s of the %s (arguments plausible: %v) does not say it was never built: %v", m.Name, recv.what, plausible, err))
+							}
+							closeOut(out)
+						}
 					}
 				}
 			}
@@ -259,6 +313,39 @@ func TestZeroValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// built names the types whose zero value is a thing never built (an
+// index, a prepared search, a model): every method's error says so.
+// (kmeans.Model's say "not a fitted model".)
+var built = map[string]bool{
+	"bruteforce.Index": true, "bruteforce.Prepared": true,
+	"cagra.Index": true, "cagra.Prepared": true,
+	"hnsw.Index":    true,
+	"ivfflat.Index": true, "ivfflat.Prepared": true,
+	"ivfsq.Index": true, "ivfsq.Prepared": true,
+	"ivfpq.Index": true, "ivfpq.Prepared": true,
+	"nndescent.Index": true,
+	"vamana.Index":    true,
+	"tiered.Index":    true, "tiered.Searcher": true,
+	"multigpu.CagraIndex": true, "multigpu.IVFFlatIndex": true, "multigpu.IVFPQIndex": true,
+	"quantize.PQ": true, "quantize.Binary": true,
+	"pca.Model": true,
+}
+
+// neverBuilt matches the errors of a thing never built.
+var neverBuilt = regexp.MustCompile(`never built|zero value|not a fitted`)
+
+// errorOut returns a method's error result, if any.
+func errorOut(out []reflect.Value) error {
+	for _, o := range out {
+		if o.IsValid() && o.CanInterface() {
+			if e, ok := o.Interface().(error); ok && e != nil {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 // pointerMethod reports whether T's method name has a pointer receiver
@@ -346,3 +433,42 @@ func TestTypedNilTensors(t *testing.T) {
 		})
 	}
 }
+
+// The issue's two cases, with arguments that are right for a built
+// index: a zero index says it was never built (safe.ErrClosed), not that
+// it takes no element type or has dimension 0.
+func TestZeroIndexSaysNeverBuilt(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	q, _ := dlpack.NewHostMatrix(make([]float32, 2*8), 2, 8)
+	nb, _ := dlpack.NewHostMatrix(make([]int64, 2*4), 2, 4)
+	ds, _ := dlpack.NewHostMatrix(make([]float32, 2*4), 2, 4)
+	dq, err := safe.DeviceMatrixFrom(res, make([]float32, 2*8), 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, dq)
+	for name, err := range map[string]error{
+		"cagra.Index.Search":         (&cagra.Index{}).Search(res, nil, q, nb, ds, nil),
+		"cagra.Index.Search, device": (&cagra.Index{}).Search(res, nil, dq, nb, ds, nil),
+		"tiered.Index.Extend":        (&tiered.Index{}).Extend(res, dq),
+		"ivfpq.Index.Extend":         (&ivfpq.Index{}).Extend(res, dq, nil),
+		"hnsw.Index.Extend":          (&hnsw.Index{}).Extend(res, q, nil),
+		"cagra.SearchSlice":          second(cagra.SearchSlice(res, &cagra.Index{}, nil, make([]float32, 8), 1, nil)),
+		"bruteforce.SearchSlice":     second(bruteforce.SearchSlice(res, &bruteforce.Index{}, make([]float32, 8), 1, nil)),
+		"ivfflat.SearchSlice":        second(ivfflat.SearchSlice(res, &ivfflat.Index{}, nil, make([]float32, 8), 1, nil)),
+		"ivfsq.SearchSlice":          second(ivfsq.SearchSlice(res, &ivfsq.Index{}, nil, make([]float32, 8), 1, nil)),
+		"ivfpq.SearchSlice":          second(ivfpq.SearchSlice(res, &ivfpq.Index{}, nil, make([]float32, 8), 1)),
+		"tiered.SearchSlice":         second(tiered.SearchSlice(res, &tiered.Index{}, nil, make([]float32, 8), 1, nil)),
+		"hnsw.FromCagra":             second(hnsw.FromCagra(res, &cagra.Index{}, nil)),
+		"cagra.Merge":                second(cagra.Merge(res, nil, []*cagra.Index{{}, {}}, nil)),
+		"tiered.Merge":               second(tiered.Merge(res, nil, &tiered.Index{}, &tiered.Index{})),
+		"hnsw.SearchFiltered":        hnsw.SearchFiltered(res, &hnsw.Index{}, nil, make([]float32, 8), 1, nil, make([]uint64, 1), make([]float32, 1)),
+	} {
+		if !errors.Is(err, safe.ErrClosed) || !strings.Contains(err.Error(), "never built") {
+			t.Errorf("%s of a zero index: %v", name, err)
+		}
+	}
+}
+
+func second[R any](_ R, err error) error { return err }

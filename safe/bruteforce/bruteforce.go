@@ -322,7 +322,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // call, and cuVS's own refusals of its contents carry the sentinel too.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "bruteforce.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	hdr, err := readHeader(path)

@@ -37,6 +37,9 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, queries []
 	if idx == nil {
 		return kit.Argf(op, "idx", "nil *Index")
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	spec := hostsearch.Spec{
 		Dim: int(idx.dim), Rows: int(idx.rows), DTypes: []dlpack.DataType{idx.dtype},
 		Check: func(n, k int) error {

@@ -34,6 +34,9 @@ func (idx *Index) DatasetInfo() (DatasetInfo, error) {
 	if idx == nil {
 		return DatasetInfo{}, kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return DatasetInfo{}, err
+	}
 	if err := kit.InRelease(op, "cuvsDatasetGetIsOwning"); err != nil {
 		return DatasetInfo{}, err
 	}

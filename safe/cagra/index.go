@@ -406,6 +406,9 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 	if idx == nil {
 		return kit.NilIndex("cagra.Index.Extend")
 	}
+	if err := idx.life.Built("cagra.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "cagra.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -642,7 +645,7 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "cagra.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	if err := kit.CheckItems(op, path, true, nil); err != nil {

@@ -172,5 +172,5 @@ func (p *Prepared) Close() error {
 
 // errZero is the error of a method of a Prepared not made by Prepare.
 func errZero(op string) error {
-	return fmt.Errorf("%s: %w (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
+	return fmt.Errorf("%s: %w: the zero value, never built (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
 }

@@ -374,6 +374,12 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
+	if idx == nil {
+		return kit.NilIndex(op)
+	}
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}

@@ -26,6 +26,9 @@ func (idx *Index) WarmUp(res *safe.Resources, params *SearchParams, batch, k int
 	if idx == nil {
 		return kit.NilIndex("cagra.Index.WarmUp")
 	}
+	if err := idx.life.Built("cagra.Index.WarmUp"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "cagra.Index.WarmUp"
 	if batch < 1 {
 		return kit.Argf(op, "batch", "%d, want at least 1", batch)

@@ -66,6 +66,8 @@ func readFile(path string, dim int64, dtype dlpack.DataType) (fileInfo, error) {
 	links0 := 4 + h.MaxM0*4
 	want := links0 + uint64(dim*elem) + 8
 	switch {
+	case h.OffsetLevel0 != 0: // hnswlib writes 0 and adds it to every element's address
+		return fileInfo{}, fmt.Errorf("level-0 offset %d, hnswlib's is 0: not an hnswlib index", h.OffsetLevel0)
 	case h.MaxM0 > 1<<16 || h.MaxM > 1<<16:
 		return fileInfo{}, fmt.Errorf("maxM %d, maxM0 %d: not an hnswlib index", h.MaxM, h.MaxM0)
 	case h.PerElement != want || h.OffsetData != links0 || h.LabelOffset != links0+uint64(dim*elem):
@@ -85,6 +87,12 @@ func readFile(path string, dim int64, dtype dlpack.DataType) (fileInfo, error) {
 		if _, err := io.ReadFull(r, elemBuf); err != nil {
 			return fileInfo{}, fmt.Errorf("truncated in its elements")
 		}
+		// the base layer's links: a count (hnswlib reads its low 16 bits)
+		// and up to maxM0 ids, each of an element (hnswlib follows them
+		// unchecked)
+		if err := checkLinks(elemBuf[:links0], h.MaxM0, h.Count); err != nil {
+			return fileInfo{}, fmt.Errorf("element %d, base layer: %w", i, err)
+		}
 		// the vector sits at links0, a multiple of 4 bytes into elemBuf
 		if j, what := kit.FirstNonFinite(unsafe.Pointer(&elemBuf[links0]), int(dim), dtype); j >= 0 {
 			return fileInfo{}, fmt.Errorf("element %d holds %s at column %d read as %s: not a file of %s vectors of dimension %d (wrong dtype?)", i, what, j, dtype, dtype, dim)
@@ -93,6 +101,9 @@ func readFile(path string, dim int64, dtype dlpack.DataType) (fileInfo, error) {
 	block := uint32((h.MaxM + 1) * 4)
 	info := fileInfo{count: int64(h.Count), maxLevel: h.MaxLevel}
 	var b [4]byte
+	var levels []byte
+	level := make([]uint32, h.Count) // each element's top level
+	upper := make([][]byte, h.Count) // its link lists above the base layer
 	for i := uint64(0); i < h.Count; i++ {
 		if _, err := io.ReadFull(r, b[:]); err != nil {
 			return fileInfo{}, fmt.Errorf("truncated in the link lists (element %d of %d)", i, h.Count)
@@ -101,17 +112,61 @@ func readFile(path string, dim int64, dtype dlpack.DataType) (fileInfo, error) {
 		if n%block != 0 {
 			return fileInfo{}, fmt.Errorf("element %d: link lists of %d bytes, not a multiple of %d", i, n, block)
 		}
+		if n/block > uint32(h.MaxLevel) {
+			return fileInfo{}, fmt.Errorf("element %d: %d levels, above the index's max level %d", i, n/block, h.MaxLevel)
+		}
 		if int64(i) == int64(h.EnterPoint) {
 			info.entryLevel = int32(n / block)
 		}
-		if _, err := r.Discard(int(n)); err != nil {
+		if uint64(cap(levels)) < uint64(n) {
+			levels = make([]byte, n)
+		}
+		levels = levels[:n]
+		if _, err := io.ReadFull(r, levels); err != nil {
 			return fileInfo{}, fmt.Errorf("truncated in the link lists (element %d of %d)", i, h.Count)
+		}
+		for l := uint32(0); l < n/block; l++ {
+			if err := checkLinks(levels[l*block:(l+1)*block], h.MaxM, h.Count); err != nil {
+				return fileInfo{}, fmt.Errorf("element %d, level %d: %w", i, l+1, err)
+			}
+		}
+		level[i] = n / block
+		if n > 0 {
+			upper[i] = append([]byte(nil), levels...)
 		}
 	}
 	if _, err := r.ReadByte(); err != io.EOF {
 		return fileInfo{}, errors.New("bytes after the index")
 	}
+	// A link on level l leads to an element that has level l (hnswlib
+	// reads the target's list on that level unchecked).
+	for i, u := range upper {
+		for l := uint32(0); l < level[i]; l++ {
+			list := u[l*block:]
+			for j := uint32(0); j < uint32(binary.LittleEndian.Uint16(list)); j++ {
+				if t := binary.LittleEndian.Uint32(list[4+4*j:]); level[t] < l+1 {
+					return fileInfo{}, fmt.Errorf("element %d, level %d: a link to element %d, which has %d levels", i, l+1, t, level[t])
+				}
+			}
+		}
+	}
 	return info, nil
+}
+
+// checkLinks checks one hnswlib link list: a count of at most max links
+// (hnswlib reads the low 16 bits of its first 4 bytes), then the ids, each
+// below count, the elements'.
+func checkLinks(list []byte, max, count uint64) error {
+	n := uint64(binary.LittleEndian.Uint16(list))
+	if n > max || 4+4*n > uint64(len(list)) {
+		return fmt.Errorf("%d links, more than its %d", n, max)
+	}
+	for j := uint64(0); j < n; j++ {
+		if id := uint64(binary.LittleEndian.Uint32(list[4+4*j:])); id >= count {
+			return fmt.Errorf("a link to element %d, of %d", id, count)
+		}
+	}
+	return nil
 }
 
 // openError is os's error for a file Deserialize cannot open: the

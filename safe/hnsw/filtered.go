@@ -31,6 +31,9 @@ func SearchFiltered[T dlpack.DType](res *safe.Resources, idx *Index, params *Sea
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	if dlpack.DataTypeOf[T]() != idx.DType() {
 		return kit.Argf(op, "queries", "dtype %s, the index holds %s", dlpack.DataTypeOf[T](), idx.DType())
 	}

@@ -889,7 +889,7 @@ func TestNotBuiltError(t *testing.T) {
 	const maxM0 = 8
 	links0 := uint64(4 + maxM0*4)
 	var hdr bytes.Buffer
-	for _, v := range []any{links0, uint64(0), uint64(0), links0 + 16 + 8, links0 + 16, links0, int32(0), int32(-1), uint64(4), uint64(maxM0), uint64(4), 1 / math.Log(4), uint64(100)} {
+	for _, v := range []any{uint64(0), uint64(0), uint64(0), links0 + 16 + 8, links0 + 16, links0, int32(0), int32(-1), uint64(4), uint64(maxM0), uint64(4), 1 / math.Log(4), uint64(100)} {
 		must(t, binary.Write(&hdr, binary.LittleEndian, v))
 	}
 	must(t, os.WriteFile(path, hdr.Bytes(), 0o600))

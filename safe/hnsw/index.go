@@ -355,6 +355,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 	if idx == nil {
 		return kit.NilIndex("hnsw.Index.Extend")
 	}
+	if err := idx.life.Built("hnsw.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "hnsw.Index.Extend"
 	pd, err := kit.Or(params, DefaultExtendParams)
 	if err != nil {
@@ -509,7 +512,7 @@ func wrapMissing(err error) error {
 // C calls: cuvsHnswIndexCreate, cuvsHnswDeserialize.
 func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataType, metric safe.Metric, params *IndexParams) (*Index, error) {
 	const op = "hnsw.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil {
+	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	ok := false

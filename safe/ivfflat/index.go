@@ -196,6 +196,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 	if idx == nil {
 		return kit.NilIndex("ivfflat.Index.Extend")
 	}
+	if err := idx.life.Built("ivfflat.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfflat.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -362,6 +365,9 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if idx == nil {
 		return kit.NilIndex("ivfflat.Index.Centers")
 	}
+	if err := idx.life.Built("ivfflat.Index.Centers"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfflat.Index.Centers"
 	if dst == nil {
 		return kit.Argf(op, "dst", "nil")
@@ -408,7 +414,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfflat.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	size, err := readSize(path)

@@ -13,6 +13,12 @@ import (
 // directory while a goroutine copies it to w, so nothing reaches the disk.
 // If w fails, the rest of cuVS's output is dropped and w's error returned.
 func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
+	if idx == nil {
+		return 0, kit.NilIndex("ivfflat.Index.SerializeTo")
+	}
+	if err := idx.life.Built("ivfflat.Index.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
+		return 0, err
+	}
 	return kit.SerializeTo("ivfflat.Index.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
 }
 

@@ -399,6 +399,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 	if idx == nil {
 		return kit.NilIndex("ivfpq.Index.Extend")
 	}
+	if err := idx.life.Built("ivfpq.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfpq.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -567,6 +570,9 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if idx == nil {
 		return kit.NilIndex("ivfpq.Index.Transform")
 	}
+	if err := idx.life.Built("ivfpq.Index.Transform"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfpq.Index.Transform"
 	if input == nil || labels == nil || codes == nil {
 		return kit.Argf(op, "input/labels/codes", "nil tensor")
@@ -684,6 +690,9 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if idx == nil {
 		return kit.NilIndex("ivfpq.Index.UnpackListCodes")
 	}
+	if err := idx.life.Built("ivfpq.Index.UnpackListCodes"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfpq.Index.UnpackListCodes"
 	if codes == nil {
 		return kit.Argf(op, "codes", "nil")
@@ -759,7 +768,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Build.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfpq.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	if err := kit.CheckItems(op, path, false, new(pqLayout).visit); err != nil {
@@ -796,6 +805,9 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if idx == nil {
 		return kit.NilIndex("ivfpq.Index.Centers")
+	}
+	if err := idx.life.Built("ivfpq.Index.Centers"); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	const op = "ivfpq.Index.Centers"
 	if dst == nil {
@@ -874,6 +886,9 @@ func (idx *Index) ListSizes() (dlpack.View, error) {
 func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
 	if idx == nil {
 		return dlpack.View{}, kit.NilIndex("ivfpq.Index.ListIndices")
+	}
+	if err := idx.life.Built("ivfpq.Index.ListIndices"); err != nil { // a zero index says so, before its arguments are checked
+		return dlpack.View{}, err
 	}
 	const op = "ivfpq.Index.ListIndices"
 	if int64(label) >= idx.nLists {

@@ -2,6 +2,7 @@ package ivfpq_test
 
 import (
 	"errors"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -593,7 +594,7 @@ func TestSerialize(t *testing.T) {
 	if back.DType() != dlpack.Float32 || back.Rows() != rows+nq {
 		t.Errorf("after Extend: %v, %d rows", back.DType(), back.Rows())
 	}
-	if _, err := ivfpq.Deserialize(f.res, filepath.Join(t.TempDir(), "missing")); !errors.Is(err, safe.ErrCuvs) {
+	if _, err := ivfpq.Deserialize(f.res, filepath.Join(t.TempDir(), "missing")); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, safe.ErrCuvs) {
 		t.Errorf("a missing file: %v", err)
 	}
 }

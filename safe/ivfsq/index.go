@@ -211,6 +211,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 	if idx == nil {
 		return kit.NilIndex("ivfsq.Index.Extend")
 	}
+	if err := idx.life.Built("ivfsq.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfsq.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -403,6 +406,9 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if idx == nil {
 		return kit.NilIndex("ivfsq.Index.Centers")
 	}
+	if err := idx.life.Built("ivfsq.Index.Centers"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "ivfsq.Index.Centers"
 	if dst == nil {
 		return kit.Argf(op, "dst", "nil")
@@ -449,7 +455,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // cuvsIvfSqIndexGetSize/GetNLists/GetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	const op = "ivfsq.Deserialize"
-	if _, err := kit.CPath(op, path); err != nil { // refused before any C call
+	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
 	if err := kit.CheckItems(op, path, true, nil); err != nil {

@@ -142,5 +142,5 @@ func (p *Prepared) again(h generated.CuvsResources_t, _ uint32, q, n, d *generat
 
 // errZero is the error of a method of a Prepared not made by Prepare.
 func errZero(op string) error {
-	return fmt.Errorf("%s: %w (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
+	return fmt.Errorf("%s: %w: the zero value, never built (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
 }

@@ -41,6 +41,9 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	if idx == nil {
 		return kit.Argf(op, "idx", "nil *Index")
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	rows := idx.rows.Load()
 	spec := hostsearch.Spec{
 		Dim: int(idx.dim), Rows: int(rows), DTypes: elemTypes,

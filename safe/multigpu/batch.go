@@ -121,6 +121,9 @@ func (idx *IVFFlatIndex) Searcher(mres *Resources, params *IVFFlatSearchParams) 
 	if idx == nil {
 		return nil, kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return nil, err
+	}
 	if mres == nil {
 		return nil, kit.Argf(op, "mres", "nil *multigpu.Resources")
 	}
@@ -138,6 +141,9 @@ func (idx *IVFPQIndex) Searcher(mres *Resources, params *IVFPQSearchParams) (bat
 	const op = "multigpu.IVFPQIndex.Searcher"
 	if idx == nil {
 		return nil, kit.NilIndex(op)
+	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return nil, err
 	}
 	if mres == nil {
 		return nil, kit.Argf(op, "mres", "nil *multigpu.Resources")
@@ -157,6 +163,9 @@ func (idx *CagraIndex) Searcher(mres *Resources, params *CagraSearchParams) (bat
 	const op = "multigpu.CagraIndex.Searcher"
 	if idx == nil {
 		return nil, kit.NilIndex(op)
+	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return nil, err
 	}
 	if mres == nil {
 		return nil, kit.Argf(op, "mres", "nil *multigpu.Resources")

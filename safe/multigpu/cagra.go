@@ -127,6 +127,9 @@ func (idx *CagraIndex) Search(res *Resources, params *CagraSearchParams, queries
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	var p CagraSearchParams
 	if params != nil {
 		p = *params
@@ -167,6 +170,12 @@ func (idx *CagraIndex) Search(res *Resources, params *CagraSearchParams, queries
 // SearchK is Search into new Go memory: the k nearest rows of each query
 // (queries in host memory, e.g. a dlpack.HostMatrix), as safe.Results.
 func (idx *CagraIndex) SearchK(res *Resources, params *CagraSearchParams, queries dlpack.Tensor, k int) (*safe.Results, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("multigpu.CagraIndex.SearchK")
+	}
+	if err := idx.life.Built("multigpu.CagraIndex.SearchK"); err != nil { // a zero index says so, before its arguments are checked
+		return nil, err
+	}
 	return searchK(queries, k, func(n, d dlpack.TensorMut) error { return idx.Search(res, params, queries, n, d) })
 }
 
@@ -183,6 +192,9 @@ func (idx *CagraIndex) Extend(res *Resources, vectors dlpack.Tensor, ids dlpack.
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	return idx.extend(op, res, vectors, ids, &ids32Rule, func(h generated.CuvsResources_t, v, i *generated.DLManagedTensor) error {
 		return generated.CuvsMultiGpuCagraExtend(h, idx.h, v, i)
 	})
@@ -194,6 +206,9 @@ func (idx *CagraIndex) Serialize(res *Resources, path string) error {
 	const op = "multigpu.CagraIndex.Serialize"
 	if idx == nil {
 		return kit.NilIndex(op)
+	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	return idx.serialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsMultiGpuCagraSerialize(h, idx.h, p)
@@ -287,6 +302,9 @@ func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) erro
 	}
 	if idx == nil {
 		return kit.NilIndex(op)
+	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	if dataset == nil {
 		return kit.Argf(op, "dataset", "nil")

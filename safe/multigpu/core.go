@@ -311,10 +311,14 @@ func (c *core) serialize(op string, res *Resources, path string, call func(h gen
 	return kit.Wrap(op, call(h, &p[0]))
 }
 
-// load runs a Deserialize or Distribute call; the index learns its dtype
+// load runs a Deserialize or Distribute call (a missing file refused
+// first, cuVS's refusals of the file also safe.ErrCorruptIndex); the index learns its dtype
 // from the handle, and, for a multi-GPU file, its mode and device count from
 // the file's header (NumPy dtype, then .npy scalars: mode, ranks).
 func (c *core) load(op string, res *Resources, path string, multi bool, call func(h generated.CuvsResources_t, p *byte) error, dtype func() generated.DLDataType) error {
+	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
+		return err
+	}
 	p, err := kit.CPath(op, path)
 	if err != nil {
 		return err
@@ -323,7 +327,7 @@ func (c *core) load(op string, res *Resources, path string, multi bool, call fun
 	if err != nil {
 		return err
 	}
-	err = kit.Wrap(op, call(h, &p[0]))
+	err = kit.MarkCorrupt(kit.Wrap(op, call(h, &p[0])))
 	res.unlock()
 	if err != nil {
 		return err

@@ -97,6 +97,9 @@ func (idx *IVFFlatIndex) Search(res *Resources, params *IVFFlatSearchParams, que
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	var p IVFFlatSearchParams
 	if params != nil {
 		p = *params
@@ -131,6 +134,12 @@ func (idx *IVFFlatIndex) Search(res *Resources, params *IVFFlatSearchParams, que
 // SearchK is Search into new Go memory: the k nearest rows of each query
 // (queries in host memory, e.g. a dlpack.HostMatrix), as safe.Results.
 func (idx *IVFFlatIndex) SearchK(res *Resources, params *IVFFlatSearchParams, queries dlpack.Tensor, k int) (*safe.Results, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("multigpu.IVFFlatIndex.SearchK")
+	}
+	if err := idx.life.Built("multigpu.IVFFlatIndex.SearchK"); err != nil { // a zero index says so, before its arguments are checked
+		return nil, err
+	}
 	return searchK(queries, k, func(n, d dlpack.TensorMut) error { return idx.Search(res, params, queries, n, d) })
 }
 
@@ -147,6 +156,9 @@ func (idx *IVFFlatIndex) Extend(res *Resources, vectors dlpack.Tensor, ids dlpac
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	return idx.extend(op, res, vectors, ids, &ids64Rule, func(h generated.CuvsResources_t, v, i *generated.DLManagedTensor) error {
 		return generated.CuvsMultiGpuIvfFlatExtend(h, idx.h, v, i)
 	})
@@ -158,6 +170,9 @@ func (idx *IVFFlatIndex) Serialize(res *Resources, path string) error {
 	const op = "multigpu.IVFFlatIndex.Serialize"
 	if idx == nil {
 		return kit.NilIndex(op)
+	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	return idx.serialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsMultiGpuIvfFlatSerialize(h, idx.h, p)

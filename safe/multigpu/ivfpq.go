@@ -102,6 +102,9 @@ func (idx *IVFPQIndex) Search(res *Resources, params *IVFPQSearchParams, queries
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	var p IVFPQSearchParams
 	if params != nil {
 		p = *params
@@ -136,6 +139,12 @@ func (idx *IVFPQIndex) Search(res *Resources, params *IVFPQSearchParams, queries
 // SearchK is Search into new Go memory: the k nearest rows of each query
 // (queries in host memory, e.g. a dlpack.HostMatrix), as safe.Results.
 func (idx *IVFPQIndex) SearchK(res *Resources, params *IVFPQSearchParams, queries dlpack.Tensor, k int) (*safe.Results, error) {
+	if idx == nil {
+		return nil, kit.NilIndex("multigpu.IVFPQIndex.SearchK")
+	}
+	if err := idx.life.Built("multigpu.IVFPQIndex.SearchK"); err != nil { // a zero index says so, before its arguments are checked
+		return nil, err
+	}
 	return searchK(queries, k, func(n, d dlpack.TensorMut) error { return idx.Search(res, params, queries, n, d) })
 }
 
@@ -152,6 +161,9 @@ func (idx *IVFPQIndex) Extend(res *Resources, vectors dlpack.Tensor, ids dlpack.
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	return idx.extend(op, res, vectors, ids, &ids64Rule, func(h generated.CuvsResources_t, v, i *generated.DLManagedTensor) error {
 		return generated.CuvsMultiGpuIvfPqExtend(h, idx.h, v, i)
 	})
@@ -163,6 +175,9 @@ func (idx *IVFPQIndex) Serialize(res *Resources, path string) error {
 	const op = "multigpu.IVFPQIndex.Serialize"
 	if idx == nil {
 		return kit.NilIndex(op)
+	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	return idx.serialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsMultiGpuIvfPqSerialize(h, idx.h, p)

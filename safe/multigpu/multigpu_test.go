@@ -86,7 +86,7 @@ func mres(t *testing.T, n int) *multigpu.Resources {
 	return r
 }
 
-func host(t *testing.T, data []float32, n int) *dlpack.HostMatrix[float32] {
+func host(t testing.TB, data []float32, n int) *dlpack.HostMatrix[float32] {
 	t.Helper()
 	m, err := dlpack.NewHostMatrix(data, n, len(data)/n)
 	if err != nil {

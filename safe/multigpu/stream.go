@@ -11,6 +11,12 @@ import (
 // returns the bytes written (cuVS writes only to file names: through a
 // named pipe in a private temporary directory, copied to w as it comes).
 func (idx *IVFFlatIndex) SerializeTo(res *Resources, w io.Writer) (int64, error) {
+	if idx == nil {
+		return 0, kit.NilIndex("multigpu.IVFFlatIndex.SerializeTo")
+	}
+	if err := idx.life.Built("multigpu.IVFFlatIndex.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
+		return 0, err
+	}
 	return kit.SerializeTo("multigpu.IVFFlatIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
 }
 
@@ -30,6 +36,12 @@ func DistributeIVFFlatFrom(res *Resources, r io.Reader, opts ...safe.Deserialize
 // returns the bytes written (cuVS writes only to file names: through a
 // named pipe in a private temporary directory, copied to w as it comes).
 func (idx *IVFPQIndex) SerializeTo(res *Resources, w io.Writer) (int64, error) {
+	if idx == nil {
+		return 0, kit.NilIndex("multigpu.IVFPQIndex.SerializeTo")
+	}
+	if err := idx.life.Built("multigpu.IVFPQIndex.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
+		return 0, err
+	}
 	return kit.SerializeTo("multigpu.IVFPQIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
 }
 
@@ -49,6 +61,12 @@ func DistributeIVFPQFrom(res *Resources, r io.Reader, opts ...safe.DeserializeOp
 // returns the bytes written (cuVS writes only to file names: through a
 // named pipe in a private temporary directory, copied to w as it comes).
 func (idx *CagraIndex) SerializeTo(res *Resources, w io.Writer) (int64, error) {
+	if idx == nil {
+		return 0, kit.NilIndex("multigpu.CagraIndex.SerializeTo")
+	}
+	if err := idx.life.Built("multigpu.CagraIndex.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
+		return 0, err
+	}
 	return kit.SerializeTo("multigpu.CagraIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
 }
 

@@ -188,6 +188,9 @@ func (idx *Index) Graph(res *safe.Resources, dst dlpack.TensorMut) error {
 	if idx == nil {
 		return kit.NilIndex("nndescent.Index.Graph")
 	}
+	if err := idx.life.Built("nndescent.Index.Graph"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	return idx.copyOut("nndescent.Index.Graph", res, dst, &graphRule, generated.CuvsNNDescentIndexGetGraph)
 }
 
@@ -201,6 +204,9 @@ func (idx *Index) Graph(res *safe.Resources, dst dlpack.TensorMut) error {
 func (idx *Index) Distances(res *safe.Resources, dst dlpack.TensorMut) error {
 	if idx == nil {
 		return kit.NilIndex("nndescent.Index.Distances")
+	}
+	if err := idx.life.Built("nndescent.Index.Distances"); err != nil { // a zero index says so, before its arguments are checked
+		return err
 	}
 	const op = "nndescent.Index.Distances"
 	if !idx.dist && !idx.life.Closed() {

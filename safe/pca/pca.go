@@ -46,6 +46,8 @@ func (m *Model) check(op string) (int, error) {
 	}
 	k := len(m.SingularValues)
 	switch {
+	case m.Dim == 0 && k == 0 && len(m.Components) == 0 && len(m.Mean) == 0:
+		return 0, kit.Argf(op, "model", "the zero value, never fitted (Fit makes a Model)")
 	case m.Dim < 2:
 		return 0, kit.Argf(op, "model", "Dim %d: cuVS's PCA needs at least two columns", m.Dim)
 	case k < 1 || k > m.Dim:

@@ -1,6 +1,7 @@
 package tiered
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -320,6 +321,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 	if idx == nil {
 		return kit.NilIndex("tiered.Index.Extend")
 	}
+	if err := idx.life.Built("tiered.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "tiered.Index.Extend"
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
@@ -519,6 +523,9 @@ func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index,
 	for i, x := range indexes {
 		if x == nil {
 			return nil, kit.Argf(op, "indexes", "index %d is nil", i)
+		}
+		if err := x.life.Built(fmt.Sprintf("index %d", i)); err != nil {
+			return nil, kit.Argf(op, "indexes", "%w", err)
 		}
 		if x.life.Closed() {
 			return nil, kit.Argf(op, "indexes", "index %d: %w", i, safe.ErrClosed)

@@ -44,6 +44,9 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 	if idx == nil {
 		return 0, kit.NilIndex(op)
 	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return 0, err
+	}
 	if w == nil {
 		return 0, kit.Argf(op, "w", "nil io.Writer")
 	}
@@ -128,6 +131,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // replacing it.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	const op = "tiered.Index.Serialize"
+	if idx == nil {
+		return kit.NilIndex(op)
+	}
+	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -143,6 +152,9 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // the file path.
 func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
 	const op = "tiered.Deserialize"
+	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

@@ -128,5 +128,8 @@ func (s *Searcher) SearchBatch(res *safe.Resources, queries dlpack.Tensor, neigh
 	if s == nil {
 		return kit.NilIndex("tiered.Searcher.SearchBatch")
 	}
+	if s.idx == nil { // the zero Searcher: NewSearcher makes them
+		return kit.NeverBuilt("tiered.Searcher.SearchBatch")
+	}
 	return s.idx.Search(res, s.params, queries, neighbors, distances, nil)
 }

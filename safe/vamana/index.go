@@ -201,6 +201,9 @@ func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset boo
 	if idx == nil {
 		return kit.NilIndex("vamana.Index.Serialize")
 	}
+	if err := idx.life.Built("vamana.Index.Serialize"); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
 	const op = "vamana.Index.Serialize"
 	if err := kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsVamanaSerialize(h, p, idx.h, includeDataset)

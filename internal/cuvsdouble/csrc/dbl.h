@@ -546,6 +546,13 @@ DBL_HIDDEN void dbl_violation(const char* fmt, ...) __attribute__((format(printf
 
 /* Counted internal storage. */
 DBL_HIDDEN void* dbl_buf_alloc(size_t bytes);
+/* The double's file readers check the sizes a header claims against what
+ * the file holds before allocating (the safe layer's npy.Walk makes that
+ * check of cuVS's own formats before any C call): dbl_file_holds reports
+ * whether a*b*c + d*e*f bytes (saturating products) remain after f's
+ * position; it is true where the size cannot be read. */
+DBL_HIDDEN int dbl_file_holds(FILE* f, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
+                              uint64_t g);
 DBL_HIDDEN void dbl_buf_free(void* p, size_t bytes);
 /* Tensor metadata handed to callers with a deleter (shape/strides arrays). */
 DBL_HIDDEN int64_t* dbl_meta_alloc(int n);

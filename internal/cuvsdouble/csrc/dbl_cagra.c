@@ -1213,6 +1213,11 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
     return RAFT_FAIL("cuvsdouble: %s is not a CAGRA index file written by the test double",
                      filename);
   }
+  if (!dbl_file_holds(f, h.has_dataset ? (uint64_t)h.n : 0, (uint64_t)h.dim, dl_elem_size(dt),
+                      (uint64_t)h.n, (uint64_t)h.degree, sizeof(uint32_t))) {
+    fclose(f);
+    return RAFT_FAIL("cuvsdouble: %s is truncated", filename);
+  }
   cg_impl* impl = cg_new();
   if (!impl) {
     fclose(f);

@@ -9,6 +9,7 @@
  */
 #include "dbl.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
@@ -1383,4 +1384,22 @@ DBL_API void cuvsdouble_reset(void)
   atomic_store(&g_pool_initial, 0);
   atomic_store(&g_pool_max, 0);
   atomic_store(&g_pool_managed, 0);
+}
+
+/* a*b, saturating at UINT64_MAX */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+  if (a != 0 && b > UINT64_MAX / a) return UINT64_MAX;
+  return a * b;
+}
+
+int dbl_file_holds(FILE* f, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
+                   uint64_t g)
+{
+  long at = ftell(f);
+  struct stat st;
+  if (at < 0 || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return 1;
+  uint64_t left = (uint64_t)st.st_size > (uint64_t)at ? (uint64_t)st.st_size - (uint64_t)at : 0;
+  uint64_t x = mul_sat(mul_sat(a, b), c), y = mul_sat(mul_sat(d, e), g);
+  return x <= left && y <= left - x;
 }

@@ -1419,7 +1419,8 @@ static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
   if (!f) return RAFT_FAIL("Cannot open file %s", filename);
   pq_file_header h;
   if (!rd(f, &h, sizeof h) || memcmp(h.magic, PQ_FILE_MAGIC, 8) != 0 || h.pq_bits < 4 ||
-      h.pq_bits > 8 || h.pq_dim == 0 || h.dim == 0 || h.n_lists == 0 || h.n_lists > (1u << 24)) {
+      h.pq_bits > 8 || h.pq_dim == 0 || h.dim == 0 || h.n_lists == 0 || h.n_lists > (1u << 24) ||
+      h.dim > (1u << 24) || h.pq_dim > (1u << 24)) {
     fclose(f);
     return RAFT_FAIL("cuvsdouble: %s is not an IVF-PQ index file written by the test double",
                      filename);
@@ -1454,6 +1455,20 @@ static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
     return dbl_plain_fail("std::bad_alloc");
   }
   cuvsError_t st = pq_shape(impl, &p, h.dim);
+  /* the model's arrays, then per list at least its size: what the header
+   * claims must fit in the file before anything is allocated */
+  if (st == CUVS_SUCCESS) {
+    const uint64_t q = UINT64_MAX / 8;
+    uint64_t a = impl->centers_bytes, b = impl->pqc_bytes, c = impl->crot_bytes,
+             d = impl->rot_bytes;
+    if (a > q || b > q || c > q || d > q ||
+        !dbl_file_holds(f, a + b + c + d, 1, 1, h.lists_made ? (uint64_t)h.n_lists : 0,
+                        sizeof(int64_t), 1)) {
+      pq_free(impl);
+      fclose(f);
+      return RAFT_FAIL("cuvsdouble: %s is truncated", filename);
+    }
+  }
   int ok = st == CUVS_SUCCESS && pq_alloc_model(impl) == 0 && pq_alloc_lists(impl) == 0;
   ok = ok && rd(f, impl->centers, impl->centers_bytes) && rd(f, impl->pq_centers, impl->pqc_bytes) &&
        rd(f, impl->centers_rot, impl->crot_bytes) && rd(f, impl->rotation, impl->rot_bytes);
@@ -1462,7 +1477,8 @@ static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
     for (uint32_t l = 0; ok && l < impl->n_lists; l++) {
       pq_list* L = &impl->lists[l];
       int64_t size;
-      ok = rd(f, &size, sizeof size) && size >= 0 && size < ((int64_t)1 << 40);
+      ok = rd(f, &size, sizeof size) && size >= 0 && size < ((int64_t)1 << 40) &&
+           dbl_file_holds(f, (uint64_t)size, sizeof(int64_t) + impl->pq_dim, 1, 0, 0, 0);
       if (!ok) break;
       pq_free_list(L, impl->pq_dim);
       L->cap = list_capacity(impl, size);

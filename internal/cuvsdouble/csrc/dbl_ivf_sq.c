@@ -18,7 +18,13 @@
  *     added;
  *   - slots a search cannot fill get INT64_MAX with distance +Inf, as the
  *     real one (dbl_ivf.h's ivf_search);
- *   - serialization uses a format of the double's own.
+ *   - serialization writes cuVS's prefix (ivf_sq_serialize.cuh, both
+ *     releases): the codes' NumPy dtype "|u1" NUL-padded to 4 bytes, then
+ *     .npy scalars: version 2, size, dim, n_lists, metric,
+ *     conservative_memory_allocation; then a body of the double's own.
+ *     Deserialize checks the prefix as cuVS does (the dtype tag, each
+ *     .npy header, the version, the metric, n_lists), so a damaged header
+ *     is refused as the real library refuses it.
  */
 #include "dbl_ivf.h"
 
@@ -387,6 +393,10 @@ DBL_API cuvsError_t cuvsIvfSqExtend(cuvsResources_t res, DLManagedTensor* new_ve
 
 /* ---- serialization ---- */
 
+/* cuVS's IVF-SQ files begin with the codes' dtype (uint8_t) and version 2 */
+static const char SQ_TAG[4] = {'|', 'u', '1', 0};
+enum { SQ_VERSION = 2 };
+
 static cuvsError_t sq_serialize(const char* filename, cuvsIvfSqIndex_t index)
 {
   ivf_impl* impl;
@@ -398,7 +408,12 @@ static cuvsError_t sq_serialize(const char* filename, cuvsIvfSqIndex_t index)
   FILE* f = fopen(filename, "wb");
   if (!f) return RAFT_FAIL("Cannot open file %s", filename);
   pthread_rwlock_rdlock(&impl->lock);
-  int ok = ivf_write(f, impl);
+  int ok = fwrite(SQ_TAG, 4, 1, f) == 1 && ivf_npy_write(f, "<i4", SQ_VERSION, 4) &&
+           ivf_npy_write(f, "<i8", (uint64_t)impl->size, 8) &&
+           ivf_npy_write(f, "<u4", (uint64_t)impl->dim, 4) &&
+           ivf_npy_write(f, "<u4", impl->n_lists, 4) &&
+           ivf_npy_write(f, "<i4", (uint64_t)(uint32_t)impl->metric, 4) &&
+           ivf_npy_write(f, "|b1", (uint64_t)impl->cma, 1) && ivf_write(f, impl);
   pthread_rwlock_unlock(&impl->lock);
   if (fclose(f) != 0) ok = 0;
   if (!ok) return RAFT_FAIL("Error writing output %s", filename);
@@ -426,8 +441,46 @@ static cuvsError_t sq_deserialize(const char* filename, cuvsIvfSqIndex_t index)
   }
   FILE* f = fopen(filename, "rb");
   if (!f) return RAFT_FAIL("Cannot open file %s", filename);
+  char d[4];
+  if (fread(d, 4, 1, f) != 1) {
+    fclose(f);
+    return RAFT_FAIL("ivf_sq::deserialize: failed to read dtype prefix");
+  }
+  if (memcmp(d, SQ_TAG, 4) != 0) {
+    fclose(f);
+    return RAFT_FAIL("ivf_sq::deserialize: serialized dtype prefix does not match requested type");
+  }
+  /* raft parses each scalar's .npy header and refuses a damaged one
+   * ("Missing 'descr' key.", ...); ivf_npy_read checks the magic only
+   * (the safe layer's npy.Walk checks the headers before any C call) */
+  uint64_t ver = 0, size = 0, dim = 0, n_lists = 0, metric = 0, cma = 0;
+  if (!ivf_npy_read(f, 4, &ver)) {
+    fclose(f);
+    return RAFT_FAIL("cuvsdouble: %s: invalid NumPy header", filename);
+  }
+  if (ver != SQ_VERSION) {
+    fclose(f);
+    return RAFT_FAIL("serialization version mismatch, expected %d, got %d ", SQ_VERSION, (int)ver);
+  }
+  if (!ivf_npy_read(f, 8, &size) || !ivf_npy_read(f, 4, &dim) || !ivf_npy_read(f, 4, &n_lists) ||
+      !ivf_npy_read(f, 4, &metric) || !ivf_npy_read(f, 1, &cma)) {
+    fclose(f);
+    return RAFT_FAIL("cuvsdouble: %s: invalid NumPy header", filename);
+  }
+  int32_t m = (int32_t)(uint32_t)metric;
+  if (!((m >= 0 && m <= 20) || m == 100 || m == 101)) {
+    fclose(f);
+    return RAFT_FAIL("ivf_sq::deserialize: invalid metric value %d", (int)m);
+  }
   ivf_impl* impl = ivf_read(f, 1);
   fclose(f);
+  /* the prefix repeats the body's header: they must agree */
+  if (impl && (impl->size != (int64_t)size || impl->dim != (int64_t)dim ||
+               impl->n_lists != (uint32_t)n_lists || impl->metric != m ||
+               impl->cma != (int)cma)) {
+    ivf_free(impl);
+    impl = NULL;
+  }
   if (!impl) {
     /* what cuVS says of a file that is not an IVF-SQ index is not known */
     return RAFT_FAIL("cuvsdouble: %s is not an IVF-SQ index file written by the test double",

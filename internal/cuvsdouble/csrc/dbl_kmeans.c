@@ -437,6 +437,12 @@ ivf_impl* ivf_read(FILE* f, int sq)
         ((h.code == kDLInt || h.code == kDLUInt) && h.bits == 8))) {
     return NULL;
   }
+  /* the centers (and the quantiser), then per row a label, an id and the
+   * vector (codes) */
+  if (!dbl_file_holds(f, (uint64_t)h.n_lists + (sq ? 2 : 0), (uint64_t)h.dim, sizeof(float),
+                      (uint64_t)h.size, 1, sizeof(uint32_t) + sizeof(int64_t) + (uint64_t)h.dim * (sq ? 1 : sizeof(float)))) {
+    return NULL;
+  }
   DLDataType dt = {h.code, h.bits, 1};
   ivf_impl* impl = ivf_new(sq, dt, h.metric, h.metric_arg, h.dim, h.n_lists);
   if (!impl) return NULL;

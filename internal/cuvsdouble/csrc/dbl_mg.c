@@ -879,6 +879,11 @@ static cuvsError_t mg_cagra_file(const char* filename, mg_impl* m)
   if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetSize(ci, &n);
   if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetDims(ci, &dim);
   if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetDataset(ci, &dv);
+  if (st == CUVS_SUCCESS && (!dv.dl_tensor.data || !dv.dl_tensor.shape || n < 1 || dim < 1)) {
+    /* a graph-only file: the double's replicas are built from the rows */
+    st = RAFT_FAIL("cuvsdouble: distributing a CAGRA index file without its dataset is not "
+                   "modelled");
+  }
   if (st == CUVS_SUCCESS) {
     const DLTensor* t = &dv.dl_tensor;
     /* 26.08 describes padded rows as [rows, row width] without strides */
@@ -895,13 +900,20 @@ static cuvsError_t mg_cagra_file(const char* filename, mg_impl* m)
       }
       m->rank[k] = impl;
     }
-    if (dv.deleter) dv.deleter(&dv);
   }
+  /* the failure's text (the CAGRA deserializer's reason, as the real
+   * library's exception carries it) outlives the cleanup's calls, which
+   * clear it */
+  const char* text = st != CUVS_SUCCESS ? cuvsGetLastErrorText() : NULL;
+  char* why = text ? strdup(text) : NULL;
+  if (dv.deleter) dv.deleter(&dv);
   if (ci) cuvsCagraIndexDestroy(ci);
 #if DBL_RELEASE >= 2608
   if (ds) cuvsDatasetDestroy(ds);
 #endif
   cuvsResourcesDestroy(tmp);
+  if (st != CUVS_SUCCESS) dbl_set_error(why);
+  free(why);
   return st;
 }
 

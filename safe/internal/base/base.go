@@ -10,7 +10,9 @@ package base
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -53,6 +55,40 @@ var location = regexp.MustCompile(`^.*?(?:(?:failure|error encountered) at:?|exc
 func Reason(text string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
 	return strings.TrimSpace(location.ReplaceAllString(line, ""))
+}
+
+// Quote makes text from outside the program (a cuVS error text, which
+// may quote bytes of a damaged file) safe to print: valid UTF-8 with no
+// control characters but newlines and tabs. Every byte that is not part
+// of valid UTF-8 becomes \xNN and every other non-printable character its
+// Go escape (as strconv.Quote writes them, without the quotes); the rest,
+// backslashes included, is kept as it is.
+func Quote(text string) string {
+	clean := true
+	for _, r := range text {
+		if r == utf8.RuneError || (!strconv.IsPrint(r) && r != '\n' && r != '\t') {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return text
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, "\\x%02x", text[i])
+		case r == '\n' || r == '\t' || strconv.IsPrint(r):
+			b.WriteString(text[i : i+n])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // outOfMemory matches the texts of allocation failures: RMM's

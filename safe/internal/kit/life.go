@@ -178,10 +178,32 @@ func (l *Life) Closed() bool { return !l.started || l.state.Closed() }
 // after Close has begun, and waits, never fails, while an exclusive use
 // runs or is pending: at most for one Extend. Leave ends it.
 func (l *Life) Enter(op string) error {
-	if l.started && l.state.Enter() {
+	if err := l.Built(op); err != nil {
+		return err
+	}
+	if l.state.Enter() {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", op, safe.ErrClosed)
+}
+
+// Built refuses the zero Life, an index never made (the zero value of an
+// Index type): safe.ErrClosed, saying it was never built. Methods that
+// check their arguments before Enter call it first, so that a zero index
+// is told as one rather than by a message about its zero dimension or
+// element type.
+func (l *Life) Built(op string) error {
+	if l == nil || !l.started {
+		return NeverBuilt(op)
+	}
+	return nil
+}
+
+// NeverBuilt is the error of a method of the zero value of a type whose
+// values are made by a constructor (Build, Deserialize, ...): it matches
+// safe.ErrClosed.
+func NeverBuilt(op string) error {
+	return fmt.Errorf("%s: %w: the zero value, never built (make one with the package's Build or Deserialize)", op, safe.ErrClosed)
 }
 
 // Leave ends a shared use.
@@ -193,7 +215,10 @@ func (l *Life) Leave() { l.state.Leave() }
 // then admits the shared uses that waited. It refuses with safe.ErrClosed
 // once Close has begun, also while waiting.
 func (l *Life) Exclusive(op string, f func() error) error {
-	if !l.started || !l.state.Lock() {
+	if err := l.Built(op); err != nil {
+		return err
+	}
+	if !l.state.Lock() {
 		return fmt.Errorf("%s: %w", op, safe.ErrClosed)
 	}
 	defer l.state.Unlock()

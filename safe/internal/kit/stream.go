@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/stream"
@@ -31,9 +32,10 @@ func SerializeTo(op string, w io.Writer, serialize func(path string) error) (int
 // DeserializeFrom copies r to its end into an anonymous in-memory file
 // (stream.FromReader: cuVS's deserializers read a path, some twice; a
 // private temporary file where memfd_create is missing) and runs
-// deserialize on its path. deserialize's own error comes back as it is; a
-// stream over opts' MaxBytes is an *ArgError naming r; a failure of r or
-// of the copy is wrapped with op.
+// deserialize on its path. deserialize's own error comes back as the
+// caller's (FromStream: named op, the file called "the stream"); a stream
+// over opts' MaxBytes is an *ArgError naming r; a failure of r or of the
+// copy is wrapped with op.
 func DeserializeFrom[I any](op string, r io.Reader, opts []safe.DeserializeOption, deserialize func(path string) (I, error)) (I, error) {
 	var idx, zero I
 	if r == nil {
@@ -52,6 +54,7 @@ func DeserializeFrom[I any](op string, r io.Reader, opts []safe.DeserializeOptio
 	var derr error
 	_, err := stream.FromReader(r, lim.MaxBytes, func(path string) error {
 		idx, derr = deserialize(path)
+		derr = FromStream(op, path, derr)
 		return derr
 	})
 	if err != nil {
@@ -66,3 +69,47 @@ func DeserializeFrom[I any](op string, r io.Reader, opts []safe.DeserializeOptio
 	}
 	return idx, nil
 }
+
+// streamName stands for the in-memory file in errors.
+const streamName = "the stream"
+
+// FromStream rewrites err, the error of a path-taking deserializer (op
+// minus its "From", e.g. cagra.Deserialize) run by op (cagra.DeserializeFrom)
+// on path, the in-memory file DeserializeFrom made: it names op, the
+// function the caller called, and calls the file "the stream" rather than
+// its internal /proc/self/fd path. A *safe.Error or *safe.ArgError stays
+// one (a copy, with op); any other error keeps its chain (errors.Is and
+// errors.As see what they saw). nil stays nil.
+func FromStream(op, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	inner := strings.TrimSuffix(op, "From")
+	fix := func(s string) string { return strings.ReplaceAll(s, path, streamName) }
+	var e *safe.Error
+	if errors.As(err, &e) && error(e) == err {
+		c := *e
+		c.Op, c.Reason, c.Text = op, fix(c.Reason), fix(c.Text)
+		return &c
+	}
+	var ae *safe.ArgError
+	if errors.As(err, &ae) && error(ae) == err {
+		c := *ae
+		c.Op, c.Reason = op, fix(c.Reason)
+		return &c
+	}
+	msg := fix(err.Error())
+	if rest, ok := strings.CutPrefix(msg, inner+": "); ok {
+		msg = op + ": " + rest
+	}
+	return &renamed{msg: msg, err: err}
+}
+
+// renamed is an error with its message rewritten and its chain kept.
+type renamed struct {
+	msg string
+	err error
+}
+
+func (e *renamed) Error() string { return e.msg }
+func (e *renamed) Unwrap() error { return e.err }

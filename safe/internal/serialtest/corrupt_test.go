@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
@@ -145,33 +148,7 @@ var kinds = []kind{
 	},
 }
 
-// damaged is one way of spoiling a valid index file.
-type damaged struct {
-	name string
-	data []byte
-}
-
-func damages(valid []byte) []damaged {
-	n := len(valid)
-	cut := func(k int) []byte { return bytes.Clone(valid[:k]) }
-	flip := func(i int) []byte { b := bytes.Clone(valid); b[i] ^= 0xff; return b }
-	d := []damaged{
-		{"empty", nil},
-		{"garbage", []byte("this is not an index file, just text of a plausible length...")},
-		{"trailing byte", append(bytes.Clone(valid), 0)},
-		{"trailing text", append(bytes.Clone(valid), "more"...)},
-		{"valid twice", append(bytes.Clone(valid), valid...)},
-	}
-	for _, k := range []int{1, 3, 4, 10, 64, n / 2, n - 1} {
-		if k > 0 && k < n {
-			d = append(d, damaged{"truncated to " + itoa(k), cut(k)})
-		}
-	}
-	for _, i := range []int{0, 1, 2, 3, 4, 5, 6, 8} { // the first bytes: the type tag or magic
-		d = append(d, damaged{"byte " + itoa(i) + " flipped", flip(i)})
-	}
-	return d
-}
+func damages(valid []byte) []Damaged { return Damages(valid) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
@@ -193,25 +170,38 @@ func TestCorruptIndexes(t *testing.T) {
 			must(t, idx, err)
 			for _, d := range damages(valid) {
 				path := filepath.Join(dir, k.name+".idx")
-				if err := os.WriteFile(path, d.data, 0o600); err != nil {
+				if err := os.WriteFile(path, d.Data, 0o600); err != nil {
 					t.Fatal(err)
 				}
 				for via, read := range map[string]func() (io.Closer, error){
 					"Deserialize":     func() (io.Closer, error) { return k.file(res, path) },
-					"DeserializeFrom": func() (io.Closer, error) { return k.read(res, bytes.NewReader(d.data)) },
+					"DeserializeFrom": func() (io.Closer, error) { return k.read(res, bytes.NewReader(d.Data)) },
 				} {
 					idx, err := read()
 					if idx != nil {
 						idx.Close()
 					}
 					if !errors.Is(err, safe.ErrCorruptIndex) || idx != nil {
-						t.Errorf("%s, %s: %v", d.name, via, err)
+						t.Errorf("%s, %s: %v", d.Name, via, err)
+						continue
+					}
+					// The error names the function called, and never the
+					// in-memory file DeserializeFrom reads through.
+					msg := err.Error()
+					if !strings.HasPrefix(msg, k.name+"."+via+": ") || strings.Contains(msg, "/proc/self/fd") || !utf8.ValidString(msg) {
+						t.Errorf("%s, %s: the error does not name %s.%s, or shows the stream's path: %q", d.Name, via, k.name, via, msg)
 					}
 				}
 			}
-			// A missing file is not a corrupt one.
-			if _, err := k.file(res, filepath.Join(dir, "missing")); err == nil || errors.Is(err, safe.ErrCorruptIndex) {
+			// A missing file is not a corrupt one: fs.ErrNotExist, naming
+			// the path, found before any C call (cuVS would say "Cannot
+			// open file").
+			missing := filepath.Join(dir, "missing")
+			if _, err := k.file(res, missing); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), missing) {
 				t.Errorf("missing file: %v", err)
+			}
+			if _, err := k.file(res, dir); !errors.Is(err, syscall.EISDIR) || errors.Is(err, safe.ErrCorruptIndex) {
+				t.Errorf("a directory: %v", err)
 			}
 		})
 	}
