@@ -116,7 +116,7 @@
 //	ivfpq         L2Expanded                        ≈ ‖q−x‖²
 //	ivfpq         L2SqrtExpanded                    ≈ ‖q−x‖
 //	ivfpq         InnerProduct                      ≈ ⟨q,x⟩, larger is nearer
-//	ivfpq         CosineExpanded                    ≈ 1 − cos(q,x)
+//	ivfpq         CosineExpanded                    ≈ −cos(q,x), cuVS's score as it is (not 1 − cos)
 //	ivfsq         L2Expanded                        ≈ ‖q−x‖²
 //	ivfsq         L2SqrtExpanded                    ≈ ‖q−x‖
 //	ivfsq         InnerProduct                      ≈ ⟨q,x⟩, larger is nearer
@@ -126,7 +126,7 @@
 //	tiered        L2Expanded                        ‖q−x‖²
 //	tiered        L2SqrtExpanded                    ‖q−x‖, IVF backends only
 //	tiered        InnerProduct                      ⟨q,x⟩, larger is nearer
-//	tiered        CosineExpanded                    1 − cos(q,x)
+//	tiered        CosineExpanded                    1 − cos(q,x) (IVFPQ backend, no fresh rows: ≈ −cos(q,x), as ivfpq)
 //	refine        L2Expanded                        ‖q−x‖²
 //	refine        L2SqrtExpanded                    ‖q−x‖, device memory only
 //	refine        InnerProduct                      ⟨q,x⟩, larger is nearer

@@ -455,10 +455,21 @@ func (b *batcher[T, N]) drain(now time.Time) {
 	}
 }
 
-// unlock lets go of b.mu, and takes it again for the requests that came
-// into the intake meanwhile (combine). Every holder of b.mu lets go through
-// it: a request pushed while the lock was held is never left behind.
+// unlock drains the intake, lets go of b.mu, and takes it again for the
+// requests that came into the intake meanwhile (combine). Every holder of
+// b.mu lets go through it, so a request pushed while the lock was held is
+// drained by that holder, the next one, or its own pusher. Draining before
+// letting go matters when the lock is starving (a goroutine blocked in
+// Lock for over 1 ms: Unlock hands the lock to it and TryLock fails until
+// the waiters are gone): combine alone would leave the intake to whoever
+// next drains it, and on the real H200 some requests waited ~7 ms (64
+// callers: p99 6.8 ms in one run of two).
 func (b *batcher[T, N]) unlock() {
+	if b.intake.Load() != nil {
+		now := time.Now()
+		b.drain(now)
+		b.kick(now)
+	}
 	b.mu.Unlock()
 	b.combine()
 }

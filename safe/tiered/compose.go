@@ -256,6 +256,15 @@ func (idx *Index) composed(op string, res *safe.Resources, sp *cSearch, size uin
 		if hA, err = toHost(res, nb, ds, n, kA); err != nil {
 			return kit.Wrap(op, err)
 		}
+		if !exact && idx.p.Backend == IVFPQ && idx.p.Metric == safe.CosineExpanded {
+			// IVF-PQ's cosine is -cos (cuVS leaves its score), the fresh
+			// tier's brute force 1 - cos: one scale before the merge.
+			for i, d := range hA.dists {
+				if !math.IsInf(float64(d), 0) {
+					hA.dists[i] = d + 1
+				}
+			}
+		}
 	}
 	if kF > 0 {
 		nb, ds, err := scratch(res, n, kF)

@@ -264,3 +264,45 @@ func TestSerializeRoundTrip(t *testing.T) {
 		t.Errorf("MaxBytes: %v", err)
 	}
 }
+
+// With the IVF-PQ backend and CosineExpanded, cuVS's IVF-PQ returns -cos
+// (the real library, both releases: -1 for a row along the query) while
+// the fresh tier's brute force returns 1 - cos: the merge puts them on one
+// scale, so a fresh row along the query is found first, at distance ~0,
+// and every distance returned is 1 - cos (in [0, 2]).
+func TestIVFPQCosineMerge(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	const built = 1000
+	data := safetest.Random(21, built+1, dim)
+	p := params(t, tiered.IVFPQ, 500)
+	p.Metric = safe.CosineExpanded
+	idx, err := tiered.Build(res, device(t, res, data[:built*dim], built), p)
+	must(t, err)
+	safetest.Close(t, idx)
+	must(t, idx.Extend(res, device(t, res, data[built*dim:], 1)))
+	if idx.ANNRows() == 0 || idx.Rows() != built+1 {
+		t.Fatalf("want ANN rows and one fresh row: %d ANN of %d", idx.ANNRows(), idx.Rows())
+	}
+	q := device(t, res, data[built*dim:], 1)
+	const k = 5
+	nb, err := safe.NewDeviceMatrix[int64](res, 1, k)
+	must(t, err)
+	defer nb.Close()
+	ds, err := safe.NewDeviceMatrix[float32](res, 1, k)
+	must(t, err)
+	defer ds.Close()
+	must(t, idx.Search(res, nil, q, nb, ds, nil))
+	ids, dists := make([]int64, k), make([]float32, k)
+	must(t, nb.CopyToHost(res, ids))
+	must(t, ds.CopyToHost(res, dists))
+	if ids[0] != built || dists[0] > 1e-3 {
+		t.Errorf("the fresh row along the query: got %v at %v, want %d first at ~0", ids, dists, built)
+	}
+	for j, d := range dists {
+		if d < -1e-3 || d > 2+1e-3 || (j > 0 && d < dists[j-1]) {
+			t.Errorf("distances %v: want 1 - cos, ascending", dists)
+			break
+		}
+	}
+}

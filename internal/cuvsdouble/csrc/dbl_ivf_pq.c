@@ -22,9 +22,10 @@
  * get cuVS's kOutOfBoundsRecord (INT64_MAX) with distance +Inf, as an H200
  * showed for L2 (ivf_pq_search.cuh's top-k dummy, then ivf_common.cuh's
  * postprocess_neighbors/postprocess_distances; -Inf for inner product,
- * whose scores postprocessing negates back). Cosine and inner-product distances are the
- * double's own reading of cuVS's (1 - cosine to the decoded vector; the
- * inner product, larger first).
+ * whose scores postprocessing negates back). Cosine distances are -cos to the
+ * decoded vector (cuVS leaves the negated inner product of the normalized
+ * vectors: -1 for a row along the query on an H200), inner products the
+ * inner product, larger first.
  */
 #include "dbl.h"
 
@@ -972,8 +973,13 @@ static cuvsError_t pq_search(cuvsIvfPqSearchParams_t params, cuvsIvfPqIndex_t in
         if (impl->metric == InnerProduct) {
           v = dot(rx, rec, impl->rot_dim);
         } else if (impl->metric == CosineExpanded) {
+          /* cuVS scores cosine as the negated inner product of the
+           * normalized query and row, and its postprocessing leaves
+           * CosineExpanded unflipped (ivf_pq_search.cuh: account_for_max_close
+           * is false for it): -cos, smaller nearer; an H200 returned -1 for
+           * a row along the query. */
           float nr = sqrtf(dot(rec, rec, impl->rot_dim));
-          v = 1 - dot(rx, rec, impl->rot_dim) / (nr > 0 ? nr : 1);
+          v = -dot(rx, rec, impl->rot_dim) / (nr > 0 ? nr : 1);
         } else {
           v = sqdist(rx, rec, impl->rot_dim);
           if (impl->metric == L2SqrtExpanded) v = sqrtf(v);

@@ -553,6 +553,11 @@ static cuvsError_t td_search(void* sp, cuvsTieredIndex_t index, DLManagedTensor*
       free(dd);
     } else {
       rc = knn_search(&am, &qm, t->metric, 2.0f, k, &f, 0, n2, NULL, k, d2, k);
+      /* cuVS's IVF-PQ scores cosine as -cos (dbl_ivf_pq.c), and its tiered
+       * search hands that on for the ANN tier: 1 - cos here, less 1. */
+      for (size_t i = 0; rc == 0 && t->algo == CUVS_TIERED_INDEX_ALGO_IVF_PQ && t->metric == CosineExpanded && i < cells; i++) {
+        if (n2[i] >= 0 && isfinite(d2[i])) d2[i] -= 1.0f;
+      }
     }
   }
   if (rc == 0 && bf > 0) {

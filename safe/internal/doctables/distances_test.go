@@ -50,6 +50,8 @@ func formula(cell string) (func(q, x []float32) float64, bool) {
 		return ip, approx
 	case "1 − ⟨q,x⟩ (hnswlib's)":
 		return func(q, x []float32) float64 { return 1 - ip(q, x) }, approx
+	case "−cos(q,x)":
+		return func(q, x []float32) float64 { return -ip(q, x) / math.Sqrt(ip(q, q)*ip(x, x)) }, approx
 	case "1 − cos(q,x)":
 		return func(q, x []float32) float64 { return 1 - ip(q, x)/math.Sqrt(ip(q, q)*ip(x, x)) }, approx
 	case "Σ|q−x|":
