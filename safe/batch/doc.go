@@ -73,10 +73,10 @@
 // fan-out: the slot's goroutine copies every caller's rows out of the
 // staging (the slot is then free for its next batch) and wakes the first 8
 // callers, and each of them wakes 4 more. On the
-// real library (H200, 26.06, CAGRA as above, one query per caller) that
-// took 1,024 callers from 936k to 1.25M queries a second (p99 2.6 to 0.93
-// ms) and 256 callers from 500k to 520k (BENCHMARKS.md has both releases,
-// per-call searching beside them). Stats.Times.Deliver is the slot's part:
+// real library (H200, CAGRA as above, one query per caller, both releases)
+// that took 1,024 callers from 940k to 1.25M queries a second (p99 2.6 to
+// 1.0 ms) and 256 callers from 507k to 521-541k (BENCHMARKS.md has the
+// table, per-call searching beside it). Stats.Times.Deliver is the slot's part:
 // the copies and the first wake-ups.
 //
 // Distances and neighbor ids are those of the index behind the Searcher:
