@@ -24,7 +24,14 @@ func Example() {
 	for i := range data {
 		data[i] = float32(i)
 	}
-	g, err := allneighbors.BuildSlice(res, data, 10, 1, 3, nil) // nil: brute force, L2Expanded
+	// Default*Params return a value; the builders take a pointer (nil: the
+	// defaults, brute force and L2Expanded).
+	p, err := allneighbors.DefaultIndexParams()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p.Algo, p.Metric = allneighbors.BruteForce, safe.L2Expanded
+	g, err := allneighbors.BuildSlice(res, data, 10, 1, 3, &p)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -36,7 +36,14 @@ func Example() {
 	}
 	defer dataset.Close() // after the index's Close: the index borrows it
 
-	idx, err := bruteforce.Build(res, dataset, nil)
+	// Default*Params return a value; Build takes a pointer (nil: the
+	// defaults).
+	p, err := bruteforce.DefaultBuildParams()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p.Metric = safe.L2Expanded
+	idx, err := bruteforce.Build(res, dataset, &p)
 	if err != nil {
 		log.Fatal(err)
 	}

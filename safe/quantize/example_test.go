@@ -3,6 +3,7 @@ package quantize_test
 import (
 	"fmt"
 	"log"
+	"math"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
@@ -50,4 +51,34 @@ func Example() {
 	// [-128 -64 -1 63 127 127 -128 31]
 	// [-1.000 -0.498 -0.004 0.498 1.000 1.000 -1.000 0.247]
 	// 1000 1011
+}
+
+// Train a scalar quantizer on the rows themselves: DefaultScalarParams
+// returns a value, TrainScalar takes a pointer (nil: the defaults). With
+// Quantile 1 the range is the data's own, from its least to its largest
+// value.
+func ExampleTrainScalar() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
+	res, err := safe.NewResources()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer res.Close()
+
+	rows := []float32{-1, -0.5, 0, 0.5, 1, 2, -3, 0.25}
+	in, _ := dlpack.NewHostMatrix(rows, 2, 4)
+	p, err := quantize.DefaultScalarParams()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p.Quantile = 1
+	q, err := quantize.TrainScalar(res, in, &p)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(math.Abs(q.Min()+3) < 0.1, math.Abs(q.Max()-2) < 0.1)
+	// Output:
+	// true true
 }

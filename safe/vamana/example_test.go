@@ -32,7 +32,14 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	idx, err := vamana.Build(res, dataset, nil) // nil: cuVS's defaults
+	// Default*Params return a value; Build takes a pointer (nil: the
+	// defaults).
+	p, err := vamana.DefaultIndexParams()
+	if err != nil {
+		log.Fatal(err)
+	}
+	p.Metric = safe.L2Expanded // the only metric cuVS's Vamana has
+	idx, err := vamana.Build(res, dataset, &p)
 	if err != nil {
 		log.Fatal(err)
 	}
