@@ -141,7 +141,9 @@ func waitFor[T dlpack.DType, N Neighbor](b *Batcher[T, N], cond func(in *batcher
 	for {
 		b.b.mu.Lock()
 		ok := cond(b.b)
-		b.b.mu.Unlock()
+		// As every holder of the lock, let go through unlock: a request
+		// pushed into the intake meanwhile is drained, not left there.
+		b.b.unlock()
 		if ok {
 			return
 		}

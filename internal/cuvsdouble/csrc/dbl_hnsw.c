@@ -288,6 +288,10 @@ static uint32_t* hn_links(const hn_impl* h, int64_t id, int level)
   return h->upper[id] + (size_t)(level - 1) * (size_t)(h->maxM + 1);
 }
 
+/* A link list's count: hnswlib reads the low 16 bits of its first word
+ * (getListCount), whatever the upper ones hold. */
+static inline uint32_t hn_count(const uint32_t* ll) { return ll[0] & 0xffffu; }
+
 /* ---- heaps of (dist, id) ---- */
 
 typedef struct {
@@ -362,7 +366,7 @@ static int hn_search_layer(const hn_impl* h, const float* q, uint32_t ep, int le
     hn_pop(&cand);
     if (level > 0 && h->levels[c.id] < level) continue;
     const uint32_t* ll = hn_links(h, c.id, level);
-    for (uint32_t j = 0; j < ll[0]; j++) {
+    for (uint32_t j = 0; j < hn_count(ll); j++) {
       uint32_t nb = ll[1 + j];
       if (nb >= (uint32_t)h->n || visited[nb]) continue;
       visited[nb] = 1;
@@ -399,7 +403,7 @@ static cuvsError_t hn_descend(const hn_impl* h, const float* q, int to, uint32_t
         return RAFT_FAIL("cuvsdouble: HNSW element %u has no level %d", c, level);
       }
       const uint32_t* ll = hn_links(h, c, level);
-      for (uint32_t j = 0; j < ll[0]; j++) {
+      for (uint32_t j = 0; j < hn_count(ll); j++) {
         uint32_t nb = ll[1 + j];
         if (nb >= (uint32_t)h->n) continue;
         float d = hn_dist(h, q, nb);
@@ -441,10 +445,11 @@ static int hn_add_link(hn_impl* h, uint32_t id, uint32_t nb, int level)
 {
   uint32_t* ll = hn_links(h, id, level);
   int64_t cap = level == 0 ? h->maxM0 : h->maxM;
-  for (uint32_t j = 0; j < ll[0]; j++) {
+  for (uint32_t j = 0; j < hn_count(ll); j++) {
     if (ll[1 + j] == nb) return 0;
   }
-  if (ll[0] < cap) {
+  if (hn_count(ll) < cap) {
+    ll[0] = hn_count(ll);
     ll[1 + ll[0]++] = nb;
     return 0;
   }
@@ -925,7 +930,7 @@ static cuvsError_t hn_read(const char* filename, DLDataType dt, int64_t dim, int
       st = dbl_plain_fail("Index seems to be corrupted or unsupported");
       goto fail;
     }
-    if (hn_links(h, (int64_t)i, 0)[0] > maxM0) {
+    if (hn_count(hn_links(h, (int64_t)i, 0)) > maxM0) {
       st = dbl_plain_fail("Index seems to be corrupted or unsupported");
       goto fail;
     }
