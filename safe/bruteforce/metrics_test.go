@@ -11,76 +11,8 @@ import (
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 )
 
-// refDistance is metric m of query q to row x as cuVS's distance ops define
-// it (cpp/src/distance/detail/distance_ops; Haversine
-// cpp/src/neighbors/detail/haversine_distance.cuh), in float64; p is
-// LpUnexpanded's.
-func refDistance(m safe.Metric, p float64, q, x []float32) float64 {
-	k := float64(len(q))
-	var acc, sq, sx, sq2, sx2 float64
-	for j := range q {
-		a, b := float64(q[j]), float64(x[j])
-		switch m {
-		case safe.L2Expanded, safe.L2SqrtExpanded, safe.L2Unexpanded, safe.L2SqrtUnexpanded:
-			acc += (a - b) * (a - b)
-		case safe.InnerProduct, safe.RusselRaoExpanded:
-			acc += a * b
-		case safe.CosineExpanded, safe.CorrelationExpanded:
-			acc += a * b
-			sq += a
-			sx += b
-			sq2 += a * a
-			sx2 += b * b
-		case safe.L1:
-			acc += math.Abs(a - b)
-		case safe.Linf:
-			acc = math.Max(acc, math.Abs(a-b))
-		case safe.LpUnexpanded:
-			acc += math.Pow(math.Abs(a-b), p)
-		case safe.Canberra:
-			acc += math.Abs(a-b) / (math.Abs(a) + math.Abs(b))
-		case safe.HammingUnexpanded:
-			if a != b {
-				acc++
-			}
-		case safe.HellingerExpanded:
-			acc += math.Sqrt(a * b)
-		case safe.JensenShannon:
-			mm := (a + b) / 2
-			acc += a*math.Log(a/mm) + b*math.Log(b/mm)
-		case safe.KLDivergence:
-			acc += a * math.Log(a/b)
-		}
-	}
-	switch m {
-	case safe.L2SqrtExpanded, safe.L2SqrtUnexpanded:
-		return math.Sqrt(acc)
-	case safe.CosineExpanded:
-		return 1 - acc/(math.Sqrt(sq2)*math.Sqrt(sx2))
-	case safe.CorrelationExpanded:
-		return 1 - (k*acc-sq*sx)/math.Sqrt((k*sq2-sq*sq)*(k*sx2-sx*sx))
-	case safe.LpUnexpanded:
-		return math.Pow(acc, 1/p)
-	case safe.HammingUnexpanded:
-		return acc / k
-	case safe.RusselRaoExpanded:
-		return (k - acc) / k
-	case safe.HellingerExpanded:
-		return math.Sqrt(math.Max(0, 1-acc))
-	case safe.JensenShannon:
-		return math.Sqrt(acc / 2)
-	case safe.KLDivergence:
-		return acc / 2
-	case safe.Haversine: // rows are (latitude, longitude) in radians
-		s0 := math.Sin((float64(q[0]) - float64(x[0])) / 2)
-		s1 := math.Sin((float64(q[1]) - float64(x[1])) / 2)
-		return 2 * math.Asin(math.Sqrt(s0*s0+math.Cos(float64(q[0]))*math.Cos(float64(x[0]))*s1*s1))
-	}
-	return acc
-}
-
 // checkMetric searches data (rows × d, Go memory) for qs with metric m and
-// checks every returned distance against refDistance of its row, and that
+// checks every returned distance against safetest.RefDistance of its row, and that
 // the j-th returned distance is the j-th best of all rows (ties and the
 // GPU's float rounding may order rows differently from Go).
 func checkMetric(t *testing.T, res *safe.Resources, m safe.Metric, data, qs []float32, d, k int, tol float64) {
@@ -104,7 +36,7 @@ func checkMetric(t *testing.T, res *safe.Resources, m safe.Metric, data, qs []fl
 		q := qs[qi*d : (qi+1)*d]
 		all := make([]float64, n)
 		for i := range all {
-			all[i] = refDistance(m, p, q, data[i*d:(i+1)*d])
+			all[i] = safetest.RefDistance(m, p, q, data[i*d:(i+1)*d])
 		}
 		slices.Sort(all)
 		if m == safe.InnerProduct {
@@ -116,7 +48,7 @@ func checkMetric(t *testing.T, res *safe.Resources, m safe.Metric, data, qs []fl
 				t.Fatalf("%v: query %d slot %d: id %d", m, qi, j, id)
 			}
 			got := float64(r.Distances[qi*k+j])
-			want := refDistance(m, p, q, data[int(id)*d:(int(id)+1)*d])
+			want := safetest.RefDistance(m, p, q, data[int(id)*d:(int(id)+1)*d])
 			e := tol * math.Max(1, math.Abs(want))
 			if math.Abs(got-want) > e || math.Abs(got-all[j]) > e {
 				t.Fatalf("%v: query %d slot %d: row %d at %v; its distance is %v, the slot's best %v", m, qi, j, id, got, want, all[j])

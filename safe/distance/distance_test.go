@@ -16,70 +16,6 @@ import (
 
 func TestMain(m *testing.M) { safetest.Main(m) }
 
-// ref is each metric as cuVS defines it (cpp/src/distance/detail/distance_ops),
-// in float64.
-func ref(m safe.Metric, p float64, x, y []float64) float64 {
-	k := float64(len(x))
-	var acc, sx, sy, sx2, sy2 float64
-	for j := range x {
-		a, b := x[j], y[j]
-		switch m {
-		case safe.L2Expanded, safe.L2SqrtExpanded, safe.L2Unexpanded, safe.L2SqrtUnexpanded:
-			acc += (a - b) * (a - b)
-		case safe.InnerProduct, safe.RusselRaoExpanded:
-			acc += a * b
-		case safe.CosineExpanded, safe.CorrelationExpanded:
-			acc += a * b
-			sx += a
-			sy += b
-			sx2 += a * a
-			sy2 += b * b
-		case safe.L1:
-			acc += math.Abs(a - b)
-		case safe.Linf:
-			acc = math.Max(acc, math.Abs(a-b))
-		case safe.LpUnexpanded:
-			acc += math.Pow(math.Abs(a-b), p)
-		case safe.Canberra:
-			if s := math.Abs(a) + math.Abs(b); s != 0 {
-				acc += math.Abs(a-b) / s
-			}
-		case safe.HammingUnexpanded:
-			if a != b {
-				acc++
-			}
-		case safe.HellingerExpanded:
-			acc += math.Sqrt(a * b)
-		case safe.JensenShannon:
-			mm := (a + b) / 2
-			acc += a*math.Log(a/mm) + b*math.Log(b/mm)
-		case safe.KLDivergence:
-			acc += a * math.Log(a/b)
-		}
-	}
-	switch m {
-	case safe.L2SqrtExpanded, safe.L2SqrtUnexpanded:
-		return math.Sqrt(acc)
-	case safe.CosineExpanded:
-		return 1 - acc/(math.Sqrt(sx2)*math.Sqrt(sy2))
-	case safe.CorrelationExpanded:
-		return 1 - (k*acc-sx*sy)/math.Sqrt((k*sx2-sx*sx)*(k*sy2-sy*sy))
-	case safe.LpUnexpanded:
-		return math.Pow(acc, 1/p)
-	case safe.HammingUnexpanded:
-		return acc / k
-	case safe.RusselRaoExpanded:
-		return (k - acc) / k
-	case safe.HellingerExpanded:
-		return math.Sqrt(math.Max(0, 1-acc))
-	case safe.JensenShannon:
-		return math.Sqrt(acc / 2)
-	case safe.KLDivergence:
-		return acc / 2
-	}
-	return acc
-}
-
 // probabilities returns rows of positive values summing to 1 (what the
 // divergences and Hellinger are for; the other metrics take them too).
 func probabilities(seed uint64, rows, dim int) []float32 {
@@ -117,7 +53,7 @@ func checkAll(t *testing.T, m safe.Metric, got []float64, x, y []float64, dim in
 	n, k := len(x)/dim, len(y)/dim
 	for i := range n {
 		for j := range k {
-			want := ref(m, float64(argOf(m)), x[i*dim:(i+1)*dim], y[j*dim:(j+1)*dim])
+			want := safetest.RefDistance(m, float64(argOf(m)), x[i*dim:(i+1)*dim], y[j*dim:(j+1)*dim])
 			if g := got[i*k+j]; math.Abs(g-want) > tol*math.Max(1, math.Abs(want)) {
 				t.Fatalf("%s: d(%d,%d) = %v, want %v", m, i, j, g, want)
 			}
