@@ -269,7 +269,12 @@ func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (*safe.R
 	if err := in.search(ctx, op, queries, neighbors, distances); err != nil {
 		return nil, err
 	}
-	out := &safe.Results{K: k, Neighbors: make([]int64, rows*k), Distances: distances}
+	out := &safe.Results{K: k, Distances: distances}
+	if ids, ok := any(neighbors).([]int64); ok {
+		out.Neighbors = ids // already int64 ids with SentinelID64
+		return out, nil
+	}
+	out.Neighbors = make([]int64, rows*k)
 	for i, id := range neighbors {
 		if safe.Valid(id) {
 			out.Neighbors[i] = int64(id)
