@@ -28,7 +28,8 @@ typedef struct {
 	void (*set_call_jitter_us)(int);
 	int64_t (*pending_ops)(void);
 	void (*set_model)(int);
-	double (*model_delay_us)(int64_t, int);
+	double (*model_delay_us)(int64_t, int, int);
+	int64_t (*model_searches)(int);
 	void (*set_instant)(int);
 	int (*instant)(void);
 	int (*pool_state)(int*, int*, int*);
@@ -74,6 +75,7 @@ static const char* dbl_load(void* h, dbl_api* a) {
 	DBL_LOAD(pending_ops, "cuvsdouble_pending_ops")
 	DBL_LOAD(set_model, "cuvsdouble_set_model")
 	DBL_LOAD(model_delay_us, "cuvsdouble_model_delay_us")
+	DBL_LOAD(model_searches, "cuvsdouble_model_searches")
 	DBL_LOAD(set_instant, "cuvsdouble_set_instant")
 	DBL_LOAD(instant, "cuvsdouble_instant")
 	DBL_LOAD(pool_state, "cuvsdouble_pool_state")
@@ -113,7 +115,8 @@ static void dbl_set_call_delay_us(dbl_api* a, int us) { a->set_call_delay_us(us)
 static void dbl_set_call_jitter_us(dbl_api* a, int us) { a->set_call_jitter_us(us); }
 static int64_t dbl_pending_ops(dbl_api* a) { return a->pending_ops(); }
 static void dbl_set_model(dbl_api* a, int on) { a->set_model(on); }
-static double dbl_model_delay_us(dbl_api* a, int64_t b, int c) { return a->model_delay_us(b, c); }
+static double dbl_model_delay_us(dbl_api* a, int64_t b, int c, int m) { return a->model_delay_us(b, c, m); }
+static int64_t dbl_model_searches(dbl_api* a, int m) { return a->model_searches(m); }
 static void dbl_set_instant(dbl_api* a, int on) { a->set_instant(on); }
 static int dbl_instant(dbl_api* a) { return a->instant(); }
 static int dbl_pool_state(dbl_api* a, int* initial, int* max, int* managed) {
@@ -530,7 +533,8 @@ func (c *Control) PendingOps() int64 { return int64(C.dbl_pending_ops(c.apiOrPan
 
 // SetModel turns the H200 delay model on or off (the environment variable
 // CUVS_DOUBLE_MODEL=h200 turns it on at load): every cuvsCagraSearch then
-// sleeps ModelDelay(its batch, the searches in flight), before its work (or
+// sleeps ModelDelay(its batch, the searches in flight, the multi-CTA ones
+// among them when it is one), before its work (or
 // instead of it, in instant mode).
 func (c *Control) SetModel(on bool) {
 	v := 0
@@ -541,12 +545,22 @@ func (c *Control) SetModel(on bool) {
 }
 
 // ModelDelay is the H200 delay model: how long a CAGRA search of batch
-// queries takes with concurrent searches in flight (itself included),
-// fitted to the latencies measured on an H200 (see the package
-// documentation).
-func (c *Control) ModelDelay(batch, concurrent int) time.Duration {
-	us := float64(C.dbl_model_delay_us(c.apiOrPanic(), C.int64_t(batch), C.int(concurrent)))
+// queries takes with concurrent searches in flight (itself included), of
+// which multi are on the multi-CTA kernel (itself included; 0 for a
+// single-CTA search), fitted to the latencies measured on an H200 (see the
+// package documentation).
+func (c *Control) ModelDelay(batch, concurrent, multi int) time.Duration {
+	us := float64(C.dbl_model_delay_us(c.apiOrPanic(), C.int64_t(batch), C.int(concurrent), C.int(multi)))
 	return time.Duration(us * float64(time.Microsecond))
+}
+
+// ModelSearches returns how many CAGRA searches the delay model has slept
+// for since the library was loaded, on the single-CTA kernel and on the
+// multi-CTA one (which cuVS runs for MULTI_CTA, and for AUTO below 264
+// queries: twice the H200's 132 multiprocessors).
+func (c *Control) ModelSearches() (single, multi int64) {
+	a := c.apiOrPanic()
+	return int64(C.dbl_model_searches(a, 0)), int64(C.dbl_model_searches(a, 1))
 }
 
 // SetInstant turns instant mode on or off, for benchmarks of the bindings'

@@ -110,16 +110,23 @@
 //
 // With CUVS_DOUBLE_MODEL=h200 in the environment (or Control.SetModel),
 // every cuvsCagraSearch sleeps what a CAGRA search of its batch takes on an
-// H200 with the searches then in flight (Control.ModelDelay): fitted, within
-// about 7%, to the p50 latencies measured there (libcuvs v26.06.00, N = 100k,
-// D = 128, degree 32, itopk 64, search + sync; batch 1 to 1024, 1 to 16
-// concurrent callers). A lone search takes 341 µs plus 0.25 µs a query;
-// concurrent batches (two or more in flight) share a GPU that does about 1.25 million queries a
-// second (1.98 million for batches of 1024), and each other caller adds
-// 1.9 µs. With CUVS_DOUBLE_INSTANT=1 too, searches then return without
-// computing anything (instant mode): examples/serving against the double
-// then shows the batcher's policy at the H200's costs, without the double's
-// CPU work. The numbers mean nothing else.
+// H200 with the searches then in flight (Control.ModelDelay), on the kernel
+// cuVS would run (MULTI_CTA, or AUTO below 264 queries: multi-CTA; else
+// single-CTA; Control.ModelSearches counts them). Both fits are to p50
+// latencies measured there (N = 100k, D = 128, degree 32, itopk 64, search
+// + sync). Single-CTA (v26.06.00, batch 1 to 1024, 1 to 16 callers; within
+// about 7%): a lone search takes 341 µs plus 0.25 µs a query; concurrent
+// batches share a GPU that does about 1.25 million queries a second (1.98
+// million for batches of 1024), and each other caller adds 1.9 µs.
+// Multi-CTA (v26.08.01, 1 to 64 callers; within about 12%): a lone search
+// takes 213 µs plus 0.24 µs a query; concurrent batches share about 1.15
+// million queries a second up to batches of 256, 1.85 million at 512 and
+// 2.45 million at 1024; and the library runs at most ~38k multi-CTA
+// searches a second (27 µs each, serialized), so 32 one-query searches at
+// once take ~830 µs each. With CUVS_DOUBLE_INSTANT=1 too, searches then
+// return without computing anything (instant mode): examples/serving
+// against the double then shows the batcher's policy at the H200's costs,
+// without the double's CPU work. The numbers mean nothing else.
 //
 // Build options leave chosen cuVS functions out of the library (Omit), to test
 // the missing-symbol path.

@@ -96,11 +96,12 @@ func TestStreamsAreAsynchronousPerThread(t *testing.T) {
 }
 
 // The H200 model reproduces the measured latencies (µs, p50 of search +
-// sync, CAGRA N = 100k D = 128) within 10%.
+// sync, CAGRA N = 100k D = 128) within 10% on the single-CTA kernel and 13%
+// on the multi-CTA one; AUTO picks the kernel as cuVS does.
 func TestModelFitsTheH200Table(t *testing.T) {
 	f := newFixture(t)
 	defer f.close()
-	table := map[[2]int]float64{
+	single := map[[2]int]float64{ // batch, callers (v26.06.00)
 		{1, 1}: 341, {1, 4}: 351, {1, 16}: 370,
 		{4, 1}: 349, {4, 4}: 366, {4, 16}: 378,
 		{16, 1}: 370, {16, 4}: 372, {16, 16}: 417,
@@ -108,10 +109,65 @@ func TestModelFitsTheH200Table(t *testing.T) {
 		{256, 1}: 409, {256, 4}: 821, {256, 16}: 3285,
 		{1024, 1}: 592, {1024, 4}: 2069, {1024, 16}: 8274,
 	}
-	for bc, want := range table {
-		got := float64(f.ctl.ModelDelay(bc[0], bc[1]).Microseconds())
+	for bc, want := range single {
+		got := float64(f.ctl.ModelDelay(bc[0], bc[1], 0).Microseconds())
 		if math.Abs(got-want) > 0.1*want {
-			t.Errorf("batch %d with %d in flight: %.0f µs, measured %.0f", bc[0], bc[1], got, want)
+			t.Errorf("single-CTA batch %d with %d in flight: %.0f µs, measured %.0f", bc[0], bc[1], got, want)
 		}
 	}
+	multi := map[[2]int]float64{ // batch, callers, all multi-CTA (v26.08.01)
+		{1, 1}: 203, {1, 2}: 209, {1, 4}: 217, {1, 8}: 237, {1, 32}: 833, {1, 64}: 1675,
+		{32, 1}: 231, {32, 2}: 241, {32, 4}: 257, {32, 8}: 288,
+		{64, 1}: 234, {64, 2}: 255, {64, 4}: 271, {64, 8}: 462,
+		{128, 1}: 237, {128, 2}: 257, {128, 4}: 447, {128, 8}: 907,
+		{256, 1}: 252, {256, 2}: 445, {256, 4}: 858, {256, 8}: 1733,
+		{512, 1}: 310, {512, 2}: 555, {512, 4}: 1085, {512, 8}: 2171,
+		{1024, 1}: 468, {1024, 2}: 842, {1024, 4}: 1667, {1024, 8}: 3301,
+	}
+	for bc, want := range multi {
+		got := float64(f.ctl.ModelDelay(bc[0], bc[1], bc[1]).Microseconds())
+		if math.Abs(got-want) > 0.13*want {
+			t.Errorf("multi-CTA batch %d with %d in flight: %.0f µs, measured %.0f", bc[0], bc[1], got, want)
+		}
+	}
+}
+
+// The model charges each search the kernel cuVS would run: AUTO is
+// multi-CTA below 264 queries (twice the H200's 132 multiprocessors, or
+// MaxQueries when set), single-CTA from there and for the persistent kernel.
+func TestModelKernel(t *testing.T) {
+	c := newCagra(t)
+	defer c.closeAll()
+	const n, dim, k = 300, 4, 4
+	rng := newRand()
+	ds := c.f32(capi.CPU, capi.CPU, n, dim, randomMatrix(rng, n, dim))
+	c.setDegrees(16, 8)
+	c.must(c.lib.CagraBuild(c.res, c.params, ds.t, c.idx))
+	c.drop(ds)
+	c.ctl.SetModel(true)
+	defer c.ctl.SetModel(false)
+	const single, multi, auto = 0, 1, 100 // cuvsCagraSearchAlgo
+	for _, tc := range []struct {
+		algo, batch int
+		maxQueries  uint64
+		multi       bool
+	}{
+		{single, 1, 0, false}, {multi, 1, 0, true}, {auto, 1, 0, true}, {auto, 263, 0, true},
+		{auto, 264, 0, false}, {multi, 300, 0, true}, {auto, 8, 264, false}, {auto, 300, 8, true},
+	} {
+		sp := capi.GetSearchParams(c.search)
+		sp.Algo, sp.MaxQueries = tc.algo, tc.maxQueries
+		capi.SetSearchParams(c.search, sp)
+		q := c.f32(capi.CUDA, capi.CUDA, tc.batch, dim, randomMatrix(rng, tc.batch, dim))
+		s0, m0 := c.ctl.ModelSearches()
+		_, _, err := c.searchInto(c.idx, q, k, 32, capi.Filter{})
+		c.must(err)
+		c.drop(q)
+		s1, m1 := c.ctl.ModelSearches()
+		if got := m1-m0 == 1 && s1 == s0; got != tc.multi || s1-s0+m1-m0 != 1 {
+			t.Errorf("algo %d, batch %d, max_queries %d: charged %d single-CTA and %d multi-CTA searches, want multi-CTA %v",
+				tc.algo, tc.batch, tc.maxQueries, s1-s0, m1-m0, tc.multi)
+		}
+	}
+
 }

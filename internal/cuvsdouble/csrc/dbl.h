@@ -609,9 +609,10 @@ DBL_HIDDEN int dbl_async_copy(cudaStream_t s, char* dst, const char* src, int64_
                               size_t row_bytes, size_t dst_stride, size_t src_stride);
 
 /* The H200 delay model (CUVS_DOUBLE_MODEL=h200): sleeps what a CAGRA search
- * of batch rows takes on an H200 with the searches now in flight. No-op when
+ * of batch rows takes on an H200 with the searches now in flight, on the
+ * multi-CTA kernel when multi is set, else the single-CTA one. No-op when
  * the model is off. */
-DBL_HIDDEN void dbl_model_begin(int64_t batch);
+DBL_HIDDEN void dbl_model_begin(int64_t batch, int multi);
 
 /* ---- resources (dbl_core.c) ---- */
 

@@ -896,12 +896,28 @@ static cuvsError_t cg_search(cuvsCagraSearchParams_t params, cuvsCagraIndex_t in
   return st;
 }
 
+/* dbl_model_multi reports whether cuVS searches a batch of b with p on the
+ * multi-CTA kernel: asked for, or AUTO (search_plan.cuh) with an internal
+ * top-k over 512 or fewer queries (max_queries, else the batch) than twice
+ * the H200's 132 multiprocessors. The persistent kernel is single-CTA. */
+static int dbl_model_multi(cuvsCagraSearchParams_t p, int64_t b)
+{
+  if (!p || p->persistent) return 0;
+  if ((int)p->algo == MULTI_CTA) return 1;
+  if ((int)p->algo != AUTO) return 0;
+  int64_t q = p->max_queries ? (int64_t)p->max_queries : b;
+  return !(p->itopk_size <= 512 && q >= 2 * 132);
+}
+
 DBL_API cuvsError_t cuvsCagraSearch(cuvsResources_t res, cuvsCagraSearchParams_t params,
                                     cuvsCagraIndex_t index, DLManagedTensor* queries,
                                     DLManagedTensor* neighbors, DLManagedTensor* distances,
                                     cuvsFilter filter)
 {
-  if (queries) dbl_model_begin(queries->dl_tensor.ndim > 0 ? queries->dl_tensor.shape[0] : 1);
+  if (queries) {
+    int64_t b = queries->dl_tensor.ndim > 0 ? queries->dl_tensor.shape[0] : 1;
+    dbl_model_begin(b, dbl_model_multi(params, b));
+  }
   if (DBL_INSTANT()) return CUVS_SUCCESS;
   DBL_ENTER(cuvsCagraSearch);
   dbl_res* r;

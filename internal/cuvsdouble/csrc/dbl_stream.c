@@ -290,9 +290,11 @@ DBL_API int64_t cuvsdouble_pending_ops(void) { return atomic_load(&g_pending); }
 /* ------------------------------------------------------------------------ */
 /* the H200 delay model (CUVS_DOUBLE_MODEL=h200)                            */
 
-/* CAGRA search + sync on an H200 (libcuvs v26.06.00, N = 100k, D = 128,
- * degree 32, itopk 64; CUVS_C_API.md's last section), p50 in µs by batch
- * size and concurrent callers (1 / 4 / 16):
+/* CAGRA search + sync on an H200 (N = 100k, D = 128, degree 32, itopk 64;
+ * CUVS_C_API.md's last section), p50 in µs by batch size and concurrent
+ * callers, for each kernel.
+ *
+ * Single-CTA (libcuvs v26.06.00; 1 / 4 / 16 callers; v26.08.01 within 14%):
  *   batch 1: 341 / 351 / 370     64: 380 / 411 / 829
  *         4: 349 / 366 / 378    256: 409 / 821 / 3285
  *        16: 370 / 372 / 417   1024: 592 / 2069 / 8274
@@ -302,10 +304,26 @@ DBL_API int64_t cuvsdouble_pending_ops(void) { return atomic_load(&g_pending); }
  * with base(b) = 341 + 0.25 b (one search alone), work = c b / cap(b) when
  * c > 1 (the GPU's share: cap(b) = 1.25 queries/µs up to b = 512, rising
  * linearly to 1.98 at 1024; 0 alone), and 1.9 µs per other caller
- * (host-side contention). */
+ * (host-side contention).
+ *
+ * Multi-CTA (libcuvs v26.08.01, internal/cbench -algo multi, 2026-12-02;
+ * 1 / 2 / 4 / 8 callers):
+ *   batch 1: 203 / 209 / 217 / 237 (32 callers: 833, 64: 1675)
+ *        32: 231 / 241 / 257 / 288    256: 252 / 445 / 858 / 1733
+ *        64: 234 / 255 / 271 / 462    512: 310 / 555 / 1085 / 2171
+ *       128: 237 / 257 / 447 / 907   1024: 468 / 842 / 1667 / 3301
+ * Fitted (within ~12%):
+ *   (base(b)^4 + work(b, c)^4 + rate(m)^4)^(1/4)
+ * with base(b) = 213 + 0.24 b, work = c b / cap(b) when c > 1 (cap 1.15
+ * queries/µs up to b = 256, 1.85 at 512, 2.45 at 1024, linear between) and
+ * rate = 27 µs per multi-CTA search in flight (m, itself included): the
+ * real library ran at most ~38k multi-CTA searches a second, from 16 to 64
+ * callers, whatever the batch. */
 
 static atomic_int g_model = -1; /* -1: not read yet; 0: off; 1: h200 */
 static atomic_int g_model_inflight = 0;
+static atomic_int g_model_multi = 0; /* multi-CTA searches in flight */
+static atomic_llong g_model_charged[2]; /* searches slept for: single-CTA, multi-CTA */
 
 static int model_on(void)
 {
@@ -320,10 +338,8 @@ static int model_on(void)
   return m;
 }
 
-double dbl_model_delay_us(int64_t b, int c)
+static double model_single_us(int64_t b, int c)
 {
-  if (b < 1) b = 1;
-  if (c < 1) c = 1;
   double base = 341.0 + 0.25 * (double)b;
   double cap = b <= 512 ? 1.25 : 1.25 + (double)(b > 1024 ? 512 : b - 512) / 512.0 * 0.73;
   /* Alone, a search has the GPU to itself: its cost is base(b). */
@@ -331,19 +347,46 @@ double dbl_model_delay_us(int64_t b, int c)
   return cbrt(base * base * base + work * work * work) + 1.9 * (double)(c - 1);
 }
 
-void dbl_model_begin(int64_t batch)
+static double model_multi_us(int64_t b, int c, int m)
+{
+  double base = 213.0 + 0.24 * (double)b;
+  double cap = b <= 256 ? 1.15
+               : b <= 512 ? 1.15 + (double)(b - 256) / 256.0 * 0.70
+                          : 1.85 + (double)(b > 1024 ? 512 : b - 512) / 512.0 * 0.60;
+  double work = c > 1 ? (double)c * (double)b / cap : 0.0;
+  double rate = 27.0 * (double)m;
+  return sqrt(sqrt(base * base * base * base + work * work * work * work + rate * rate * rate * rate));
+}
+
+double dbl_model_delay_us(int64_t b, int c, int m)
+{
+  if (b < 1) b = 1;
+  if (c < 1) c = 1;
+  if (m > c) m = c;
+  return m > 0 ? model_multi_us(b, c, m) : model_single_us(b, c);
+}
+
+void dbl_model_begin(int64_t batch, int multi)
 {
   if (!model_on()) return;
+  atomic_fetch_add(&g_model_charged[multi ? 1 : 0], 1);
   int c = atomic_fetch_add(&g_model_inflight, 1) + 1;
-  double us = dbl_model_delay_us(batch, c);
+  int m = multi ? atomic_fetch_add(&g_model_multi, 1) + 1 : 0;
+  double us = dbl_model_delay_us(batch, c, m);
   struct timespec ts = {.tv_sec = (time_t)(us / 1e6), .tv_nsec = (long)((us - (double)(time_t)(us / 1e6) * 1e6) * 1e3)};
   while (nanosleep(&ts, &ts) != 0) {
   }
+  if (multi) atomic_fetch_sub(&g_model_multi, 1);
   atomic_fetch_sub(&g_model_inflight, 1);
 }
 
 DBL_API void cuvsdouble_set_model(int on) { atomic_store(&g_model, on ? 1 : 0); }
-DBL_API double cuvsdouble_model_delay_us(int64_t batch, int concurrent)
+DBL_API int64_t cuvsdouble_model_searches(int multi)
 {
-  return dbl_model_delay_us(batch, concurrent);
+  return atomic_load(&g_model_charged[multi ? 1 : 0]);
+}
+
+DBL_API double cuvsdouble_model_delay_us(int64_t batch, int concurrent, int multi)
+{
+  return dbl_model_delay_us(batch, concurrent, multi);
 }
