@@ -146,6 +146,9 @@ type request[T dlpack.DType, N Neighbor] struct {
 
 type batcher[T dlpack.DType, N Neighbor] struct {
 	s                   Searcher
+	light               twoKernels // s, when it has a light-load kernel (else nil)
+	lightUpTo           int        // the load up to which batches use it
+	lightStreams        int        // the batches in flight then
 	dim, maxK, maxBatch int
 	maxWait             time.Duration
 	slots               []*slot[T, N]
@@ -162,21 +165,22 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	// each on the real H200's 16 cores).
 	intake atomic.Pointer[request[T, N]]
 
-	mu       sync.Mutex
-	idle     sync.Cond        // Close waits on it for the last batch
-	pending  []*request[T, N] // oldest first
-	pendRows int
-	free     []*slot[T, N]
-	running  int // slots dispatched and not yet back in free
-	flight   int // rows taken into batches not yet delivered
-	peak     int
-	waking   int // slots dispatched that have not taken their batch yet
-	timerOn  bool
-	closing  bool
-	batches  int64
-	queries  int64
-	sizes    []int64 // sizes[n]: batches of n rows
-	times    Times   // summed over batches (Queue: over requests)
+	mu           sync.Mutex
+	idle         sync.Cond        // Close waits on it for the last batch
+	pending      []*request[T, N] // oldest first
+	pendRows     int
+	free         []*slot[T, N]
+	running      int // slots dispatched and not yet back in free
+	flight       int // rows taken into batches not yet delivered
+	peak         int
+	waking       int // slots dispatched that have not taken their batch yet
+	timerOn      bool
+	closing      bool
+	batches      int64
+	lightBatches int64
+	queries      int64
+	sizes        []int64 // sizes[n]: batches of n rows
+	times        Times   // summed over batches (Queue: over requests)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -212,6 +216,10 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	b := &batcher[T, N]{
 		s: s, dim: s.Dim(), maxK: o.MaxK, maxBatch: o.MaxBatch, maxWait: o.MaxWait,
 		sizes: make([]int64, o.MaxBatch+1),
+	}
+	if tk, ok := s.(twoKernels); ok {
+		b.light = tk
+		b.lightUpTo, b.lightStreams = tk.lightLoad()
 	}
 	b.idle.L = &b.mu
 	b.pool.New = func() any { return &request[T, N]{done: make(chan struct{}, 1)} }
@@ -567,12 +575,19 @@ func (b *batcher[T, N]) decay() {
 // b.mu is held.
 func (b *batcher[T, N]) streamCap() int {
 	n := b.load()
+	if b.lightAt(n) {
+		return max(1, min(b.lightStreams, len(b.slots)))
+	}
 	if n <= knee {
 		return len(b.slots)
 	}
 	c := int(knee*math.Sqrt(knee/float64(n)) + 0.5)
 	return max(1, min(c, len(b.slots)))
 }
+
+// lightAt reports whether batches search with the Searcher's light-load
+// kernel at load n (twoKernels).
+func (b *batcher[T, N]) lightAt(n int) bool { return b.light != nil && n <= b.lightUpTo }
 
 // gathered reports whether the pending rows make a batch worth starting
 // while busy others search: always at light load, with nothing searching,
@@ -637,6 +652,7 @@ func (b *batcher[T, N]) maybeIdle() {
 // take moves the oldest pending requests, up to MaxBatch rows, into s's
 // batch and returns their rows. b.mu is held.
 func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
+	s.light = b.lightAt(b.load())
 	rows, i := 0, 0
 	for ; i < len(b.pending) && rows+b.pending[i].rows <= b.maxBatch; i++ {
 		r := b.pending[i]
@@ -654,6 +670,9 @@ func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 	b.decay()
 	if rows > 0 {
 		b.batches++
+		if s.light {
+			b.lightBatches++
+		}
 		b.queries += int64(rows)
 		b.sizes[rows]++
 	}
@@ -731,7 +750,11 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 		row += r.rows
 	}
 	t1 := time.Now()
-	err := s.search(b.s, rows)
+	search := b.s.SearchBatch
+	if s.light {
+		search = b.light.searchLight
+	}
+	err := s.search(search, rows)
 	t2 := time.Now()
 	if len(s.reqs) <= fanRoot {
 		for _, r := range s.reqs {
@@ -767,6 +790,7 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 // Stats counts the batches a Batcher has run, and where their time went.
 type Stats struct {
 	Batches int64   // searches run
+	Light   int64   // of them, searched with the light-load kernel (CAGRA with AutoAlgo: multi-CTA)
 	Queries int64   // query rows searched, those of cancelled requests included
 	Sizes   []int64 // Sizes[n] is the number of batches of n rows
 	Times   Times
@@ -838,11 +862,12 @@ func (b *Batcher[T, N]) Stats() Stats {
 	in := b.b
 	in.mu.Lock()
 	defer in.unlock()
-	return Stats{Batches: in.batches, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
+	return Stats{Batches: in.batches, Light: in.lightBatches, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
 }
 
 // WarmUp searches, on every slot not busy, a batch of one all-zero query
-// and one of MaxBatch, and waits for them: the first searches of a process
+// and one of MaxBatch (on each kernel, for a CAGRA Searcher that picks it
+// by load), and waits for them: the first searches of a process
 // or of a Resources pay for linking kernels (CAGRA: seconds on an H200, see
 // cagra.Index.WarmUp) and scratch memory, which a service pays before
 // taking traffic. The results are discarded. Requests made meanwhile wait
@@ -865,7 +890,10 @@ func (b *Batcher[T, N]) WarmUp() error {
 	var err error
 	for _, s := range got {
 		clear(s.pinQ.Data())
-		err = errors.Join(err, s.search(in.s, 1), s.search(in.s, in.maxBatch))
+		err = errors.Join(err, s.search(in.s.SearchBatch, 1), s.search(in.s.SearchBatch, in.maxBatch))
+		if in.light != nil {
+			err = errors.Join(err, s.search(in.light.searchLight, 1), s.search(in.light.searchLight, in.maxBatch))
+		}
 	}
 	in.mu.Lock()
 	in.free = append(in.free, got...)

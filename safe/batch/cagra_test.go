@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
@@ -57,19 +59,26 @@ func TestCAGRA(t *testing.T) {
 	}
 	safetest.Close(t, filter)
 
+	auto := cagraDefaults(t)
+	auto.Algo = cagra.AutoAlgo
 	for _, c := range []struct {
 		name   string
+		params *cagra.SearchParams
 		filter *safe.Filter
-	}{{"int64", nil}, {"uint32", nil}, {"uint32 filtered", filter}} {
+	}{
+		{"int64", cagraDefaults(t), nil}, {"uint32", cagraDefaults(t), nil}, {"uint32 filtered", cagraDefaults(t), filter},
+		// The kernel picked by load (multi-CTA at this light load).
+		{"int64 auto", auto, nil}, {"uint32 auto filtered", auto, filter}, {"int64 nil params", nil, nil},
+	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := CAGRA(idx, cagraDefaults(t), c.filter)
+			s, err := CAGRA(idx, c.params, c.filter)
 			if err != nil {
 				t.Fatal(err)
 			}
 			allowed := func(i int) bool { return c.filter == nil || i%2 == 0 }
 			var got [][]int64
 			var dists [][]float32
-			if c.name == "int64" {
+			if strings.HasPrefix(c.name, "int64") {
 				got, dists = cagraRequests[int64](t, s, data, d, k, allowed)
 			} else {
 				got, dists = cagraRequests[uint32](t, s, data, d, k, allowed)
@@ -152,4 +161,139 @@ func cagraRequests[N Neighbor](t *testing.T, s Searcher, data []float32, d, k in
 		t.Fatal(err)
 	}
 	return ids, dists
+}
+
+// TestCAGRAKernels: with AutoAlgo (or nil params) the CAGRA Searcher has a
+// light-load kernel, multi-CTA, used up to cagraLightUpTo requests with at
+// most cagraLightStreams batches in flight; a kernel chosen, or params
+// only one kernel takes, keep cuVS's choice. On the double, its H200 model
+// counts the kernel each C search would run.
+func TestCAGRAKernels(t *testing.T) {
+	safetest.Check(t)
+	const rows, d, k = 300, 8, 4
+	res := safetest.Resources(t)
+	data := safetest.Random(12, rows, d)
+	ds, err := safe.DeviceMatrixFrom(res, data, rows, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, ds)
+	p, err := cagra.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.GraphDegree, p.IntermediateGraphDegree = 16, 32
+	idx, err := cagra.Build(res, ds, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+
+	with := func(f func(*cagra.SearchParams)) *cagra.SearchParams {
+		sp := cagraDefaults(t)
+		sp.Algo = cagra.AutoAlgo
+		f(sp)
+		return sp
+	}
+	for _, c := range []struct {
+		name   string
+		params *cagra.SearchParams
+		two    bool
+	}{
+		{"nil", nil, true},
+		{"AutoAlgo", with(func(*cagra.SearchParams) {}), true},
+		{"SingleCTA", with(func(s *cagra.SearchParams) { s.Algo = cagra.SingleCTA }), false},
+		{"MultiCTA", with(func(s *cagra.SearchParams) { s.Algo = cagra.MultiCTA }), false},
+		{"AutoAlgo HashSmall", with(func(s *cagra.SearchParams) { s.HashmapMode = cagra.HashSmall }), false},
+		{"AutoAlgo ITopKSize 640", with(func(s *cagra.SearchParams) { s.ITopKSize = 640 }), false},
+	} {
+		s, err := CAGRA(idx, c.params, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk, two := s.(twoKernels)
+		if two != c.two {
+			t.Errorf("%s: two kernels %v, want %v", c.name, two, c.two)
+			continue
+		}
+		if two {
+			if upTo, streams := tk.lightLoad(); upTo != cagraLightUpTo || streams != cagraLightStreams {
+				t.Errorf("%s: light load up to %d with %d in flight", c.name, upTo, streams)
+			}
+		}
+	}
+
+	// The Batcher's policy: light up to the Searcher's load, with its cap.
+	s, err := CAGRA(idx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New[float32, uint32](s, Options{MaxK: k, MaxBatch: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBatcher(t, b)
+	in := b.b
+	sl := in.slots[0]
+	for _, c := range []struct{ load, cap int }{{1, cagraLightStreams}, {cagraLightUpTo, cagraLightStreams}, {cagraLightUpTo + 1, 9}, {1024, 6}} {
+		in.mu.Lock()
+		in.peak, in.flight = 0, c.load
+		cp := in.streamCap()
+		in.take(sl, time.Now()) // nothing pending: sets the slot's kernel only
+		light := sl.light
+		in.peak, in.flight = 0, 0
+		in.mu.Unlock()
+		if cp != c.cap || light != (c.load <= cagraLightUpTo) {
+			t.Errorf("load %d: cap %d (want %d), light kernel %v", c.load, cp, c.cap, light)
+		}
+	}
+
+	// One caller at a time: every batch light. On the double, its model
+	// counts what C ran: multi-CTA for these, single-CTA for SingleCTA.
+	ctl := safetest.Control()
+	if ctl != nil {
+		ctl.SetModel(true)
+		defer ctl.SetModel(false)
+	}
+	count := func() (int64, int64) {
+		if ctl == nil {
+			return 0, 0
+		}
+		return ctl.ModelSearches()
+	}
+	s0, m0 := count()
+	for i := range 5 {
+		res, err := b.Search(context.Background(), data[i*d:(i+1)*d], k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Neighbors[0] != int64(i) {
+			t.Errorf("row %d: nearest %d, want itself", i, res.Neighbors[0])
+		}
+	}
+	s1, m1 := count()
+	if st := b.Stats(); st.Batches != 5 || st.Light != 5 {
+		t.Errorf("one caller: %d batches, %d light, want 5 and 5", st.Batches, st.Light)
+	}
+	single, err := CAGRA(idx, cagraDefaults(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := New[float32, uint32](single, Options{MaxK: k, MaxBatch: 16, Slots: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBatcher(t, bs)
+	for i := range 5 {
+		if _, err := bs.Search(context.Background(), data[i*d:(i+1)*d], k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2, m2 := count()
+	if st := bs.Stats(); st.Light != 0 {
+		t.Errorf("SingleCTA: %d light batches", st.Light)
+	}
+	if ctl != nil && (m1-m0 != 5 || s1 != s0 || s2-s1 != 5 || m2 != m1) {
+		t.Errorf("C searches: auto %d single-CTA %d multi-CTA; SingleCTA %d and %d; want 0 5 5 0", s1-s0, m1-m0, s2-s1, m2-m1)
+	}
 }

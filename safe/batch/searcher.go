@@ -55,6 +55,48 @@ type adapter struct {
 	device bool // the search wants device memory: the Batcher gives its slots device buffers
 }
 
+// twoKernels is what a Searcher implements that has a kernel for light
+// load, faster alone but worse when many batches share the GPU: CAGRA with
+// AutoAlgo (multi-CTA for light load, single-CTA for heavy). SearchBatch is
+// the heavy load's search.
+type twoKernels interface {
+	// lightLoad returns the load (requests queued or searching) up to
+	// which batches search with searchLight, and how many batches may
+	// then be in flight at once.
+	lightLoad() (upTo, streams int)
+	searchLight(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+}
+
+// twoKernelAdapter is an adapter with a light-load search.
+type twoKernelAdapter struct {
+	adapter
+	light         func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+	upTo, streams int
+}
+
+func (a *twoKernelAdapter) lightLoad() (int, int) { return a.upTo, a.streams }
+func (a *twoKernelAdapter) searchLight(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+	return a.light(res, q, n, d)
+}
+
+// The CAGRA kernels' regimes under AutoAlgo, measured on the real H200
+// (N = 100k, D = 128, degree 32, itopk 64, one-query callers; BENCHMARKS.md
+// "the two kernels"): multi-CTA answers a lone query in ~205 µs against
+// single-CTA's ~345, but cuVS runs at most ~38k multi-CTA searches a second
+// and its batches of up to 256 share the GPU at ~1.15M queries a second;
+// single-CTA has no such limit and shares ~1.25M.
+const (
+	// cagraLightUpTo is the load up to which batches search on multi-CTA:
+	// the Batcher then answered more queries a second on multi-CTA with 8
+	// batches in flight than on single-CTA with its heavy-load cap at 256
+	// callers, and fewer at 512.
+	cagraLightUpTo = 384
+	// cagraLightStreams is the batches in flight on multi-CTA: 8 one-query
+	// searches at once take 237 µs each, 32 take 833 µs (the searches a
+	// second are capped).
+	cagraLightStreams = 8
+)
+
 // wantsDevice is what a Searcher implements to have the Batcher give its
 // slots device buffers (Options.DeviceBuffers) whatever the options say.
 type wantsDevice interface{ wantsDeviceBuffers() bool }
@@ -81,8 +123,21 @@ func checkBitset(op string, filter *safe.Filter) error {
 }
 
 // CAGRA adapts a CAGRA index for a Batcher: every batch is searched with
-// params (copied; nil: cuVS's defaults) and filter, a bitset for the
-// index's rows or nil. Neighbor ids may be uint32 or int64. One filter
+// params (copied; nil: cuVS's defaults with Algo AutoAlgo) and filter, a
+// bitset for the index's rows or nil.
+//
+// With params.Algo AutoAlgo (and no persistent kernel) the Batcher picks
+// the kernel by its load, where cuVS's AUTO would pick by the batch's size
+// alone: multi-CTA while up to 384 requests are queued or searching, with at
+// most 8 batches in flight, and single-CTA beyond, with the Batcher's usual
+// cap. On an H200 multi-CTA answers a lone query in ~60% of single-CTA's
+// time, but cuVS runs at most ~38k multi-CTA searches a second, and under
+// heavy load single-CTA batches share the GPU better (BENCHMARKS.md, "the
+// two kernels"). A query's neighbors may then differ with the load, as
+// they do with its batch: both kernels are approximate (on the benchmark's
+// index their recall was within 0.01 of each other). With SingleCTA,
+// MultiCTA or MultiKernel every batch uses that kernel. Note that
+// cagra.DefaultSearchParams returns cuVS's C default, SingleCTA. Neighbor ids may be uint32 or int64. One filter
 // serves every request: for requests with different filters, make one
 // Batcher per filter. Filtered batches follow cagra's filter policy
 // (cagra.SearchParams.FilterPath): a batch is exact or graph search as its
@@ -99,13 +154,28 @@ func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (S
 	if err := checkBitset(op, filter); err != nil {
 		return nil, err
 	}
-	var p cagra.SearchParams // zero: cuVS's defaults
+	p := cagra.SearchParams{Algo: cagra.AutoAlgo} // zero otherwise: cuVS's defaults
 	if params != nil {
 		p = *params
 	}
-	return &adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64},
+	a := adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64},
 		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, &p, q, n, d, filter)
+		}}
+	if p.Algo != cagra.AutoAlgo || p.Persistent || p.HashmapMode == cagra.HashSmall || p.ITopKSize > 512 {
+		// A kernel chosen, or params only one kernel takes (cuVS's AUTO
+		// then picks multi-CTA above an internal top-k of 512, and
+		// multi-CTA has no small hash): cuVS's choice for every batch.
+		return &a, nil
+	}
+	heavy, light := p, p
+	heavy.Algo, light.Algo = cagra.SingleCTA, cagra.MultiCTA
+	a.search = func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+		return idx.Search(res, &heavy, q, n, d, filter)
+	}
+	return &twoKernelAdapter{adapter: a, upTo: cagraLightUpTo, streams: cagraLightStreams,
+		light: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, &light, q, n, d, filter)
 		}}, nil
 }
 

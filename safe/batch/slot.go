@@ -29,6 +29,7 @@ type slot[T dlpack.DType, N Neighbor] struct {
 	reqs               []*request[T, N]
 	wake               chan struct{} // a batch to take; closed by Close
 	dispatched         time.Time     // when kick last woke it (under the batcher's mu)
+	light              bool          // its batch searches with the light-load kernel (set by take)
 	dim, maxK, maxRows int
 }
 
@@ -168,18 +169,18 @@ func firstRows(m matrix, n int) (dlpack.View, error) {
 // and copies the results back into pinN and pinD. The stream is
 // synchronized whatever failed, so that nothing still reads or writes the
 // staging buffers when search returns.
-func (s *slot[T, N]) search(sr Searcher, n int) error {
+func (s *slot[T, N]) search(search func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error, n int) error {
 	const op = "batch.Batcher.Search"
 	v, err := s.rows(n)
 	if err != nil {
 		return kit.Wrap(op, err)
 	}
 	if s.devQ == nil {
-		return errors.Join(sr.SearchBatch(s.res, &v.pinQ, &v.pinN, &v.pinD), s.res.Sync())
+		return errors.Join(search(s.res, &v.pinQ, &v.pinN, &v.pinD), s.res.Sync())
 	}
 	err = s.copy(op, &v.pinQ, &v.devQ, nil, nil)
 	if err == nil {
-		err = sr.SearchBatch(s.res, &v.devQv, &v.devN, &v.devD)
+		err = search(s.res, &v.devQv, &v.devN, &v.devD)
 	}
 	if err == nil {
 		err = s.copy(op, &v.devNv, &v.pinN, &v.devDv, &v.pinD)
