@@ -169,7 +169,7 @@ cbench:
 	@mkdir -p build
 	$(CC) -std=gnu11 -O2 -Wall -Wextra -Igenerated internal/cbench/csrc/cbench.c -o build/cbench -pthread -ldl
 
-## serving-pack: serving and cbench into build/serving-pack, to carry to a GPU machine beside a libcuvs_c build; there, examples/serving/gpu-table.sh build/serving-pack RELEASE... prints the serving table (C per-call, Go per-call, Go batched, 1 to 1,024 callers)
+## serving-pack: serving and cbench into build/serving-pack, to carry to a GPU machine beside a libcuvs_c build; there, examples/serving/gpu-table.sh build/serving-pack RELEASE... prints the serving table (C and Go per-call on single-CTA, Go per-call on multi-CTA, Go batched; 1 to 1,024 callers)
 serving-pack: serving cbench
 	@mkdir -p build/serving-pack
 	cp build/serving build/cbench build/serving-pack/

@@ -1,9 +1,12 @@
 #!/bin/sh
 # gpu-table.sh: the serving table of the batcher issue, in one run on a GPU
-# machine: C per-call (internal/cbench), Go per-call (serving -mode direct)
-# and Go batched (serving -mode batch) over 1..1,024 callers, against each
-# real libcuvs_c given, RUNS times each, and one table per release with the
-# ratios (batched / Go per-call, Go per-call / C). BENCHMARKS.md quotes its
+# machine: C per-call (internal/cbench) and Go per-call (serving -mode
+# direct) on the single-CTA kernel (cuVS's C default), Go per-call on the
+# multi-CTA kernel (what cuVS's AUTO runs for one query), and Go batched
+# (serving -mode batch, AutoAlgo: the Batcher picks the kernel by load) over
+# 1..1,024 callers, against each real libcuvs_c given, RUNS times each, and
+# one table per release with the ratios (batched / Go per-call, batched /
+# the faster Go per-call kernel, Go per-call / C). BENCHMARKS.md quotes its
 # output.
 #
 #   gpu-table.sh BIN RELEASE... [-- more serving/cbench flags]
@@ -77,8 +80,9 @@ for rel in $rels; do
 	export LD_LIBRARY_PATH="$(dirname "$lib")${cuda:+:$cuda}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	for run in $(seq 1 "$RUNS"); do
 		# shellcheck disable=SC2086 # the flag lists are meant to split
-		prog "C per-call, run $run" "$OUT/$name.c.$run" "$bin/cbench" -lib "$lib" $WORKLOAD -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
-		prog "Go per-call, run $run" "$OUT/$name.go.$run" "$bin/serving" -lib "$lib" $WORKLOAD -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
+		prog "C per-call, run $run" "$OUT/$name.c.$run" "$bin/cbench" -lib "$lib" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
+		prog "Go per-call, run $run" "$OUT/$name.go.$run" "$bin/serving" -lib "$lib" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
+		prog "Go per-call multi-CTA, run $run" "$OUT/$name.gomulti.$run" "$bin/serving" -lib "$lib" $WORKLOAD -algo multi -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
 		prog "Go batched, run $run" "$OUT/$name.batch.$run" "$bin/serving" -lib "$lib" -mode batch $WORKLOAD $BATCHFLAGS -goroutines "$CALLERS" -seconds "$SECONDS_" "$@"
 	done
 	echo
@@ -106,15 +110,21 @@ for rel in $rels; do
 			if (!((a, c, r) in q) || !((b, c, r) in q) || q[b, c, r] == 0) return "—"
 			return sprintf("%.2f", q[a, c, r] / q[b, c, r])
 		}
+		# best: the faster Go per-call kernel of the row.
+		function best(c, r) {
+			if (!(("go", c, r) in q) || !(("gomulti", c, r) in q)) return "—"
+			b = q["go", c, r] > q["gomulti", c, r] ? "go" : "gomulti"
+			return ratio("batch", b, c, r)
+		}
 		END {
 			n = 0
 			for (c in seen) list[++n] = c + 0
 			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
-			print "| callers | run | C per-call | Go per-call | Go batched | batched / Go per-call | Go / C per-call |"
-			print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+			print "| callers | run | C per-call | Go per-call | Go per-call multi-CTA | Go batched | batched / Go per-call | batched / best Go per-call | Go / C per-call |"
+			print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 			for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) {
 				c = list[i]
-				printf "| %d | %d | %s | %s | %s | %s | %s |\n", c, r, cell("c", c, r), cell("go", c, r), cell("batch", c, r), ratio("batch", "go", c, r), ratio("go", "c", c, r)
+				printf "| %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", c, r, cell("c", c, r), cell("go", c, r), cell("gomulti", c, r), cell("batch", c, r), ratio("batch", "go", c, r), best(c, r), ratio("go", "c", c, r)
 			}
 			print ""
 			print "batcher Stats per row (run: mean batch, p99, queue per request; per batch: handoff, stage, search, deliver):"

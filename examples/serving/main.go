@@ -31,7 +31,11 @@
 // comment line with the batch sizes formed (mean, p99).
 //
 // Flags: -n rows, -dim, -goroutines list, -seconds per step, -pool on|off,
-// -k, -itopk, -graph-degree, -batch, -persistent on|off, -mode direct|batch,
+// -k, -itopk, -graph-degree, -batch, -persistent on|off, -algo
+// auto|single|multi (CAGRA's search kernel: auto is cuVS's AUTO per call,
+// and the Batcher's choice by load with -mode batch), -recall n (each
+// kernel's recall@k of n queries against brute force, printed before the
+// steps), -mode direct|batch,
 // -max-batch, -max-wait-us, -slots, -seed, -lib path
 // (else $CUVS_LIBRARY, the loader's search for libcuvs_c.so,
 // $CONDA_PREFIX/lib).

@@ -29,6 +29,8 @@ type config struct {
 	graphDegree int
 	batch       int
 	persistent  bool
+	algo        cagra.SearchAlgo // -algo: auto, single or multi
+	recall      int              // -recall: queries whose recall is measured (0: none)
 	seed        uint64
 	lib         string
 
@@ -46,7 +48,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("serving", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var goroutines, pool, persistent, mode string
+	var goroutines, pool, persistent, mode, algo string
 	var seconds, maxWaitUS float64
 	fs.IntVar(&c.rows, "n", 100000, "dataset rows")
 	fs.IntVar(&c.dim, "dim", 128, "dimension")
@@ -58,7 +60,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.graphDegree, "graph-degree", 32, "CAGRA graph degree")
 	fs.IntVar(&c.batch, "batch", 1, "queries per search")
 	fs.StringVar(&persistent, "persistent", "off", "persistent search kernel (on|off)")
+	fs.StringVar(&algo, "algo", "auto", "CAGRA search kernel: auto (cuVS picks by batch size), single (single-CTA) or multi (multi-CTA)")
 	fs.Uint64Var(&c.seed, "seed", 42, "random seed")
+	fs.IntVar(&c.recall, "recall", 0, "before the steps, measure recall@k of this many queries against brute force, for each search kernel (0: none)")
 	fs.StringVar(&mode, "mode", "direct", "direct: each goroutine searches on its own Resources; batch: the goroutines share a batch.Batcher")
 	fs.IntVar(&c.maxBatch, "max-batch", batch.DefaultMaxBatch, "-mode batch: most queries per batch")
 	fs.Float64Var(&maxWaitUS, "max-wait-us", float64(batch.DefaultMaxWait/time.Microsecond), "-mode batch: most microseconds a request waits for its batch to fill while others search (0: none)")
@@ -76,6 +80,16 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.persistent, err = onOff("persistent", persistent); err != nil {
 		return c, err
+	}
+	switch algo {
+	case "auto":
+		c.algo = cagra.AutoAlgo
+	case "single":
+		c.algo = cagra.SingleCTA
+	case "multi":
+		c.algo = cagra.MultiCTA
+	default:
+		return c, fmt.Errorf("-algo: %q, want auto, single or multi", algo)
 	}
 	switch mode {
 	case "direct":
@@ -102,6 +116,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		if f.v < 1 {
 			return c, fmt.Errorf("-%s: %d, want at least 1", f.name, f.v)
 		}
+	}
+	if c.recall < 0 {
+		return c, fmt.Errorf("-recall: %d, want at least 0", c.recall)
 	}
 	if !(maxWaitUS >= 0) {
 		return c, fmt.Errorf("-max-wait-us: %v is not a number >= 0", maxWaitUS)
@@ -172,16 +189,21 @@ func run(c config, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
+	if c.recall > 0 {
+		if err := printRecall(out, res, idx, sp, c); err != nil {
+			return err
+		}
+	}
 	persistent := "off"
 	if c.persistent {
 		persistent = "on"
 	}
 	if c.batched {
-		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, persistent kernel %s, uint32 neighbors; mode batch: one batch.Batcher (max batch %d, max wait %v, %d slots), SearchInto from Go memory per call, %.2f s per step\n",
-			c.k, c.itopk, c.batch, persistent, c.maxBatch, c.maxWait, c.slots, c.duration.Seconds())
+		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, persistent kernel %s, uint32 neighbors; mode batch: one batch.Batcher (max batch %d, max wait %v, %d slots), SearchInto from Go memory per call, %.2f s per step\n",
+			c.k, c.itopk, c.batch, algoName(c.algo), persistent, c.maxBatch, c.maxWait, c.slots, c.duration.Seconds())
 	} else {
-		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
-			c.k, c.itopk, c.batch, persistent, c.duration.Seconds())
+		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
+			c.k, c.itopk, c.batch, algoName(c.algo), persistent, c.duration.Seconds())
 	}
 	t0 := time.Now()
 	if err := idx.WarmUp(res, &sp, c.batch, c.k, dlpack.Uint32); err != nil {
@@ -204,8 +226,8 @@ func run(c config, out io.Writer) (err error) {
 		fmt.Fprintf(out, "%10d %12.1f %10.1f %10.1f %10.1f %10d\n", g, r.qps, us(r.p50), us(r.p99), us(r.max), r.searches)
 		if c.batched {
 			st := r.batches
-			fmt.Fprintf(out, "# batches at %d goroutines: %d searched, mean %.1f queries, p99 %d; mean queue %.0f µs per request; per batch: handoff %.0f, stage %.0f, search %.0f, deliver %.0f µs\n",
-				g, st.Batches, st.Mean(), st.Percentile(99), us(st.MeanQueue()), us(st.PerBatch(st.Times.Handoff)), us(st.PerBatch(st.Times.Stage)), us(st.PerBatch(st.Times.Search)), us(st.PerBatch(st.Times.Deliver)))
+			fmt.Fprintf(out, "# batches at %d goroutines: %d searched (%d multi-CTA), mean %.1f queries, p99 %d; mean queue %.0f µs per request; per batch: handoff %.0f, stage %.0f, search %.0f, deliver %.0f µs\n",
+				g, st.Batches, st.Light, st.Mean(), st.Percentile(99), us(st.MeanQueue()), us(st.PerBatch(st.Times.Handoff)), us(st.PerBatch(st.Times.Stage)), us(st.PerBatch(st.Times.Search)), us(st.PerBatch(st.Times.Deliver)))
 		}
 		allocs += r.allocs
 		gcs += r.gcs
@@ -213,6 +235,17 @@ func run(c config, out io.Writer) (err error) {
 	fmt.Fprintf(out, "# go: GOMAXPROCS %d; during the timed windows: %d heap allocations, %d GC cycles\n",
 		runtime.GOMAXPROCS(0), allocs, gcs)
 	return nil
+}
+
+// algoName is -algo's word for a.
+func algoName(a cagra.SearchAlgo) string {
+	switch a {
+	case cagra.SingleCTA:
+		return "single"
+	case cagra.MultiCTA:
+		return "multi"
+	}
+	return "auto"
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -243,6 +276,7 @@ func searchParams(c config) (cagra.SearchParams, error) {
 		return sp, err
 	}
 	sp.ITopKSize = c.itopk
+	sp.Algo = c.algo
 	if c.persistent {
 		sp = sp.WithPersistentKernel(0, 0)
 	}

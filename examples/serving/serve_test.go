@@ -114,16 +114,21 @@ func TestServeBatch(t *testing.T) {
 	if !strings.Contains(all, "mode batch: one batch.Batcher (max batch 64, max wait 50µs, 3 slots)") {
 		t.Errorf("the output does not describe the Batcher")
 	}
-	sizes := regexp.MustCompile(`(?m)^batches at (\d+) goroutines: (\d+) searched, mean ([0-9.]+) queries, p99 (\d+); mean queue ([0-9.]+) µs per request; per batch: handoff ([0-9.]+), stage ([0-9.]+), search ([0-9.]+), deliver ([0-9.]+) µs$`)
+	sizes := regexp.MustCompile(`(?m)^batches at (\d+) goroutines: (\d+) searched \((\d+) multi-CTA\), mean ([0-9.]+) queries, p99 (\d+); mean queue ([0-9.]+) µs per request; per batch: handoff ([0-9.]+), stage ([0-9.]+), search ([0-9.]+), deliver ([0-9.]+) µs$`)
 	m := sizes.FindAllStringSubmatch(all, -1)
 	if len(m) != len(c.goroutines) {
 		t.Fatalf("%d lines of batch sizes, want %d", len(m), len(c.goroutines))
 	}
 	for i, l := range m {
 		g, _ := strconv.Atoi(l[1])
-		mean, _ := strconv.ParseFloat(l[3], 64)
-		p99, _ := strconv.Atoi(l[4])
-		if search, _ := strconv.ParseFloat(l[8], 64); search <= 0 {
+		batches, _ := strconv.Atoi(l[2])
+		multi, _ := strconv.Atoi(l[3])
+		mean, _ := strconv.ParseFloat(l[4], 64)
+		p99, _ := strconv.Atoi(l[5])
+		if multi < 0 || multi > batches {
+			t.Errorf("%q: more multi-CTA batches than batches", l[0])
+		}
+		if search, _ := strconv.ParseFloat(l[9], 64); search <= 0 {
 			t.Errorf("%q: no search time accounted", l[0])
 		}
 		if g != c.goroutines[i] || mean < 1 || mean > float64(min(g, c.maxBatch)) || p99 < 1 || p99 > min(g, c.maxBatch) {
@@ -163,7 +168,28 @@ func TestProgram(t *testing.T) {
 	}
 	checkTable(t, out, []int{1, 32})
 
-	for _, args := range [][]string{{"-pool", "maybe"}, {"-goroutines", "1,x"}, {"-goroutines", "1025"}, {"-seconds", "0"}, {"-n", "10"}, {"-k", "0"},
+	// -algo and -recall: the kernel named, and each kernel's recall against
+	// brute force (CAGRA on this tiny index finds most true neighbors).
+	out, errOut, err = runMain(t, append([]string{"-lib", lib, "-algo", "multi", "-recall", "40", "-goroutines", "2"}, tinyFlags...)...)
+	if err != nil {
+		t.Fatalf("-algo multi: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	tab = checkTable(t, out, []int{2})
+	all := strings.Join(tab.Comments, "\n")
+	if !strings.Contains(all, "batch 1, algo multi,") {
+		t.Errorf("the output does not name the kernel:\n%s", all)
+	}
+	rec := regexp.MustCompile(`(?m)^recall@5 of 40 queries against brute force, one by one and in one batch: single ([0-9.]+), ([0-9.]+); multi ([0-9.]+), ([0-9.]+); auto ([0-9.]+), ([0-9.]+)$`).FindStringSubmatch(all)
+	if rec == nil {
+		t.Fatalf("no recall line:\n%s", all)
+	}
+	for _, v := range rec[1:] {
+		if r, err := strconv.ParseFloat(v, 64); err != nil || r < 0.8 || r > 1 {
+			t.Errorf("recall %s in %q, want 0.8..1", v, rec[0])
+		}
+	}
+
+	for _, args := range [][]string{{"-pool", "maybe"}, {"-algo", "fast"}, {"-recall", "-1"}, {"-goroutines", "1,x"}, {"-goroutines", "1025"}, {"-seconds", "0"}, {"-n", "10"}, {"-k", "0"},
 		{"-mode", "x"}, {"-mode", "batch", "-batch", "9", "-max-batch", "8"}, {"-max-wait-us", "-1"}, {"-slots", "0"}, {"-nope"}, {"stray"}} {
 		_, errOut, err := runMain(t, args...)
 		var ee *exec.ExitError

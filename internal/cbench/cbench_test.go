@@ -60,7 +60,9 @@ func TestAgainstDouble(t *testing.T) {
 	}{
 		{"pool", []string{"-goroutines", "1,2,4"}, []string{"memory pool on (10%..60% of device memory)", "persistent kernel off"}, ""},
 		{"no-pool-batch", []string{"-goroutines", "3", "-pool", "off", "--batch", "4"},
-			[]string{"memory pool off", "persistent kernel off", "batch 4"}, ""},
+			[]string{"memory pool off", "persistent kernel off", "batch 4, algo auto"}, ""},
+		{"multi", []string{"-goroutines", "2", "-algo", "multi"}, []string{"batch 1, algo multi"}, ""},
+		{"single", []string{"-goroutines", "2", "-algo=single"}, []string{"batch 1, algo single"}, ""},
 		{"no-pool-persistent-batch", []string{"-goroutines", "3", "-pool", "off", "-persistent=on", "--batch", "4"},
 			[]string{"memory pool off", "persistent kernel on", "batch 4"}, "-persistent on: the persistent kernel is refused"},
 	} {
@@ -145,6 +147,7 @@ func TestBadFlags(t *testing.T) {
 		{"-goroutines", "1,,2"},
 		{"-goroutines", "0"},
 		{"-pool", "maybe"},
+		{"-algo", "fast"},
 		{"-seconds", "0"},
 		{"-nope", "1"},
 		{"-k"},

@@ -207,6 +207,7 @@ typedef struct {
   int steps;
   double seconds;
   bool pool, persistent;
+  int algo; /* enum cuvsCagraSearchAlgo: AUTO, SINGLE_CTA or MULTI_CTA */
   int k, itopk, graph_degree, batch;
   const char* lib;
   uint64_t seed;
@@ -226,6 +227,7 @@ static void usage(FILE* f)
           "  -graph-degree d     CAGRA graph degree (32)\n"
           "  -batch b            queries per search (1)\n"
           "  -persistent on|off  persistent search kernel (off)\n"
+          "  -algo auto|single|multi  CAGRA search kernel (auto: cuVS picks by batch size)\n"
           "  -seed s             random seed (42)\n"
           "  -lib path           libcuvs_c.so (else $CUVS_LIBRARY, the loader's search, "
           "$CONDA_PREFIX/lib)\n");
@@ -263,7 +265,7 @@ static bool parse_onoff(const char* name, const char* v)
 static void parse_flags(int argc, char** argv, config* c)
 {
   *c = (config){.n = 100000, .dim = 128, .goroutines = {1, 8, 32}, .steps = 3, .seconds = 5,
-                .pool = true, .k = 10, .itopk = 64, .graph_degree = 32, .batch = 1, .seed = 42};
+                .pool = true, .k = 10, .itopk = 64, .graph_degree = 32, .batch = 1, .seed = 42, .algo = AUTO};
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     if (a[0] != '-') bad_flag("unexpected argument %s", a);
@@ -310,6 +312,16 @@ static void parse_flags(int argc, char** argv, config* c)
       c->pool = parse_onoff(name, v);
     } else if (!strcmp(name, "persistent")) {
       c->persistent = parse_onoff(name, v);
+    } else if (!strcmp(name, "algo")) {
+      if (!strcmp(v, "auto")) {
+        c->algo = AUTO;
+      } else if (!strcmp(v, "single")) {
+        c->algo = SINGLE_CTA;
+      } else if (!strcmp(v, "multi")) {
+        c->algo = MULTI_CTA;
+      } else {
+        bad_flag("-algo: %s, want auto, single or multi", v);
+      }
     } else if (!strcmp(name, "k")) {
       c->k = (int)parse_int(name, v, 1);
     } else if (!strcmp(name, "itopk")) {
@@ -730,13 +742,14 @@ int main(int argc, char** argv)
 
   CHECK(p_cuvsCagraSearchParamsCreate(&g_sp));
   g_sp->itopk_size = (size_t)c->itopk;
+  g_sp->algo = (enum cuvsCagraSearchAlgo)c->algo;
   if (c->persistent) {
     g_sp->persistent = true;
     g_sp->algo = SINGLE_CTA;
   }
-  printf("# search: k %d, itopk %d, batch %d, persistent kernel %s, uint32 neighbors; search + stream sync per "
+  printf("# search: k %d, itopk %d, batch %d, algo %s, persistent kernel %s, uint32 neighbors; search + stream sync per "
          "call, %.2f s per step\n",
-         c->k, c->itopk, c->batch, c->persistent ? "on" : "off", c->seconds);
+         c->k, c->itopk, c->batch, c->algo == SINGLE_CTA ? "single" : c->algo == MULTI_CTA ? "multi" : "auto", c->persistent ? "on" : "off", c->seconds);
   printf("# warm-up (first search): %.3f s\n", warm_up(res));
   printf("%10s %12s %10s %10s %10s %10s\n", "goroutines", "QPS", "p50_us", "p99_us", "max_us", "searches");
   fflush(stdout);
