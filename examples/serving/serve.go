@@ -31,6 +31,7 @@ type config struct {
 	persistent  bool
 	algo        cagra.SearchAlgo // -algo: auto, single or multi
 	recall      int              // -recall: queries whose recall is measured (0: none)
+	block       int              // -block: CAGRA's thread block size (0: cuVS's choice)
 	seed        uint64
 	lib         string
 
@@ -62,6 +63,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&persistent, "persistent", "off", "persistent search kernel (on|off)")
 	fs.StringVar(&algo, "algo", "auto", "CAGRA search kernel: auto (cuVS picks by batch size), single (single-CTA) or multi (multi-CTA)")
 	fs.Uint64Var(&c.seed, "seed", 42, "random seed")
+	fs.IntVar(&c.block, "block", 0, "CAGRA search thread block size: 0 (cuVS picks by batch size), 64, 128, 256, 512 or 1024")
 	fs.IntVar(&c.recall, "recall", 0, "before the steps, measure recall@k of this many queries against brute force, for each search kernel (0: none)")
 	fs.StringVar(&mode, "mode", "direct", "direct: each goroutine searches on its own Resources; batch: the goroutines share a batch.Batcher")
 	fs.IntVar(&c.maxBatch, "max-batch", batch.DefaultMaxBatch, "-mode batch: most queries per batch")
@@ -116,6 +118,11 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		if f.v < 1 {
 			return c, fmt.Errorf("-%s: %d, want at least 1", f.name, f.v)
 		}
+	}
+	switch c.block {
+	case 0, 64, 128, 256, 512, 1024:
+	default:
+		return c, fmt.Errorf("-block: %d, want 0, 64, 128, 256, 512 or 1024", c.block)
 	}
 	if c.recall < 0 {
 		return c, fmt.Errorf("-recall: %d, want at least 0", c.recall)
@@ -199,11 +206,11 @@ func run(c config, out io.Writer) (err error) {
 		persistent = "on"
 	}
 	if c.batched {
-		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, persistent kernel %s, uint32 neighbors; mode batch: one batch.Batcher (max batch %d, max wait %v, %d slots), SearchInto from Go memory per call, %.2f s per step\n",
-			c.k, c.itopk, c.batch, algoName(c.algo), persistent, c.maxBatch, c.maxWait, c.slots, c.duration.Seconds())
+		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; mode batch: one batch.Batcher (max batch %d, max wait %v, %d slots), SearchInto from Go memory per call, %.2f s per step\n",
+			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.maxBatch, c.maxWait, c.slots, c.duration.Seconds())
 	} else {
-		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
-			c.k, c.itopk, c.batch, algoName(c.algo), persistent, c.duration.Seconds())
+		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
+			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.duration.Seconds())
 	}
 	t0 := time.Now()
 	if err := idx.WarmUp(res, &sp, c.batch, c.k, dlpack.Uint32); err != nil {
@@ -277,6 +284,7 @@ func searchParams(c config) (cagra.SearchParams, error) {
 	}
 	sp.ITopKSize = c.itopk
 	sp.Algo = c.algo
+	sp.ThreadBlockSize = c.block
 	if c.persistent {
 		sp = sp.WithPersistentKernel(0, 0)
 	}

@@ -208,6 +208,7 @@ typedef struct {
   double seconds;
   bool pool, persistent;
   int algo; /* enum cuvsCagraSearchAlgo: AUTO, SINGLE_CTA or MULTI_CTA */
+  int block; /* thread_block_size (0: cuVS's choice) */
   int k, itopk, graph_degree, batch;
   const char* lib;
   uint64_t seed;
@@ -228,6 +229,7 @@ static void usage(FILE* f)
           "  -batch b            queries per search (1)\n"
           "  -persistent on|off  persistent search kernel (off)\n"
           "  -algo auto|single|multi  CAGRA search kernel (auto: cuVS picks by batch size)\n"
+          "  -block b            CAGRA thread block size: 0 (cuVS picks), 64 .. 1024 (0)\n"
           "  -seed s             random seed (42)\n"
           "  -lib path           libcuvs_c.so (else $CUVS_LIBRARY, the loader's search, "
           "$CONDA_PREFIX/lib)\n");
@@ -321,6 +323,11 @@ static void parse_flags(int argc, char** argv, config* c)
         c->algo = MULTI_CTA;
       } else {
         bad_flag("-algo: %s, want auto, single or multi", v);
+      }
+    } else if (!strcmp(name, "block")) {
+      c->block = (int)parse_int(name, v, 0);
+      if (c->block && c->block != 64 && c->block != 128 && c->block != 256 && c->block != 512 && c->block != 1024) {
+        bad_flag("-block: %s, want 0, 64, 128, 256, 512 or 1024", v);
       }
     } else if (!strcmp(name, "k")) {
       c->k = (int)parse_int(name, v, 1);
@@ -743,13 +750,14 @@ int main(int argc, char** argv)
   CHECK(p_cuvsCagraSearchParamsCreate(&g_sp));
   g_sp->itopk_size = (size_t)c->itopk;
   g_sp->algo = (enum cuvsCagraSearchAlgo)c->algo;
+  g_sp->thread_block_size = (size_t)c->block;
   if (c->persistent) {
     g_sp->persistent = true;
     g_sp->algo = SINGLE_CTA;
   }
-  printf("# search: k %d, itopk %d, batch %d, algo %s, persistent kernel %s, uint32 neighbors; search + stream sync per "
+  printf("# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; search + stream sync per "
          "call, %.2f s per step\n",
-         c->k, c->itopk, c->batch, c->algo == SINGLE_CTA ? "single" : c->algo == MULTI_CTA ? "multi" : "auto", c->persistent ? "on" : "off", c->seconds);
+         c->k, c->itopk, c->batch, c->algo == SINGLE_CTA ? "single" : c->algo == MULTI_CTA ? "multi" : "auto", c->block, c->persistent ? "on" : "off", c->seconds);
   printf("# warm-up (first search): %.3f s\n", warm_up(res));
   printf("%10s %12s %10s %10s %10s %10s\n", "goroutines", "QPS", "p50_us", "p99_us", "max_us", "searches");
   fflush(stdout);
