@@ -11,7 +11,7 @@
 // filter fixed: CAGRA and BruteForce adapt this module's indexes; others
 // plug in by implementing the interface) and is shared by every goroutine:
 //
-//	s, _ := batch.CAGRA(idx, &params, nil)
+//	s, _ := batch.CAGRA(idx, nil, nil) // cuVS's defaults, the kernel picked by load
 //	b, _ := batch.New[float32, uint32](s, batch.Options{MaxK: 10})
 //	defer b.Close()
 //	// in any number of goroutines:
@@ -78,6 +78,27 @@
 // 1.0 ms) and 256 callers from 507k to 521-541k (BENCHMARKS.md has the
 // table, per-call searching beside it). Stats.Times.Deliver is the slot's part:
 // the copies and the first wake-ups.
+//
+// # CAGRA's two kernels
+//
+// The numbers above are CAGRA's single-CTA kernel, cuVS's C default. Its
+// multi-CTA kernel answers a lone query in ~205 µs instead of ~345, but
+// cuVS runs at most ~38k multi-CTA searches a second however many
+// goroutines call it (32 one-query searches at once took 830 µs each), and
+// its concurrent batches of up to 256 share the GPU at ~1.15M queries a
+// second against single-CTA's ~1.25M (cagra.SearchAlgo has the curve). So
+// a CAGRA Searcher made with AutoAlgo, or with nil params, lets the Batcher
+// pick the kernel by its load: multi-CTA while up to 384 requests are
+// queued or searching, with at most 8 batches in flight (the cap above
+// then yields to 8), and single-CTA beyond, under the cap above. On the
+// real library (H200, both releases, two runs each) that served 1 to 256
+// callers at 1.24-6.97x single-CTA per-call searching (1 caller 1.64x)
+// and 0.96-1.02x per-call multi-CTA searching at 1 and 8 callers, and
+// 256 callers at 573-605k queries a second where the single-CTA Batcher
+// did 521-541k; 1,024 callers stay at ~1.23M (BENCHMARKS.md). 6 or 12
+// batches in flight did worse than 8. A kernel set in the params
+// (SingleCTA, MultiCTA) is used for every batch. Stats.Light counts the
+// multi-CTA batches.
 //
 // Distances and neighbor ids are those of the index behind the Searcher:
 // see package safe's doc, sections Distances and Neighbor ids.

@@ -113,6 +113,27 @@ type ExtendParams struct {
 }
 
 // SearchAlgo is CAGRA's search kernel.
+//
+// cuVS's C API leaves the kernel at SingleCTA (cuvsCagraSearchParamsCreate
+// does not set it, and SINGLE_CTA is 0), where its C++ API defaults to
+// AUTO; DefaultSearchParams returns the C default. AutoAlgo lets cuVS pick
+// by the batch alone: MultiCTA below twice the GPU's multiprocessors in
+// queries (264 on an H200), SingleCTA from there (and MultiCTA above an
+// ITopKSize of 512). The trade-off, measured on an H200 with the real
+// library (N = 100k, D = 128, degree 32, ITopKSize 64, search + sync;
+// BENCHMARKS.md, "the two kernels"):
+//
+//   - a lone one-query search takes ~205 µs on MultiCTA, ~345 µs on
+//     SingleCTA; recall was the same within 0.01;
+//   - cuVS runs at most ~38k MultiCTA searches a second across goroutines:
+//     8 concurrent one-query searches took 240 µs each, 32 took 830 µs
+//     (38k queries/s), where SingleCTA's 32 took 380 µs (82k);
+//   - concurrent batches of up to 256 queries share the GPU at ~1.15M
+//     queries/s on MultiCTA and ~1.25M on SingleCTA.
+//
+// So one-query searches from up to ~8 goroutines at once are fastest on
+// MultiCTA (or AutoAlgo), and more on SingleCTA; a batch.Batcher over a
+// CAGRA Searcher with AutoAlgo picks the kernel by its load.
 type SearchAlgo int32
 
 // Search kernels.
@@ -425,7 +446,7 @@ func DefaultExtendParams() (ExtendParams, error) {
 }
 
 // DefaultSearchParams returns cuVS's default search parameters, read from
-// the library.
+// the library: its C API's, whose Algo is SingleCTA (see SearchAlgo).
 func DefaultSearchParams() (SearchParams, error) {
 	const op = "cagra.DefaultSearchParams"
 	var p generated.CuvsCagraSearchParams_t
