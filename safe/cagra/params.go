@@ -124,7 +124,7 @@ type ExtendParams struct {
 // BENCHMARKS.md, "the two kernels"):
 //
 //   - a lone one-query search takes ~205 µs on MultiCTA, ~345 µs on
-//     SingleCTA; recall was the same within 0.01;
+//     SingleCTA; recall@10 was within 0.012 (multi-CTA the higher);
 //   - cuVS runs at most ~38k MultiCTA searches a second across goroutines:
 //     8 concurrent one-query searches took 240 µs each, 32 took 830 µs
 //     (38k queries/s), where SingleCTA's 32 took 380 µs (82k);
