@@ -683,6 +683,11 @@ DBL_HIDDEN cuvsError_t dl_view(const DLManagedTensor* mt, int layout, int code, 
 /* Under strict device mode, kDLCUDA/kDLCUDAManaged data must lie inside a live
  * cuvsRMMAlloc allocation and kDLCUDAHost data inside a cuvsRMMHostAlloc one. */
 DBL_HIDDEN cuvsError_t dl_strict(const DLTensor* t, const char* what);
+/* knn_search's metrics for inputs already rewritten in place as cuVS's
+ * Hellinger (square roots of both) and KL divergence (logarithms of the
+ * dataset) do: dbl_bruteforce.c's search rewrites, searches, and undoes. */
+enum { KNN_HELLINGER_REWRITTEN = 1000, KNN_KL_REWRITTEN = 1001 };
+
 DBL_HIDDEN float dl_half_to_float(uint16_t h);
 DBL_HIDDEN uint16_t dl_float_to_half(float f);
 /* Loads row i (dim elements, element strides rs/cs) as floats. */

@@ -105,6 +105,12 @@ static float distance(int metric, float p, const float* a, const float* b, int64
     case HellingerExpanded:
       for (int64_t j = 0; j < dim; j++) s += sqrtf(a[j] * b[j]);
       return sqrtf(s < 1.0f ? 1.0f - s : 0.0f);
+    case KNN_HELLINGER_REWRITTEN: /* both sides already square roots */
+      for (int64_t j = 0; j < dim; j++) s += a[j] * b[j];
+      return sqrtf(s < 1.0f ? 1.0f - s : 0.0f);
+    case KNN_KL_REWRITTEN: /* b already logarithms (0 for 0) */
+      for (int64_t j = 0; j < dim; j++) s += a[j] * (logf(a[j] + (a[j] == 0)) - b[j]);
+      return 0.5f * s;
     case BrayCurtis: {
       float num = 0, den = 0;
       for (int64_t j = 0; j < dim; j++) {
