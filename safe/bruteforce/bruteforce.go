@@ -75,7 +75,9 @@ func searchable(m safe.Metric) bool {
 }
 
 // Index is a brute-force index. Any number of goroutines may search it at
-// once, each with its own safe.Resources. Close waits for searches in flight.
+// once, each with its own safe.Resources (with HellingerExpanded or
+// KLDivergence the searches then take turns: see Build). Close waits for
+// searches in flight.
 type Index struct {
 	dev    dlpack.Device                   // where the index keeps its memory: the device of the resources that made it
 	h      generated.CuvsBruteForceIndex_t // C memory
@@ -86,6 +88,7 @@ type Index struct {
 
 	life   kit.Life        // Close, cleanup, searches, the dataset's borrow or copy
 	slices hostsearch.Pool // SearchSlice's device buffers
+	excl   *exclusive      // HellingerExpanded and KLDivergence: one search at a time (rewrite.go)
 }
 
 func newIndex(op string, res *safe.Resources) (*Index, error) {
@@ -111,7 +114,10 @@ func newIndex(op string, res *safe.Resources) (*Index, error) {
 // cuvsPairwiseDistance does, overwrites the index's dataset (and, for
 // HellingerExpanded, the queries) with square roots or logarithms during
 // the search and puts them back afterwards, up to rounding (KLDivergence
-// turns an element equal to 1 into 0): see package distance.
+// turns an element equal to 1 into 0): so the searches of such an index
+// run one at a time, each waiting for its stream before the next starts,
+// and a HellingerExpanded search copies the queries first (into device
+// memory the index keeps until Close), so the caller's are never written.
 // cuVS keeps a reference to the dataset, not a copy: the index borrows a
 // device dataset until Close (its owner refuses to be freed or written
 // meanwhile), and copies a host dataset once into device memory it owns
@@ -154,6 +160,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 		return nil, err
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = dv.Dim(0), dv.Dim(1), dv.DType(), p.Metric
+	if rewrites(idx.metric) {
+		idx.excl = &exclusive{}
+	}
 	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
 	if host {
 		uv, free, err := kit.Upload(op, "dataset", res, &dv)
@@ -258,12 +267,17 @@ func (idx *Index) checkSearch(op string, f *safe.Filter, k int64) error {
 // rows through for every query (Filter.Allowed), and the index's metric is
 // L2Expanded, L2SqrtExpanded, InnerProduct or CosineExpanded (cuVS's
 // filtered search has no other). The results are ready once res's stream
-// is synchronized (res.Sync). It calls cuvsBruteForceSearch.
+// is synchronized (res.Sync). It calls cuvsBruteForceSearch; with
+// HellingerExpanded or KLDivergence also cuvsStreamSync, and with
+// HellingerExpanded cuvsMatrixCopy (and cuvsRMMAlloc when the index's copy
+// of the queries grows).
 //
 // Every slot is filled: cuVS returns uninitialised memory in slots a
 // filter leaves empty, so a filter letting fewer than k rows through is
 // refused. Device inputs are not read: NaN or infinite values in them give
-// what cuVS computes (SearchSlice refuses them in Go memory).
+// what cuVS computes (SearchSlice refuses them in Go memory). With
+// HellingerExpanded or KLDivergence the search is synchronous and one at a
+// time per index (see Build): the results are ready when it returns.
 func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if idx == nil {
 		return kit.NilIndex("bruteforce.Index.Search")
@@ -294,6 +308,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 	}
 	if err := idx.checkSearch(op, filter, t.K); err != nil {
 		return err
+	}
+	if idx.excl != nil {
+		return idx.searchRewriting(op, c, res, &t, f)
 	}
 	h, err := kit.Lock(res, op)
 	if err != nil {
@@ -346,6 +363,9 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		return nil, err
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
+	if rewrites(idx.metric) {
+		idx.excl = &exclusive{}
+	}
 	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
 	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
@@ -410,7 +430,12 @@ func (idx *Index) Close() error {
 	if idx == nil {
 		return nil
 	}
-	return idx.life.Close("bruteforce.Index.Close", func() { _ = idx.slices.Close() })
+	return idx.life.Close("bruteforce.Index.Close", func() {
+		_ = idx.slices.Close()
+		if idx.excl != nil {
+			idx.excl.free()
+		}
+	})
 }
 
 // liveIndexes counts the indexes not yet destroyed, for tests' leak checks.

@@ -1,8 +1,10 @@
 package bruteforce_test
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -134,5 +136,120 @@ func TestUnsearchableMetrics(t *testing.T) {
 			}
 			return err
 		})
+	}
+}
+
+// A HellingerExpanded or KLDivergence search rewrites the index's dataset in
+// place while it runs (cuVS takes square roots or logarithms and undoes
+// them afterwards; Hellinger rewrites the queries too): concurrent searches
+// of one index, from goroutines with their own Resources and one shared
+// query matrix, still find the rows a lone search finds, and the caller's
+// queries are not written, not even by a rounding.
+func TestRewritingMetricsConcurrently(t *testing.T) {
+	safetest.Check(t)
+	const n, d, nq, k, workers, rounds = 400, 16, 8, 5, 6, 12
+	data := safetest.Random(25, n+nq, d)
+	for i := range data {
+		// in (0.05, 0.95): no element is 1, which KL divergence would turn into 0
+		data[i] = 0.05 + 0.9*float32(math.Abs(float64(data[i])))/(1+float32(math.Abs(float64(data[i]))))
+	}
+	res := safetest.Resources(t)
+	for _, m := range []safe.Metric{safe.HellingerExpanded, safe.KLDivergence} {
+		ds, err := safe.DeviceMatrixFrom(res, data[:n*d], n, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := bruteforce.Build(res, ds, &bruteforce.BuildParams{Metric: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs := slices.Clone(data[n*d:])
+		q, err := safe.DeviceMatrixFrom(res, qs, nq, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// best[qi*k+j]: the j-th smallest reference distance of query qi.
+		best := make([]float64, nq*k)
+		for qi := range nq {
+			all := make([]float64, n)
+			for i := range all {
+				all[i] = safetest.RefDistance(m, 2, qs[qi*d:(qi+1)*d], data[i*d:(i+1)*d])
+			}
+			slices.Sort(all)
+			copy(best[qi*k:(qi+1)*k], all[:k])
+		}
+		// check: every slot holds a row at the slot's reference distance (a
+		// search rewriting another's rewrite lands far off).
+		check := func(ids []int64) error {
+			for x, id := range ids {
+				if id < 0 || id >= n {
+					return fmt.Errorf("%v: slot %d: id %d", m, x, id)
+				}
+				qi := x / k
+				got := safetest.RefDistance(m, 2, qs[qi*d:(qi+1)*d], data[int(id)*d:(int(id)+1)*d])
+				if math.Abs(got-best[x]) > 2e-3*math.Max(1, math.Abs(best[x])) {
+					return fmt.Errorf("%v: query %d slot %d: row %d at %v, the slot's best is %v", m, qi, x%k, id, got, best[x])
+				}
+			}
+			return nil
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := safe.NewResources()
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer r.Close()
+				nb, err := safe.NewDeviceMatrix[int64](r, nq, k)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer nb.Close()
+				dist, err := safe.NewDeviceMatrix[float32](r, nq, k)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer dist.Close()
+				for range rounds {
+					if err := idx.Search(r, q, nb, dist, nil); err != nil {
+						errs <- err
+						return
+					}
+					got, err := nb.ToHost(r)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if err := check(got); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		after, err := q.ToHost(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(after, qs) {
+			t.Errorf("%v: the search wrote into the caller's queries", m)
+		}
+		for _, c := range []interface{ Close() error }{q, idx, ds} {
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package bruteforce
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -55,7 +56,10 @@ func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter
 
 // Run searches once, on res's stream: the results are ready once res is
 // synchronized (Results does it). It allocates nothing and makes one C call
-// (cuvsBruteForceSearch).
+// (cuvsBruteForceSearch). With HellingerExpanded or KLDivergence it takes
+// its turn among the index's searches and waits for the stream (a second
+// C call, cuvsStreamSync; see Build); Hellinger's square roots are taken of
+// the bound queries themselves, which SetQueries rewrites anyway.
 func (p *Prepared) Run(res *safe.Resources) error {
 	if p == nil || p.s == nil {
 		return errZero("bruteforce.Prepared.Run")
@@ -69,9 +73,19 @@ func (p *Prepared) Run(res *safe.Resources) error {
 		s.Leave()
 		return err
 	}
+	if e := p.idx.excl; e != nil {
+		// The metric rewrites the dataset (rewrite.go): one search of the
+		// index at a time, until its stream is done. The bound queries,
+		// held by the Prepared alone, take Hellinger's rewrite themselves.
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
 	h, err := s.Lock(op, res)
 	if err == nil {
 		err = generated.CuvsBruteForceSearch(h, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
+		if p.idx.excl != nil {
+			err = errors.Join(err, generated.CuvsStreamSync(h))
+		}
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}
