@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cuvs-go/cuvs/internal/cuvsdouble/internal/capi"
 )
@@ -507,5 +508,78 @@ func expectRAFT(t *testing.T, err error, reason string) {
 	msg := err.Error()
 	if !strings.Contains(msg, "RAFT failure at file=") || !strings.Contains(msg, ": "+reason) || !strings.Contains(msg, "\nObtained ") {
 		t.Fatalf("error %q, want a RAFT failure %q", msg, reason)
+	}
+}
+
+// As cuVS's Hellinger and KL divergence do, a search rewrites the dataset
+// in place (square roots; logarithms, 0 staying 0) and queues the undoing on
+// its stream: until the stream is synchronized the memory holds the
+// rewrite, then the undone values, rounding included (KL turns 1 into 0).
+// Hellinger takes the square roots of the queries too.
+func TestBruteForceRewrites(t *testing.T) {
+	f := newFixture(t)
+	defer f.close()
+	const n, dim, nq, k = 40, 6, 3, 4
+	rng := newRand()
+	data := randomMatrix(rng, n, dim)
+	for i := range data {
+		data[i] = 0.05 + 0.9*float32(math.Abs(float64(data[i])))/(1+float32(math.Abs(float64(data[i]))))
+	}
+	data[0], data[1] = 1, 0
+	queries := slices.Clone(data[:nq*dim])
+	peek := func(m matrix, count int) []float32 {
+		return append([]float32(nil), unsafe.Slice((*float32)(m.b.p), count)...)
+	}
+	for _, c := range []struct {
+		name          string
+		metric        int
+		rewrite, undo func(float32) float32
+		queriesToo    bool
+	}{
+		{"Hellinger", capi.Hellinger, func(v float32) float32 { return float32(math.Sqrt(float64(v))) }, func(v float32) float32 { return v * v }, true},
+		{"KL", capi.KLDivergence, func(v float32) float32 {
+			if v == 0 {
+				return 0
+			}
+			return float32(math.Log(float64(v)))
+		}, func(v float32) float32 {
+			if v == 0 {
+				return 0
+			}
+			return float32(math.Exp(float64(v)))
+		}, false},
+	} {
+		ds := f.f32(capi.CUDA, capi.CUDA, n, dim, data)
+		q := f.f32(capi.CUDA, capi.CUDA, nq, dim, queries)
+		nb := f.zeros(capi.CUDA, capi.CUDA, capi.Int, 64, nq, k)
+		d := f.zeros(capi.CUDA, capi.CUDA, capi.Float, 32, nq, k)
+		idx := capi.Must(f.lib.BFCreate())
+		f.must(f.lib.BFBuild(f.res, ds.t, c.metric, 2, idx))
+		f.must(f.lib.BFSearch(f.res, idx, q.t, nb.t, d.t, capi.Filter{}))
+		during, qDuring := peek(ds, n*dim), peek(q, nq*dim)
+		f.must(f.lib.StreamSync(f.res))
+		after, qAfter := peek(ds, n*dim), peek(q, nq*dim)
+		for i, v := range data {
+			r := c.rewrite(v)
+			if math.Abs(float64(during[i]-r)) > 1e-6 || math.Abs(float64(after[i]-c.undo(r))) > 1e-6 {
+				t.Fatalf("%s: element %d (%v): %v before the sync, %v after; want %v and %v", c.name, i, v, during[i], after[i], r, c.undo(r))
+			}
+		}
+		if c.name == "KL" && after[0] != 0 {
+			t.Errorf("KL: an element equal to 1 came back as %v, cuVS's undoing makes it 0", after[0])
+		}
+		for i, v := range queries {
+			want, back := v, v
+			if c.queriesToo {
+				want, back = c.rewrite(v), c.undo(c.rewrite(v))
+			}
+			if math.Abs(float64(qDuring[i]-want)) > 1e-6 || math.Abs(float64(qAfter[i]-back)) > 1e-6 {
+				t.Fatalf("%s: query element %d (%v): %v before the sync, %v after; want %v and %v", c.name, i, v, qDuring[i], qAfter[i], want, back)
+			}
+		}
+		f.must(f.lib.BFDestroy(idx))
+		for _, m := range []matrix{d, nb, q, ds} {
+			f.drop(m)
+		}
 	}
 }

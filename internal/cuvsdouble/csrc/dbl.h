@@ -628,6 +628,12 @@ typedef struct dbl_res {
   int rank_device[64];
 } dbl_res;
 
+/* dbl_async_restore queues on s the copy of bytes bytes of src (owned:
+ * freed once copied) over dst, which keeps its contents until then; 0 when
+ * dst is not memory the double allocated as device or pinned (the caller
+ * then copies now). */
+DBL_HIDDEN int dbl_async_restore(cudaStream_t s, void* dst, void* src, size_t bytes);
+
 /* dbl_async_output of a and b (NULL ones skipped) on r's stream. */
 DBL_HIDDEN void dbl_async_outputs(dbl_res* r, DLManagedTensor* a, DLManagedTensor* b);
 
@@ -683,10 +689,18 @@ DBL_HIDDEN cuvsError_t dl_view(const DLManagedTensor* mt, int layout, int code, 
 /* Under strict device mode, kDLCUDA/kDLCUDAManaged data must lie inside a live
  * cuvsRMMAlloc allocation and kDLCUDAHost data inside a cuvsRMMHostAlloc one. */
 DBL_HIDDEN cuvsError_t dl_strict(const DLTensor* t, const char* what);
-/* knn_search's metrics for inputs already rewritten in place as cuVS's
- * Hellinger (square roots of both) and KL divergence (logarithms of the
- * dataset) do: dbl_bruteforce.c's search rewrites, searches, and undoes. */
+/* knn_search's and dbl_pd_one's metrics for inputs already rewritten in
+ * place as cuVS's Hellinger (square roots of both) and KL divergence
+ * (logarithms of y) do (dbl_rewrite.c). */
 enum { KNN_HELLINGER_REWRITTEN = 1000, KNN_KL_REWRITTEN = 1001 };
+
+/* dbl_rewrite.c: cuVS's in-place rewrites. dbl_rewrite applies op to x (nx
+ * elements of dt) and y (ny; y may be NULL), each element once; then
+ * dbl_rewrite_undo queues the undoing op on s (at once for memory not the
+ * GPU's). */
+enum { DBL_RW_SQRT = 1, DBL_RW_SQUARE, DBL_RW_LOG, DBL_RW_EXP };
+DBL_HIDDEN void dbl_rewrite(void* x, int64_t nx, void* y, int64_t ny, DLDataType dt, int op);
+DBL_HIDDEN void dbl_rewrite_undo(cudaStream_t s, void* x, int64_t nx, void* y, int64_t ny, DLDataType dt, int op);
 
 DBL_HIDDEN float dl_half_to_float(uint16_t h);
 DBL_HIDDEN uint16_t dl_float_to_half(float f);

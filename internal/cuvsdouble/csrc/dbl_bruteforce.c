@@ -319,48 +319,7 @@ static cuvsError_t bf_unfiltered_check(const bf_impl* impl, int64_t nq, int64_t 
   return CUVS_SUCCESS;
 }
 
-/* cuVS's Hellinger and KL divergence (distance/detail/distance.cuh,
- * distance_impl, both releases) rewrite their inputs in place around the
- * distance kernel: Hellinger takes square roots of the queries and of the
- * dataset (of their union, once, when the two overlap) and squares them
- * back afterwards; KL divergence takes logarithms of the dataset (0 stays
- * 0) and exponentials back, so an element equal to 1 comes back as 0. The
- * double does the same to the same memory (rounding included), so that
- * concurrent searches of one index, or a search whose queries another call
- * reads, see what they would see on the GPU. */
-static float rw_sqrt(float x) { return sqrtf(x); }
-static float rw_sq(float x) { return x * x; }
-static float rw_log(float x) { return x == 0 ? 0.0f : logf(x); }
-static float rw_exp(float x) { return x == 0 ? 0.0f : expf(x); }
-
-static void rw_map(void* p, DLDataType dt, int64_t count, float (*f)(float))
-{
-  if (dt.bits == 16) {
-    uint16_t* h = p;
-    for (int64_t i = 0; i < count; i++) h[i] = dl_float_to_half(f(dl_half_to_float(h[i])));
-  } else {
-    float* v = p;
-    for (int64_t i = 0; i < count; i++) v[i] = f(v[i]);
-  }
-}
-
-/* rw_apply maps f over x (nx elements) and y (ny), of element size es: the
- * union once when they overlap (Hellinger's rule), else each. */
-static void rw_apply(void* x, int64_t nx, void* y, int64_t ny, DLDataType dt, float (*f)(float))
-{
-  size_t es = dt.bits / 8;
-  char *xb = x, *xe = xb + (size_t)nx * es, *yb = y, *ye = yb + (size_t)ny * es;
-  if (xb < ye && yb < xe) {
-    char* lo = xb < yb ? xb : yb;
-    char* hi = xe > ye ? xe : ye;
-    rw_map(lo, dt, (int64_t)((size_t)(hi - lo) / es), f);
-  } else {
-    rw_map(x, dt, nx, f);
-    rw_map(y, dt, ny, f);
-  }
-}
-
-static cuvsError_t bf_search(cuvsBruteForceIndex_t index, DLManagedTensor* queries_t,
+static cuvsError_t bf_search(cudaStream_t stream, cuvsBruteForceIndex_t index, DLManagedTensor* queries_t,
                              DLManagedTensor* neighbors_t, DLManagedTensor* distances_t,
                              cuvsFilter prefilter)
 {
@@ -449,17 +408,22 @@ static cuvsError_t bf_search(cuvsBruteForceIndex_t index, DLManagedTensor* queri
       int metric = impl->metric;
       void* dsp = (void*)impl->data;
       int64_t dn = impl->n * impl->dim, qn = nq * impl->dim;
+      /* cuVS's Hellinger and KL divergence rewrite the queries and the
+       * dataset in place around the distances (dbl_rewrite.c) */
       if (metric == HellingerExpanded) {
-        rw_apply(q->data, qn, dsp, dn, impl->dtype, rw_sqrt);
+        dbl_rewrite(q->data, qn, dsp, dn, impl->dtype, DBL_RW_SQRT);
         metric = KNN_HELLINGER_REWRITTEN;
       } else if (metric == KLDivergence && q->data != dsp) {
-        rw_map(dsp, impl->dtype, dn, rw_log);
+        dbl_rewrite(dsp, dn, NULL, 0, impl->dtype, DBL_RW_LOG);
         metric = KNN_KL_REWRITTEN;
       }
       int rc = knn_search(&data, &qm, metric, impl->metric_arg, k, &filter, 0, (int64_t*)nb->data,
                           NULL, k, (float*)ds->data, k);
-      if (metric == KNN_HELLINGER_REWRITTEN) rw_apply(q->data, qn, dsp, dn, impl->dtype, rw_sq);
-      if (metric == KNN_KL_REWRITTEN) rw_map(dsp, impl->dtype, dn, rw_exp);
+      if (metric == KNN_HELLINGER_REWRITTEN) {
+        dbl_rewrite_undo(stream, q->data, qn, dsp, dn, impl->dtype, DBL_RW_SQUARE);
+      } else if (metric == KNN_KL_REWRITTEN) {
+        dbl_rewrite_undo(stream, dsp, dn, NULL, 0, impl->dtype, DBL_RW_EXP);
+      }
       if (rc != 0) {
         st = dbl_plain_fail("std::bad_alloc");
       } else if (impl->metric == Haversine) {
@@ -485,7 +449,7 @@ DBL_API cuvsError_t cuvsBruteForceSearch(cuvsResources_t res, cuvsBruteForceInde
   DBL_ENTER(cuvsBruteForceSearch);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
-  cuvsError_t st = bf_search(index, queries, neighbors, distances, prefilter);
+  cuvsError_t st = bf_search(r->stream, index, queries, neighbors, distances, prefilter);
   if (st == CUVS_SUCCESS) dbl_async_outputs(r, neighbors, distances);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;

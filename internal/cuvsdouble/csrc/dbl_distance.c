@@ -14,8 +14,8 @@
  *     dist columns = y rows), then dispatches on the metric: 16 metrics, any
  *     other THROWs "Unknown or unsupported distance metric";
  *   - Hellinger and KL divergence write into the inputs during the call (the
- *     real library takes square roots / logarithms in place and undoes them
- *     afterwards); the double computes without touching them.
+ *     real library takes square roots / logarithms in place and queues their
+ *     undoing on the stream); the double does the same (dbl_rewrite.c).
  */
 #include <math.h>
 
@@ -151,11 +151,21 @@ double dbl_pd_one(int metric, double arg, const double* x, const double* y, int6
         acc += x[j] * (log(x[j]) - ly);
       }
       return 0.5 * acc;
+    case KNN_HELLINGER_REWRITTEN: /* x and y already square roots */
+      for (int64_t j = 0; j < k; j++) acc += x[j] * y[j];
+      acc = 1.0 - acc;
+      return acc > 0 ? sqrt(acc) : 0;
+    case KNN_KL_REWRITTEN: /* y already logarithms (0 for 0) */
+      for (int64_t j = 0; j < k; j++) {
+        if (x[j] == 0) continue;
+        acc += x[j] * (log(x[j]) - y[j]);
+      }
+      return 0.5 * acc;
   }
   return NAN;
 }
 
-static cuvsError_t pairwise(DLManagedTensor* x_t, DLManagedTensor* y_t, DLManagedTensor* d_t,
+static cuvsError_t pairwise(cudaStream_t stream, DLManagedTensor* x_t, DLManagedTensor* y_t, DLManagedTensor* d_t,
                             cuvsDistanceType metric, float metric_arg)
 {
   TRY(dl_check_ptr(x_t, "x"));
@@ -218,11 +228,23 @@ static cuvsError_t pairwise(DLManagedTensor* x_t, DLManagedTensor* y_t, DLManage
     if (ya) dbl_buf_free(ya, bytes);
     return dbl_plain_fail("std::bad_alloc");
   }
+  /* cuVS's Hellinger and KL divergence rewrite x and y in place around the
+   * distances, and queue the undoing on the stream (dbl_rewrite.c). */
+  void *xp = x_t->dl_tensor.data, *yp = y_t->dl_tensor.data;
+  int64_t nx = x.rows * x.cols, ny = y.rows * y.cols;
+  int m = (int)metric;
+  if (m == HellingerExpanded) {
+    dbl_rewrite(xp, nx, yp, ny, dt, DBL_RW_SQRT);
+    m = KNN_HELLINGER_REWRITTEN;
+  } else if (m == KLDivergence && xp != yp) {
+    dbl_rewrite(yp, ny, NULL, 0, dt, DBL_RW_LOG);
+    m = KNN_KL_REWRITTEN;
+  }
   for (int64_t i = 0; i < x.rows; i++) {
     for (int64_t j = 0; j < k; j++) xa[j] = pd_at(&x, i, j);
     for (int64_t r = 0; r < y.rows; r++) {
       for (int64_t j = 0; j < k; j++) ya[j] = pd_at(&y, r, j);
-      double v = dbl_pd_one((int)metric, metric_arg, xa, ya, k);
+      double v = dbl_pd_one(m, metric_arg, xa, ya, k);
       int64_t off = i * d.rs + r * d.cs;
       if (dbits == 64) {
         ((double*)d.p)[off] = v;
@@ -233,6 +255,11 @@ static cuvsError_t pairwise(DLManagedTensor* x_t, DLManagedTensor* y_t, DLManage
   }
   dbl_buf_free(xa, bytes);
   dbl_buf_free(ya, bytes);
+  if (m == KNN_HELLINGER_REWRITTEN) {
+    dbl_rewrite_undo(stream, xp, nx, yp, ny, dt, DBL_RW_SQUARE);
+  } else if (m == KNN_KL_REWRITTEN) {
+    dbl_rewrite_undo(stream, yp, ny, NULL, 0, dt, DBL_RW_EXP);
+  }
   return CUVS_SUCCESS;
 }
 
@@ -243,7 +270,7 @@ DBL_API cuvsError_t cuvsPairwiseDistance(cuvsResources_t res, DLManagedTensor* x
   DBL_ENTER(cuvsPairwiseDistance);
   dbl_res* r;
   TRY(dbl_res_acquire(res, &r));
-  cuvsError_t st = pairwise(x, y, dist, metric, metric_arg);
+  cuvsError_t st = pairwise(r->stream, x, y, dist, metric, metric_arg);
   if (st == CUVS_SUCCESS) dbl_async_outputs(r, dist, NULL);
   dbl_res_release(r);
   return st == CUVS_SUCCESS ? dbl_ok() : st;

@@ -237,6 +237,17 @@ int dbl_async_copy(cudaStream_t s, char* dst, const char* src, int64_t rows, siz
   return 1;
 }
 
+int dbl_async_restore(cudaStream_t s, void* dst, void* src, size_t bytes)
+{
+  if (bytes == 0 || !async_memory(dst, bytes)) return 0;
+  dbl_op* op = calloc(1, sizeof(dbl_op));
+  if (!op) return 0;
+  *op = (dbl_op){.dst = dst, .src = src, .rows = 1, .row_bytes = bytes, .dst_stride = bytes,
+                 .src_stride = bytes, .own = 1};
+  enqueue(s, op);
+  return 1;
+}
+
 /* ------------------------------------------------------------------------ */
 /* the CUDA runtime's stream functions                                      */
 

@@ -38,6 +38,7 @@ const (
 	CosineExpanded = 2
 	L1             = 3
 	InnerProduct   = 6
+	Hellinger      = 12
 	Haversine      = 13
 	BrayCurtis     = 14
 	JensenShannon  = 15
