@@ -1,6 +1,7 @@
 package distance
 
 import (
+	"errors"
 	"math"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -84,14 +85,17 @@ func checkMetric(op string, m safe.Metric, arg float32) error {
 //
 // HellingerExpanded writes square roots into x and y during the call, and
 // KLDivergence logarithms into y (cuVS restores them afterwards, up to
-// rounding): for those metrics the tensors written must be writable
-// (dlpack.TensorMut) and are held exclusively for the call, so no other
-// call can read them meanwhile.
+// rounding; KLDivergence turns an element equal to 1 into 0): for those
+// metrics the tensors written must be writable (dlpack.TensorMut) and are
+// held exclusively for the call, so no other call can read them meanwhile,
+// and Pairwise waits for res's stream before returning (cuVS queues the
+// restoring there), so the distances are then ready too.
 //
 // Every shape, dtype, layout and memory mistake is an *safe.ArgError naming
 // the argument, before the C call.
 //
-// C calls: cuvsPairwiseDistance.
+// C calls: cuvsPairwiseDistance; for HellingerExpanded and KLDivergence
+// also cuvsStreamSync.
 func Pairwise(res *safe.Resources, x, y dlpack.Tensor, dist dlpack.TensorMut, metric safe.Metric, metricArg float32) error {
 	const op = "distance.Pairwise"
 	if err := checkMetric(op, metric, metricArg); err != nil {
@@ -194,7 +198,13 @@ func Pairwise(res *safe.Resources, x, y dlpack.Tensor, dist dlpack.TensorMut, me
 		return err
 	}
 	defer kit.Unlock(res)
-	return kit.Wrap(op, generated.CuvsPairwiseDistance(h, tx, ty, td, kit.CMetric(metric), metricArg))
+	err = generated.CuvsPairwiseDistance(h, tx, ty, td, kit.CMetric(metric), metricArg)
+	if wx || wy {
+		// cuVS queues the undoing of its rewrite on the stream, after the
+		// distances: the inputs are the caller's again only once it ran.
+		err = errors.Join(err, generated.CuvsStreamSync(h))
+	}
+	return kit.Wrap(op, err)
 }
 
 // input returns the view of an input, and its writable view when cuVS

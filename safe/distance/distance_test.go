@@ -280,6 +280,58 @@ func TestWritingMetrics(t *testing.T) {
 	}
 }
 
+// cuVS undoes Hellinger's and KL's rewrite of the inputs on the call's
+// stream, after the distances: Pairwise waits for it, so the inputs are
+// back (up to rounding) when it returns, even to a reader on another stream
+// that never synchronizes with the call's.
+func TestWritingMetricsReturnInputs(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	other := safetest.Resources(t)
+	const nx, ny, dim = 5, 7, 12
+	x, y := probabilities(9, nx, dim), probabilities(10, ny, dim)
+	for _, m := range []safe.Metric{safe.HellingerExpanded, safe.KLDivergence} {
+		dx, err := safe.DeviceMatrixFrom(res, x, nx, dim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dy, err := safe.DeviceMatrixFrom(res, y, ny, dim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dd, err := safe.NewDeviceMatrix[float32](res, nx, ny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, dx)
+		safetest.Close(t, dy)
+		safetest.Close(t, dd)
+		if err := distance.Pairwise(res, dx, dy, dd, m, 2); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []struct {
+			name string
+			m    *safe.DeviceMatrix[float32]
+			want []float32
+		}{{"x", dx, x}, {"y", dy, y}} {
+			back, err := in.m.ToHost(other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range back {
+				if math.Abs(float64(back[i]-in.want[i])) > 1e-5 {
+					t.Fatalf("%s: %s[%d] is %v right after the call, was %v", m, in.name, i, back[i], in.want[i])
+				}
+			}
+		}
+		got, err := dd.ToHost(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAll(t, m, to64(got), to64(x), to64(y), dim, 2e-3)
+	}
+}
+
 // Bad input is refused naming the argument, before any C call.
 func TestRefusals(t *testing.T) {
 	safetest.Check(t)
