@@ -88,7 +88,7 @@ type Index struct {
 
 	life   kit.Life        // Close, cleanup, searches, the dataset's borrow or copy
 	slices hostsearch.Pool // SearchSlice's device buffers
-	excl   *exclusive      // HellingerExpanded and KLDivergence: one search at a time (rewrite.go)
+	excl   *exclusive      // HellingerExpanded and KLDivergence: one search at a time (rewrite.go); nil for the others
 }
 
 func newIndex(op string, res *safe.Resources) (*Index, error) {
@@ -160,9 +160,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 		return nil, err
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = dv.Dim(0), dv.Dim(1), dv.DType(), p.Metric
-	if rewrites(idx.metric) {
-		idx.excl = &exclusive{}
-	}
+	idx.excl = newExclusive(idx.metric)
 	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
 	if host {
 		uv, free, err := kit.Upload(op, "dataset", res, &dv)
@@ -363,9 +361,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		return nil, err
 	}
 	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
-	if rewrites(idx.metric) {
-		idx.excl = &exclusive{}
-	}
+	idx.excl = newExclusive(idx.metric)
 	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
 	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil

@@ -380,37 +380,6 @@ func (idx *Index) shortQueries(op string, res *safe.Resources, s *filterScratch,
 	return m, nil
 }
 
-// devBytes returns device scratch of at least bytes bytes in *m, grown as
-// needed, and its address.
-func devBytes(res *safe.Resources, m **safe.DeviceMatrix[uint8], bytes int64) (unsafe.Pointer, error) {
-	bytes = max(bytes, 8)
-	if *m != nil && int64((*m).Cols()) < bytes {
-		_ = (*m).Close()
-		*m = nil
-	}
-	if *m == nil {
-		d, err := safe.NewDeviceMatrix[uint8](res, 1, int(bytes))
-		if err != nil {
-			return nil, err
-		}
-		*m = d
-	}
-	v, err := (*m).ViewMut()
-	if err != nil {
-		return nil, err
-	}
-	return v.Data()
-}
-
-// devOutRaw binds device memory p as an n × c tensor of dt to call.
-func devOutRaw(call dlpack.Call, p unsafe.Pointer, dev dlpack.Device, shape *[2]int64, dt dlpack.DataType) (*generated.DLManagedTensor, error) {
-	mv, err := dlpack.FromRawPartsMut(p, dev, shape[:], nil, dt)
-	if err != nil {
-		return nil, err
-	}
-	return call.Out(&mv)
-}
-
 // secondPass searches the m short queries listed in s.short exactly and
 // writes their rows over the graph's: the batch's queries through the host
 // into scratch, brute force of those rows, then the caller's outputs patched
@@ -447,11 +416,11 @@ func (idx *Index) secondPass(op string, res *safe.Resources, s *filterScratch, b
 	if err != nil {
 		return err
 	}
-	pq, err := devBytes(res, &s.devQ, m*rowBytes)
+	pq, err := kit.DeviceScratch(res, &s.devQ, m*rowBytes)
 	if err != nil {
 		return err
 	}
-	dq, err := devOutRaw(call, pq, dev, &s.shapeS, qdt)
+	dq, err := kit.OutRaw(call, pq, dev, &s.shapeS, qdt)
 	if err != nil {
 		return err
 	}
@@ -460,19 +429,19 @@ func (idx *Index) secondPass(op string, res *safe.Resources, s *filterScratch, b
 	}
 	// brute force of those rows
 	s.shapeB = [2]int64{m, k}
-	pi, err := devBytes(res, &s.devI, m*k*8)
+	pi, err := kit.DeviceScratch(res, &s.devI, m*k*8)
 	if err != nil {
 		return err
 	}
-	pd, err := devBytes(res, &s.devD, m*k*4)
+	pd, err := kit.DeviceScratch(res, &s.devD, m*k*4)
 	if err != nil {
 		return err
 	}
-	di, err := devOutRaw(call, pi, dev, &s.shapeB, dlpack.Int64)
+	di, err := kit.OutRaw(call, pi, dev, &s.shapeB, dlpack.Int64)
 	if err != nil {
 		return err
 	}
-	dd, err := devOutRaw(call, pd, dev, &s.shapeB, dlpack.Float32)
+	dd, err := kit.OutRaw(call, pd, dev, &s.shapeB, dlpack.Float32)
 	if err != nil {
 		return err
 	}
@@ -600,19 +569,19 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 	n, k, rows := t.N, t.K, idx.rows.Load()
 	dev := dlpack.Device{Type: dlpack.CUDA, ID: idx.dev.ID}
 	s.shapeP = [2]int64{n, kc}
-	pi, err := devBytes(res, &s.devPI, n*kc*8)
+	pi, err := kit.DeviceScratch(res, &s.devPI, n*kc*8)
 	if err != nil {
 		return 0, err
 	}
-	pd, err := devBytes(res, &s.devPD, n*kc*4)
+	pd, err := kit.DeviceScratch(res, &s.devPD, n*kc*4)
 	if err != nil {
 		return 0, err
 	}
-	di, err := devOutRaw(call, pi, dev, &s.shapeP, dlpack.Int64)
+	di, err := kit.OutRaw(call, pi, dev, &s.shapeP, dlpack.Int64)
 	if err != nil {
 		return 0, err
 	}
-	dd, err := devOutRaw(call, pd, dev, &s.shapeP, dlpack.Float32)
+	dd, err := kit.OutRaw(call, pd, dev, &s.shapeP, dlpack.Float32)
 	if err != nil {
 		return 0, err
 	}

@@ -39,19 +39,6 @@ func Supported(m safe.Metric) bool {
 	return false
 }
 
-// writesInputs reports which inputs cuVS overwrites during the call for
-// metric m (and restores afterwards, up to rounding): Hellinger takes square
-// roots of x and y in place, KL divergence logarithms of y.
-func writesInputs(m safe.Metric) (x, y bool) {
-	switch m {
-	case safe.HellingerExpanded:
-		return true, true
-	case safe.KLDivergence:
-		return false, true
-	}
-	return false, false
-}
-
 var inDTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Float64}
 
 // distDType returns the distances' dtype for inputs of dtype in: float32 for
@@ -110,7 +97,7 @@ func Pairwise(res *safe.Resources, x, y dlpack.Tensor, dist dlpack.TensorMut, me
 	if dist == nil {
 		return kit.Argf(op, "dist", "nil")
 	}
-	wx, wy := writesInputs(metric)
+	wx, wy := kit.RewritesInputs(metric)
 	xv, xm, err := input(op, "x", x, wx)
 	if err != nil {
 		return err
