@@ -6,6 +6,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/cagra"
 )
 
 // TestSearchAllocatesNothing holds the serving hot path to zero Go heap
@@ -106,25 +107,33 @@ func TestBatchSearchAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, idx)
-	sp, err := searchParams(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := newBatcher(idx, &sp, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, b)
-	w := &batchWorker{b: b, size: 1, nb: 3, dim: c.dim, queries: randomMatrix(3, 3, c.dim),
-		neighbors: make([]uint32, c.k), distances: make([]float32, c.k)}
-	loop := func() {
-		if err := w.search(); err != nil {
+	// SingleCTA: one kernel; AutoAlgo: the Batcher picks it by load (the
+	// light-load kernel at this load).
+	for _, algo := range []cagra.SearchAlgo{cagra.SingleCTA, cagra.AutoAlgo} {
+		c.algo = algo
+		sp, err := searchParams(c)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	loop()
-	if a := testing.AllocsPerRun(200, loop); a != 0 {
-		t.Errorf("-mode batch's iteration: %v allocations, want 0", a)
+		b, err := newBatcher(idx, &sp, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, b)
+		w := &batchWorker{b: b, size: 1, nb: 3, dim: c.dim, queries: randomMatrix(3, 3, c.dim),
+			neighbors: make([]uint32, c.k), distances: make([]float32, c.k)}
+		loop := func() {
+			if err := w.search(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		loop()
+		if a := testing.AllocsPerRun(200, loop); a != 0 {
+			t.Errorf("-mode batch's iteration, %v: %v allocations, want 0", algo, a)
+		}
+		if st := b.Stats(); (st.Light == st.Batches) != (algo == cagra.AutoAlgo) {
+			t.Errorf("%v: %d of %d batches on the light-load kernel", algo, st.Light, st.Batches)
+		}
 	}
 }
 

@@ -34,21 +34,7 @@ func TestCAGRA(t *testing.T) {
 	const rows, d, k = 1000, 16, 8
 	res := safetest.Resources(t)
 	data := safetest.Random(11, rows, d)
-	ds, err := safe.DeviceMatrixFrom(res, data, rows, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, ds)
-	p, err := cagra.DefaultIndexParams()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.GraphDegree, p.IntermediateGraphDegree = 32, 64
-	idx, err := cagra.Build(res, ds, &p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, idx)
+	idx := buildCAGRA(t, res, data, rows, d, 32)
 	var even []int64
 	for i := int64(0); i < rows; i += 2 {
 		even = append(even, i)
@@ -173,21 +159,7 @@ func TestCAGRAKernels(t *testing.T) {
 	const rows, d, k = 300, 8, 4
 	res := safetest.Resources(t)
 	data := safetest.Random(12, rows, d)
-	ds, err := safe.DeviceMatrixFrom(res, data, rows, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, ds)
-	p, err := cagra.DefaultIndexParams()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.GraphDegree, p.IntermediateGraphDegree = 16, 32
-	idx, err := cagra.Build(res, ds, &p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, idx)
+	idx := buildCAGRA(t, res, data, rows, d, 16)
 
 	with := func(f func(*cagra.SearchParams)) *cagra.SearchParams {
 		sp := cagraDefaults(t)
@@ -296,4 +268,27 @@ func TestCAGRAKernels(t *testing.T) {
 	if ctl != nil && (m1-m0 != 5 || s1 != s0 || s2-s1 != 5 || m2 != m1) {
 		t.Errorf("C searches: auto %d single-CTA %d multi-CTA; SingleCTA %d and %d; want 0 5 5 0", s1-s0, m1-m0, s2-s1, m2-m1)
 	}
+}
+
+// buildCAGRA builds a CAGRA index of graph degree degree (intermediate
+// twice that) over data (rows × d, copied to the device), both closed when
+// the test ends.
+func buildCAGRA(t *testing.T, res *safe.Resources, data []float32, rows, d, degree int) *cagra.Index {
+	t.Helper()
+	ds, err := safe.DeviceMatrixFrom(res, data, rows, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, ds)
+	p, err := cagra.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.GraphDegree, p.IntermediateGraphDegree = degree, 2*degree
+	idx, err := cagra.Build(res, ds, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	return idx
 }

@@ -45,13 +45,16 @@ type index interface {
 	Dim() int
 }
 
+// searchFunc is a search of a batch, as Searcher.SearchBatch.
+type searchFunc func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+
 // adapter is a Searcher made of an index and its search, with the
 // parameters and filter bound.
 type adapter struct {
 	idx    index
 	rows   func() int
 	types  []dlpack.DataType
-	search func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+	search searchFunc
 	device bool // the search wants device memory: the Batcher gives its slots device buffers
 }
 
@@ -70,7 +73,7 @@ type twoKernels interface {
 // twoKernelAdapter is an adapter with a light-load search.
 type twoKernelAdapter struct {
 	adapter
-	light         func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+	light         searchFunc
 	upTo, streams int
 }
 
@@ -126,7 +129,8 @@ func checkBitset(op string, filter *safe.Filter) error {
 // params (copied; nil: cuVS's defaults with Algo AutoAlgo) and filter, a
 // bitset for the index's rows or nil.
 //
-// With params.Algo AutoAlgo (and no persistent kernel) the Batcher picks
+// With params.Algo AutoAlgo (and params both kernels take: no persistent
+// kernel, no HashSmall, ITopKSize at most 512) the Batcher picks
 // the kernel by its load, where cuVS's AUTO would pick by the batch's size
 // alone: multi-CTA while up to 384 requests are queued or searching, with at
 // most 8 batches in flight, and single-CTA beyond, with the Batcher's usual
@@ -135,10 +139,11 @@ func checkBitset(op string, filter *safe.Filter) error {
 // heavy load single-CTA batches share the GPU better (BENCHMARKS.md, "the
 // two kernels"). A query's neighbors may then differ with the load, as
 // they do with its batch: both kernels are approximate (on the benchmark's
-// index multi-CTA's recall@10 was 0.007-0.011 above single-CTA's). With SingleCTA,
-// MultiCTA or MultiKernel every batch uses that kernel. Note that
-// cagra.DefaultSearchParams returns cuVS's C default, SingleCTA. Neighbor ids may be uint32 or int64. One filter
-// serves every request: for requests with different filters, make one
+// index multi-CTA's recall@10 was 0.007-0.011 above single-CTA's). With
+// SingleCTA, MultiCTA or MultiKernel every batch uses that kernel. Note
+// that cagra.DefaultSearchParams returns cuVS's C default, SingleCTA.
+//
+// Neighbor ids may be uint32 or int64. One filter serves every request: for requests with different filters, make one
 // Batcher per filter. Filtered batches follow cagra's filter policy
 // (cagra.SearchParams.FilterPath): a batch is exact or graph search as its
 // size decides, and the queries a graph search left short are searched
@@ -158,10 +163,12 @@ func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (S
 	if params != nil {
 		p = *params
 	}
-	a := adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64},
-		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, &p, q, n, d, filter)
-		}}
+	with := func(p *cagra.SearchParams) searchFunc {
+		return func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, p, q, n, d, filter)
+		}
+	}
+	a := adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, search: with(&p)}
 	if p.Algo != cagra.AutoAlgo || p.Persistent || p.HashmapMode == cagra.HashSmall || p.ITopKSize > 512 {
 		// A kernel chosen, or params only one kernel takes (cuVS's AUTO
 		// then picks multi-CTA above an internal top-k of 512, and
@@ -170,13 +177,8 @@ func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (S
 	}
 	heavy, light := p, p
 	heavy.Algo, light.Algo = cagra.SingleCTA, cagra.MultiCTA
-	a.search = func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-		return idx.Search(res, &heavy, q, n, d, filter)
-	}
-	return &twoKernelAdapter{adapter: a, upTo: cagraLightUpTo, streams: cagraLightStreams,
-		light: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, &light, q, n, d, filter)
-		}}, nil
+	a.search = with(&heavy)
+	return &twoKernelAdapter{adapter: a, upTo: cagraLightUpTo, streams: cagraLightStreams, light: with(&light)}, nil
 }
 
 // BruteForce adapts a brute-force index for a Batcher: every batch is

@@ -169,7 +169,7 @@ func firstRows(m matrix, n int) (dlpack.View, error) {
 // and copies the results back into pinN and pinD. The stream is
 // synchronized whatever failed, so that nothing still reads or writes the
 // staging buffers when search returns.
-func (s *slot[T, N]) search(search func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error, n int) error {
+func (s *slot[T, N]) search(search searchFunc, n int) error {
 	const op = "batch.Batcher.Search"
 	v, err := s.rows(n)
 	if err != nil {

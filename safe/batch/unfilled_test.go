@@ -7,7 +7,6 @@ import (
 
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/cagra"
 )
 
 // Results a Batcher delivers hold safe's sentinel of their neighbor type
@@ -20,21 +19,7 @@ func TestUnfilledSlots(t *testing.T) {
 	const rows, d, k = 200, 8, 6
 	res := safetest.Resources(t)
 	data := safetest.Random(3, rows, d)
-	ds, err := safe.DeviceMatrixFrom(res, data, rows, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, ds)
-	p, err := cagra.DefaultIndexParams()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.GraphDegree, p.IntermediateGraphDegree = 16, 32
-	idx, err := cagra.Build(res, ds, &p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, idx)
+	idx := buildCAGRA(t, res, data, rows, d, 16)
 	allowed := []int64{4, 40}
 	filter, err := safe.NewBitsetFilterAllowing(res, rows, allowed)
 	if err != nil {
