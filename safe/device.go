@@ -158,15 +158,15 @@ func newBoundResources(op string, n int, c *resourcesConfig) (*Resources, error)
 		}
 		return nil, wrap(op, err)
 	}
-	s, err := ownStream(op, h)
+	s, ev, err := ownStream(op, h)
 	if err != nil {
 		_ = generated.CuvsResourcesDestroy(h)
 		return nil, err
 	}
 	liveResources.Inc()
-	r := &Resources{h: h, stream: s, dev: d}
+	r := &Resources{h: h, stream: s, event: ev, dev: d}
 	r.devID.Store(d)
-	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, d})
+	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, d})
 	return r, nil
 }
 
@@ -227,6 +227,7 @@ func poolOn(op string, d int32) error {
 type resHandle struct {
 	h      generated.CuvsResources_t
 	stream uintptr // owned, 0 for none
+	event  uintptr // owned, 0 for none
 	dev    int32
 }
 
@@ -246,6 +247,11 @@ func destroyOn(h resHandle) error {
 		defer func() { _ = cudart.Leave(prev, h.dev) }()
 	}
 	err := generated.CuvsResourcesDestroy(h.h)
+	if h.event != 0 {
+		if eerr := cudart.DestroyEvent(h.event); err == nil {
+			err = eerr
+		}
+	}
 	if h.stream != 0 {
 		// Work still queued on the stream completes before the device
 		// releases it.

@@ -50,6 +50,8 @@ type Resources struct {
 	mu     sync.Mutex
 	h      generated.CuvsResources_t
 	stream uintptr // the stream NewResources made, 0 when on the legacy stream
+	event  uintptr // a blocking-sync event for SyncBlocking, 0 when the runtime has none
+	cur    uintptr // the stream r queues on when it is not stream (SetStream), else 0
 	closed bool
 	deps   int  // C objects made with r not yet destroyed (retain): Close leaves r to the last
 	parked bool // Close came while deps > 0: the last release destroys r
@@ -166,20 +168,28 @@ const cudaStreamLegacy = 0x1
 // ownStream gives h a stream of its own, made on the calling thread's
 // current device, and returns it: 0 when no CUDA runtime with stream
 // functions could be opened, h then working on the legacy default stream.
-// On failure h is left for the caller to destroy.
-func ownStream(op string, h generated.CuvsResources_t) (uintptr, error) {
+// With the stream it makes a blocking-sync event on the same device for
+// SyncBlocking, when the runtime has events (else 0). On failure h is left
+// for the caller to destroy.
+func ownStream(op string, h generated.CuvsResources_t) (stream, event uintptr, err error) {
 	if openCUDART(op) != nil || !cudart.HasStreams() {
-		return 0, wrap(op, generated.CuvsStreamSet(h, cudaStreamLegacy))
+		return 0, 0, wrap(op, generated.CuvsStreamSet(h, cudaStreamLegacy))
 	}
 	s, err := cudart.NewStream()
 	if err != nil {
-		return 0, cudaError(op, err)
+		return 0, 0, cudaError(op, err)
 	}
 	if err := generated.CuvsStreamSet(h, generated.CudaStream_t(s)); err != nil {
 		_ = cudart.DestroyStream(s)
-		return 0, wrap(op, err)
+		return 0, 0, wrap(op, err)
 	}
-	return s, nil
+	if cudart.HasEvents() {
+		if event, err = cudart.NewBlockingEvent(); err != nil {
+			_ = cudart.DestroyStream(s)
+			return 0, 0, cudaError(op, err)
+		}
+	}
+	return s, event, nil
 }
 
 // NewResources creates a resources handle (cuvsResourcesCreate): on the
@@ -203,15 +213,15 @@ func NewResources(opts ...ResourcesOption) (*Resources, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := ownStream(op, h)
+	s, ev, err := ownStream(op, h)
 	if err != nil {
 		_ = generated.CuvsResourcesDestroy(h)
 		return nil, err
 	}
 	liveResources.Inc()
-	r := &Resources{h: h, stream: s, dev: unbound}
+	r := &Resources{h: h, stream: s, event: ev, dev: unbound}
 	r.devID.Store(-1)
-	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, unbound})
+	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, unbound})
 	return r, nil
 }
 
@@ -256,7 +266,7 @@ func (r *Resources) Close() error {
 func (r *Resources) destroy() error {
 	r.clean.Stop()
 	liveResources.Dec()
-	if err := destroyOn(resHandle{r.h, r.stream, r.dev}); err != nil {
+	if err := destroyOn(resHandle{r.h, r.stream, r.event, r.dev}); err != nil {
 		return cudaOrCuvs("safe.Resources.Close", err)
 	}
 	return nil
@@ -333,6 +343,41 @@ func (r *Resources) Sync() error {
 	return wrap(op, generated.CuvsStreamSync(h))
 }
 
+// SyncBlocking waits as Sync does, but asleep: Sync (cudaStreamSynchronize,
+// under CUDA's default scheduling) keeps the calling thread spinning on a
+// CPU core until the GPU is done, which answers soonest but takes a core
+// per waiting goroutine; SyncBlocking records a blocking-sync CUDA event on
+// r's stream and waits for it (cudaEventRecord, cudaEventSynchronize with
+// cudaEventBlockingSync), the thread sleeping until the GPU signals. Use it
+// where many goroutines wait at once and the CPU has other work (the batch
+// package's slots do with Options.Wait WaitSleep). The wake-up is later
+// than a spin's: on the real H200 a lone one-query CAGRA search answered in
+// 260 µs against 205 (p50). It is Sync where the CUDA runtime lacks events
+// or r has no stream of its own, and after SetStream when the event cannot
+// be recorded on the caller's stream (another device).
+func (r *Resources) SyncBlocking() error {
+	const op = "safe.Resources.SyncBlocking"
+	h, err := r.lock(op)
+	if err != nil {
+		return err
+	}
+	defer r.unlock()
+	if r.event != 0 {
+		s := r.stream
+		if r.cur != 0 {
+			s = r.cur
+		}
+		err := cudart.WaitEvent(r.event, s)
+		if err == nil {
+			return nil
+		}
+		if ce, ok := err.(*cudart.Error); !ok || ce.Func != "cudaEventRecord" {
+			return cudaError(op, err) // the queued work failed
+		}
+	}
+	return wrap(op, generated.CuvsStreamSync(h))
+}
+
 // SetStream makes r queue its work on s, a cudaStream_t the caller owns and
 // keeps alive while r uses it.
 func (r *Resources) SetStream(s Stream) error {
@@ -342,7 +387,14 @@ func (r *Resources) SetStream(s Stream) error {
 		return err
 	}
 	defer r.unlock()
-	return wrap(op, generated.CuvsStreamSet(h, generated.CudaStream_t(s)))
+	if err := generated.CuvsStreamSet(h, generated.CudaStream_t(s)); err != nil {
+		return wrap(op, err)
+	}
+	r.cur = uintptr(s)
+	if r.cur == r.stream {
+		r.cur = 0
+	}
+	return nil
 }
 
 // Stream returns the stream r queues its work on: the one NewResources made

@@ -168,3 +168,86 @@ func TestResourcesOptionsByRelease(t *testing.T) {
 		}
 	}
 }
+
+// SyncBlocking waits for the work queued on the Resources' stream, as Sync
+// does, whichever thread queued it, and on the stream SetStream gave. On
+// the double, the copy's destination is poisoned until the wait and the
+// wait is counted as one on a blocking-sync event.
+func TestSyncBlocking(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	const rows, cols = 32, 8
+	src, err := safe.NewPinnedMatrix[float32](rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer safetest.Close(t, src)
+	dev, err := safe.NewDeviceMatrix[float32](res, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer safetest.Close(t, dev)
+	dst, err := safe.NewPinnedMatrix[float32](rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer safetest.Close(t, dst)
+	ctl := safetest.Control()
+	var blocking0 int64
+	if ctl != nil {
+		blocking0, _ = ctl.EventWaits()
+	}
+	for round, stream := range []string{"its own stream", "a stream given by SetStream"} {
+		if round == 1 {
+			other := safetest.Resources(t)
+			s, err := other.Stream()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := res.SetStream(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := src.Data()
+		for i := range want {
+			want[i] = float32(i + 1000*round)
+		}
+		queued := make(chan struct{})
+		go func() { // queued from another OS thread
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			queueCopy(t, res, src, dev)
+			queueCopy(t, res, dev, dst)
+			close(queued)
+		}()
+		<-queued
+		if ctl != nil && !slices.ContainsFunc(dst.Data(), func(v float32) bool { return v != v }) {
+			t.Errorf("%s: the double's queued copy is already visible before the wait", stream)
+		}
+		if err := res.SyncBlocking(); err != nil {
+			t.Fatalf("%s: %v", stream, err)
+		}
+		if got := dst.Data(); !slices.Equal(got, want) {
+			t.Fatalf("%s: after SyncBlocking: %v..., want %v...", stream, got[:4], want[:4])
+		}
+	}
+	if ctl != nil {
+		if blocking, _ := ctl.EventWaits(); blocking != blocking0+2 {
+			t.Errorf("blocking-sync event waits: %d, want %d", blocking-blocking0, 2)
+		}
+	}
+	r2, err := safe.NewResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.SyncBlocking(); !errors.Is(err, safe.ErrClosed) {
+		t.Errorf("SyncBlocking after Close: %v", err)
+	}
+	var nilRes *safe.Resources
+	if err := nilRes.SyncBlocking(); !errors.Is(err, safe.ErrInvalidArgument) {
+		t.Errorf("nil Resources: %v", err)
+	}
+}

@@ -27,8 +27,12 @@
 // With -mode batch the goroutines (up to 1024) share one batch.Batcher
 // instead: each calls SearchInto with its queries and result buffers in Go
 // memory, and the Batcher gathers concurrent requests into GPU batches
-// (-max-batch, -max-wait-us, -slots). Each row is then followed by a
-// comment line with the batch sizes formed (mean, p99).
+// (-max-batch, -max-wait-us, -slots, -wait spin|sleep: Options.Wait,
+// -device-buffers: Options.DeviceBuffers). Each row is then followed by a
+// comment line with the batch sizes formed (mean, p99). Every row is
+// followed by the cores the process kept busy in its timed window
+// ("# cpu at N goroutines": user and system CPU time per second; a thread
+// spinning in a stream sync counts as a busy core).
 //
 // Flags: -n rows, -dim, -goroutines list, -seconds per step, -pool on|off,
 // -k, -itopk, -graph-degree, -batch, -persistent on|off, -algo
@@ -36,7 +40,7 @@
 // and the Batcher's choice by load with -mode batch), -recall n (each
 // kernel's recall@k of n queries against brute force, printed before the
 // steps), -mode direct|batch,
-// -max-batch, -max-wait-us, -slots, -seed, -lib path
+// -max-batch, -max-wait-us, -slots, -wait, -device-buffers, -seed, -lib path
 // (else $CUVS_LIBRARY, the loader's search for libcuvs_c.so,
 // $CONDA_PREFIX/lib).
 package main

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -40,6 +41,8 @@ type config struct {
 	maxBatch int
 	maxWait  time.Duration
 	slots    int
+	wait     batch.Wait // -wait: spin or sleep
+	devBufs  bool       // -device-buffers: Options.DeviceBuffers
 }
 
 // maxGoroutines bounds -goroutines.
@@ -49,7 +52,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("serving", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var goroutines, pool, persistent, mode, algo string
+	var goroutines, pool, persistent, mode, algo, wait string
 	var seconds, maxWaitUS float64
 	fs.IntVar(&c.rows, "n", 100000, "dataset rows")
 	fs.IntVar(&c.dim, "dim", 128, "dimension")
@@ -69,6 +72,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.maxBatch, "max-batch", batch.DefaultMaxBatch, "-mode batch: most queries per batch")
 	fs.Float64Var(&maxWaitUS, "max-wait-us", float64(batch.DefaultMaxWait/time.Microsecond), "-mode batch: most microseconds a request waits for its batch to fill while others search (0: none)")
 	fs.IntVar(&c.slots, "slots", batch.DefaultSlots, "-mode batch: batches in flight, each with its own Resources")
+	fs.BoolVar(&c.devBufs, "device-buffers", false, "-mode batch: give the Batcher's slots device buffers (Options.DeviceBuffers): queries copied to the device before each search, results back after")
+	fs.StringVar(&wait, "wait", "spin", "-mode batch: how the Batcher's slots wait for their searches: spin (Options.Wait WaitSpin, the default) or sleep (WaitSleep)")
 	fs.StringVar(&c.lib, "lib", "", "libcuvs_c.so (else $CUVS_LIBRARY, the loader's search, $CONDA_PREFIX/lib)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -92,6 +97,14 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		c.algo = cagra.MultiCTA
 	default:
 		return c, fmt.Errorf("-algo: %q, want auto, single or multi", algo)
+	}
+	switch wait {
+	case "spin":
+		c.wait = batch.WaitSpin
+	case "sleep":
+		c.wait = batch.WaitSleep
+	default:
+		return c, fmt.Errorf("-wait: %q, want spin or sleep", wait)
 	}
 	switch mode {
 	case "direct":
@@ -206,8 +219,8 @@ func run(c config, out io.Writer) (err error) {
 		persistent = "on"
 	}
 	if c.batched {
-		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; mode batch: one batch.Batcher (max batch %d, max wait %v, %d slots), SearchInto from Go memory per call, %.2f s per step\n",
-			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.maxBatch, c.maxWait, c.slots, c.duration.Seconds())
+		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; mode batch: one batch.Batcher (max batch %d, max wait %v, %d slots, wait %s, device buffers %v), SearchInto from Go memory per call, %.2f s per step\n",
+			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.maxBatch, c.maxWait, c.slots, waitName(c.wait), c.devBufs, c.duration.Seconds())
 	} else {
 		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
 			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.duration.Seconds())
@@ -231,10 +244,11 @@ func run(c config, out io.Writer) (err error) {
 			return err
 		}
 		fmt.Fprintf(out, "%10d %12.1f %10.1f %10.1f %10.1f %10d\n", g, r.qps, us(r.p50), us(r.p99), us(r.max), r.searches)
+		fmt.Fprintf(out, "# cpu at %d goroutines: %.1f cores busy (user %.1f, system %.1f)\n", g, r.cpuUser+r.cpuSys, r.cpuUser, r.cpuSys)
 		if c.batched {
 			st := r.batches
-			fmt.Fprintf(out, "# batches at %d goroutines: %d searched (%d multi-CTA), mean %.1f queries, p99 %d; mean queue %.0f µs per request; per batch: handoff %.0f, stage %.0f, search %.0f, deliver %.0f µs\n",
-				g, st.Batches, st.Light, st.Mean(), st.Percentile(99), us(st.MeanQueue()), us(st.PerBatch(st.Times.Handoff)), us(st.PerBatch(st.Times.Stage)), us(st.PerBatch(st.Times.Search)), us(st.PerBatch(st.Times.Deliver)))
+			fmt.Fprintf(out, "# batches at %d goroutines: %d searched (%d multi-CTA, %d asleep), mean %.1f queries, p99 %d; mean queue %.0f µs per request; per batch: handoff %.0f, stage %.0f, search %.0f, deliver %.0f µs\n",
+				g, st.Batches, st.Light, st.Asleep, st.Mean(), st.Percentile(99), us(st.MeanQueue()), us(st.PerBatch(st.Times.Handoff)), us(st.PerBatch(st.Times.Stage)), us(st.PerBatch(st.Times.Search)), us(st.PerBatch(st.Times.Deliver)))
 		}
 		allocs += r.allocs
 		gcs += r.gcs
@@ -242,6 +256,14 @@ func run(c config, out io.Writer) (err error) {
 	fmt.Fprintf(out, "# go: GOMAXPROCS %d; during the timed windows: %d heap allocations, %d GC cycles\n",
 		runtime.GOMAXPROCS(0), allocs, gcs)
 	return nil
+}
+
+// waitName is -wait's word for w.
+func waitName(w batch.Wait) string {
+	if w == batch.WaitSleep {
+		return "sleep"
+	}
+	return "spin"
 }
 
 // algoName is -algo's word for a.
@@ -405,7 +427,10 @@ type result struct {
 	searches      int64
 	elapsed       time.Duration
 	allocs, gcs   uint64 // heap allocations and GC cycles in the timed window
-	batches       batch.Stats
+	// CPU time of the process in the timed window, per second of it: the
+	// cores kept busy (a thread spinning in a stream sync counts).
+	cpuUser, cpuSys float64
+	batches         batch.Stats
 }
 
 // step runs n goroutines searching idx for c.duration.
@@ -450,11 +475,17 @@ func measure(c config, ts []*timing, searches []func() error) (r result, err err
 	ready.Wait()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	var ru0, ru1 syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	clk.start = time.Now()
 	clk.deadline = clk.start.Add(c.duration)
 	close(start)
 	done.Wait()
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	wall := time.Since(clk.start).Seconds()
 	runtime.ReadMemStats(&after)
+	r.cpuUser = tvSeconds(ru1.Utime, ru0.Utime) / wall
+	r.cpuSys = tvSeconds(ru1.Stime, ru0.Stime) / wall
 
 	var all histogram
 	end := clk.start
@@ -476,6 +507,11 @@ func measure(c config, ts []*timing, searches []func() error) (r result, err err
 	r.allocs = after.Mallocs - before.Mallocs
 	r.gcs = uint64(after.NumGC - before.NumGC)
 	return r, nil
+}
+
+// tvSeconds is b - a in seconds.
+func tvSeconds(b, a syscall.Timeval) float64 {
+	return float64(b.Sec-a.Sec) + float64(b.Usec-a.Usec)/1e6
 }
 
 // closeInto closes c, keeping the first error in *err.
@@ -514,7 +550,7 @@ func newBatcher(idx *cagra.Index, sp *cagra.SearchParams, c config) (*batch.Batc
 	if err != nil {
 		return nil, err
 	}
-	b, err := batch.New[float32, uint32](s, batch.Options{MaxK: c.k, MaxBatch: c.maxBatch, MaxWait: c.maxWait, Slots: c.slots})
+	b, err := batch.New[float32, uint32](s, batch.Options{MaxK: c.k, MaxBatch: c.maxBatch, MaxWait: c.maxWait, Slots: c.slots, Wait: c.wait, DeviceBuffers: c.devBufs})
 	if err != nil {
 		return nil, err
 	}

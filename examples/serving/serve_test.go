@@ -102,7 +102,7 @@ func TestServe(t *testing.T) {
 func TestServeBatch(t *testing.T) {
 	safetest.Check(t)
 	c := tiny()
-	c.batched, c.maxBatch, c.maxWait, c.slots = true, 64, 50*time.Microsecond, 3
+	c.batched, c.maxBatch, c.maxWait, c.slots, c.wait = true, 64, 50*time.Microsecond, 3, batch.WaitSleep
 	c.goroutines = []int{1, 16, 256}
 	var out bytes.Buffer
 	if err := run(c, &out); err != nil {
@@ -111,24 +111,32 @@ func TestServeBatch(t *testing.T) {
 	t.Logf("\n%s", out.String())
 	tab := checkTable(t, out.String(), c.goroutines)
 	all := strings.Join(tab.Comments, "\n")
-	if !strings.Contains(all, "mode batch: one batch.Batcher (max batch 64, max wait 50µs, 3 slots)") {
+	if !strings.Contains(all, "mode batch: one batch.Batcher (max batch 64, max wait 50µs, 3 slots, wait sleep, device buffers false)") {
 		t.Errorf("the output does not describe the Batcher")
 	}
-	sizes := regexp.MustCompile(`(?m)^batches at (\d+) goroutines: (\d+) searched \((\d+) multi-CTA\), mean ([0-9.]+) queries, p99 (\d+); mean queue ([0-9.]+) µs per request; per batch: handoff ([0-9.]+), stage ([0-9.]+), search ([0-9.]+), deliver ([0-9.]+) µs$`)
+	sizes := regexp.MustCompile(`(?m)^batches at (\d+) goroutines: (\d+) searched \((\d+) multi-CTA, (\d+) asleep\), mean ([0-9.]+) queries, p99 (\d+); mean queue ([0-9.]+) µs per request; per batch: handoff ([0-9.]+), stage ([0-9.]+), search ([0-9.]+), deliver ([0-9.]+) µs$`)
 	m := sizes.FindAllStringSubmatch(all, -1)
 	if len(m) != len(c.goroutines) {
 		t.Fatalf("%d lines of batch sizes, want %d", len(m), len(c.goroutines))
+	}
+	cpu := regexp.MustCompile(`(?m)^cpu at (\d+) goroutines: ([0-9.]+) cores busy \(user ([0-9.]+), system ([0-9.]+)\)$`)
+	if n := len(cpu.FindAllStringSubmatch(all, -1)); n != len(c.goroutines) {
+		t.Errorf("%d lines of CPU use, want %d", n, len(c.goroutines))
 	}
 	for i, l := range m {
 		g, _ := strconv.Atoi(l[1])
 		batches, _ := strconv.Atoi(l[2])
 		multi, _ := strconv.Atoi(l[3])
-		mean, _ := strconv.ParseFloat(l[4], 64)
-		p99, _ := strconv.Atoi(l[5])
+		asleep, _ := strconv.Atoi(l[4])
+		mean, _ := strconv.ParseFloat(l[5], 64)
+		p99, _ := strconv.Atoi(l[6])
 		if multi < 0 || multi > batches {
 			t.Errorf("%q: more multi-CTA batches than batches", l[0])
 		}
-		if search, _ := strconv.ParseFloat(l[9], 64); search <= 0 {
+		if asleep != batches {
+			t.Errorf("%q: -wait sleep, but %d of %d batches waited asleep", l[0], asleep, batches)
+		}
+		if search, _ := strconv.ParseFloat(l[10], 64); search <= 0 {
 			t.Errorf("%q: no search time accounted", l[0])
 		}
 		if g != c.goroutines[i] || mean < 1 || mean > float64(min(g, c.maxBatch)) || p99 < 1 || p99 > min(g, c.maxBatch) {
@@ -190,7 +198,7 @@ func TestProgram(t *testing.T) {
 	}
 
 	for _, args := range [][]string{{"-pool", "maybe"}, {"-algo", "fast"}, {"-recall", "-1"}, {"-goroutines", "1,x"}, {"-goroutines", "1025"}, {"-seconds", "0"}, {"-n", "10"}, {"-k", "0"},
-		{"-mode", "x"}, {"-mode", "batch", "-batch", "9", "-max-batch", "8"}, {"-max-wait-us", "-1"}, {"-slots", "0"}, {"-nope"}, {"stray"}} {
+		{"-mode", "x"}, {"-mode", "batch", "-batch", "9", "-max-batch", "8"}, {"-max-wait-us", "-1"}, {"-slots", "0"}, {"-wait", "auto"}, {"-block", "100"}, {"-nope"}, {"stray"}} {
 		_, errOut, err := runMain(t, args...)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 {

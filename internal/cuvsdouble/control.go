@@ -30,6 +30,7 @@ typedef struct {
 	void (*set_model)(int);
 	double (*model_delay_us)(int64_t, int, int);
 	int64_t (*model_searches)(int);
+	int64_t (*event_waits)(int);
 	void (*set_instant)(int);
 	int (*instant)(void);
 	int (*pool_state)(int*, int*, int*);
@@ -76,6 +77,7 @@ static const char* dbl_load(void* h, dbl_api* a) {
 	DBL_LOAD(set_model, "cuvsdouble_set_model")
 	DBL_LOAD(model_delay_us, "cuvsdouble_model_delay_us")
 	DBL_LOAD(model_searches, "cuvsdouble_model_searches")
+	DBL_LOAD(event_waits, "cuvsdouble_event_waits")
 	DBL_LOAD(set_instant, "cuvsdouble_set_instant")
 	DBL_LOAD(instant, "cuvsdouble_instant")
 	DBL_LOAD(pool_state, "cuvsdouble_pool_state")
@@ -117,6 +119,7 @@ static int64_t dbl_pending_ops(dbl_api* a) { return a->pending_ops(); }
 static void dbl_set_model(dbl_api* a, int on) { a->set_model(on); }
 static double dbl_model_delay_us(dbl_api* a, int64_t b, int c, int m) { return a->model_delay_us(b, c, m); }
 static int64_t dbl_model_searches(dbl_api* a, int m) { return a->model_searches(m); }
+static int64_t dbl_event_waits(dbl_api* a, int b) { return a->event_waits(b); }
 static void dbl_set_instant(dbl_api* a, int on) { a->set_instant(on); }
 static int dbl_instant(dbl_api* a) { return a->instant(); }
 static int dbl_pool_state(dbl_api* a, int* initial, int* max, int* managed) {
@@ -552,6 +555,15 @@ func (c *Control) SetModel(on bool) {
 func (c *Control) ModelDelay(batch, concurrent, multi int) time.Duration {
 	us := float64(C.dbl_model_delay_us(c.apiOrPanic(), C.int64_t(batch), C.int(concurrent), C.int(multi)))
 	return time.Duration(us * float64(time.Microsecond))
+}
+
+// EventWaits returns how many waits on CUDA events (cudaEventSynchronize)
+// the process has made since the library was loaded: on blocking-sync
+// events (cudaEventBlockingSync, safe.Resources.SyncBlocking's) and on
+// others.
+func (c *Control) EventWaits() (blocking, other int64) {
+	a := c.apiOrPanic()
+	return int64(C.dbl_event_waits(a, 1)), int64(C.dbl_event_waits(a, 0))
 }
 
 // ModelSearches returns how many CAGRA searches the delay model has slept

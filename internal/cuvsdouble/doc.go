@@ -32,8 +32,11 @@
 //     and synchronized from another is not waited for, as on a GPU. The
 //     double exports cudaStreamCreateWithFlags / cudaStreamDestroy /
 //     cudaStreamSynchronize / cudaDeviceSynchronize (streams are counted:
-//     one not destroyed is a leak). Freeing memory first completes all
-//     queued work;
+//     one not destroyed is a leak) and cudaEventCreateWithFlags /
+//     cudaEventRecord / cudaEventSynchronize / cudaEventDestroy (events are
+//     counted too; synchronizing one flushes the stream it was recorded on,
+//     and Control.EventWaits counts the waits on blocking-sync events).
+//     Freeing memory first completes all queued work;
 //   - brute force returns the exact k nearest neighbours (ties to the
 //     smaller row id, distances accumulated in float32 in dimension order),
 //     so results can be checked against a kNN computed in Go;

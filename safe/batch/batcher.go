@@ -73,7 +73,32 @@ type Options struct {
 	// reads them once per tile) or that needs kDLCUDA memory. The IVF-PQ
 	// Searchers (IVFPQ, IVFPQFiltered) always get them.
 	DeviceBuffers bool
+	// Wait is how a slot's goroutine waits for its batch's search:
+	// WaitSpin (the zero value, the default) or WaitSleep.
+	Wait Wait
 }
+
+// Wait is how a Batcher's slots wait for their searches (Options.Wait).
+//
+// Measured on the real H200 (cuVS 26.08.01, CAGRA 100k × 128, one-query
+// callers, examples/serving -wait): sleeping freed most of the cores the
+// spinning slots held (8 callers: 1.9 against 7.8 cores busy; 1,024: 5.8
+// against 8.8) but answered later at every load (1 caller: p50 260
+// against 205 µs; 8: 27k against 33k queries/s; 256: 517k against 594k;
+// 1,024: 1.19M against 1.25M). Spinning never used all 16 cores, so the
+// Batcher was not short of CPU; choose WaitSleep where the process has
+// other work for those cores.
+type Wait int
+
+const (
+	// WaitSpin waits with Resources.Sync: CUDA's default wait, the calling
+	// thread spinning on a core until the GPU is done. The soonest answer.
+	WaitSpin Wait = iota
+	// WaitSleep waits with Resources.SyncBlocking: the thread sleeps until
+	// the GPU signals, which frees the core and costs tens of
+	// microseconds per batch.
+	WaitSleep
+)
 
 // withDefaults fills zero fields and checks every range.
 func (o Options) withDefaults(op string, rows int64) (Options, error) {
@@ -94,6 +119,8 @@ func (o Options) withDefaults(op string, rows int64) (Options, error) {
 		return o, kit.Argf(op, "MaxWait", "%v is negative", o.MaxWait)
 	case o.Slots < 1:
 		return o, kit.Argf(op, "Slots", "%d, want at least 1 (0 for the default)", o.Slots)
+	case o.Wait != WaitSpin && o.Wait != WaitSleep:
+		return o, kit.Argf(op, "Wait", "%d, want WaitSpin or WaitSleep", o.Wait)
 	}
 	return o, nil
 }
@@ -151,6 +178,7 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	lightStreams        int        // the batches in flight then
 	dim, maxK, maxBatch int
 	maxWait             time.Duration
+	wait                Wait
 	slots               []*slot[T, N]
 	pool                sync.Pool // requests
 	fans                sync.Pool // fan-outs
@@ -178,6 +206,7 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	closing      bool
 	batches      int64
 	lightBatches int64
+	sleptBatches int64
 	queries      int64
 	sizes        []int64 // sizes[n]: batches of n rows
 	times        Times   // summed over batches (Queue: over requests)
@@ -214,7 +243,7 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 		return nil, err
 	}
 	b := &batcher[T, N]{
-		s: s, dim: s.Dim(), maxK: o.MaxK, maxBatch: o.MaxBatch, maxWait: o.MaxWait,
+		s: s, dim: s.Dim(), maxK: o.MaxK, maxBatch: o.MaxBatch, maxWait: o.MaxWait, wait: o.Wait,
 		sizes: make([]int64, o.MaxBatch+1),
 	}
 	if tk, ok := s.(twoKernels); ok {
@@ -653,6 +682,7 @@ func (b *batcher[T, N]) maybeIdle() {
 // batch and returns their rows. b.mu is held.
 func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 	s.light = b.lightAt(b.load())
+	s.sleep = b.wait == WaitSleep
 	rows, i := 0, 0
 	for ; i < len(b.pending) && rows+b.pending[i].rows <= b.maxBatch; i++ {
 		r := b.pending[i]
@@ -672,6 +702,9 @@ func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 		b.batches++
 		if s.light {
 			b.lightBatches++
+		}
+		if s.sleep {
+			b.sleptBatches++
 		}
 		b.queries += int64(rows)
 		b.sizes[rows]++
@@ -791,6 +824,7 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 type Stats struct {
 	Batches int64   // searches run
 	Light   int64   // of them, searched with the light-load kernel (CAGRA with AutoAlgo: multi-CTA)
+	Asleep  int64   // of them, waited for asleep (Options.Wait)
 	Queries int64   // query rows searched, those of cancelled requests included
 	Sizes   []int64 // Sizes[n] is the number of batches of n rows
 	Times   Times
@@ -862,7 +896,7 @@ func (b *Batcher[T, N]) Stats() Stats {
 	in := b.b
 	in.mu.Lock()
 	defer in.unlock()
-	return Stats{Batches: in.batches, Light: in.lightBatches, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
+	return Stats{Batches: in.batches, Light: in.lightBatches, Asleep: in.sleptBatches, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
 }
 
 // WarmUp searches, on every slot not busy, a batch of one all-zero query

@@ -354,8 +354,10 @@ func TestConcurrentCallers(t *testing.T) {
 		{MaxK: maxK, MaxBatch: 16, Slots: 3},
 		{MaxK: maxK, MaxBatch: 16, Slots: 3, DeviceBuffers: true},
 		{MaxK: maxK, MaxBatch: 16, Slots: 3, MaxWait: 50 * time.Microsecond},
+		{MaxK: maxK, MaxBatch: 16, Slots: 3, Wait: WaitSleep},
+		{MaxK: maxK, MaxBatch: 16, Slots: 3, DeviceBuffers: true, Wait: WaitSleep},
 	} {
-		t.Run(fmt.Sprintf("device buffers %v, max wait %v", o.DeviceBuffers, o.MaxWait), func(t *testing.T) {
+		t.Run(fmt.Sprintf("device buffers %v, max wait %v, wait %d", o.DeviceBuffers, o.MaxWait, o.Wait), func(t *testing.T) {
 			concurrentCallers(t, o)
 		})
 	}
@@ -367,6 +369,10 @@ func concurrentCallers(t *testing.T, o Options) {
 		ctl.SetCallDelay(200 * time.Microsecond) // GPU time, so that batches form
 		ctl.SetCallJitter(100 * time.Microsecond)
 		t.Cleanup(func() { ctl.SetCallDelay(0); ctl.SetCallJitter(0) })
+	}
+	var sleeps0 int64
+	if ctl := safetest.Control(); ctl != nil {
+		sleeps0, _ = ctl.EventWaits()
 	}
 	b, err := New[float32, int64](f.s, o)
 	if err != nil {
@@ -434,6 +440,20 @@ func concurrentCallers(t *testing.T, o Options) {
 	}
 	st := b.Stats()
 	t.Logf("%d delivered, %d cancelled, %d refused; %d batches, mean %.1f rows, p99 %d", ok, cancelled, closed, st.Batches, st.Mean(), st.Percentile(99))
+	wantAsleep := int64(0)
+	if o.Wait == WaitSleep {
+		wantAsleep = st.Batches
+	}
+	if st.Asleep != wantAsleep || st.Batches == 0 {
+		t.Errorf("Stats: %d of %d batches waited for asleep, want %d", st.Asleep, st.Batches, wantAsleep)
+	}
+	if ctl := safetest.Control(); ctl != nil {
+		// Each batch asleep waited on a blocking-sync event (the double
+		// counts them process-wide: no other test runs meanwhile).
+		if sleeps, _ := ctl.EventWaits(); sleeps-sleeps0 != wantAsleep {
+			t.Errorf("blocking-sync event waits: %d, want %d", sleeps-sleeps0, wantAsleep)
+		}
+	}
 }
 
 func TestValidation(t *testing.T) {
@@ -451,6 +471,8 @@ func TestValidation(t *testing.T) {
 		{Options{MaxK: 1, MaxBatch: -1}, "MaxBatch"},
 		{Options{MaxK: 1, MaxWait: -1}, "MaxWait"},
 		{Options{MaxK: 1, Slots: -1}, "Slots"},
+		{Options{MaxK: 1, Wait: WaitSleep + 1}, "Wait"},
+		{Options{MaxK: 1, Wait: -1}, "Wait"},
 	} {
 		if _, err := New[float32, int64](f.s, c.o); !arg(err, c.name) {
 			t.Errorf("%+v: %v, want an ArgError for %s", c.o, err, c.name)

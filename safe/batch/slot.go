@@ -30,6 +30,7 @@ type slot[T dlpack.DType, N Neighbor] struct {
 	wake               chan struct{} // a batch to take; closed by Close
 	dispatched         time.Time     // when kick last woke it (under the batcher's mu)
 	light              bool          // its batch searches with the light-load kernel (set by take)
+	sleep              bool          // its batch is waited for asleep (Resources.SyncBlocking; set by take)
 	dim, maxK, maxRows int
 }
 
@@ -168,7 +169,9 @@ func firstRows(m matrix, n int) (dlpack.View, error) {
 // with device buffers, copies the queries to the device, searches there
 // and copies the results back into pinN and pinD. The stream is
 // synchronized whatever failed, so that nothing still reads or writes the
-// staging buffers when search returns.
+// staging buffers when search returns. The wait spins (Resources.Sync)
+// unless the batch was taken to be waited for asleep (s.sleep:
+// Resources.SyncBlocking).
 func (s *slot[T, N]) search(search searchFunc, n int) error {
 	const op = "batch.Batcher.Search"
 	v, err := s.rows(n)
@@ -176,7 +179,7 @@ func (s *slot[T, N]) search(search searchFunc, n int) error {
 		return kit.Wrap(op, err)
 	}
 	if s.devQ == nil {
-		return errors.Join(search(s.res, &v.pinQ, &v.pinN, &v.pinD), s.res.Sync())
+		return errors.Join(search(s.res, &v.pinQ, &v.pinN, &v.pinD), s.wait())
 	}
 	err = s.copy(op, &v.pinQ, &v.devQ, nil, nil)
 	if err == nil {
@@ -185,7 +188,16 @@ func (s *slot[T, N]) search(search searchFunc, n int) error {
 	if err == nil {
 		err = s.copy(op, &v.devNv, &v.pinN, &v.devDv, &v.pinD)
 	}
-	return errors.Join(err, s.res.Sync())
+	return errors.Join(err, s.wait())
+}
+
+// wait waits for the slot's stream: spinning, or asleep for a batch taken
+// so (s.sleep).
+func (s *slot[T, N]) wait() error {
+	if s.sleep {
+		return s.res.SyncBlocking()
+	}
+	return s.res.Sync()
 }
 
 // copy queues the copy of src into dst, and of src2 into dst2 when not nil

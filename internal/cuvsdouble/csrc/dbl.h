@@ -427,6 +427,7 @@ enum {
 #define DBL_KINDS(X)                                        \
   X(K_RES, "resources")                                     \
   X(K_STREAM, "cuda_stream")                                \
+  X(K_EVENT, "cuda_event")                                  \
   X(K_MGRES, "multi_gpu_resources")                         \
   X(K_CAGRA_INDEX_PARAMS, "cagra_index_params")             \
   X(K_CAGRA_IVFPQ_PARAMS, "cagra_ivf_pq_params")            \

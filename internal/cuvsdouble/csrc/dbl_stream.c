@@ -25,7 +25,14 @@
  *    stream's queued work, so that no queued write outlives its buffer.
  *
  * cudaStreamCreateWithFlags and cudaStreamDestroy make and release streams
- * of their own (counted: a stream never destroyed is a leak). */
+ * of their own (counted: a stream never destroyed is a leak).
+ *
+ * Events (cudaEventCreateWithFlags, cudaEventRecord, cudaEventSynchronize,
+ * cudaEventDestroy; counted as streams are): recording one marks the
+ * stream, synchronizing it flushes that stream (what was queued before the
+ * record, and what came after: the double has no finer order). The waits
+ * on a blocking-sync event are counted (cuvsdouble_event_waits), so that a
+ * test can tell which wait a caller used. */
 
 #include "dbl.h"
 
@@ -297,6 +304,67 @@ DBL_API int cudaDeviceSynchronize(void)
 }
 
 DBL_API int64_t cuvsdouble_pending_ops(void) { return atomic_load(&g_pending); }
+
+typedef struct {
+  uint64_t magic;
+  unsigned int flags;
+  uintptr_t key; /* the stream recorded on, 0 before the first record */
+} dbl_event;
+
+#define EVENT_MAGIC 0x4556454e54212121ULL
+#define EVENT_BLOCKING_SYNC 0x01u
+
+static atomic_llong g_event_waits[2]; /* [blocking]: waits on events */
+
+static dbl_event* live_event(void* e, const char* fn)
+{
+  if (dbl_reg_find(e, NULL) != K_EVENT) {
+    dbl_violation("%s of %p, which is not a live event", fn, e);
+    return NULL;
+  }
+  return (dbl_event*)e;
+}
+
+DBL_API int cudaEventCreateWithFlags(void** e, unsigned int flags)
+{
+  if (!e) return 1; /* cudaErrorInvalidValue */
+  dbl_event* ev = calloc(1, sizeof(dbl_event));
+  if (!ev) return 2; /* cudaErrorMemoryAllocation */
+  ev->magic = EVENT_MAGIC;
+  ev->flags = flags;
+  dbl_reg_add(ev, K_EVENT, sizeof(dbl_event));
+  *e = ev;
+  return 0;
+}
+
+DBL_API int cudaEventRecord(void* e, cudaStream_t s)
+{
+  dbl_event* ev = live_event(e, "cudaEventRecord");
+  if (!ev) return 400; /* cudaErrorInvalidResourceHandle */
+  ev->key = stream_key(s);
+  return 0;
+}
+
+DBL_API int cudaEventSynchronize(void* e)
+{
+  dbl_event* ev = live_event(e, "cudaEventSynchronize");
+  if (!ev) return 400;
+  if (ev->key) flush_key(ev->key);
+  atomic_fetch_add(&g_event_waits[(ev->flags & EVENT_BLOCKING_SYNC) ? 1 : 0], 1);
+  return 0;
+}
+
+DBL_API int cudaEventDestroy(void* e)
+{
+  dbl_event* ev = live_event(e, "cudaEventDestroy");
+  if (!ev) return 400;
+  dbl_reg_remove(ev, K_EVENT, NULL, NULL);
+  ev->magic = 0;
+  free(ev);
+  return 0;
+}
+
+DBL_API int64_t cuvsdouble_event_waits(int blocking) { return atomic_load(&g_event_waits[blocking ? 1 : 0]); }
 
 /* ------------------------------------------------------------------------ */
 /* the H200 delay model (CUVS_DOUBLE_MODEL=h200)                            */

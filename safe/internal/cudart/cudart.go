@@ -22,6 +22,10 @@ typedef int (*cudart_get_fn)(int*);
 typedef const char* (*cudart_errstr_fn)(int);
 typedef int (*cudart_stream_create_fn)(void**, unsigned int);
 typedef int (*cudart_stream_destroy_fn)(void*);
+typedef int (*cudart_event_create_fn)(void**, unsigned int);
+typedef int (*cudart_event_record_fn)(void*, void*);
+typedef int (*cudart_event_sync_fn)(void*);
+typedef int (*cudart_event_destroy_fn)(void*);
 
 static cudart_count_fn cudart_count;
 static cudart_set_fn cudart_set;
@@ -29,6 +33,11 @@ static cudart_get_fn cudart_get;
 static cudart_errstr_fn cudart_errstr;
 static cudart_stream_create_fn cudart_stream_create;   // NULL when the runtime lacks it
 static cudart_stream_destroy_fn cudart_stream_destroy; // NULL when the runtime lacks it
+// The event functions, all four or none (NULL).
+static cudart_event_create_fn cudart_event_create;
+static cudart_event_record_fn cudart_event_record;
+static cudart_event_sync_fn cudart_event_sync;
+static cudart_event_destroy_fn cudart_event_destroy;
 void* cudart_handle; // the library opened, for gpucheck.go
 
 // Opens path (RTLD_NOLOAD: only if the process already has it) and binds the
@@ -58,6 +67,16 @@ static const char* cudart_open(const char* path, int noload) {
 		cudart_stream_create = NULL;
 		cudart_stream_destroy = NULL;
 	}
+	cudart_event_create = (cudart_event_create_fn)dlsym(h, "cudaEventCreateWithFlags");
+	cudart_event_record = (cudart_event_record_fn)dlsym(h, "cudaEventRecord");
+	cudart_event_sync = (cudart_event_sync_fn)dlsym(h, "cudaEventSynchronize");
+	cudart_event_destroy = (cudart_event_destroy_fn)dlsym(h, "cudaEventDestroy");
+	if (!cudart_event_create || !cudart_event_record || !cudart_event_sync || !cudart_event_destroy) {
+		cudart_event_create = NULL;
+		cudart_event_record = NULL;
+		cudart_event_sync = NULL;
+		cudart_event_destroy = NULL;
+	}
 	cudart_handle = h;
 	return NULL;
 }
@@ -77,6 +96,28 @@ static int cudart_new_stream(uintptr_t* s) {
 	return rc;
 }
 static int cudart_free_stream(uintptr_t s) { return cudart_stream_destroy((void*)s); }
+
+static int cudart_has_events(void) { return cudart_event_create != NULL; }
+
+// cudaEventBlockingSync | cudaEventDisableTiming: a thread waiting for the
+// event sleeps until the GPU signals it, instead of spinning.
+static int cudart_new_event(uintptr_t* e) {
+	void* p = NULL;
+	int rc = cudart_event_create(&p, 0x01 | 0x02);
+	*e = (uintptr_t)p;
+	return rc;
+}
+static int cudart_free_event(uintptr_t e) { return cudart_event_destroy((void*)e); }
+
+// One cgo call: records e on s and waits for it. *which says which call
+// failed (0 cudaEventRecord, 1 cudaEventSynchronize).
+static int cudart_wait_event(uintptr_t e, uintptr_t s, int* which) {
+	*which = 0;
+	int rc = cudart_event_record((void*)e, (void*)s);
+	if (rc != 0) return rc;
+	*which = 1;
+	return cudart_event_sync((void*)e);
+}
 
 // One cgo call for the hot path: makes d current unless it already is.
 // *prev gets the device that was current (-1 when cudaGetDevice failed);
@@ -261,6 +302,47 @@ func NewStream() (uintptr, error) {
 func DestroyStream(s uintptr) error {
 	if rc := C.cudart_free_stream(C.uintptr_t(s)); rc != 0 {
 		return fail("cudaStreamDestroy", rc)
+	}
+	return nil
+}
+
+// HasEvents reports whether the open runtime has the event functions
+// (cudaEventCreateWithFlags, cudaEventRecord, cudaEventSynchronize,
+// cudaEventDestroy).
+func HasEvents() bool { return Opened() && C.cudart_has_events() != 0 }
+
+// NewBlockingEvent creates an event a waiting thread sleeps on
+// (cudaEventCreateWithFlags with cudaEventBlockingSync and
+// cudaEventDisableTiming), on the calling thread's current device.
+// HasEvents must be true.
+func NewBlockingEvent() (uintptr, error) {
+	var e C.uintptr_t
+	if rc := C.cudart_new_event(&e); rc != 0 {
+		return 0, fail("cudaEventCreateWithFlags", rc)
+	}
+	return uintptr(e), nil
+}
+
+// DestroyEvent destroys an event made by NewBlockingEvent.
+func DestroyEvent(e uintptr) error {
+	if rc := C.cudart_free_event(C.uintptr_t(e)); rc != 0 {
+		return fail("cudaEventDestroy", rc)
+	}
+	return nil
+}
+
+// WaitEvent records e on stream s and waits for it (cudaEventRecord, then
+// cudaEventSynchronize): it returns when the work queued on s before the
+// call is done, the calling thread asleep meanwhile if e is a blocking
+// event. An error of that work is returned as cudaEventSynchronize's.
+func WaitEvent(e, s uintptr) error {
+	var which C.int
+	if rc := C.cudart_wait_event(C.uintptr_t(e), C.uintptr_t(s), &which); rc != 0 {
+		fn := "cudaEventRecord"
+		if which == 1 {
+			fn = "cudaEventSynchronize"
+		}
+		return fail(fn, rc)
 	}
 	return nil
 }
