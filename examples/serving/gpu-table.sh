@@ -102,6 +102,10 @@ for rel in $rels; do
 			line = $0; sub(/^# batches at [0-9]+ goroutines: /, "", line)
 			st[$4, run] = line
 		}
+		/^# cpu at / {
+			f = base(FILENAME); split(f, part, "."); kind = part[length(part) - 1]; run = part[length(part)]
+			if (kind == "batch") cpu[$4, run] = $6
+		}
 		function cell(kind, c, r) {
 			if (!((kind, c, r) in q)) return "—"
 			return sprintf("%.1fk (%d)", q[kind, c, r] / 1000, p99[kind, c, r] + 0.5)
@@ -127,8 +131,8 @@ for rel in $rels; do
 				printf "| %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", c, r, cell("c", c, r), cell("go", c, r), cell("gomulti", c, r), cell("batch", c, r), ratio("batch", "go", c, r), best(c, r), ratio("go", "c", c, r)
 			}
 			print ""
-			print "batcher Stats per row (run: mean batch, p99, queue per request; per batch: handoff, stage, search, deliver):"
-			for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) if ((list[i], r) in st) printf "  %4d callers, run %d: %s\n", list[i], r, st[list[i], r]
+			print "batcher Stats per row (run: mean batch, p99, queue per request; per batch: handoff, stage, search, deliver; the cores the process kept busy):"
+			for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) if ((list[i], r) in st) printf "  %4d callers, run %d: %s; %s cores busy\n", list[i], r, st[list[i], r], (list[i], r) in cpu ? cpu[list[i], r] : "?"
 		}' "$OUT/$name".*.[0-9]
 done
 echo
