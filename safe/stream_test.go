@@ -49,6 +49,32 @@ func queueCopy(t *testing.T, res *safe.Resources, src dlpack.Tensor, dst dlpack.
 	}
 }
 
+// roundTrip is a pinned source, a device matrix and a pinned destination of
+// rows × cols, closed when t ends: the buffers of a copy there and back.
+type roundTrip struct {
+	src, dst *safe.PinnedMatrix[float32]
+	dev      *safe.DeviceMatrix[float32]
+}
+
+func newRoundTrip(t *testing.T, res *safe.Resources, rows, cols int) roundTrip {
+	t.Helper()
+	var b roundTrip
+	var err error
+	if b.src, err = safe.NewPinnedMatrix[float32](rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { safetest.Close(t, b.src) })
+	if b.dev, err = safe.NewDeviceMatrix[float32](res, rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { safetest.Close(t, b.dev) })
+	if b.dst, err = safe.NewPinnedMatrix[float32](rows, cols); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { safetest.Close(t, b.dst) })
+	return b
+}
+
 // A Resources queues all its work on one stream, whatever OS thread the
 // calling goroutine is on: work queued from one thread and synchronized
 // from another is waited for. With cuVS's default stream
@@ -57,26 +83,12 @@ func queueCopy(t *testing.T, res *safe.Resources, src dlpack.Tensor, dst dlpack.
 func TestResourcesOrderWorkAcrossOSThreads(t *testing.T) {
 	safetest.Check(t)
 	res := safetest.Resources(t)
-	const rows, cols = 64, 16
-	src, err := safe.NewPinnedMatrix[float32](rows, cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer safetest.Close(t, src)
+	bufs := newRoundTrip(t, res, 64, 16)
+	src, dev, dst := bufs.src, bufs.dev, bufs.dst
 	want := src.Data()
 	for i := range want {
 		want[i] = float32(i)
 	}
-	dev, err := safe.NewDeviceMatrix[float32](res, rows, cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer safetest.Close(t, dev)
-	dst, err := safe.NewPinnedMatrix[float32](rows, cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer safetest.Close(t, dst)
 
 	// Thread A queues host → device and keeps its thread locked while thread
 	// B (then another thread) queues device → host and synchronizes.
@@ -176,22 +188,13 @@ func TestResourcesOptionsByRelease(t *testing.T) {
 func TestSyncBlocking(t *testing.T) {
 	safetest.Check(t)
 	res := safetest.Resources(t)
-	const rows, cols = 32, 8
-	src, err := safe.NewPinnedMatrix[float32](rows, cols)
+	other := safetest.Resources(t) // closed after res gets its own stream back
+	own, err := res.Stream()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer safetest.Close(t, src)
-	dev, err := safe.NewDeviceMatrix[float32](res, rows, cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer safetest.Close(t, dev)
-	dst, err := safe.NewPinnedMatrix[float32](rows, cols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer safetest.Close(t, dst)
+	bufs := newRoundTrip(t, res, 32, 8)
+	src, dev, dst := bufs.src, bufs.dev, bufs.dst
 	ctl := safetest.Control()
 	var blocking0 int64
 	if ctl != nil {
@@ -199,7 +202,6 @@ func TestSyncBlocking(t *testing.T) {
 	}
 	for round, stream := range []string{"its own stream", "a stream given by SetStream"} {
 		if round == 1 {
-			other := safetest.Resources(t)
 			s, err := other.Stream()
 			if err != nil {
 				t.Fatal(err)
@@ -207,6 +209,11 @@ func TestSyncBlocking(t *testing.T) {
 			if err := res.SetStream(s); err != nil {
 				t.Fatal(err)
 			}
+			defer func() { // before the buffers are freed on res's stream
+				if err := res.SetStream(own); err != nil {
+					t.Error(err)
+				}
+			}()
 		}
 		want := src.Data()
 		for i := range want {

@@ -146,12 +146,16 @@
 // # Memory
 //
 // A slot's buffers are allocated once: pinned host staging for MaxBatch
-// rows of queries and of results (safe.PinnedMatrix) and device buffers of
-// the same size (safe.DeviceMatrix). A batch copies its queries from the
-// requests into the pinned staging, then to the device, searches, copies
-// the results back to pinned memory, and synchronizes the stream once
-// (cuvsMatrixCopy, the index's search, cuvsMatrixCopy twice,
-// cuvsStreamSync); each waiting caller's rows are then copied into its
+// rows of queries and of results (safe.PinnedMatrix), and with
+// Options.DeviceBuffers (or a Searcher that needs them: IVF-PQ) device
+// buffers of the same size (safe.DeviceMatrix). A batch copies its queries
+// from the requests into the pinned staging and searches it there (cuVS
+// takes pinned memory as device memory; with device buffers: cuvsMatrixCopy
+// to the device, the search, cuvsMatrixCopy of the results back), then
+// waits for the stream once: spinning (safe.Resources.Sync, the default) or
+// asleep (Options.Wait WaitSleep: safe.Resources.SyncBlocking, which frees
+// the core and answers later; BENCHMARKS.md has both on an H200). Each
+// waiting caller's rows are then copied into its
 // buffers. SearchInto allocates nothing on the Go heap per request (a
 // request's own state is pooled; a request cancelled while its batch
 // searches is left to the collector instead).

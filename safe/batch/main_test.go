@@ -562,28 +562,33 @@ func TestSearchIntoAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items, so pooled state is reallocated")
 	}
-	f := newFixture(t)
-	b, err := New[float32, int64](f.s, Options{MaxK: maxK})
-	if err != nil {
-		t.Fatal(err)
-	}
-	closeBatcher(t, b)
-	ctx := context.Background()
-	q := safetest.Random(9, 2, dim)
-	n, d := make([]int64, 2*maxK), make([]float32, 2*maxK)
-	search := func() {
-		if err := b.SearchInto(ctx, q, n, d); err != nil {
+	for _, wait := range []Wait{WaitSpin, WaitSleep} {
+		f := newFixture(t)
+		b, err := New[float32, int64](f.s, Options{MaxK: maxK, Wait: wait})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	search()
-	if a := testing.AllocsPerRun(200, search); a != 0 {
-		t.Errorf("SearchInto: %v allocations per call, want 0", a)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if a := testing.AllocsPerRun(200, search); a != 0 {
-		t.Errorf("SearchInto with a cancellable context: %v allocations per call, want 0", a)
+		closeBatcher(t, b)
+		ctx := context.Background()
+		q := safetest.Random(9, 2, dim)
+		n, d := make([]int64, 2*maxK), make([]float32, 2*maxK)
+		search := func() {
+			if err := b.SearchInto(ctx, q, n, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		search()
+		if a := testing.AllocsPerRun(200, search); a != 0 {
+			t.Errorf("wait %d: SearchInto: %v allocations per call, want 0", wait, a)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		if a := testing.AllocsPerRun(200, search); a != 0 {
+			t.Errorf("wait %d: SearchInto with a cancellable context: %v allocations per call, want 0", wait, a)
+		}
+		cancel()
+		if st := b.Stats(); (wait == WaitSleep) != (st.Asleep == st.Batches) || st.Batches == 0 {
+			t.Errorf("wait %d: %d of %d batches asleep", wait, st.Asleep, st.Batches)
+		}
 	}
 }
 

@@ -109,14 +109,15 @@ static int cudart_new_event(uintptr_t* e) {
 }
 static int cudart_free_event(uintptr_t e) { return cudart_event_destroy((void*)e); }
 
-// One cgo call: records e on s and waits for it. *which says which call
-// failed (0 cudaEventRecord, 1 cudaEventSynchronize).
-static int cudart_wait_event(uintptr_t e, uintptr_t s, int* which) {
-	*which = 0;
+// One cgo call: records e on s and waits for it. Returns 0, or the failed
+// call's error code times 2 plus which call failed (0 cudaEventRecord, 1
+// cudaEventSynchronize): no pointer argument, so that the Go side
+// allocates nothing.
+static int cudart_wait_event(uintptr_t e, uintptr_t s) {
 	int rc = cudart_event_record((void*)e, (void*)s);
-	if (rc != 0) return rc;
-	*which = 1;
-	return cudart_event_sync((void*)e);
+	if (rc != 0) return rc * 2;
+	rc = cudart_event_sync((void*)e);
+	return rc != 0 ? rc * 2 + 1 : 0;
 }
 
 // One cgo call for the hot path: makes d current unless it already is.
@@ -336,13 +337,12 @@ func DestroyEvent(e uintptr) error {
 // call is done, the calling thread asleep meanwhile if e is a blocking
 // event. An error of that work is returned as cudaEventSynchronize's.
 func WaitEvent(e, s uintptr) error {
-	var which C.int
-	if rc := C.cudart_wait_event(C.uintptr_t(e), C.uintptr_t(s), &which); rc != 0 {
+	if rc := C.cudart_wait_event(C.uintptr_t(e), C.uintptr_t(s)); rc != 0 {
 		fn := "cudaEventRecord"
-		if which == 1 {
+		if rc%2 == 1 {
 			fn = "cudaEventSynchronize"
 		}
-		return fail(fn, rc)
+		return fail(fn, rc/2)
 	}
 	return nil
 }
