@@ -25,7 +25,8 @@ type config struct {
 	rows, dim   int
 	goroutines  []int
 	duration    time.Duration
-	pool        bool
+	pool        bool // -pool on: the RMM pool (safe.Load's default)
+	async       bool // -pool async: cudaMallocAsync (safe.WithAsyncMemoryResource, cuVS 26.08)
 	k, itopk    int
 	graphDegree int
 	batch       int
@@ -58,7 +59,7 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.dim, "dim", 128, "dimension")
 	fs.StringVar(&goroutines, "goroutines", "1,8,32", "goroutine counts, one step each")
 	fs.Float64Var(&seconds, "seconds", 5, "seconds per step")
-	fs.StringVar(&pool, "pool", "on", "device memory pool (on|off)")
+	fs.StringVar(&pool, "pool", "on", "device memory: on (the RMM pool safe.Load enables), off (cuVS's default resource) or async (cudaMallocAsync: safe.WithAsyncMemoryResource, cuVS 26.08 and later)")
 	fs.IntVar(&c.k, "k", 10, "neighbors per query")
 	fs.IntVar(&c.itopk, "itopk", 64, "CAGRA itopk_size")
 	fs.IntVar(&c.graphDegree, "graph-degree", 32, "CAGRA graph degree")
@@ -82,8 +83,14 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
-	if c.pool, err = onOff("pool", pool); err != nil {
-		return c, err
+	switch pool {
+	case "on":
+		c.pool = true
+	case "off":
+	case "async":
+		c.async = true
+	default:
+		return c, fmt.Errorf("-pool: %q, want on, off or async", pool)
 	}
 	if c.persistent, err = onOff("persistent", persistent); err != nil {
 		return c, err
@@ -176,7 +183,10 @@ func run(c config, out io.Writer) (err error) {
 	if c.lib != "" {
 		opts = append(opts, safe.WithLibrary(c.lib))
 	}
-	if !c.pool {
+	switch {
+	case c.async:
+		opts = append(opts, safe.WithAsyncMemoryResource())
+	case !c.pool:
 		opts = append(opts, safe.WithoutMemoryPool())
 	}
 	if err := safe.Load(opts...); err != nil {
@@ -187,8 +197,11 @@ func run(c config, out io.Writer) (err error) {
 		return err
 	}
 	pool := "off (cuVS's default memory resource)"
-	if c.pool {
+	switch {
+	case c.pool:
 		pool = fmt.Sprintf(poolLine, safe.DefaultPoolInitialPercent, safe.DefaultPoolMaxPercent)
+	case c.async:
+		pool = "async (cudaMallocAsync)"
 	}
 	fmt.Fprintf(out, "# serving (go): cuVS %s from %s; memory pool %s\n", v, generated.LibraryPath(), pool)
 

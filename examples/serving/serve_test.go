@@ -176,6 +176,20 @@ func TestProgram(t *testing.T) {
 	}
 	checkTable(t, out, []int{1, 32})
 
+	// -pool async: cudaMallocAsync on 26.08, refused by a 26.06 library.
+	out, errOut, err = runMain(t, append([]string{"-lib", lib, "-pool", "async", "-goroutines", "2"}, tinyFlags...)...)
+	if v, verr := safe.LibraryVersion(); verr != nil {
+		t.Fatal(verr)
+	} else if v.Minor < 8 {
+		if err == nil || !strings.Contains(errOut, "cuvsRMMAsyncMemoryResourceEnable") {
+			t.Errorf("-pool async on cuVS %v: %v, stderr %q; want a refusal naming the function", v, err, errOut)
+		}
+	} else if err != nil {
+		t.Errorf("-pool async: %v\nstderr:\n%s", err, errOut)
+	} else if tab := checkTable(t, out, []int{2}); !strings.Contains(tab.Comments[0], "memory pool async (cudaMallocAsync)") {
+		t.Errorf("first line %q: want the async resource", tab.Comments[0])
+	}
+
 	// -algo and -recall: the kernel named, and each kernel's recall against
 	// brute force (CAGRA on this tiny index finds most true neighbors).
 	out, errOut, err = runMain(t, append([]string{"-lib", lib, "-algo", "multi", "-recall", "40", "-goroutines", "2"}, tinyFlags...)...)
