@@ -257,4 +257,8 @@ func TestSyncBlocking(t *testing.T) {
 	if err := nilRes.SyncBlocking(); !errors.Is(err, safe.ErrInvalidArgument) {
 		t.Errorf("nil Resources: %v", err)
 	}
+	var zero safe.Resources
+	if err := zero.SyncBlocking(); !errors.Is(err, safe.ErrInvalidArgument) {
+		t.Errorf("zero Resources: %v", err)
+	}
 }

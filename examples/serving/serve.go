@@ -25,8 +25,7 @@ type config struct {
 	rows, dim   int
 	goroutines  []int
 	duration    time.Duration
-	pool        bool // -pool on: the RMM pool (safe.Load's default)
-	async       bool // -pool async: cudaMallocAsync (safe.WithAsyncMemoryResource, cuVS 26.08)
+	pool        memory // -pool
 	k, itopk    int
 	graphDegree int
 	batch       int
@@ -83,35 +82,17 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	var err error
-	switch pool {
-	case "on":
-		c.pool = true
-	case "off":
-	case "async":
-		c.async = true
-	default:
-		return c, fmt.Errorf("-pool: %q, want on, off or async", pool)
-	}
-	if c.persistent, err = onOff("persistent", persistent); err != nil {
+	if c.pool, err = choose("pool", pool, memoryWords); err != nil {
 		return c, err
 	}
-	switch algo {
-	case "auto":
-		c.algo = cagra.AutoAlgo
-	case "single":
-		c.algo = cagra.SingleCTA
-	case "multi":
-		c.algo = cagra.MultiCTA
-	default:
-		return c, fmt.Errorf("-algo: %q, want auto, single or multi", algo)
+	if c.persistent, err = choose("persistent", persistent, onOffWords); err != nil {
+		return c, err
 	}
-	switch wait {
-	case "spin":
-		c.wait = batch.WaitSpin
-	case "sleep":
-		c.wait = batch.WaitSleep
-	default:
-		return c, fmt.Errorf("-wait: %q, want spin or sleep", wait)
+	if c.algo, err = choose("algo", algo, algoWords); err != nil {
+		return c, err
+	}
+	if c.wait, err = choose("wait", wait, waitWords); err != nil {
+		return c, err
 	}
 	switch mode {
 	case "direct":
@@ -163,14 +144,57 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-func onOff(name, v string) (bool, error) {
-	switch v {
-	case "on":
-		return true, nil
-	case "off":
-		return false, nil
+// word is one of a flag's words and the value it stands for.
+type word[V comparable] struct {
+	w string
+	v V
+}
+
+// memory is -pool's choice of device memory resource.
+type memory int
+
+const (
+	poolOn    memory = iota // the RMM pool safe.Load enables
+	poolOff                 // cuVS's default resource (safe.WithoutMemoryPool)
+	poolAsync               // cudaMallocAsync (safe.WithAsyncMemoryResource, cuVS 26.08)
+)
+
+var (
+	memoryWords = []word[memory]{{"on", poolOn}, {"off", poolOff}, {"async", poolAsync}}
+	onOffWords  = []word[bool]{{"on", true}, {"off", false}}
+	algoWords   = []word[cagra.SearchAlgo]{{"auto", cagra.AutoAlgo}, {"single", cagra.SingleCTA}, {"multi", cagra.MultiCTA}}
+	waitWords   = []word[batch.Wait]{{"spin", batch.WaitSpin}, {"sleep", batch.WaitSleep}}
+)
+
+// choose returns the value of got among flag's words, or an error that
+// lists them.
+func choose[V comparable](flag, got string, words []word[V]) (V, error) {
+	list := ""
+	for i, w := range words {
+		if w.w == got {
+			return w.v, nil
+		}
+		switch {
+		case i == 0:
+		case i == len(words)-1:
+			list += " or "
+		default:
+			list += ", "
+		}
+		list += w.w
 	}
-	return false, fmt.Errorf("-%s: %q, want on or off", name, v)
+	var zero V
+	return zero, fmt.Errorf("-%s: %q, want %s", flag, got, list)
+}
+
+// nameOf is v's word among words (the first word when none matches).
+func nameOf[V comparable](v V, words []word[V]) string {
+	for _, w := range words {
+		if w.v == v {
+			return w.w
+		}
+	}
+	return words[0].w
 }
 
 // The memory pool safe.Load enables by default.
@@ -183,10 +207,10 @@ func run(c config, out io.Writer) (err error) {
 	if c.lib != "" {
 		opts = append(opts, safe.WithLibrary(c.lib))
 	}
-	switch {
-	case c.async:
+	switch c.pool {
+	case poolAsync:
 		opts = append(opts, safe.WithAsyncMemoryResource())
-	case !c.pool:
+	case poolOff:
 		opts = append(opts, safe.WithoutMemoryPool())
 	}
 	if err := safe.Load(opts...); err != nil {
@@ -197,10 +221,10 @@ func run(c config, out io.Writer) (err error) {
 		return err
 	}
 	pool := "off (cuVS's default memory resource)"
-	switch {
-	case c.pool:
+	switch c.pool {
+	case poolOn:
 		pool = fmt.Sprintf(poolLine, safe.DefaultPoolInitialPercent, safe.DefaultPoolMaxPercent)
-	case c.async:
+	case poolAsync:
 		pool = "async (cudaMallocAsync)"
 	}
 	fmt.Fprintf(out, "# serving (go): cuVS %s from %s; memory pool %s\n", v, generated.LibraryPath(), pool)
@@ -233,7 +257,7 @@ func run(c config, out io.Writer) (err error) {
 	}
 	if c.batched {
 		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; mode batch: one batch.Batcher (max batch %d, max wait %v, %d slots, wait %s, device buffers %v), SearchInto from Go memory per call, %.2f s per step\n",
-			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.maxBatch, c.maxWait, c.slots, waitName(c.wait), c.devBufs, c.duration.Seconds())
+			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.maxBatch, c.maxWait, c.slots, nameOf(c.wait, waitWords), c.devBufs, c.duration.Seconds())
 	} else {
 		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
 			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.duration.Seconds())
@@ -260,8 +284,8 @@ func run(c config, out io.Writer) (err error) {
 		fmt.Fprintf(out, "# cpu at %d goroutines: %.1f cores busy (user %.1f, system %.1f)\n", g, r.cpuUser+r.cpuSys, r.cpuUser, r.cpuSys)
 		if c.batched {
 			st := r.batches
-			fmt.Fprintf(out, "# batches at %d goroutines: %d searched (%d multi-CTA, %d asleep), mean %.1f queries, p99 %d; mean queue %.0f µs per request; per batch: handoff %.0f, stage %.0f, search %.0f, deliver %.0f µs\n",
-				g, st.Batches, st.Light, st.Asleep, st.Mean(), st.Percentile(99), us(st.MeanQueue()), us(st.PerBatch(st.Times.Handoff)), us(st.PerBatch(st.Times.Stage)), us(st.PerBatch(st.Times.Search)), us(st.PerBatch(st.Times.Deliver)))
+			fmt.Fprintf(out, "# batches at %d goroutines: %d searched (%d multi-CTA), mean %.1f queries, p99 %d; mean queue %.0f µs per request; per batch: handoff %.0f, stage %.0f, search %.0f, deliver %.0f µs\n",
+				g, st.Batches, st.Light, st.Mean(), st.Percentile(99), us(st.MeanQueue()), us(st.PerBatch(st.Times.Handoff)), us(st.PerBatch(st.Times.Stage)), us(st.PerBatch(st.Times.Search)), us(st.PerBatch(st.Times.Deliver)))
 		}
 		allocs += r.allocs
 		gcs += r.gcs
@@ -271,24 +295,8 @@ func run(c config, out io.Writer) (err error) {
 	return nil
 }
 
-// waitName is -wait's word for w.
-func waitName(w batch.Wait) string {
-	if w == batch.WaitSleep {
-		return "sleep"
-	}
-	return "spin"
-}
-
 // algoName is -algo's word for a.
-func algoName(a cagra.SearchAlgo) string {
-	switch a {
-	case cagra.SingleCTA:
-		return "single"
-	case cagra.MultiCTA:
-		return "multi"
-	}
-	return "auto"
-}
+func algoName(a cagra.SearchAlgo) string { return nameOf(a, algoWords) }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 

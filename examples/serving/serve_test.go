@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // tiny is a workload the double (exact kNN on the CPU) runs in a blink.
 func tiny() config {
 	return config{rows: 600, dim: 16, goroutines: []int{1, 2, 4}, duration: 150 * time.Millisecond,
-		pool: true, k: 5, itopk: 32, graphDegree: 8, batch: 1, seed: 42}
+		pool: poolOn, k: 5, itopk: 32, graphDegree: 8, batch: 1, seed: 42}
 }
 
 var tinyFlags = []string{"-n", "600", "-dim", "16", "-k", "5", "-itopk", "32", "-graph-degree", "8", "-seconds", "0.15"}
@@ -104,6 +104,11 @@ func TestServeBatch(t *testing.T) {
 	c := tiny()
 	c.batched, c.maxBatch, c.maxWait, c.slots, c.wait = true, 64, 50*time.Microsecond, 3, batch.WaitSleep
 	c.goroutines = []int{1, 16, 256}
+	ctl := safetest.Control()
+	var sleeps0 int64
+	if ctl != nil {
+		sleeps0, _ = ctl.EventWaits()
+	}
 	var out bytes.Buffer
 	if err := run(c, &out); err != nil {
 		t.Fatal(err)
@@ -114,7 +119,7 @@ func TestServeBatch(t *testing.T) {
 	if !strings.Contains(all, "mode batch: one batch.Batcher (max batch 64, max wait 50µs, 3 slots, wait sleep, device buffers false)") {
 		t.Errorf("the output does not describe the Batcher")
 	}
-	sizes := regexp.MustCompile(`(?m)^batches at (\d+) goroutines: (\d+) searched \((\d+) multi-CTA, (\d+) asleep\), mean ([0-9.]+) queries, p99 (\d+); mean queue ([0-9.]+) µs per request; per batch: handoff ([0-9.]+), stage ([0-9.]+), search ([0-9.]+), deliver ([0-9.]+) µs$`)
+	sizes := regexp.MustCompile(`(?m)^batches at (\d+) goroutines: (\d+) searched \((\d+) multi-CTA\), mean ([0-9.]+) queries, p99 (\d+); mean queue ([0-9.]+) µs per request; per batch: handoff ([0-9.]+), stage ([0-9.]+), search ([0-9.]+), deliver ([0-9.]+) µs$`)
 	m := sizes.FindAllStringSubmatch(all, -1)
 	if len(m) != len(c.goroutines) {
 		t.Fatalf("%d lines of batch sizes, want %d", len(m), len(c.goroutines))
@@ -123,24 +128,27 @@ func TestServeBatch(t *testing.T) {
 	if n := len(cpu.FindAllStringSubmatch(all, -1)); n != len(c.goroutines) {
 		t.Errorf("%d lines of CPU use, want %d", n, len(c.goroutines))
 	}
+	total := 0
 	for i, l := range m {
 		g, _ := strconv.Atoi(l[1])
 		batches, _ := strconv.Atoi(l[2])
+		total += batches
 		multi, _ := strconv.Atoi(l[3])
-		asleep, _ := strconv.Atoi(l[4])
-		mean, _ := strconv.ParseFloat(l[5], 64)
-		p99, _ := strconv.Atoi(l[6])
+		mean, _ := strconv.ParseFloat(l[4], 64)
+		p99, _ := strconv.Atoi(l[5])
 		if multi < 0 || multi > batches {
 			t.Errorf("%q: more multi-CTA batches than batches", l[0])
 		}
-		if asleep != batches {
-			t.Errorf("%q: -wait sleep, but %d of %d batches waited asleep", l[0], asleep, batches)
-		}
-		if search, _ := strconv.ParseFloat(l[10], 64); search <= 0 {
+		if search, _ := strconv.ParseFloat(l[9], 64); search <= 0 {
 			t.Errorf("%q: no search time accounted", l[0])
 		}
 		if g != c.goroutines[i] || mean < 1 || mean > float64(min(g, c.maxBatch)) || p99 < 1 || p99 > min(g, c.maxBatch) {
 			t.Errorf("%q: sizes out of range for %d goroutines and max batch %d", l[0], g, c.maxBatch)
+		}
+	}
+	if ctl != nil { // -wait sleep: every batch (and each warm-up search) waited on a blocking-sync event
+		if sleeps, _ := ctl.EventWaits(); sleeps-sleeps0 < int64(total) {
+			t.Errorf("-wait sleep: %d blocking-sync event waits for %d batches", sleeps-sleeps0, total)
 		}
 	}
 }
@@ -397,11 +405,11 @@ func TestParseConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.rows != 1000 || !slices.Equal(c.goroutines, []int{2, 16}) || c.duration != 500*time.Millisecond ||
-		c.pool || !c.persistent || c.batch != 10 || c.lib != "/x.so" || c.k != 10 || c.itopk != 64 || c.graphDegree != 32 || c.dim != 128 {
+		c.pool != poolOff || !c.persistent || c.batch != 10 || c.lib != "/x.so" || c.k != 10 || c.itopk != 64 || c.graphDegree != 32 || c.dim != 128 {
 		t.Errorf("got %+v", c)
 	}
 	d, err := parseConfig(nil, io.Discard)
-	if err != nil || d.rows != 100000 || !slices.Equal(d.goroutines, []int{1, 8, 32}) || !d.pool || d.persistent || d.seed != 42 ||
+	if err != nil || d.rows != 100000 || !slices.Equal(d.goroutines, []int{1, 8, 32}) || d.pool != poolOn || d.persistent || d.seed != 42 ||
 		d.batched || d.maxBatch != batch.DefaultMaxBatch || d.maxWait != batch.DefaultMaxWait || d.slots != batch.DefaultSlots {
 		t.Errorf("defaults: %+v, %v", d, err)
 	}

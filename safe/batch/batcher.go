@@ -178,7 +178,6 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	lightStreams        int        // the batches in flight then
 	dim, maxK, maxBatch int
 	maxWait             time.Duration
-	wait                Wait
 	slots               []*slot[T, N]
 	pool                sync.Pool // requests
 	fans                sync.Pool // fan-outs
@@ -206,7 +205,6 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	closing      bool
 	batches      int64
 	lightBatches int64
-	sleptBatches int64
 	queries      int64
 	sizes        []int64 // sizes[n]: batches of n rows
 	times        Times   // summed over batches (Queue: over requests)
@@ -243,7 +241,7 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 		return nil, err
 	}
 	b := &batcher[T, N]{
-		s: s, dim: s.Dim(), maxK: o.MaxK, maxBatch: o.MaxBatch, maxWait: o.MaxWait, wait: o.Wait,
+		s: s, dim: s.Dim(), maxK: o.MaxK, maxBatch: o.MaxBatch, maxWait: o.MaxWait,
 		sizes: make([]int64, o.MaxBatch+1),
 	}
 	if tk, ok := s.(twoKernels); ok {
@@ -258,7 +256,7 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 		device = true
 	}
 	for range o.Slots {
-		sl, err := newSlot[T, N](o.MaxBatch, b.dim, o.MaxK, device)
+		sl, err := newSlot[T, N](o.MaxBatch, b.dim, o.MaxK, device, o.Wait == WaitSleep)
 		if err != nil {
 			for _, sl := range b.slots {
 				err = errors.Join(err, sl.close())
@@ -682,7 +680,6 @@ func (b *batcher[T, N]) maybeIdle() {
 // batch and returns their rows. b.mu is held.
 func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 	s.light = b.lightAt(b.load())
-	s.sleep = b.wait == WaitSleep
 	rows, i := 0, 0
 	for ; i < len(b.pending) && rows+b.pending[i].rows <= b.maxBatch; i++ {
 		r := b.pending[i]
@@ -702,9 +699,6 @@ func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 		b.batches++
 		if s.light {
 			b.lightBatches++
-		}
-		if s.sleep {
-			b.sleptBatches++
 		}
 		b.queries += int64(rows)
 		b.sizes[rows]++
@@ -824,7 +818,6 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 type Stats struct {
 	Batches int64   // searches run
 	Light   int64   // of them, searched with the light-load kernel (CAGRA with AutoAlgo: multi-CTA)
-	Asleep  int64   // of them, waited for asleep (Options.Wait)
 	Queries int64   // query rows searched, those of cancelled requests included
 	Sizes   []int64 // Sizes[n] is the number of batches of n rows
 	Times   Times
@@ -896,7 +889,7 @@ func (b *Batcher[T, N]) Stats() Stats {
 	in := b.b
 	in.mu.Lock()
 	defer in.unlock()
-	return Stats{Batches: in.batches, Light: in.lightBatches, Asleep: in.sleptBatches, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
+	return Stats{Batches: in.batches, Light: in.lightBatches, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
 }
 
 // WarmUp searches, on every slot not busy, a batch of one all-zero query

@@ -30,7 +30,7 @@ type slot[T dlpack.DType, N Neighbor] struct {
 	wake               chan struct{} // a batch to take; closed by Close
 	dispatched         time.Time     // when kick last woke it (under the batcher's mu)
 	light              bool          // its batch searches with the light-load kernel (set by take)
-	sleep              bool          // its batch is waited for asleep (Resources.SyncBlocking; set by take)
+	sleep              bool          // its searches are waited for asleep (Options.Wait WaitSleep: Resources.SyncBlocking)
 	dim, maxK, maxRows int
 }
 
@@ -46,8 +46,8 @@ type rowViews struct {
 	pinN, pinD dlpack.ViewMut
 }
 
-func newSlot[T dlpack.DType, N Neighbor](maxBatch, dim, maxK int, deviceBuffers bool) (s *slot[T, N], err error) {
-	s = &slot[T, N]{dim: dim, maxK: maxK, maxRows: maxBatch, views: make([]*rowViews, maxBatch+1), wake: make(chan struct{}, 1)}
+func newSlot[T dlpack.DType, N Neighbor](maxBatch, dim, maxK int, deviceBuffers, sleep bool) (s *slot[T, N], err error) {
+	s = &slot[T, N]{dim: dim, maxK: maxK, maxRows: maxBatch, views: make([]*rowViews, maxBatch+1), wake: make(chan struct{}, 1), sleep: sleep}
 	if s.res, err = safe.NewResources(); err != nil {
 		return nil, err
 	}
@@ -170,8 +170,7 @@ func firstRows(m matrix, n int) (dlpack.View, error) {
 // and copies the results back into pinN and pinD. The stream is
 // synchronized whatever failed, so that nothing still reads or writes the
 // staging buffers when search returns. The wait spins (Resources.Sync)
-// unless the batch was taken to be waited for asleep (s.sleep:
-// Resources.SyncBlocking).
+// unless the slot waits asleep (s.sleep: Resources.SyncBlocking).
 func (s *slot[T, N]) search(search searchFunc, n int) error {
 	const op = "batch.Batcher.Search"
 	v, err := s.rows(n)
@@ -191,8 +190,7 @@ func (s *slot[T, N]) search(search searchFunc, n int) error {
 	return errors.Join(err, s.wait())
 }
 
-// wait waits for the slot's stream: spinning, or asleep for a batch taken
-// so (s.sleep).
+// wait waits for the slot's stream: spinning, or asleep (s.sleep).
 func (s *slot[T, N]) wait() error {
 	if s.sleep {
 		return s.res.SyncBlocking()
