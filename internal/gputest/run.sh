@@ -17,7 +17,9 @@
 # CUVS_GO_README_PROGRAM set to the programs in bin/, and -test.v, its output
 # kept in logs/<package>.<variant>.log. Then a table: per package and
 # variant, the tests (and examples) that passed, failed, failed only because
-# the library lacks a type, and were skipped; then every skip with its
+# the library lacks a type, and were skipped, and how many of those that
+# passed ran on int8/uint8 data (by name: the test's or a subtest's says
+# int8 or uint8, as TestUint8 or TestRecall/int8); then every skip with its
 # reason, every test of a type the library lacks, and every failure.
 #
 # A failed test counts as "library lacks dtype X" when the probe found X
@@ -27,9 +29,10 @@
 # other than 0 or 1). The exit status is 0 when nothing failed (tests of
 # a type the library lacks aside), 1 when something did, 2 when the library
 # or the bundle is not there. A failure whose text says the build left that
-# code out ("not compiled in this float32-only cuVS build", the test builds
-# in ../shared/cuvs) counts as the library's lack too, as
-# "not-compiled-in-this-build". $GPU_TEST_TIMEOUT (default 10m) is each
+# code out (the test builds in ../shared/cuvs: "not compiled in this
+# float32-only cuVS build" for 26.06.00, "not compiled in this cuVS build
+# (float32, int8 and uint8 only)" for 26.08.01) counts as the library's
+# lack too, as "not-compiled-in-this-build". $GPU_TEST_TIMEOUT (default 10m) is each
 # binary's -test.timeout.
 set -u
 if [ $# -lt 1 ]; then
@@ -105,18 +108,24 @@ while read -r dir variant path; do
 			for (j = 1; j <= n; j++) {
 				# A build of cuVS trimmed to fewer types or algorithms
 				# (../shared/cuvs: float32 only) refuses the rest so.
-				if (index(lines[j], "not compiled in this float32-only cuVS build")) return "not-compiled-in-this-build"
+				if (index(lines[j], "not compiled in this float32-only cuVS build") || index(lines[j], "not compiled in this cuVS build (")) return "not-compiled-in-this-build"
 				if (index(lines[j], "Unsupported") == 0) continue
 				for (i = 1; i <= nl; i++)
 					if (index(lines[j], lfrag1[i]) || index(lines[j], lfrag2[i])) return lname[i]
 			}
 			return ""
 		}
-		/^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; next }
+		/^=== (RUN|CONT|NAME|PAUSE) / {
+			cur = $3
+			# A test ran on int8/uint8 data when its name, or the
+			# name of a subtest of it, says so (TestUint8, TestX/int8).
+			if ($2 == "RUN" && tolower(cur) ~ /int8/) { t = cur; sub(/\/.*/, "", t); int8[t] = 1 }
+			next
+		}
 		/^ *--- (PASS|FAIL|SKIP): / {
 			top = ($0 ~ /^---/)
 			if ($2 == "FAIL:") { nfailed++; fname[nfailed] = $3 }
-			if (top && $2 == "PASS:") pass++
+			if (top && $2 == "PASS:") { pass++; if ($3 in int8) i8++ }
 			if (top && $2 == "SKIP:") { skip++; skips = skips "  SKIP " pkg " " $3 ": " last[$3] "\n" }
 			if (top && $2 == "FAIL:") { ntop++; topname[ntop] = $3 }
 			cur = ""
@@ -147,19 +156,19 @@ while read -r dir variant path; do
 				fail++
 				fails = fails "  FAIL " pkg " (" variant "): exit status " rc ", no test failed but for a type the library lacks: a crash or TestMain (" logf ")\n"
 			}
-			printf "ROW\t%s\t%s\t%d\t%d\t%d\t%d\n%s%s%s", pkg, variant, pass, fail, lack, skip, skips, lacks_, fails
+			printf "ROW\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n%s%s%s", pkg, variant, pass, fail, lack, skip, i8, skips, lacks_, fails
 		}' "$log" >>"$summary"
 	tail -n 1 "$log"
 done <"$here/packages.txt"
 
 echo
 echo "libcuvs_c: $lib"
-printf '%-45s %-10s %7s %7s %12s %8s\n' package variant passed failed lacks-dtype skipped
+printf '%-45s %-10s %7s %7s %12s %8s %11s\n' package variant passed failed lacks-dtype skipped int8/uint8
 status=0
 lackn=0
-while IFS="$tab" read -r _ pkg variant pass fail lack skip; do
+while IFS="$tab" read -r _ pkg variant pass fail lack skip i8; do
 	[ -n "$pkg" ] || continue
-	printf '%-45s %-10s %7s %7s %12s %8s\n' "$pkg" "$variant" "$pass" "$fail" "$lack" "$skip"
+	printf '%-45s %-10s %7s %7s %12s %8s %11s\n' "$pkg" "$variant" "$pass" "$fail" "$lack" "$skip" "$i8"
 done <<EOF
 $(grep '^ROW' "$summary")
 EOF

@@ -134,7 +134,7 @@ func TestLacksDtype(t *testing.T) {
 	if strings.Contains(out, "  FAIL ") {
 		t.Errorf("a failure listed:\n%s", out)
 	}
-	row := "example.com/safe_cagra                        race             1       0            1        1\n"
+	row := "example.com/safe_cagra                        race             1       0            1        1           0\n"
 	contains(t, out, row)
 	env, err := os.ReadFile(filepath.Join(dir, "env.txt"))
 	if err != nil {
@@ -154,20 +154,52 @@ func TestLacksDtype(t *testing.T) {
 // builds of ../shared/cuvs: "not compiled in this float32-only cuVS
 // build") is the library's lack, whatever the probe found; beside it a
 // real failure still fails the run.
+//
+// Both builds' texts: 26.06.00's float32-only one and 26.08.01's wider one
+// (float32, int8 and uint8; float16, float64 and PCA left out).
 func TestLacksNotCompiled(t *testing.T) {
 	trimmed := "=== RUN   TestFit\n    pca_test.go:9: pca.Fit: cuvsPcaFit: not compiled in this float32-only cuVS build: cuvs::preprocessing::pca::fit(...)\n--- FAIL: TestFit (0.00s)\n"
-	out, rc := runBundle(t, bundle(t, probeAllOK, binary{"safe_pca", "cgocheck2", passAndSkip + trimmed, 1}))
-	if rc != 0 {
-		t.Errorf("exit status %d, want 0:\n%s", rc, out)
+	wider := "=== RUN   TestHalf\n=== RUN   TestHalf/float16\n    cagra_test.go:9: cagra.Build: cuvsCagraBuild: not compiled in this cuVS build (float32, int8 and uint8 only): cuvs::neighbors::cagra::build(...)\n--- FAIL: TestHalf (0.00s)\n    --- FAIL: TestHalf/float16 (0.00s)\n"
+	for _, c := range []struct{ name, out, test string }{{"float32-only", trimmed, "TestFit"}, {"wider", wider, "TestHalf"}} {
+		t.Run(c.name, func(t *testing.T) {
+			out, rc := runBundle(t, bundle(t, probeAllOK, binary{"safe_pca", "cgocheck2", passAndSkip + c.out, 1}))
+			if rc != 0 {
+				t.Errorf("exit status %d, want 0:\n%s", rc, out)
+			}
+			contains(t, out, "  LACKS not-compiled-in-this-build: example.com/safe_pca (cgocheck2): "+c.test+"\n",
+				"but for 1 that failed only because the library lacks it: not-compiled-in-this-build\n")
+		})
 	}
-	contains(t, out, "  LACKS not-compiled-in-this-build: example.com/safe_pca (cgocheck2): TestFit\n",
-		"but for 1 that failed only because the library lacks it: not-compiled-in-this-build\n")
+	// A text that only looks like it is a failure.
+	near := strings.Replace(wider, "not compiled in this cuVS build (", "compiled in this cuVS build (", 1)
+	out, rc := runBundle(t, bundle(t, probeAllOK, binary{"safe_pca", "cgocheck2", near, 1}))
+	if rc != 1 {
+		t.Errorf("near miss: exit status %d, want 1:\n%s", rc, out)
+	}
+	contains(t, out, "  FAIL example.com/safe_pca (cgocheck2): TestHalf\n")
 	real := "=== RUN   TestOther\n    pca_test.go:20: wrong answer\n--- FAIL: TestOther (0.00s)\n"
 	out, rc = runBundle(t, bundle(t, probeAllOK, binary{"safe_pca", "cgocheck2", trimmed + real, 1}))
 	if rc != 1 {
 		t.Errorf("exit status %d, want 1:\n%s", rc, out)
 	}
 	contains(t, out, "  FAIL example.com/safe_pca (cgocheck2): TestOther\n")
+}
+
+// TestInt8Column: the table counts the passed tests that ran on int8 or
+// uint8 data, by the test's or a subtest's name; a failed or skipped one is
+// not counted.
+func TestInt8Column(t *testing.T) {
+	out := "=== RUN   TestUint8\n--- PASS: TestUint8 (0.00s)\n" +
+		"=== RUN   TestRecall\n=== RUN   TestRecall/float32\n=== RUN   TestRecall/int8/filtered\n--- PASS: TestRecall (0.00s)\n    --- PASS: TestRecall/float32 (0.00s)\n    --- PASS: TestRecall/int8/filtered (0.00s)\n" +
+		"=== RUN   TestPlain\n--- PASS: TestPlain (0.00s)\n" +
+		"=== RUN   TestSkipped\n=== RUN   TestSkipped/uint8\n    x_test.go:3: not here\n--- SKIP: TestSkipped (0.00s)\n    --- SKIP: TestSkipped/uint8 (0.00s)\n" +
+		"=== RUN   TestBroken\n=== RUN   TestBroken/int8\n    x_test.go:4: wrong rows\n--- FAIL: TestBroken (0.00s)\n    --- FAIL: TestBroken/int8 (0.00s)\n"
+	got, rc := runBundle(t, bundle(t, probeAllOK, binary{"safe_x", "cgocheck2", out, 1}))
+	if rc != 1 {
+		t.Errorf("exit status %d, want 1:\n%s", rc, got)
+	}
+	contains(t, got, "int8/uint8\n",
+		"example.com/safe_x                            cgocheck2        3       1            0        1           2\n")
 }
 
 // TestProgramsInBin: run.sh points the tests at the programs in bin/.

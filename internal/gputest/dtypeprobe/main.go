@@ -11,7 +11,8 @@
 //	ok     the build succeeded
 //	lacks  the library refused the type itself ("Unsupported ... dtype: <code>
 //	       and bits: <bits>", cuVS's words for a dtype a trimmed build was
-//	       not compiled for); message is cuVS's line
+//	       not compiled for, or the test builds' "not compiled in this ...
+//	       cuVS build"); message is cuVS's line
 //	error  the build failed for another reason; message says which
 //
 // The GPU test bundle's run.sh (internal/gputest) runs it once before the
@@ -118,6 +119,13 @@ func (r result) line() string {
 // "Unsupported index data type: code=0, bits=8").
 var unsupported = regexp.MustCompile(`Unsupported [^:\n]*(?:dtype: (\d+) and bits: (\d+)|type: code=(\d+), bits=(\d+))`)
 
+// notCompiled matches the refusal of the test builds of ../shared/cuvs,
+// which leave whole element types out ("not compiled in this float32-only
+// cuVS build: <C++ function>" on 26.06.00, "not compiled in this cuVS build
+// (float32, int8 and uint8 only): <C++ function>" on 26.08.01): a build of
+// one type refused so lacks that type.
+var notCompiled = regexp.MustCompile(`not compiled in this [^:\n]*cuVS build[^:\n]*`)
+
 // lacks reports whether text holds cuVS's refusal of the type (code, bits).
 func lacks(text string, code, bits int) bool {
 	for _, m := range unsupported.FindAllStringSubmatch(text, -1) {
@@ -144,6 +152,8 @@ func probe(res *safe.Resources, before func(name string)) []result {
 			got.state, got.message = "error", oneLine(text)
 			if lacks(text, d.code, d.bits) {
 				got.state, got.message = "lacks", unsupported.FindString(text)
+			} else if m := notCompiled.FindString(text); m != "" {
+				got.state, got.message = "lacks", m
 			}
 		}
 		out = append(out, got)

@@ -10,8 +10,10 @@ import (
 
 // TestProbe runs the probe against the ABI test double, which builds CAGRA
 // indexes of all four types, with cuvsCagraBuild made to refuse int8 as a
-// trimmed cuVS does and to fail float16 for another reason: int8 lacks,
-// float16 is an error (not a missing type), the others are ok.
+// trimmed cuVS does, uint8 as the test builds of ../shared/cuvs do ("not
+// compiled in this ... cuVS build"), and to fail float16 for another
+// reason: int8 and uint8 lack, float16 is an error (not a missing type),
+// float32 is ok.
 func TestProbe(t *testing.T) {
 	ctl := cuvsdouble.New(t)
 	if err := safe.Load(safe.WithLibrary(ctl.Path)); err != nil {
@@ -26,11 +28,13 @@ func TestProbe(t *testing.T) {
 		switch name {
 		case "int8":
 			ctl.FailNext("cuvsCagraBuild", "Unsupported dataset DLtensor dtype: 0 and bits: 8")
+		case "uint8":
+			ctl.FailNext("cuvsCagraBuild", "not compiled in this cuVS build (float32, int8 and uint8 only): cuvs::neighbors::cagra::build(raft::resources const&, ...)")
 		case "float16":
 			ctl.FailNext("cuvsCagraBuild", "out of memory")
 		}
 	})
-	want := map[string]string{"float32": "ok", "float16": "error", "int8": "lacks", "uint8": "ok"}
+	want := map[string]string{"float32": "ok", "float16": "error", "int8": "lacks", "uint8": "lacks"}
 	if len(got) != len(want) {
 		t.Fatalf("%d results, want %d", len(got), len(want))
 	}
@@ -48,6 +52,10 @@ func TestProbe(t *testing.T) {
 		case "int8":
 			if r.message != "Unsupported dataset DLtensor dtype: 0 and bits: 8" || r.line() != "int8\tlacks\t0\t8\t"+r.message {
 				t.Errorf("int8: line %q", r.line())
+			}
+		case "uint8":
+			if r.message != "not compiled in this cuVS build (float32, int8 and uint8 only)" {
+				t.Errorf("uint8: line %q", r.line())
 			}
 		case "float16":
 			if !strings.Contains(r.message, "out of memory") {
