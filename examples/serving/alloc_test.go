@@ -20,7 +20,7 @@ func TestSearchAllocatesNothing(t *testing.T) {
 	safetest.Check(t)
 	c := tiny()
 	res := safetest.Resources(t)
-	idx, _, err := build(res, c)
+	idx, _, err := build[float32](res, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSearchAllocatesNothing(t *testing.T) {
 		}
 	}
 
-	w, err := newWorker(c, 0)
+	w, err := newWorker[float32](c, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestBatchSearchAllocatesNothing(t *testing.T) {
 	c := tiny()
 	c.batched, c.maxBatch, c.maxWait, c.slots = true, 16, time.Millisecond, 2
 	res := safetest.Resources(t)
-	idx, _, err := build(res, c)
+	idx, _, err := build[float32](res, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,12 +115,12 @@ func TestBatchSearchAllocatesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := newBatcher(idx, &sp, c)
+		b, err := newBatcher[float32](idx, &sp, c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		safetest.Close(t, b)
-		w := &batchWorker{b: b, size: 1, nb: 3, dim: c.dim, queries: randomMatrix(3, 3, c.dim),
+		w := &batchWorker[float32]{b: b, size: 1, nb: 3, dim: c.dim, queries: randomMatrix(3, 3, c.dim),
 			neighbors: make([]uint32, c.k), distances: make([]float32, c.k)}
 		loop := func() {
 			if err := w.search(); err != nil {
@@ -140,3 +140,58 @@ func TestBatchSearchAllocatesNothing(t *testing.T) {
 type closer func() error
 
 func (c closer) Close() error { return c() }
+
+// TestIntegerHotPathsAllocateNothing: -dtype int8 and uint8 keep both hot
+// paths (the per-call worker's search and -mode batch's SearchInto) at
+// zero Go heap allocations.
+func TestIntegerHotPathsAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items, so pooled state is reallocated")
+	}
+	safetest.Check(t)
+	t.Run("int8", func(t *testing.T) { hotPathAllocs[int8](t) })
+	t.Run("uint8", func(t *testing.T) { hotPathAllocs[uint8](t) })
+}
+
+func hotPathAllocs[T elem](t *testing.T) {
+	c := tiny()
+	c.batched, c.maxBatch, c.slots = true, 16, 2
+	res := safetest.Resources(t)
+	idx, _, err := build[T](res, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, idx)
+	sp, err := searchParams(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := newWorker[T](c, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, closer(w.close))
+	direct := func() {
+		if err := w.search(idx, &sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := newBatcher[T](idx, &sp, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, b)
+	bw := &batchWorker[T]{b: b, size: 1, nb: 3, dim: c.dim, queries: quantize[T](randomMatrix(3, 3, c.dim)),
+		neighbors: make([]uint32, c.k), distances: make([]float32, c.k)}
+	batched := func() {
+		if err := bw.search(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, f := range map[string]func(){"per-call search": direct, "-mode batch's SearchInto": batched} {
+		f()
+		if a := testing.AllocsPerRun(200, f); a != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", name, a)
+		}
+	}
+}

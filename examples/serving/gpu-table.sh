@@ -7,7 +7,10 @@
 # 1..1,024 callers, against each real libcuvs_c given, RUNS times each, and
 # one table per release with the ratios (batched / Go per-call, batched /
 # the faster Go per-call kernel, Go per-call / C). BENCHMARKS.md quotes its
-# output.
+# output. With DTYPES, the same rows for each element type in one call
+# (serving -dtype; a run does every type before the next run), one table
+# per release and type; cbench is float32 only, so the int8 and uint8
+# tables have no C column.
 #
 #   gpu-table.sh BIN RELEASE... [-- more serving/cbench flags]
 #
@@ -24,6 +27,7 @@
 #   RUNS      runs of every program [2]
 #   WORKLOAD  the index and search [-n 100000 -dim 128 -k 10 -itopk 64 -graph-degree 32 -batch 1]
 #   BATCHFLAGS more flags for the batched runs only (-max-batch, -slots) []
+#   DTYPES    element types, each a table: float32, int8, uint8 [float32]
 #   OUT       where each program's output is kept [a temporary folder]
 # The exit status is 1 when a program failed, else 0: the table is read, not
 # asserted.
@@ -46,6 +50,16 @@ SECONDS_=${SECONDS:-2}
 RUNS=${RUNS:-2}
 WORKLOAD=${WORKLOAD:--n 100000 -dim 128 -k 10 -itopk 64 -graph-degree 32 -batch 1}
 BATCHFLAGS=${BATCHFLAGS:-}
+DTYPES=${DTYPES:-float32}
+for dt in $DTYPES; do
+	case $dt in
+	float32 | int8 | uint8) ;;
+	*)
+		echo "gpu-table.sh: DTYPES: $dt, want float32, int8 or uint8" >&2
+		exit 2
+		;;
+	esac
+done
 root=${REAL_ROOT:-/root/cuvs}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/gpu-table.XXXXXX")}
 mkdir -p "$OUT" "$root"
@@ -79,61 +93,76 @@ for rel in $rels; do
 	fi
 	export LD_LIBRARY_PATH="$(dirname "$lib")${cuda:+:$cuda}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	for run in $(seq 1 "$RUNS"); do
-		# shellcheck disable=SC2086 # the flag lists are meant to split
-		prog "C per-call, run $run" "$OUT/$name.c.$run" "$bin/cbench" -lib "$lib" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
-		prog "Go per-call, run $run" "$OUT/$name.go.$run" "$bin/serving" -lib "$lib" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
-		prog "Go per-call multi-CTA, run $run" "$OUT/$name.gomulti.$run" "$bin/serving" -lib "$lib" $WORKLOAD -algo multi -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
-		prog "Go batched, run $run" "$OUT/$name.batch.$run" "$bin/serving" -lib "$lib" -mode batch $WORKLOAD $BATCHFLAGS -goroutines "$CALLERS" -seconds "$SECONDS_" "$@"
+		for dt in $DTYPES; do
+			# Files: $OUT/TAG.KIND.RUN, TAG the release's name, with
+			# -int8 or -uint8 after it for those types.
+			tag=$name
+			[ "$dt" = float32 ] || tag=$name-$dt
+			# shellcheck disable=SC2086 # the flag lists are meant to split
+			if [ "$dt" = float32 ]; then
+				prog "C per-call, run $run" "$OUT/$tag.c.$run" "$bin/cbench" -lib "$lib" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
+			fi
+			# shellcheck disable=SC2086
+			prog "Go per-call $dt, run $run" "$OUT/$tag.go.$run" "$bin/serving" -lib "$lib" -dtype "$dt" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
+			# shellcheck disable=SC2086
+			prog "Go per-call multi-CTA $dt, run $run" "$OUT/$tag.gomulti.$run" "$bin/serving" -lib "$lib" -dtype "$dt" $WORKLOAD -algo multi -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
+			# shellcheck disable=SC2086
+			prog "Go batched $dt, run $run" "$OUT/$tag.batch.$run" "$bin/serving" -lib "$lib" -dtype "$dt" -mode batch $WORKLOAD $BATCHFLAGS -goroutines "$CALLERS" -seconds "$SECONDS_" "$@"
+		done
 	done
-	echo
-	echo "## cuVS $name ($lib): $WORKLOAD $BATCHFLAGS, $SECONDS_ s per row, $RUNS runs (QPS in thousands, p99 in µs)"
-	head -n 1 "$OUT/$name.c.1" 2>/dev/null
-	grep -h "^# serving\\|^# index" "$OUT/$name.batch.1" 2>/dev/null
-	# Rows: six fields, the first a caller count. Batch lines: "# batches at N goroutines: ...".
-	awk -v runs="$RUNS" -v name="$name" '
-		function base(f) { n = split(f, p, "/"); return p[n] }
-		NF == 6 && $1 ~ /^[0-9]+$/ {
-			f = base(FILENAME); split(f, part, "."); kind = part[length(part) - 1]; run = part[length(part)]
-			q[kind, $1, run] = $2; p99[kind, $1, run] = $4; seen[$1] = 1
-			next
-		}
-		/^# batches at / {
-			f = base(FILENAME); split(f, part, "."); run = part[length(part)]
-			line = $0; sub(/^# batches at [0-9]+ goroutines: /, "", line)
-			st[$4, run] = line
-		}
-		/^# cpu at / {
-			f = base(FILENAME); split(f, part, "."); kind = part[length(part) - 1]; run = part[length(part)]
-			if (kind == "batch") cpu[$4, run] = $6
-		}
-		function cell(kind, c, r) {
-			if (!((kind, c, r) in q)) return "—"
-			return sprintf("%.1fk (%d)", q[kind, c, r] / 1000, p99[kind, c, r] + 0.5)
-		}
-		function ratio(a, b, c, r) {
-			if (!((a, c, r) in q) || !((b, c, r) in q) || q[b, c, r] == 0) return "—"
-			return sprintf("%.2f", q[a, c, r] / q[b, c, r])
-		}
-		# best: the faster Go per-call kernel of the row.
-		function best(c, r) {
-			if (!(("go", c, r) in q) || !(("gomulti", c, r) in q)) return "—"
-			b = q["go", c, r] > q["gomulti", c, r] ? "go" : "gomulti"
-			return ratio("batch", b, c, r)
-		}
-		END {
-			n = 0
-			for (c in seen) list[++n] = c + 0
-			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
-			print "| callers | run | C per-call | Go per-call | Go per-call multi-CTA | Go batched | batched / Go per-call | batched / best Go per-call | Go / C per-call |"
-			print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-			for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) {
-				c = list[i]
-				printf "| %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", c, r, cell("c", c, r), cell("go", c, r), cell("gomulti", c, r), cell("batch", c, r), ratio("batch", "go", c, r), best(c, r), ratio("go", "c", c, r)
+	for dt in $DTYPES; do
+		tag=$name
+		[ "$dt" = float32 ] || tag=$name-$dt
+		echo
+		echo "## cuVS $name ($lib), $dt: $WORKLOAD $BATCHFLAGS, $SECONDS_ s per row, $RUNS runs (QPS in thousands, p99 in µs)"
+		if [ "$dt" = float32 ]; then head -n 1 "$OUT/$tag.c.1" 2>/dev/null; fi
+		grep -h "^# serving\\|^# index" "$OUT/$tag.batch.1" 2>/dev/null
+		# Rows: six fields, the first a caller count. Batch lines: "# batches at N goroutines: ...".
+		awk -v runs="$RUNS" -v name="$name" '
+			function base(f) { n = split(f, p, "/"); return p[n] }
+			NF == 6 && $1 ~ /^[0-9]+$/ {
+				f = base(FILENAME); split(f, part, "."); kind = part[length(part) - 1]; run = part[length(part)]
+				q[kind, $1, run] = $2; p99[kind, $1, run] = $4; seen[$1] = 1
+				next
 			}
-			print ""
-			print "batcher Stats per row (run: mean batch, p99, queue per request; per batch: handoff, stage, search, deliver; the cores the process kept busy):"
-			for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) if ((list[i], r) in st) printf "  %4d callers, run %d: %s; %s cores busy\n", list[i], r, st[list[i], r], (list[i], r) in cpu ? cpu[list[i], r] : "?"
-		}' "$OUT/$name".*.[0-9]
+			/^# batches at / {
+				f = base(FILENAME); split(f, part, "."); run = part[length(part)]
+				line = $0; sub(/^# batches at [0-9]+ goroutines: /, "", line)
+				st[$4, run] = line
+			}
+			/^# cpu at / {
+				f = base(FILENAME); split(f, part, "."); kind = part[length(part) - 1]; run = part[length(part)]
+				if (kind == "batch") cpu[$4, run] = $6
+			}
+			function cell(kind, c, r) {
+				if (!((kind, c, r) in q)) return "—"
+				return sprintf("%.1fk (%d)", q[kind, c, r] / 1000, p99[kind, c, r] + 0.5)
+			}
+			function ratio(a, b, c, r) {
+				if (!((a, c, r) in q) || !((b, c, r) in q) || q[b, c, r] == 0) return "—"
+				return sprintf("%.2f", q[a, c, r] / q[b, c, r])
+			}
+			# best: the faster Go per-call kernel of the row.
+			function best(c, r) {
+				if (!(("go", c, r) in q) || !(("gomulti", c, r) in q)) return "—"
+				b = q["go", c, r] > q["gomulti", c, r] ? "go" : "gomulti"
+				return ratio("batch", b, c, r)
+			}
+			END {
+				n = 0
+				for (c in seen) list[++n] = c + 0
+				for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (list[j] < list[i]) { t = list[i]; list[i] = list[j]; list[j] = t }
+				print "| callers | run | C per-call | Go per-call | Go per-call multi-CTA | Go batched | batched / Go per-call | batched / best Go per-call | Go / C per-call |"
+				print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+				for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) {
+					c = list[i]
+					printf "| %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", c, r, cell("c", c, r), cell("go", c, r), cell("gomulti", c, r), cell("batch", c, r), ratio("batch", "go", c, r), best(c, r), ratio("go", "c", c, r)
+				}
+				print ""
+				print "batcher Stats per row (run: mean batch, p99, queue per request; per batch: handoff, stage, search, deliver; the cores the process kept busy):"
+				for (i = 1; i <= n; i++) for (r = 1; r <= runs; r++) if ((list[i], r) in st) printf "  %4d callers, run %d: %s; %s cores busy\n", list[i], r, st[list[i], r], (list[i], r) in cpu ? cpu[list[i], r] : "?"
+			}' "$OUT/$tag".*.[0-9]
+	done
 done
 echo
 echo "outputs: $OUT"

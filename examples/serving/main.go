@@ -40,7 +40,9 @@
 // and the Batcher's choice by load with -mode batch), -recall n (each
 // kernel's recall@k of n queries against brute force, printed before the
 // steps), -mode direct|batch,
-// -max-batch, -max-wait-us, -slots, -wait, -device-buffers, -seed, -lib path
+// -max-batch, -max-wait-us, -slots, -wait, -device-buffers, -dtype
+// float32|int8|uint8 (the index's and the queries' element type: the same
+// uniform values scaled onto -128..127 or 0..255), -seed, -lib path
 // (else $CUVS_LIBRARY, the loader's search for libcuvs_c.so,
 // $CONDA_PREFIX/lib).
 package main

@@ -14,8 +14,11 @@ import (
 // force, for each CAGRA search kernel, the queries searched one at a time
 // (the -batch 1 traffic of the steps) and all in one batch: the steps'
 // throughput is only comparable between kernels that find the same rows.
-func printRecall(out io.Writer, res *safe.Resources, idx *cagra.Index, sp cagra.SearchParams, c config) (err error) {
-	data, err := dlpack.NewHostMatrix(randomMatrix(c.seed, c.rows, c.dim), c.rows, c.dim)
+//
+// For int8 and uint8 the ground truth is brute force over the same values
+// as float32 (widen): the same squared L2 distances.
+func printRecall[T elem](out io.Writer, res *safe.Resources, idx *cagra.Index, sp cagra.SearchParams, c config) (err error) {
+	data, err := dlpack.NewHostMatrix(widen(quantize[T](randomMatrix(c.seed, c.rows, c.dim))), c.rows, c.dim)
 	if err != nil {
 		return err
 	}
@@ -24,8 +27,8 @@ func printRecall(out io.Writer, res *safe.Resources, idx *cagra.Index, sp cagra.
 		return err
 	}
 	defer closeInto(&err, bf)
-	queries := randomMatrix(querySeed(c.seed, -2), c.recall, c.dim)
-	truth, err := bruteforce.SearchSlice(res, bf, queries, c.k, nil)
+	queries := quantize[T](randomMatrix(querySeed(c.seed, -2), c.recall, c.dim))
+	truth, err := bruteforce.SearchSlice(res, bf, widen(queries), c.k, nil)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ type config struct {
 	algo        cagra.SearchAlgo // -algo: auto, single or multi
 	recall      int              // -recall: queries whose recall is measured (0: none)
 	block       int              // -block: CAGRA's thread block size (0: cuVS's choice)
+	dtype       dlpack.DataType  // -dtype: the element type of the index and the queries
 	seed        uint64
 	lib         string
 
@@ -52,9 +53,10 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("serving", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	var goroutines, pool, persistent, mode, algo, wait string
+	var goroutines, pool, persistent, mode, algo, wait, dtype string
 	var seconds, maxWaitUS float64
 	fs.IntVar(&c.rows, "n", 100000, "dataset rows")
+	fs.StringVar(&dtype, "dtype", "float32", "element type of the index and the queries: float32, int8 or uint8 (the same uniform random values scaled onto -128..127 or 0..255)")
 	fs.IntVar(&c.dim, "dim", 128, "dimension")
 	fs.StringVar(&goroutines, "goroutines", "1,8,32", "goroutine counts, one step each")
 	fs.Float64Var(&seconds, "seconds", 5, "seconds per step")
@@ -92,6 +94,9 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 		return c, err
 	}
 	if c.wait, err = choose("wait", wait, waitWords); err != nil {
+		return c, err
+	}
+	if c.dtype, err = choose("dtype", dtype, dtypeWords); err != nil {
 		return c, err
 	}
 	switch mode {
@@ -164,7 +169,51 @@ var (
 	onOffWords  = []word[bool]{{"on", true}, {"off", false}}
 	algoWords   = []word[cagra.SearchAlgo]{{"auto", cagra.AutoAlgo}, {"single", cagra.SingleCTA}, {"multi", cagra.MultiCTA}}
 	waitWords   = []word[batch.Wait]{{"spin", batch.WaitSpin}, {"sleep", batch.WaitSleep}}
+	dtypeWords  = []word[dlpack.DataType]{{"float32", dlpack.Float32}, {"int8", dlpack.Int8}, {"uint8", dlpack.Uint8}}
 )
+
+// elem is what -dtype chooses among: the element types of CAGRA indexes
+// that this program builds and searches.
+type elem interface{ float32 | int8 | uint8 }
+
+// quantize maps uniform [0, 1) values onto T: float32 as they are, int8
+// onto -128..127 and uint8 onto 0..255 (x·256, less 128 for int8). The
+// integer index is the float32 one scaled, so the workloads are alike.
+func quantize[T elem](v []float32) []T {
+	out := make([]T, len(v))
+	for i, x := range v {
+		switch p := any(&out[i]).(type) {
+		case *float32:
+			*p = x
+		case *int8:
+			*p = int8(int(x*256) - 128)
+		case *uint8:
+			*p = uint8(x * 256)
+		}
+	}
+	return out
+}
+
+// widen is v as float32s (the values brute force's ground truth is computed
+// on: cuVS's brute force takes float32).
+func widen[T elem](v []T) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// dataDesc is how the index line describes the data of -dtype d.
+func dataDesc(d dlpack.DataType, seed uint64) string {
+	switch d {
+	case dlpack.Int8:
+		return fmt.Sprintf("int8 (uniform random, seed %d, scaled onto -128..127)", seed)
+	case dlpack.Uint8:
+		return fmt.Sprintf("uint8 (uniform random, seed %d, scaled onto 0..255)", seed)
+	}
+	return fmt.Sprintf("float32 (uniform random, seed %d)", seed)
+}
 
 // choose returns the value of got among flag's words, or an error that
 // lists them.
@@ -234,20 +283,32 @@ func run(c config, out io.Writer) (err error) {
 		return err
 	}
 	defer closeInto(&err, res)
-	idx, took, err := build(res, c)
+	switch c.dtype {
+	case dlpack.Int8:
+		return serve[int8](c, out, res)
+	case dlpack.Uint8:
+		return serve[uint8](c, out, res)
+	}
+	return serve[float32](c, out, res)
+}
+
+// serve is run after loading, for -dtype T: build, warm up, then one table
+// row per goroutine count.
+func serve[T elem](c config, out io.Writer, res *safe.Resources) (err error) {
+	idx, took, err := build[T](res, c)
 	if err != nil {
 		return err
 	}
 	defer closeInto(&err, idx)
-	fmt.Fprintf(out, "# index: CAGRA %d x %d float32 (uniform random, seed %d), graph degree %d (intermediate %d, NN-Descent), built in %.2f s\n",
-		c.rows, c.dim, c.seed, c.graphDegree, 2*c.graphDegree, took.Seconds())
+	fmt.Fprintf(out, "# index: CAGRA %d x %d %s, graph degree %d (intermediate %d, NN-Descent), built in %.2f s\n",
+		c.rows, c.dim, dataDesc(c.dtype, c.seed), c.graphDegree, 2*c.graphDegree, took.Seconds())
 
 	sp, err := searchParams(c)
 	if err != nil {
 		return err
 	}
 	if c.recall > 0 {
-		if err := printRecall(out, res, idx, sp, c); err != nil {
+		if err := printRecall[T](out, res, idx, sp, c); err != nil {
 			return err
 		}
 	}
@@ -273,9 +334,9 @@ func run(c config, out io.Writer) (err error) {
 	for _, g := range c.goroutines {
 		var r result
 		if c.batched {
-			r, err = stepBatch(idx, &sp, c, g)
+			r, err = stepBatch[T](idx, &sp, c, g)
 		} else {
-			r, err = step(idx, &sp, c, g)
+			r, err = step[T](idx, &sp, c, g)
 		}
 		if err != nil {
 			return err
@@ -301,9 +362,10 @@ func algoName(a cagra.SearchAlgo) string { return nameOf(a, algoWords) }
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // build makes the index from uniform random host data, as cbench does:
-// NN-Descent, intermediate degree twice the final one.
-func build(res *safe.Resources, c config) (*cagra.Index, time.Duration, error) {
-	data, err := dlpack.NewHostMatrix(randomMatrix(c.seed, c.rows, c.dim), c.rows, c.dim)
+// NN-Descent, intermediate degree twice the final one; for int8 and uint8
+// the same values scaled (quantize).
+func build[T elem](res *safe.Resources, c config) (*cagra.Index, time.Duration, error) {
+	data, err := dlpack.NewHostMatrix(quantize[T](randomMatrix(c.seed, c.rows, c.dim)), c.rows, c.dim)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -340,21 +402,21 @@ func queryBatches(c config) int { return max(1, min(64, (1<<22)/(c.batch*c.dim))
 
 // rowsTensor is rows [start, end) of a device matrix, as a dlpack.Tensor:
 // a pointer to one is an interface value that costs no allocation.
-type rowsTensor struct {
-	m          *safe.DeviceMatrix[float32]
+type rowsTensor[T elem] struct {
+	m          *safe.DeviceMatrix[T]
 	start, end int
 }
 
-func (r *rowsTensor) View() (dlpack.View, error) { return r.m.RowsView(r.start, r.end) }
+func (r *rowsTensor[T]) View() (dlpack.View, error) { return r.m.RowsView(r.start, r.end) }
 
 // worker is one serving goroutine: its own Resources (own CUDA stream) and
 // its own device buffers, allocated before the clock starts.
-type worker struct {
+type worker[T elem] struct {
 	res       *safe.Resources
-	queries   *safe.DeviceMatrix[float32] // nb batches of batch × dim
+	queries   *safe.DeviceMatrix[T] // nb batches of batch × dim
 	neighbors *safe.DeviceMatrix[uint32]
 	distances *safe.DeviceMatrix[float32]
-	batch     rowsTensor
+	batch     rowsTensor[T]
 	size, nb  int // queries per batch, batches
 	next      int // the next batch searched
 	timing
@@ -368,8 +430,8 @@ type timing struct {
 	err      error
 }
 
-func newWorker(c config, id int) (w *worker, err error) {
-	w = &worker{size: c.batch, nb: queryBatches(c)}
+func newWorker[T elem](c config, id int) (w *worker[T], err error) {
+	w = &worker[T]{size: c.batch, nb: queryBatches(c)}
 	if w.res, err = safe.NewResources(); err != nil {
 		return nil, err
 	}
@@ -379,7 +441,7 @@ func newWorker(c config, id int) (w *worker, err error) {
 		}
 	}()
 	rows := w.nb * c.batch
-	if w.queries, err = safe.DeviceMatrixFrom(w.res, randomMatrix(querySeed(c.seed, id), rows, c.dim), rows, c.dim); err != nil {
+	if w.queries, err = safe.DeviceMatrixFrom(w.res, quantize[T](randomMatrix(querySeed(c.seed, id), rows, c.dim)), rows, c.dim); err != nil {
 		return w, err
 	}
 	w.batch.m = w.queries
@@ -390,7 +452,7 @@ func newWorker(c config, id int) (w *worker, err error) {
 	return w, err
 }
 
-func (w *worker) close() error {
+func (w *worker[T]) close() error {
 	var err error
 	if w.queries != nil {
 		err = errors.Join(err, w.queries.Close())
@@ -406,7 +468,7 @@ func (w *worker) close() error {
 
 // search is the hot path: one search of the next query batch, then a wait
 // for its results. It allocates nothing.
-func (w *worker) search(idx *cagra.Index, sp *cagra.SearchParams) error {
+func (w *worker[T]) search(idx *cagra.Index, sp *cagra.SearchParams) error {
 	w.batch.start = w.next * w.size
 	w.batch.end = w.batch.start + w.size
 	if w.next++; w.next == w.nb {
@@ -455,15 +517,15 @@ type result struct {
 }
 
 // step runs n goroutines searching idx for c.duration.
-func step(idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, err error) {
-	ws := make([]*worker, 0, n)
+func step[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, err error) {
+	ws := make([]*worker[T], 0, n)
 	defer func() {
 		for _, w := range ws {
 			err = errors.Join(err, w.close())
 		}
 	}()
 	for i := range n {
-		w, err := newWorker(c, i)
+		w, err := newWorker[T](c, i)
 		if err != nil {
 			return r, fmt.Errorf("%d goroutines: setting up goroutine %d: %w", n, i, err)
 		}
@@ -544,9 +606,9 @@ func closeInto(err *error, c interface{ Close() error }) {
 
 // batchWorker is one goroutine of -mode batch: its queries and result
 // buffers in Go memory, searched through the shared Batcher.
-type batchWorker struct {
-	b         *batch.Batcher[float32, uint32]
-	queries   []float32 // nb batches of size × dim
+type batchWorker[T elem] struct {
+	b         *batch.Batcher[T, uint32]
+	queries   []T // nb batches of size × dim
 	neighbors []uint32
 	distances []float32
 	size, nb  int
@@ -557,7 +619,7 @@ type batchWorker struct {
 
 // search is the hot path of -mode batch: one SearchInto of the next query
 // batch. It allocates nothing.
-func (w *batchWorker) search() error {
+func (w *batchWorker[T]) search() error {
 	q := w.queries[w.next*w.size*w.dim : (w.next+1)*w.size*w.dim]
 	if w.next++; w.next == w.nb {
 		w.next = 0
@@ -566,12 +628,12 @@ func (w *batchWorker) search() error {
 }
 
 // newBatcher makes the Batcher of -mode batch and warms up its slots.
-func newBatcher(idx *cagra.Index, sp *cagra.SearchParams, c config) (*batch.Batcher[float32, uint32], error) {
+func newBatcher[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config) (*batch.Batcher[T, uint32], error) {
 	s, err := batch.CAGRA(idx, sp, nil)
 	if err != nil {
 		return nil, err
 	}
-	b, err := batch.New[float32, uint32](s, batch.Options{MaxK: c.k, MaxBatch: c.maxBatch, MaxWait: c.maxWait, Slots: c.slots, Wait: c.wait, DeviceBuffers: c.devBufs})
+	b, err := batch.New[T, uint32](s, batch.Options{MaxK: c.k, MaxBatch: c.maxBatch, MaxWait: c.maxWait, Slots: c.slots, Wait: c.wait, DeviceBuffers: c.devBufs})
 	if err != nil {
 		return nil, err
 	}
@@ -583,8 +645,8 @@ func newBatcher(idx *cagra.Index, sp *cagra.SearchParams, c config) (*batch.Batc
 
 // stepBatch runs n goroutines searching idx through one Batcher for
 // c.duration; the Batcher is made (and warmed up) before the clock starts.
-func stepBatch(idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, err error) {
-	b, err := newBatcher(idx, sp, c)
+func stepBatch[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, err error) {
+	b, err := newBatcher[T](idx, sp, c)
 	if err != nil {
 		return r, fmt.Errorf("%d goroutines: %w", n, err)
 	}
@@ -592,9 +654,9 @@ func stepBatch(idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r res
 	ts := make([]*timing, n)
 	searches := make([]func() error, n)
 	for i := range n {
-		w := &batchWorker{b: b, size: c.batch, nb: queryBatches(c), dim: c.dim,
+		w := &batchWorker[T]{b: b, size: c.batch, nb: queryBatches(c), dim: c.dim,
 			neighbors: make([]uint32, c.batch*c.k), distances: make([]float32, c.batch*c.k)}
-		w.queries = randomMatrix(querySeed(c.seed, i), w.nb*c.batch, c.dim)
+		w.queries = quantize[T](randomMatrix(querySeed(c.seed, i), w.nb*c.batch, c.dim))
 		ts[i], searches[i] = &w.timing, w.search
 	}
 	r, err = measure(c, ts, searches)

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // tiny is a workload the double (exact kNN on the CPU) runs in a blink.
 func tiny() config {
 	return config{rows: 600, dim: 16, goroutines: []int{1, 2, 4}, duration: 150 * time.Millisecond,
-		pool: poolOn, k: 5, itopk: 32, graphDegree: 8, batch: 1, seed: 42}
+		pool: poolOn, k: 5, itopk: 32, graphDegree: 8, batch: 1, seed: 42, dtype: dlpack.Float32}
 }
 
 var tinyFlags = []string{"-n", "600", "-dim", "16", "-k", "5", "-itopk", "32", "-graph-degree", "8", "-seconds", "0.15"}
@@ -220,7 +220,7 @@ func TestProgram(t *testing.T) {
 	}
 
 	for _, args := range [][]string{{"-pool", "maybe"}, {"-algo", "fast"}, {"-recall", "-1"}, {"-goroutines", "1,x"}, {"-goroutines", "1025"}, {"-seconds", "0"}, {"-n", "10"}, {"-k", "0"},
-		{"-mode", "x"}, {"-mode", "batch", "-batch", "9", "-max-batch", "8"}, {"-max-wait-us", "-1"}, {"-slots", "0"}, {"-wait", "auto"}, {"-block", "100"}, {"-nope"}, {"stray"}} {
+		{"-mode", "x"}, {"-mode", "batch", "-batch", "9", "-max-batch", "8"}, {"-dtype", "float16"}, {"-max-wait-us", "-1"}, {"-slots", "0"}, {"-wait", "auto"}, {"-block", "100"}, {"-nope"}, {"stray"}} {
 		_, errOut, err := runMain(t, args...)
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
@@ -231,6 +231,49 @@ func TestProgram(t *testing.T) {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errOut, "serving:") {
 		t.Errorf("a missing library: %v (stderr %q), want exit status 1 and a message", err, errOut)
+	}
+}
+
+// TestProgramDtypes runs the program with -dtype int8 and uint8, per-call
+// and batched, as gpu-table.sh's DTYPES rows do: the index line names the
+// type and the scale, the table is sane, and each kernel's recall against
+// brute force over the same values holds (the integer index is the float32
+// one scaled). A library built without the type (the float32-only 26.06.00
+// build) fails it with its own refusal, which internal/gputest/run.sh
+// counts as the library's lack.
+func TestProgramDtypes(t *testing.T) {
+	lib := safetest.LibraryPath()
+	for _, c := range []struct{ dtype, scale string }{{"int8", "-128..127"}, {"uint8", "0..255"}} {
+		t.Run(c.dtype, func(t *testing.T) {
+			index := fmt.Sprintf("index: CAGRA 600 x 16 %s (uniform random, seed 42, scaled onto %s)", c.dtype, c.scale)
+			out, errOut, err := runMain(t, append([]string{"-lib", lib, "-dtype", c.dtype, "-recall", "40", "-goroutines", "2,1"}, tinyFlags...)...)
+			if err != nil {
+				t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+			}
+			t.Logf("\n%s", out)
+			tab := checkTable(t, out, []int{2, 1})
+			all := strings.Join(tab.Comments, "\n")
+			if !strings.Contains(all, index) {
+				t.Errorf("no line %q:\n%s", index, all)
+			}
+			rec := regexp.MustCompile(`(?m)^recall@5 of 40 queries against brute force, one by one and in one batch: single ([0-9.]+), ([0-9.]+); multi ([0-9.]+), ([0-9.]+); auto ([0-9.]+), ([0-9.]+)$`).FindStringSubmatch(all)
+			if rec == nil {
+				t.Fatalf("no recall line:\n%s", all)
+			}
+			for _, v := range rec[1:] {
+				if r, err := strconv.ParseFloat(v, 64); err != nil || r < 0.8 || r > 1 {
+					t.Errorf("recall %s in %q, want 0.8..1", v, rec[0])
+				}
+			}
+			out, errOut, err = runMain(t, append([]string{"-lib", lib, "-dtype", c.dtype, "-mode", "batch", "-goroutines", "1,32", "-max-batch", "8", "-batch", "2"}, tinyFlags...)...)
+			if err != nil {
+				t.Fatalf("-mode batch: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+			}
+			tab = checkTable(t, out, []int{1, 32})
+			if all := strings.Join(tab.Comments, "\n"); !strings.Contains(all, index) || !strings.Contains(all, "mode batch: one batch.Batcher") {
+				t.Errorf("-mode batch: the output does not describe the index or the Batcher:\n%s", all)
+			}
+		})
 	}
 }
 
@@ -305,7 +348,7 @@ func TestSearchesRunInParallel(t *testing.T) {
 	c := tiny()
 	c.duration = 200 * time.Millisecond
 	res := safetest.Resources(t)
-	idx, _, err := build(res, c)
+	idx, _, err := build[float32](res, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,11 +362,11 @@ func TestSearchesRunInParallel(t *testing.T) {
 	// load of the machine running the test.
 	ctl.SetInstant(true)
 	t.Cleanup(func() { ctl.SetInstant(false) })
-	one, err := step(idx, &sp, c, 1)
+	one, err := step[float32](idx, &sp, c, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	four, err := step(idx, &sp, c, 4)
+	four, err := step[float32](idx, &sp, c, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +384,7 @@ func TestWarmUp(t *testing.T) {
 	safetest.Check(t)
 	c := tiny()
 	res := safetest.Resources(t)
-	idx, _, err := build(res, c)
+	idx, _, err := build[float32](res, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,6 +459,17 @@ func TestParseConfig(t *testing.T) {
 	b, err := parseConfig([]string{"-mode", "batch", "-goroutines", "256,1024", "-max-batch", "512", "-max-wait-us", "250", "-slots", "6"}, io.Discard)
 	if err != nil || !b.batched || !slices.Equal(b.goroutines, []int{256, 1024}) || b.maxBatch != 512 || b.maxWait != 250*time.Microsecond || b.slots != 6 {
 		t.Errorf("-mode batch: %+v, %v", b, err)
+	}
+	if d.dtype != dlpack.Float32 {
+		t.Errorf("default -dtype: %v", d.dtype)
+	}
+	for _, w := range dtypeWords {
+		if e, err := parseConfig([]string{"-dtype", w.w}, io.Discard); err != nil || e.dtype != w.v {
+			t.Errorf("-dtype %s: %v, %v", w.w, e.dtype, err)
+		}
+	}
+	if _, err := parseConfig([]string{"-dtype", "int16"}, io.Discard); err == nil || !strings.Contains(err.Error(), "want float32, int8 or uint8") {
+		t.Errorf("-dtype int16: %v", err)
 	}
 	if q := queryBatches(d); q != 64 {
 		t.Errorf("query batches for batch 1, dim 128: %d", q)
