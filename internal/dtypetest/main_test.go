@@ -21,6 +21,7 @@ package dtypetest
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -105,20 +106,12 @@ func dist[T elem](m safe.Metric, q, x []T) float64 {
 		case safe.InnerProduct:
 			s += a * b
 		case safe.BitwiseHamming:
-			s += int64(popcount8(uint8(q[j]) ^ uint8(x[j])))
+			s += int64(bits.OnesCount8(uint8(q[j]) ^ uint8(x[j])))
 		default:
 			panic("dtypetest: metric " + m.String())
 		}
 	}
 	return float64(s)
-}
-
-func popcount8(v uint8) int {
-	n := 0
-	for ; v != 0; v &= v - 1 {
-		n++
-	}
-	return n
 }
 
 // nearer reports whether distance a is nearer than b under m.

@@ -217,16 +217,18 @@ func (idx *CagraIndex) Serialize(res *Resources, path string) error {
 
 // DeserializeCagra reads an index Serialize wrote onto res's devices
 // (cuvsMultiGpuCagraDeserialize): res must have as many devices as the
-// file (cuVS refuses otherwise). Rows and Dim are not known afterwards (no
-// getter).
+// file (cuVS refuses otherwise). The C API has no getter: Rows, Dim and
+// Shards are read from the file, whose every rank begins with cuVS's CAGRA
+// header (rows, dim); they stay unknown (-1, 0, nil) for a file in no
+// format Go can read, and then UpdateDataset refuses the index.
 func DeserializeCagra(res *Resources, path string) (*CagraIndex, error) {
 	return loadCagra("multigpu.DeserializeCagra", res, path, true)
 }
 
 // DistributeCagra loads a single-GPU CAGRA index file (what
 // cagra.Index.Serialize writes) onto every device of res: a replicated
-// index (cuvsMultiGpuCagraDistribute). Rows and Dim are not known
-// afterwards (no getter).
+// index (cuvsMultiGpuCagraDistribute). Rows, Dim and Shards are read from
+// the file's header, as for DeserializeCagra.
 func DistributeCagra(res *Resources, path string) (*CagraIndex, error) {
 	return loadCagra("multigpu.DistributeCagra", res, path, false)
 }
@@ -245,7 +247,46 @@ func loadCagra(op string, res *Resources, path string, multi bool) (*CagraIndex,
 		idx.life.Fail()
 		return nil, err
 	}
+	idx.learnRows(path, multi, res.Ranks())
 	return idx, nil
+}
+
+// learnRows sets the rows, shards and dimension of a loaded index from its
+// file (readCagraRows), where the file's ranks agree with what the load
+// learned; otherwise they stay unknown.
+func (idx *CagraIndex) learnRows(path string, multi bool, ranks int) {
+	file, dim, err := readCagraRows(path, multi)
+	if err != nil {
+		return
+	}
+	var rows int64
+	var shards []int64
+	if multi {
+		if len(file) != idx.ranks {
+			return
+		}
+		for _, n := range file {
+			switch {
+			case idx.mode == Sharded:
+				rows += n
+			case n != file[0]: // replicated: every device holds every row
+				return
+			default:
+				rows = n
+			}
+		}
+		shards = file
+	} else {
+		rows = file[0] // Distribute copies it to every device
+		for range ranks {
+			shards = append(shards, rows)
+		}
+	}
+	idx.mu.Lock()
+	idx.shards = shards
+	idx.mu.Unlock()
+	idx.dim = dim
+	idx.rows.Store(rows)
 }
 
 // Dim returns the vectors' dimension, 0 when not known.
@@ -284,17 +325,21 @@ func (idx *CagraIndex) Close() error {
 var updateRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 
 // UpdateDataset gives every device of the index new rows for its graph
-// (cuVS 26.08's cuvsMultiGpuCagraUpdateDataset): dataset (rows × Dim() of
-// the index's element type, host or device memory) is copied into a padded
-// device dataset on the root rank (cuvsDatasetMakePadded), which cuVS
-// copies to each device (a replicated index's devices each take rows
-// [0, Rows()); a sharded one's device r its shard) and then frees: the
-// index keeps no reference. cuVS does not check the dataset's rows against
-// the graph's: here it must have exactly Rows() rows. It needs the index
-// alone. On 26.06 it returns an error wrapping safe.ErrNotInRelease.
+// (cuVS 26.08's cuvsMultiGpuCagraUpdateDataset), which takes a padded
+// device dataset: dataset (rows × Dim() of the index's element type, host
+// or device memory) is copied into one (cuvsDatasetMakePadded), or, device
+// memory (CUDA or managed) whose rows are already cuVS's padded width (a
+// multiple of 16 bytes), which cuvsDatasetMakePadded refuses to copy, is
+// passed as a view of itself (cuvsDatasetMakePaddedView). cuVS copies it
+// to each device (a replicated index's devices each take rows [0, Rows());
+// a sharded one's device r its shard); the index keeps no reference to
+// dataset. cuVS does not check the dataset's rows against the graph's:
+// here it must have exactly Rows() rows, so an index whose rows are not
+// known (see DeserializeCagra) is refused. It needs the index alone. On
+// 26.06 it returns an error wrapping safe.ErrNotInRelease.
 //
-// C calls: cuvsDatasetMakePadded, cuvsMultiGpuCagraUpdateDataset,
-// cuvsDatasetDestroy.
+// C calls: cuvsDatasetMakePadded or cuvsDatasetMakePaddedView,
+// cuvsMultiGpuCagraUpdateDataset, cuvsDatasetDestroy.
 func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) error {
 	const op = "multigpu.CagraIndex.UpdateDataset"
 	if err := kit.InRelease(op, "cuvsMultiGpuCagraUpdateDataset"); err != nil {
@@ -321,7 +366,7 @@ func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) erro
 	}
 	rows := idx.rows.Load()
 	if rows < 0 {
-		return kit.Argf(op, "dataset", "the index's rows are not known (deserialized or distributed): cuVS would read past a dataset too short")
+		return kit.Argf(op, "dataset", "the index's rows are not known (its file's headers could not be read): cuVS would read past a dataset too short")
 	}
 	if dv.Dim(0) != rows {
 		return kit.Argf(op, "dataset", "%d rows, the index's graph has %d", dv.Dim(0), rows)
@@ -329,7 +374,7 @@ func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) erro
 	return idx.life.Exclusive(op, func() error {
 		return withCall(op, res, []*dlpack.View{&dv}, nil, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, _ [2]*generated.DLManagedTensor) error {
 			var ds generated.CuvsDataset_t
-			if err := generated.CuvsDatasetMakePadded(h, in[0], generated.CuvsDatasetMemType_t_CUVS_DATASET_MEM_TYPE_DEVICE, &ds); err != nil {
+			if err := makePadded(h, &dv, in[0], &ds); err != nil {
 				return err
 			}
 			err := generated.CuvsMultiGpuCagraUpdateDataset(h, ds, idx.h)
@@ -342,8 +387,8 @@ func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) erro
 }
 
 // Rows returns the number of rows indexed, -1 when not known: the C API has
-// no getter, so Go counts them through Build and Extend; after Deserialize
-// and Distribute they are not known.
+// no getter, so Go counts them through Build and Extend, and reads them
+// from the file after Deserialize and Distribute (see DeserializeCagra).
 func (idx *CagraIndex) Rows() int {
 	if idx == nil {
 		return 0
@@ -352,8 +397,8 @@ func (idx *CagraIndex) Rows() int {
 }
 
 // Shards returns the rows each device holds, rank by rank (a copy), nil
-// when not known (Deserialize, Distribute, or Resources that could not
-// count their devices). A sharded index's search ids are positions in the
+// when not known (a file whose headers could not be read, or Resources
+// that could not count their devices). A sharded index's search ids are positions in the
 // concatenation of the shards: rank r's i-th row has id Shards()[0] + ... +
 // Shards()[r-1] + i, its built rows first, then the rows later Extends gave
 // it (each Extend splits its rows over the devices as Build does).
@@ -362,4 +407,25 @@ func (idx *CagraIndex) Shards() []int64 {
 		return nil
 	}
 	return idx.shardRows()
+}
+
+// makePadded makes the padded device dataset UpdateDataset hands cuVS: a
+// view of device rows already of the padded width (cuvsDatasetMakePadded
+// refuses those: "source is device and stride is already correct", cuVS's
+// make_device_dense_row_major_dataset_from_src, for memory that
+// cudaPointerGetAttributes reports as device or managed), else a padded
+// copy.
+func makePadded(h generated.CuvsResources_t, v *dlpack.View, t *generated.DLManagedTensor, out *generated.CuvsDataset_t) error {
+	if viewable(v) {
+		return generated.CuvsDatasetMakePaddedView(h, t, out)
+	}
+	return generated.CuvsDatasetMakePadded(h, t, generated.CuvsDatasetMemType_t_CUVS_DATASET_MEM_TYPE_DEVICE, out)
+}
+
+// viewable reports whether v is device (or managed) memory whose rows are
+// contiguous and a multiple of 16 bytes wide: cuVS's padded width
+// (cagra_required_row_width).
+func viewable(v *dlpack.View) bool {
+	t := v.Device().Type
+	return (t == dlpack.CUDA || t == dlpack.CUDAManaged) && v.Layout().IsContiguous() && (v.Dim(1)*v.DType().ElemSize())%16 == 0
 }

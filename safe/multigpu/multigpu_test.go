@@ -51,29 +51,50 @@ func needMG(t testing.TB) {
 	}
 }
 
-// devices makes n devices visible (the double) or skips when the machine
-// has fewer (a real library), or when the library lacks multi-GPU.
-func devices(t *testing.T, n int) {
+// devices returns how many devices a test wanting n gets: on the double,
+// n (it makes n fake devices visible); on a real library, min(n, the GPUs
+// there are), since cuVS's single-node multi-GPU resources take the
+// devices given, one or more: every test runs on a one-GPU machine too, its
+// assertions derived from the count it got. It skips when the library
+// lacks multi-GPU, or has no GPU.
+func devices(t *testing.T, n int) int {
 	t.Helper()
 	needMG(t)
 	if ctl := safetest.Control(); ctl != nil {
 		ctl.SetDeviceCount(n)
 		t.Cleanup(func() { ctl.SetDeviceCount(1) })
-		return
+		return n
 	}
 	have, err := safe.DeviceCount()
 	if err != nil {
-		t.Skipf("needs %d GPUs: %v", n, err)
+		t.Skipf("no GPU to run on: %v", err)
 	}
-	if have < n {
-		t.Skipf("needs %d GPUs, this machine has %d", n, have)
+	if have < 1 {
+		t.Skip("no GPU to run on")
+	}
+	return min(n, have)
+}
+
+// exactly is devices for a test that needs n devices, no fewer: it skips
+// on a machine with fewer GPUs, saying why (what).
+func exactly(t *testing.T, n int, what string) {
+	t.Helper()
+	if got := devices(t, n); got < n {
+		t.Skipf("%s needs %d GPUs, this machine has %d", what, n, got)
 	}
 }
 
-// mres returns multi-GPU resources on devices 0..n-1, closed at the end.
+// mres returns multi-GPU resources on devices 0..devices(t, n)-1, closed at
+// the end: n devices on the double, as many as there are up to n on a real
+// library (res.Ranks() says how many).
 func mres(t *testing.T, n int) *multigpu.Resources {
 	t.Helper()
-	devices(t, n)
+	return resOn(t, devices(t, n))
+}
+
+// resOn returns multi-GPU resources on devices 0..n-1, closed at the end.
+func resOn(t *testing.T, n int) *multigpu.Resources {
+	t.Helper()
 	ids := make([]int, n)
 	for i := range ids {
 		ids[i] = i
@@ -83,7 +104,32 @@ func mres(t *testing.T, n int) *multigpu.Resources {
 		t.Fatal(err)
 	}
 	safetest.Close(t, r)
+	if r.Ranks() != n {
+		t.Fatalf("resources on %d devices: %d ranks", n, r.Ranks())
+	}
 	return r
+}
+
+// forDevices runs f as the subtests "1device" and "2devices", on
+// resources of that many devices: both on the double; on a real library
+// the second skips on a one-GPU machine (the first ran the one-device
+// path).
+func forDevices(t *testing.T, f func(t *testing.T, res *multigpu.Resources)) {
+	t.Helper()
+	needMG(t) // the test itself skips on a library without multi-GPU
+	for _, n := range []int{1, 2} {
+		t.Run(devName(n), func(t *testing.T) {
+			exactly(t, n, "the "+devName(n)+" subtest")
+			f(t, resOn(t, n))
+		})
+	}
+}
+
+func devName(n int) string {
+	if n == 1 {
+		return "1device"
+	}
+	return strconv.Itoa(n) + "devices"
 }
 
 func host(t testing.TB, data []float32, n int) *dlpack.HostMatrix[float32] {
@@ -126,13 +172,14 @@ func TestShardedIVFFlatIsExact(t *testing.T) {
 	needMG(t)
 	safetest.Check(t)
 	for _, n := range []int{1, 2, 3} {
-		t.Run(strconv.Itoa(n)+"devices", func(t *testing.T) { shardedExact(t, n) })
+		t.Run(devName(n), func(t *testing.T) { shardedExact(t, n) })
 	}
 }
 
 func shardedExact(t *testing.T, n int) {
 	{
-		res := mres(t, n)
+		exactly(t, n, "the "+devName(n)+" subtest")
+		res := resOn(t, n)
 		data, qs := safetest.Random(1, rows, dim), safetest.Random(2, nq, dim)
 		ip, sp := allProbes(8)
 		idx, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Mode: multigpu.Sharded, Base: ip})
@@ -180,7 +227,10 @@ func sumOf(s []int64) int64 {
 // serves each batch; RoundRobin refuses more queries than RowsPerBatch.
 func TestReplicatedIVFFlat(t *testing.T) {
 	safetest.Check(t)
-	res := mres(t, 2)
+	forDevices(t, replicatedIVFFlat)
+}
+
+func replicatedIVFFlat(t *testing.T, res *multigpu.Resources) {
 	data, qs := safetest.Random(3, rows, dim), safetest.Random(4, nq, dim)
 	ip, sp := allProbes(8)
 	idx, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Mode: multigpu.Replicated, Base: ip})
@@ -188,14 +238,14 @@ func TestReplicatedIVFFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, idx)
-	if sh := idx.Shards(); !slices.Equal(sh, []int64{rows, rows}) {
+	if sh := idx.Shards(); !slices.Equal(sh, slices.Repeat([]int64{rows}, res.Ranks())) {
 		t.Fatalf("shards %v, want every device with all rows", sh)
 	}
 	want := safetest.ExactKNN(data, qs, dim, k, safetest.L2, nil)
 	for _, d := range []multigpu.Distribution{
 		{}, {RowsPerBatch: 7}, {SearchMode: multigpu.RoundRobin}, {SearchMode: multigpu.RoundRobin, RowsPerBatch: nq},
 	} {
-		for rep := 0; rep < 3; rep++ { // round robin: each device in turn
+		for rep := 0; rep < res.Ranks()+1; rep++ { // round robin: each device in turn
 			got, err := idx.SearchK(res, &multigpu.IVFFlatSearchParams{Distribution: d, Base: sp}, host(t, qs, nq), k)
 			if err != nil {
 				t.Fatalf("%+v: %v", d, err)
@@ -211,11 +261,14 @@ func TestReplicatedIVFFlat(t *testing.T) {
 	}
 }
 
-// Approximate backends on two devices, sharded and replicated: recall
-// thresholds, as on a real library.
+// Approximate backends on one and two devices, sharded and replicated:
+// recall thresholds, as on a real library.
 func TestApproximateRecall(t *testing.T) {
 	safetest.Check(t)
-	res := mres(t, 2)
+	forDevices(t, approximateRecall)
+}
+
+func approximateRecall(t *testing.T, res *multigpu.Resources) {
 	const n = 2000
 	data, qs := safetest.Random(5, n, dim), safetest.Random(6, nq, dim)
 	want := safetest.ExactKNN(data, qs, dim, k, safetest.L2, nil)
@@ -258,11 +311,13 @@ func TestApproximateRecall(t *testing.T) {
 	}
 }
 
-// Serialize then Deserialize gives the same results (exact round trip);
-// Deserialize on resources of another device count is refused by cuVS.
+// Serialize then Deserialize gives the same results (exact round trip).
 func TestSerializeRoundTrip(t *testing.T) {
 	safetest.Check(t)
-	res := mres(t, 2)
+	forDevices(t, serializeRoundTrip)
+}
+
+func serializeRoundTrip(t *testing.T, res *multigpu.Resources) {
 	data, qs := safetest.Random(7, rows, dim), safetest.Random(8, nq, dim)
 	ip, sp := allProbes(4)
 	idx, err := multigpu.BuildIVFFlat(res, host(t, data, rows), &multigpu.IVFFlatIndexParams{Base: ip})
@@ -293,14 +348,35 @@ func TestSerializeRoundTrip(t *testing.T) {
 	if !slices.Equal(before.Neighbors, after.Neighbors) || !slices.Equal(before.Distances, after.Distances) {
 		t.Fatal("deserialized index searches differently")
 	}
-	one, err := multigpu.NewResources(multigpu.WithDevices(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, one)
-	var ce *safe.Error
-	if _, err := multigpu.DeserializeIVFFlat(one, path); !errors.As(err, &ce) {
-		t.Fatalf("2-device file on 1 device: %v, want a *safe.Error from cuVS", err)
+}
+
+// Deserialize on resources of another device count is refused by cuVS
+// ("Serialized index has %d ranks whereas NCCL clique has %d ranks"): a
+// file of two ranks on one device, and of one on two.
+func TestDeserializeOtherRankCount(t *testing.T) {
+	safetest.Check(t)
+	exactly(t, 2, "a clique of another size than the file's")
+	two := resOn(t, 2)
+	one := resOn(t, 1)
+	data := safetest.Random(7, rows, dim)
+	ip, _ := allProbes(4)
+	for _, c := range []struct {
+		name      string
+		from, too *multigpu.Resources
+	}{{"2-device file on 1 device", two, one}, {"1-device file on 2 devices", one, two}} {
+		idx, err := multigpu.BuildIVFFlat(c.from, host(t, data, rows), &multigpu.IVFFlatIndexParams{Base: ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, idx)
+		path := filepath.Join(t.TempDir(), "mg.bin")
+		if err := idx.Serialize(c.from, path); err != nil {
+			t.Fatal(err)
+		}
+		var ce *safe.Error
+		if _, err := multigpu.DeserializeIVFFlat(c.too, path); !errors.As(err, &ce) {
+			t.Fatalf("%s: %v, want a *safe.Error from cuVS", c.name, err)
+		}
 	}
 }
 
@@ -308,7 +384,10 @@ func TestSerializeRoundTrip(t *testing.T) {
 // replicated index searching as the single-GPU one does.
 func TestDistributeIVFFlat(t *testing.T) {
 	safetest.Check(t)
-	res := mres(t, 2)
+	forDevices(t, distributeIVFFlat)
+}
+
+func distributeIVFFlat(t *testing.T, res *multigpu.Resources) {
 	data, qs := safetest.Random(9, rows, dim), safetest.Random(10, nq, dim)
 	ip, sp := allProbes(4)
 	sres := safetest.Resources(t)
@@ -348,7 +427,10 @@ func TestDistributeIVFFlat(t *testing.T) {
 // its own; a sharded one refuses them.
 func TestExtend(t *testing.T) {
 	safetest.Check(t)
-	res := mres(t, 2)
+	forDevices(t, extend)
+}
+
+func extend(t *testing.T, res *multigpu.Resources) {
 	data := safetest.Random(11, rows, dim)
 	extra := safetest.Random(12, 20, dim)
 	ip, sp := allProbes(4)
@@ -363,20 +445,27 @@ func TestExtend(t *testing.T) {
 	if err := idx.Extend(res, host(t, extra, 20), nil); err != nil {
 		t.Fatal(err)
 	}
+	// cuVS splits n rows over R devices ⌈n/R⌉ each, the rest on the last
+	n := res.Ranks()
+	built, added := ceilDiv(rows, n), ceilDiv(20, n)
+	want := make([]int64, n)
+	for r := range want {
+		want[r] = int64(min(built, rows-r*built) + min(added, 20-r*added))
+	}
 	sh := idx.Shards()
-	if idx.Rows() != rows+20 || !slices.Equal(sh, []int64{rows/2 + 10, rows/2 + 10}) {
-		t.Fatalf("rows %d shards %v", idx.Rows(), sh)
+	if idx.Rows() != rows+20 || !slices.Equal(sh, want) {
+		t.Fatalf("rows %d shards %v, want %v", idx.Rows(), sh, want)
 	}
 	got, err := idx.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, extra, 20), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 20; i++ {
-		// new row i went to device i/10, after its rows/2 built rows
-		r, local := int64(i/10), int64(rows/2+i%10)
-		wantID := local
-		if r == 1 {
-			wantID += sh[0]
+		// new row i went to device i/added, after its built rows
+		r := i / added
+		wantID := int64(min(built, rows-r*built) + i%added)
+		for _, s := range sh[:r] {
+			wantID += s
 		}
 		if got.Neighbors[i] != wantID || got.Distances[i] != 0 {
 			t.Fatalf("new row %d: id %d distance %g, want id %d distance 0", i, got.Neighbors[i], got.Distances[i], wantID)
@@ -408,16 +497,18 @@ func TestExtend(t *testing.T) {
 func TestBuildRefusals(t *testing.T) {
 	safetest.Check(t)
 	res := mres(t, 2)
+	n := res.Ranks()
 	data := safetest.Random(13, 20, dim)
 	ip, _ := allProbes(11)
-	// 20 rows over 2 devices: 10 rows each, fewer than 11 lists
-	if _, err := multigpu.BuildIVFFlat(res, host(t, data, 20), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "params.Base.NLists") {
-		t.Fatalf("11 lists on 10 rows: %v", err)
+	// 10 rows on each device, fewer than 11 lists
+	if _, err := multigpu.BuildIVFFlat(res, host(t, data[:10*n*dim], 10*n), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "params.Base.NLists") {
+		t.Fatalf("11 lists on 10 rows a device: %v", err)
 	}
-	// 1 row over 2 devices: 1, 0
 	ip.NLists = 1
-	if _, err := multigpu.BuildIVFFlat(res, host(t, data[:dim], 1), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "dataset") {
-		t.Fatalf("a device without rows: %v", err)
+	if n > 1 { // 1 row over 2 devices: 1, 0 (one device has no device without rows)
+		if _, err := multigpu.BuildIVFFlat(res, host(t, data[:dim], 1), &multigpu.IVFFlatIndexParams{Base: ip}); !safetest.IsArg(err, "dataset") {
+			t.Fatalf("a device without rows: %v", err)
+		}
 	}
 	if _, err := multigpu.BuildIVFFlat(res, host(t, data, 20), &multigpu.IVFFlatIndexParams{Mode: 7, Base: ip}); !safetest.IsArg(err, "params.Mode") {
 		t.Fatalf("mode 7: %v", err)
@@ -455,3 +546,5 @@ func writeSingleIVFFlat(t *testing.T, data []float32, path string) {
 		t.Fatal(err)
 	}
 }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

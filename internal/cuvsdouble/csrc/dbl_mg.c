@@ -18,7 +18,9 @@
  *   - every tensor is host memory (kDLCPU, pinned or managed), neighbors
  *     int64, distances float32; extend ids are uint32 (CAGRA) or int64 (IVF);
  *   - the file: NumPy dtype (4 bytes), .npy scalars for mode and rank count,
- *     then each rank's index (the double's own payload); Deserialize refuses a
+ *     then each rank's index (the double's own payload; a CAGRA rank after
+ *     cuVS's CAGRA header: dtype, version, [kind,] rows, dim, degree,
+ *     metric); Deserialize refuses a
  *     rank count other than the resources'; Distribute reads a single-GPU
  *     IVF-Flat or CAGRA file of the double onto every rank (REPLICATED; a
  *     CAGRA file through the double's CAGRA deserializer, on resources of
@@ -781,6 +783,103 @@ static ivf_impl* mg_read_rank(FILE* f)
   return impl;
 }
 
+/* A CAGRA rank as cuVS's cagra::serialize (include_dataset) begins one:
+ * the 4-byte NumPy dtype, then .npy scalars version (5 on 26.06, 6 on
+ * 26.08), [26.08: serialized_dataset_kind,] rows, dim, graph degree and
+ * metric; then, where cuVS writes the graph, the dataset and the source
+ * indices as .npy items, the double writes one: a '|u1' array holding the
+ * IVF core's bytes. A reader that knows cuVS's header (safe/multigpu reads
+ * every rank's rows from it, the C API having no getter) walks both formats
+ * alike: each rank is its tag, then .npy items up to the next tag. */
+#if DBL_RELEASE >= 2608
+#define MG_CAGRA_VERSION 6
+#else
+#define MG_CAGRA_VERSION 5
+#endif
+
+static int mg_npy_bytes(FILE* f, uint64_t len)
+{
+  char hdr[128];
+  int n = snprintf(hdr, sizeof hdr, "{'descr': '|u1', 'fortran_order': False, 'shape': (%llu,), }",
+                   (unsigned long long)len);
+  int total = 6 + 2 + 2 + n + 1;
+  int pad = (64 - total % 64) % 64;
+  for (int i = 0; i < pad; i++) hdr[n++] = ' ';
+  hdr[n++] = '\n';
+  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 0xff),
+                           (unsigned char)(n >> 8)};
+  return fwrite(pre, sizeof pre, 1, f) == 1 && fwrite(hdr, (size_t)n, 1, f) == 1;
+}
+
+static int mg_write_cagra_rank(FILE* f, const ivf_impl* impl, DLDataType dt)
+{
+  char* buf = NULL;
+  size_t len = 0;
+  FILE* mf = open_memstream(&buf, &len);
+  if (!mf) return 0;
+  int ok = ivf_write(mf, impl);
+  if (fclose(mf) != 0) ok = 0;
+  char d[4];
+  mg_descr(dt, d);
+  ok = ok && fwrite(d, 4, 1, f) == 1 && ivf_npy_write(f, "<i4", MG_CAGRA_VERSION, 4);
+#if DBL_RELEASE >= 2608
+  ok = ok && ivf_npy_write(f, "<u4", 1 /* device_padded */, 4);
+#endif
+  ok = ok && ivf_npy_write(f, "<u4", (uint64_t)impl->size, 4) &&
+       ivf_npy_write(f, "<u4", (uint64_t)impl->dim, 4) && ivf_npy_write(f, "<u4", 0, 4) &&
+       ivf_npy_write(f, "<i4", (uint64_t)(uint32_t)impl->metric, 4) && mg_npy_bytes(f, len) &&
+       fwrite(buf, 1, len, f) == len;
+  free(buf);
+  return ok;
+}
+
+static ivf_impl* mg_read_cagra_rank(FILE* f, DLDataType dt)
+{
+  char d[4], want[4];
+  mg_descr(dt, want);
+  uint64_t ver = 0, kind = 0, size = 0, dim = 0, degree = 0, metric = 0;
+  if (fread(d, 4, 1, f) != 1 || memcmp(d, want, 4) != 0) return NULL;
+  if (!ivf_npy_read(f, 4, &ver) || ver != MG_CAGRA_VERSION) return NULL;
+#if DBL_RELEASE >= 2608
+  if (!ivf_npy_read(f, 4, &kind) || kind == 0 || kind > 4) return NULL;
+#endif
+  (void)kind;
+  if (!ivf_npy_read(f, 4, &size) || !ivf_npy_read(f, 4, &dim) || !ivf_npy_read(f, 4, &degree) ||
+      !ivf_npy_read(f, 4, &metric)) {
+    return NULL;
+  }
+  unsigned char pre[10];
+  char hdr[256];
+  if (fread(pre, sizeof pre, 1, f) != 1 || pre[0] != 0x93 || memcmp(pre + 1, "NUMPY", 5) != 0) {
+    return NULL;
+  }
+  size_t hlen = (size_t)(pre[8] | (pre[9] << 8));
+  if (hlen >= sizeof hdr || fread(hdr, 1, hlen, f) != hlen) return NULL;
+  hdr[hlen] = 0;
+  unsigned long long len = 0;
+  const char* sh = strstr(hdr, "'shape': (");
+  if (!strstr(hdr, "'descr': '|u1'") || !sh || sscanf(sh, "'shape': (%llu,)", &len) != 1 ||
+      len == 0 || len > (1ULL << 34)) {
+    return NULL;
+  }
+  char* buf = malloc(len);
+  if (!buf) return NULL;
+  ivf_impl* impl = NULL;
+  if (fread(buf, 1, len, f) == len) {
+    FILE* mf = fmemopen(buf, len, "rb");
+    if (mf) {
+      impl = ivf_read(mf, 0);
+      fclose(mf);
+    }
+  }
+  free(buf);
+  if (impl && ((uint64_t)impl->size != size || (uint64_t)impl->dim != dim)) {
+    ivf_free(impl);
+    impl = NULL;
+  }
+  return impl;
+}
+
 static cuvsError_t mg_serialize(cuvsResources_t res, int algo, mg_handle* index,
                                 const char* filename, const char* fn)
 {
@@ -812,7 +911,8 @@ static cuvsError_t mg_serialize(cuvsResources_t res, int algo, mg_handle* index,
              ivf_npy_write(f, "<i4", (uint64_t)m->nranks, 4);
     for (int k = 0; ok && k < m->nranks; k++) {
       pthread_rwlock_rdlock(&m->rank[k]->lock);
-      ok = mg_write_rank(f, m->rank[k]);
+      ok = algo == MG_CAGRA ? mg_write_cagra_rank(f, m->rank[k], m->dtype)
+                            : mg_write_rank(f, m->rank[k]);
       pthread_rwlock_unlock(&m->rank[k]->lock);
     }
     if (fclose(f) != 0) ok = 0;
@@ -1010,7 +1110,7 @@ static cuvsError_t mg_load(cuvsResources_t res, int algo, const char* filename, 
       break;
     }
     for (int k = 0; k < m->nranks; k++) {
-      m->rank[k] = mg_read_rank(f);
+      m->rank[k] = algo == MG_CAGRA ? mg_read_cagra_rank(f, dt) : mg_read_rank(f);
       if (!m->rank[k] || (k > 0 && m->rank[k]->dim != m->rank[0]->dim)) {
         st = RAFT_FAIL("cuvsdouble: %s is not a multi-GPU %s index file written by the test double",
                        filename, mg_names[algo]);
