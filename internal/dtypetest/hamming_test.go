@@ -76,10 +76,11 @@ func testNNDescentHamming[T elem](t *testing.T, d *data[T]) {
 	p, err := nndescent.DefaultIndexParams()
 	must(t, err)
 	p.Metric, p.GraphDegree, p.IntermediateGraphDegree = safe.BitwiseHamming, 16, 32
-	idx, err := nndescent.Build(res, hostMatrix(t, d.rows, rows, dim), &p)
+	const n = rows / 2 // the double's NN-Descent is slow on popcounts
+	idx, err := nndescent.Build(res, hostMatrix(t, d.rows[:n*dim], n, dim), &p)
 	must(t, err)
 	safetest.Close(t, idx)
 	g, err := idx.GraphSlice(res)
 	must(t, err)
-	floor(t, "nndescent BitwiseHamming", graphRecall(t, d.rows, g, idx.GraphDegree(), safe.BitwiseHamming), 0.8)
+	floor(t, "nndescent BitwiseHamming", graphRecall(t, d.rows[:n*dim], g, idx.GraphDegree(), safe.BitwiseHamming), 0.8)
 }
