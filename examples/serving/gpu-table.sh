@@ -8,9 +8,8 @@
 # one table per release with the ratios (batched / Go per-call, batched /
 # the faster Go per-call kernel, Go per-call / C). BENCHMARKS.md quotes its
 # output. With DTYPES, the same rows for each element type in one call
-# (serving -dtype; a run does every type before the next run), one table
-# per release and type; cbench is float32 only, so the int8 and uint8
-# tables have no C column.
+# (serving and cbench -dtype; a run does every type before the next run),
+# one table per release and type.
 #
 #   gpu-table.sh BIN RELEASE... [-- more serving/cbench flags]
 #
@@ -99,9 +98,7 @@ for rel in $rels; do
 			tag=$name
 			[ "$dt" = float32 ] || tag=$name-$dt
 			# shellcheck disable=SC2086 # the flag lists are meant to split
-			if [ "$dt" = float32 ]; then
-				prog "C per-call, run $run" "$OUT/$tag.c.$run" "$bin/cbench" -lib "$lib" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
-			fi
+			prog "C per-call $dt, run $run" "$OUT/$tag.c.$run" "$bin/cbench" -lib "$lib" -dtype "$dt" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
 			# shellcheck disable=SC2086
 			prog "Go per-call $dt, run $run" "$OUT/$tag.go.$run" "$bin/serving" -lib "$lib" -dtype "$dt" $WORKLOAD -algo single -goroutines "$DIRECT" -seconds "$SECONDS_" "$@"
 			# shellcheck disable=SC2086
@@ -115,7 +112,7 @@ for rel in $rels; do
 		[ "$dt" = float32 ] || tag=$name-$dt
 		echo
 		echo "## cuVS $name ($lib), $dt: $WORKLOAD $BATCHFLAGS, $SECONDS_ s per row, $RUNS runs (QPS in thousands, p99 in µs)"
-		if [ "$dt" = float32 ]; then head -n 1 "$OUT/$tag.c.1" 2>/dev/null; fi
+		head -n 1 "$OUT/$tag.c.1" 2>/dev/null
 		grep -h "^# serving\\|^# index" "$OUT/$tag.batch.1" 2>/dev/null
 		# Rows: six fields, the first a caller count. Batch lines: "# batches at N goroutines: ...".
 		awk -v runs="$RUNS" -v name="$name" '

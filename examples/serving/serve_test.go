@@ -302,10 +302,18 @@ func cbenchProgram(t *testing.T) string {
 // TestGoAndCAgree runs the Go program and the C one (internal/cbench) with
 // the same flags against the double (of either release, or the library
 // under test): they must describe the same workload in the same words and
-// print the same table, so that compare.sh can put them side by side.
+// print the same table, so that compare.sh can put them side by side; for
+// each -dtype.
 func TestGoAndCAgree(t *testing.T) {
 	bin := cbenchProgram(t)
-	args := append([]string{"-lib", safetest.LibraryPath(), "-goroutines", "1,3", "-batch", "2"}, tinyFlags...)
+	// Each -dtype: the integer types build the same values scaled, in both.
+	for _, dtype := range []string{"float32", "int8", "uint8"} {
+		t.Run(dtype, func(t *testing.T) { goAndCAgree(t, bin, dtype) })
+	}
+}
+
+func goAndCAgree(t *testing.T, bin, dtype string) {
+	args := append([]string{"-lib", safetest.LibraryPath(), "-dtype", dtype, "-goroutines", "1,3", "-batch", "2"}, tinyFlags...)
 	goOut, errOut, err := runMain(t, args...)
 	if err != nil {
 		t.Fatalf("go: %v\n%s", err, errOut)
@@ -329,6 +337,9 @@ func TestGoAndCAgree(t *testing.T) {
 		if g != c {
 			t.Errorf("comment %d differs:\ngo: %s\nc:  %s", i, g, c)
 		}
+	}
+	if !strings.Contains(gt.Comments[1], "x 16 "+dtype+" (uniform random") {
+		t.Errorf("the index line does not name %s: %s", dtype, gt.Comments[1])
 	}
 	// The double reports on itself at exit; another library does not.
 	if !safetest.Conformance() && !slices.ContainsFunc(ct.Comments, func(s string) bool { return s == "cuvsdouble: 0 violations, 0 objects live at exit" }) {

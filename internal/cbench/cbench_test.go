@@ -148,6 +148,7 @@ func TestBadFlags(t *testing.T) {
 		{"-goroutines", "0"},
 		{"-pool", "maybe"},
 		{"-algo", "fast"},
+		{"-dtype", "float16"},
 		{"-seconds", "0"},
 		{"-nope", "1"},
 		{"-k"},

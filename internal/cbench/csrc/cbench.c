@@ -2,7 +2,9 @@
  * against libcuvs_c's C API directly, the baseline the Go program is
  * measured against (run both with examples/serving/compare.sh).
  *
- * It builds a CAGRA index from uniform random float32 data, warms up with one
+ * It builds a CAGRA index from uniform random float32 data (or, with -dtype
+ * int8 or uint8, the same values scaled onto -128..127 or 0..255, as the Go
+ * program's quantize), warms up with one
  * search, then for each thread count runs that many threads, each with its
  * own cuvsResources_t (own CUDA stream) and its own device queries, neighbors
  * and distances allocated before the clock starts, calling cuvsCagraSearch
@@ -209,10 +211,17 @@ typedef struct {
   bool pool, persistent;
   int algo; /* enum cuvsCagraSearchAlgo: AUTO, SINGLE_CTA or MULTI_CTA */
   int block; /* thread_block_size (0: cuVS's choice) */
+  int dtype; /* -dtype: DT_FLOAT32, DT_INT8 or DT_UINT8 */
   int k, itopk, graph_degree, batch;
   const char* lib;
   uint64_t seed;
 } config;
+
+/* -dtype: the element type of the index and the queries. */
+enum { DT_FLOAT32, DT_INT8, DT_UINT8 };
+static const char* const dtype_names[] = {"float32", "int8", "uint8"};
+
+static config g_cfg;
 
 static void usage(FILE* f)
 {
@@ -230,6 +239,7 @@ static void usage(FILE* f)
           "  -persistent on|off  persistent search kernel (off)\n"
           "  -algo auto|single|multi  CAGRA search kernel (auto: cuVS picks by batch size)\n"
           "  -block b            CAGRA thread block size: 0 (cuVS picks), 64 .. 1024 (0)\n"
+          "  -dtype t            element type: float32, int8 or uint8 (float32)\n"
           "  -seed s             random seed (42)\n"
           "  -lib path           libcuvs_c.so (else $CUVS_LIBRARY, the loader's search, "
           "$CONDA_PREFIX/lib)\n");
@@ -337,6 +347,16 @@ static void parse_flags(int argc, char** argv, config* c)
       c->graph_degree = (int)parse_int(name, v, 1);
     } else if (!strcmp(name, "batch")) {
       c->batch = (int)parse_int(name, v, 1);
+    } else if (!strcmp(name, "dtype")) {
+      if (!strcmp(v, "float32")) {
+        c->dtype = DT_FLOAT32;
+      } else if (!strcmp(v, "int8")) {
+        c->dtype = DT_INT8;
+      } else if (!strcmp(v, "uint8")) {
+        c->dtype = DT_UINT8;
+      } else {
+        bad_flag("-dtype: \"%s\", want float32, int8 or uint8", v);
+      }
     } else if (!strcmp(name, "seed")) {
       c->seed = (uint64_t)parse_int(name, v, 0);
     } else if (!strcmp(name, "lib")) {
@@ -361,15 +381,27 @@ static uint64_t splitmix64(uint64_t* s)
   return z ^ (z >> 31);
 }
 
-static float* random_matrix(uint64_t seed, int64_t rows, int64_t dim)
+/* The size in bytes of an element of -dtype. */
+static size_t elem_size(void);
+
+/* rows x dim values of -dtype from seed: uniform [0, 1) float32s, or those
+ * scaled onto int8 (x*256 - 128) or uint8 (x*256), as quantize in serve.go. */
+static void* random_matrix(uint64_t seed, int64_t rows, int64_t dim)
 {
-  float* out = malloc((size_t)(rows * dim) * sizeof(float));
+  void* out = malloc((size_t)(rows * dim) * elem_size());
   if (!out) {
     fprintf(stderr, "cbench: out of host memory\n");
     exit(1);
   }
   uint64_t s = seed;
-  for (int64_t i = 0; i < rows * dim; i++) out[i] = (float)(splitmix64(&s) >> 40) * (1.0f / 16777216.0f);
+  for (int64_t i = 0; i < rows * dim; i++) {
+    float x = (float)(splitmix64(&s) >> 40) * (1.0f / 16777216.0f);
+    switch (g_cfg.dtype) {
+      case DT_INT8: ((int8_t*)out)[i] = (int8_t)((int)(x * 256) - 128); break;
+      case DT_UINT8: ((uint8_t*)out)[i] = (uint8_t)(x * 256); break;
+      default: ((float*)out)[i] = x;
+    }
+  }
   return out;
 }
 
@@ -453,15 +485,27 @@ static void matrix(DLManagedTensor* t, int64_t* shape, void* data, DLDeviceType 
   t->dl_tensor.shape = shape;
 }
 
-/* Device memory holding a copy of host (rows x cols float32). */
-static void* upload(cuvsResources_t res, const float* host, int64_t rows, int64_t cols)
+static size_t elem_size(void) { return g_cfg.dtype == DT_FLOAT32 ? sizeof(float) : 1; }
+
+/* A matrix of -dtype elements. */
+static void elems(DLManagedTensor* t, int64_t* shape, void* data, DLDeviceType dev, int64_t rows, int64_t cols)
+{
+  matrix(t, shape, data, dev, kDLFloat, rows, cols);
+  if (g_cfg.dtype != DT_FLOAT32) {
+    t->dl_tensor.dtype.code = g_cfg.dtype == DT_INT8 ? kDLInt : kDLUInt;
+    t->dl_tensor.dtype.bits = 8;
+  }
+}
+
+/* Device memory holding a copy of host (rows x cols of -dtype). */
+static void* upload(cuvsResources_t res, const void* host, int64_t rows, int64_t cols)
 {
   void* dev;
-  CHECK(p_cuvsRMMAlloc(res, &dev, (size_t)(rows * cols) * sizeof(float)));
+  CHECK(p_cuvsRMMAlloc(res, &dev, (size_t)(rows * cols) * elem_size()));
   DLManagedTensor src, dst;
   int64_t ss[2], ds[2];
-  matrix(&src, ss, (void*)host, kDLCPU, kDLFloat, rows, cols);
-  matrix(&dst, ds, dev, kDLCUDA, kDLFloat, rows, cols);
+  elems(&src, ss, (void*)host, kDLCPU, rows, cols);
+  elems(&dst, ds, dev, kDLCUDA, rows, cols);
   CHECK(p_cuvsMatrixCopy(res, &src, &dst));
   CHECK(p_cuvsStreamSync(res));
   return dev;
@@ -469,7 +513,6 @@ static void* upload(cuvsResources_t res, const float* host, int64_t rows, int64_
 
 /* ---- the workload ---- */
 
-static config g_cfg;
 static cuvsCagraIndex_t g_index;
 static cuvsDataset_t g_dataset; /* 26.08: the index's rows, destroyed after it */
 static cuvsCagraSearchParams_t g_sp;
@@ -478,7 +521,7 @@ static pthread_barrier_t g_ready, g_go;
 
 typedef struct {
   cuvsResources_t res;
-  float* queries; /* device: nb batches of batch x dim */
+  void* queries; /* device: nb batches of batch x dim, of -dtype */
   uint32_t* neighbors;
   float* distances;
   int nb;
@@ -495,12 +538,12 @@ static void worker_setup(worker* w, int id)
   memset(w, 0, sizeof *w);
   CHECK(p_cuvsResourcesCreate(&w->res));
   w->nb = query_batches(c);
-  float* host = random_matrix(query_seed(c->seed, id), (int64_t)w->nb * c->batch, c->dim);
+  void* host = random_matrix(query_seed(c->seed, id), (int64_t)w->nb * c->batch, c->dim);
   w->queries = upload(w->res, host, (int64_t)w->nb * c->batch, c->dim);
   free(host);
   CHECK(p_cuvsRMMAlloc(w->res, (void**)&w->neighbors, (size_t)c->batch * c->k * sizeof(uint32_t)));
   CHECK(p_cuvsRMMAlloc(w->res, (void**)&w->distances, (size_t)c->batch * c->k * sizeof(float)));
-  matrix(&w->tq, w->sq, w->queries, kDLCUDA, kDLFloat, c->batch, c->dim);
+  elems(&w->tq, w->sq, w->queries, kDLCUDA, c->batch, c->dim);
   matrix(&w->tn, w->sn, w->neighbors, kDLCUDA, kDLUInt, c->batch, c->k);
   matrix(&w->td, w->sd, w->distances, kDLCUDA, kDLFloat, c->batch, c->k);
   w->hist = calloc(HIST_BUCKETS, sizeof(uint64_t));
@@ -513,7 +556,7 @@ static void worker_setup(worker* w, int id)
 static void worker_teardown(worker* w)
 {
   const config* c = &g_cfg;
-  CHECK(p_cuvsRMMFree(w->res, w->queries, (size_t)((int64_t)w->nb * c->batch * c->dim) * sizeof(float)));
+  CHECK(p_cuvsRMMFree(w->res, w->queries, (size_t)((int64_t)w->nb * c->batch * c->dim) * elem_size()));
   CHECK(p_cuvsRMMFree(w->res, w->neighbors, (size_t)c->batch * c->k * sizeof(uint32_t)));
   CHECK(p_cuvsRMMFree(w->res, w->distances, (size_t)c->batch * c->k * sizeof(float)));
   CHECK(p_cuvsResourcesDestroy(w->res));
@@ -605,7 +648,7 @@ static double warm_up(cuvsResources_t res)
 {
   const config* c = &g_cfg;
   int64_t t0 = now_ns();
-  float* zeros = calloc((size_t)(c->batch * c->dim), sizeof(float));
+  void* zeros = calloc((size_t)(c->batch * c->dim), elem_size());
   if (!zeros) exit(1);
   void* q = upload(res, zeros, c->batch, c->dim);
   free(zeros);
@@ -614,13 +657,13 @@ static double warm_up(cuvsResources_t res)
   CHECK(p_cuvsRMMAlloc(res, &d, (size_t)c->batch * c->k * sizeof(float)));
   DLManagedTensor tq, tn, td;
   int64_t sq[2], sn[2], sd[2];
-  matrix(&tq, sq, q, kDLCUDA, kDLFloat, c->batch, c->dim);
+  elems(&tq, sq, q, kDLCUDA, c->batch, c->dim);
   matrix(&tn, sn, n, kDLCUDA, kDLUInt, c->batch, c->k);
   matrix(&td, sd, d, kDLCUDA, kDLFloat, c->batch, c->k);
   const cuvsFilter none = {.addr = 0, .type = NO_FILTER};
   CHECK(p_cuvsCagraSearch(res, g_sp, g_index, &tq, &tn, &td, none));
   CHECK(p_cuvsStreamSync(res));
-  CHECK(p_cuvsRMMFree(res, q, (size_t)(c->batch * c->dim) * sizeof(float)));
+  CHECK(p_cuvsRMMFree(res, q, (size_t)(c->batch * c->dim) * elem_size()));
   CHECK(p_cuvsRMMFree(res, n, (size_t)c->batch * c->k * sizeof(uint32_t)));
   CHECK(p_cuvsRMMFree(res, d, (size_t)c->batch * c->k * sizeof(float)));
   return (double)(now_ns() - t0) / 1e9;
@@ -648,12 +691,12 @@ static double warm_up(cuvsResources_t res)
  *     from it, and the index refers to that dataset without owning it: the
  *     dataset is kept in g_dataset and destroyed after the index
  *     (cuvsCagraIndexDestroy, then cuvsDatasetDestroy). */
-static double build_index(cuvsResources_t res, float* data)
+static double build_index(cuvsResources_t res, void* data)
 {
   const config* c = &g_cfg;
   DLManagedTensor td;
   int64_t sd[2];
-  matrix(&td, sd, data, kDLCPU, kDLFloat, c->n, c->dim);
+  elems(&td, sd, data, kDLCPU, c->n, c->dim);
   CHECK(p_cuvsCagraIndexCreate(&g_index));
   int64_t t0;
   double took;
@@ -740,12 +783,13 @@ int main(int argc, char** argv)
   cuvsResources_t res;
   CHECK(p_cuvsResourcesCreate(&res));
 
-  float* data = random_matrix(c->seed, c->n, c->dim);
+  void* data = random_matrix(c->seed, c->n, c->dim);
   double build_s = build_index(res, data);
   free(data);
+  static const char* const scales[] = {"", ", scaled onto -128..127", ", scaled onto 0..255"};
   printf("# index: CAGRA %" PRId64 " x %" PRId64
-         " float32 (uniform random, seed %" PRIu64 "), graph degree %d (intermediate %d, NN-Descent), built in %.2f s\n",
-         c->n, c->dim, c->seed, c->graph_degree, 2 * c->graph_degree, build_s);
+         " %s (uniform random, seed %" PRIu64 "%s), graph degree %d (intermediate %d, NN-Descent), built in %.2f s\n",
+         c->n, c->dim, dtype_names[c->dtype], c->seed, scales[c->dtype], c->graph_degree, 2 * c->graph_degree, build_s);
 
   CHECK(p_cuvsCagraSearchParamsCreate(&g_sp));
   g_sp->itopk_size = (size_t)c->itopk;
