@@ -1257,9 +1257,16 @@ func TestValidation(t *testing.T) {
 		{"empty dataset", "dataset", buildErr(empty, params(t))},
 		{"column-major dataset", "dataset", buildErr(colMajor, params(t))},
 		{"ACE on device data", "dataset", buildErr(f.dataset, ip(func(p *cagra.IndexParams) { p.BuildAlgo = cagra.ACE }))},
-		{"graph degree >= rows", "params.GraphDegree", buildErr(f.dataset, ip(func(p *cagra.IndexParams) { p.GraphDegree, p.IntermediateGraphDegree = rows, rows }))},
+		// Degrees above the rows are lowered, as cuVS does (smalldata_test.go),
+		// but cuVS's IterativeSearch build keeps them and fails.
+		{"iterative degree > rows", "params.BuildAlgo", buildErr(f.dataset, ip(func(p *cagra.IndexParams) {
+			p.BuildAlgo, p.GraphDegree, p.IntermediateGraphDegree = cagra.IterativeSearch, rows+1, rows+1
+		}))},
 		{"graph degree 0", "params.GraphDegree", buildErr(f.dataset, ip(func(p *cagra.IndexParams) { p.GraphDegree = 0 }))},
-		{"intermediate < degree", "params.IntermediateGraphDegree", buildErr(f.dataset, ip(func(p *cagra.IndexParams) { p.IntermediateGraphDegree = degree - 1 }))},
+		{"intermediate 0", "params.IntermediateGraphDegree", buildErr(f.dataset, ip(func(p *cagra.IndexParams) { p.IntermediateGraphDegree = 0 }))},
+		{"iterative intermediate < degree", "params.IntermediateGraphDegree", buildErr(f.dataset, ip(func(p *cagra.IndexParams) {
+			p.BuildAlgo, p.IntermediateGraphDegree = cagra.IterativeSearch, degree-1
+		}))},
 		{"build algo", "params.BuildAlgo", buildErr(f.dataset, ip(func(p *cagra.IndexParams) { p.BuildAlgo = 9 }))},
 		{"metric", "params.Metric", buildErr(f.dataset, ip(func(p *cagra.IndexParams) { p.Metric = 999 }))},
 		{"negative NN-Descent iterations", "params.NNDescentIterations", buildErr(f.dataset, ip(func(p *cagra.IndexParams) { p.NNDescentIterations = -1 }))},
@@ -1305,10 +1312,12 @@ func TestValidation(t *testing.T) {
 		{"nil index", "indexes", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx, nil}, nil)) }},
 		{"dimensions differ", "indexes", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx, small}, nil)) }},
 		{"merge params", "params.IntermediateGraphDegree", func() error {
-			return errOf(cagra.Merge(f.res, ptr(ip(func(p *cagra.IndexParams) { p.IntermediateGraphDegree = 1 })), []*cagra.Index{idx, idx}, nil))
+			return errOf(cagra.Merge(f.res, ptr(ip(func(p *cagra.IndexParams) { p.IntermediateGraphDegree = 0 })), []*cagra.Index{idx, idx}, nil))
 		}},
-		{"merge degree", "params.GraphDegree", func() error {
-			return errOf(cagra.Merge(f.res, ptr(ip(func(p *cagra.IndexParams) { p.GraphDegree, p.IntermediateGraphDegree = 2*rows, 2*rows })), []*cagra.Index{idx, idx}, nil))
+		{"merge iterative degree", "params.BuildAlgo", func() error {
+			return errOf(cagra.Merge(f.res, ptr(ip(func(p *cagra.IndexParams) {
+				p.BuildAlgo, p.GraphDegree, p.IntermediateGraphDegree = cagra.IterativeSearch, 2*rows+1, 2*rows+1
+			})), []*cagra.Index{idx, idx}, nil))
 		}},
 		{"merge bitmap", "filter", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx, idx}, bitmap)) }},
 		{"merge filter rows", "filter", func() error { return errOf(cagra.Merge(f.res, &base, []*cagra.Index{idx, idx}, otherRows)) }},

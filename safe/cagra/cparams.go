@@ -50,13 +50,22 @@ func (p *IndexParams) validate(op string) error {
 	if p.GraphDegree < 1 {
 		return kit.Argf(op, "params.GraphDegree", "%d, want at least 1", p.GraphDegree)
 	}
-	if p.IntermediateGraphDegree < p.GraphDegree {
-		return kit.Argf(op, "params.IntermediateGraphDegree", "%d is below GraphDegree %d", p.IntermediateGraphDegree, p.GraphDegree)
+	if p.IntermediateGraphDegree < 1 {
+		return kit.Argf(op, "params.IntermediateGraphDegree", "%d, want at least 1 (cuVS would lower GraphDegree to it)", p.IntermediateGraphDegree)
 	}
 	switch p.BuildAlgo {
 	case AutoSelect, IVFPQ, NNDescent, IterativeSearch, ACE:
 	default:
 		return kit.Argf(op, "params.BuildAlgo", "%d is not a graph build algorithm", p.BuildAlgo)
+	}
+	if p.BuildAlgo == IterativeSearch && p.IntermediateGraphDegree < p.GraphDegree {
+		// cagra_build.cuh's iterative_build_graph reads both degrees from
+		// the params, not check_graph_degree's adjusted ones: its rounds
+		// search GraphDegree+1 neighbours into buffers sized for
+		// IntermediateGraphDegree+1, and its last round prunes
+		// IntermediateGraphDegree+1 to GraphDegree ("output graph cannot
+		// have more columns than input graph").
+		return kit.Argf(op, "params.IntermediateGraphDegree", "%d is below GraphDegree %d: cuVS's IterativeSearch build does not lower GraphDegree (its search buffers hold IntermediateGraphDegree+1 neighbours)", p.IntermediateGraphDegree, p.GraphDegree)
 	}
 	if p.NNDescentIterations < 0 {
 		return kit.Argf(op, "params.NNDescentIterations", "%d is negative", p.NNDescentIterations)
@@ -80,6 +89,71 @@ func (p *IndexParams) validate(op string) error {
 		if p.ACE.NPartitions < 0 || p.ACE.EFConstruction < 0 || p.ACE.MaxHostMemoryGB < 0 || p.ACE.MaxGPUMemoryGB < 0 {
 			return kit.Argf(op, "params.ACE", "negative size in %+v", *p.ACE)
 		}
+	}
+	return nil
+}
+
+// iterativeRefusal is cuVS's reason (graph_core.cuh, prune_graph_gpu) for
+// an IterativeSearch build over too few rows.
+const iterativeRefusal = "Could not generate an intermediate CAGRA graph because the initial kNN graph contains too many invalid or duplicated neighbor nodes."
+
+// Degrees returns the graph degrees cuVS builds with over rows rows (at
+// least 2): check_graph_degree in cagra_build.cuh lowers
+// IntermediateGraphDegree to rows-1 when it is not below rows, then
+// GraphDegree to IntermediateGraphDegree when it is above it (each with a
+// warning). Index.GraphDegree reports the degree built. IterativeSearch
+// builds with the degrees unadjusted (iterative_build_graph reads them from
+// the params; Build refuses rows it cannot build over), so they are
+// returned as they are.
+func (p *IndexParams) Degrees(rows int) (intermediate, graph int) {
+	intermediate, graph = p.IntermediateGraphDegree, p.GraphDegree
+	if p.BuildAlgo == IterativeSearch {
+		return intermediate, graph
+	}
+	if intermediate >= rows {
+		intermediate = rows - 1
+	}
+	if intermediate < graph {
+		graph = intermediate
+	}
+	return intermediate, graph
+}
+
+// checkRows checks p against the rows the graph is built over, refusing
+// only what cuVS's build cannot do with them (arg names the argument that
+// holds the rows).
+//
+// One row: check_graph_degree would lower both degrees to 0, and the prune
+// kernel (graph_core.cuh, kern_fused_prune) then loops over
+// knn_graph_degree - 1 = 2^32 - 1 entries of an empty shared array.
+//
+// IterativeSearch: iterative_build_graph (cagra_build.cuh) takes the degrees
+// unadjusted. It starts from the first initial_graph_size rows (rows halved,
+// rounding up, until at most GraphDegree × 64) with small_graph_degree =
+// max(GraphDegree/2, min(GraphDegree, 24)) edges a row, searches that graph
+// and prunes the results to small_graph_degree distinct neighbours, then
+// doubles the rows until all of them are in, pruning the last rounds to
+// GraphDegree. A round whose graph has fewer rows than the edges it keeps
+// finds too few distinct neighbours, and cuVS fails with iterativeRefusal
+// (measured on 26.08.01 with the defaults over 4 and 40 rows).
+func (p *IndexParams) checkRows(op, arg string, rows int64) error {
+	if rows < 2 {
+		return kit.Argf(op, arg, "%d row(s), want at least two: cuVS would lower the graph degree to rows-1 = 0", rows)
+	}
+	if p.BuildAlgo != IterativeSearch {
+		return nil
+	}
+	gd := uint64(p.GraphDegree)
+	initial := (uint64(rows) + 1) / 2
+	for initial > gd*64 {
+		initial = (initial + 1) / 2
+	}
+	small := max(gd/2, min(gd, 24))
+	switch {
+	case initial < uint64(rows) && initial < small:
+		return kit.Argf(op, "params.BuildAlgo", "IterativeSearch over %d rows: its first round keeps %d edges a row in a graph of %d rows; cuVS: %s", rows, small, initial, iterativeRefusal)
+	case uint64(rows) < gd:
+		return kit.Argf(op, "params.BuildAlgo", "IterativeSearch over %d rows: its last rounds keep GraphDegree %d edges a row; cuVS: %s", rows, gd, iterativeRefusal)
 	}
 	return nil
 }

@@ -151,6 +151,14 @@ func keepsReference(v *dlpack.View) bool {
 // Build makes a CAGRA index from dataset (rows × dim, at least two rows;
 // float32, float16, int8 or uint8; host or device memory, row-major).
 //
+// A dataset of few rows builds as cuVS builds it: cuVS lowers
+// IntermediateGraphDegree to rows-1 when it is not below rows, then
+// GraphDegree to IntermediateGraphDegree when it is above it (p.Degrees
+// says what it builds with; GraphDegree reports the degree built), so 50
+// rows index with the defaults, at graph degree 49. Refused, as cuVS cannot
+// build them: one row (the degree would be 0), and an IterativeSearch build
+// over too few rows, with cuVS's reason (see IndexParams.BuildAlgo).
+//
 // cuVS copies a host dataset, and keeps a reference to a device dataset
 // whose rows are a multiple of 16 bytes (unless p.Compression is set): the
 // index then borrows it until Close, and its owner (a safe.DeviceMatrix,
@@ -195,13 +203,13 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	if dv.Dim(0) < 2 || dv.Dim(1) < 1 {
-		return nil, kit.Argf(op, "dataset", "shape %v, want at least two rows and one column", dv.Shape())
+		return nil, kit.Argf(op, "dataset", "shape %v, want at least two rows (cuVS would lower the graph degree to rows-1 = 0) and one column", dv.Shape())
 	}
 	if err := p.validate(op); err != nil {
 		return nil, err
 	}
-	if int64(p.GraphDegree) >= dv.Dim(0) {
-		return nil, kit.Argf(op, "params.GraphDegree", "%d, the dataset has only %d rows", p.GraphDegree, dv.Dim(0))
+	if err := p.checkRows(op, "dataset", dv.Dim(0)); err != nil {
+		return nil, err
 	}
 	if err := p.checkCompression(op, dv.Dim(0), dv.Dim(1)); err != nil {
 		return nil, err
@@ -361,7 +369,9 @@ func (idx *Index) Dim() int {
 	return int(idx.dim)
 }
 
-// GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree).
+// GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree):
+// the degree cuVS built, which is below IndexParams.GraphDegree when the
+// rows were too few for it (IndexParams.Degrees).
 func (idx *Index) GraphDegree() int {
 	if idx == nil {
 		return 0
@@ -687,6 +697,9 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 // order; filter, if not nil, is a bitset over those concatenated rows, and
 // only the rows it lets through are kept (numbered in the same order). The
 // indexes must hold the same element type and dimension, and stay usable.
+// The merged graph is built over the kept rows as Build builds one: its
+// degrees lowered to fit them (GraphDegree reports the degree built); fewer
+// than two kept rows are refused.
 //
 // On cuVS 26.08 cuvsCagraMerge fills an empty owning dataset
 // (cuvsDatasetCreate) with the merged rows, in device memory, and the new
@@ -731,12 +744,14 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		hs[i] = x.h
 		total += x.rows.Load()
 	}
-	if int64(p.GraphDegree) >= total {
-		return nil, kit.Argf(op, "params.GraphDegree", "%d, the indexes have only %d rows", p.GraphDegree, total)
-	}
-	kept := total
+	kept, arg := total, "indexes"
 	if filter != nil {
-		kept = int64(filter.Allowed())
+		kept, arg = int64(filter.Allowed()), "filter"
+	}
+	// cuVS builds the merged graph over the kept rows (cagra::build), its
+	// degrees adjusted to them as Build's are.
+	if err := p.checkRows(op, arg, kept); err != nil {
+		return nil, err
 	}
 	if err := p.checkCompression(op, kept, indexes[0].dim); err != nil {
 		return nil, err

@@ -8,20 +8,23 @@ import (
 
 // safe/multigpu's CAGRA params embed this package's (see package mgparams).
 func init() {
-	mgparams.CagraIndex = func(pa any, op string) (generated.CuvsCagraIndexParams_t, generated.CuvsCagraIndexParams_t_v2608, int64, func(), error) {
+	mgparams.CagraIndex = func(pa any, op string, rows int64) (generated.CuvsCagraIndexParams_t, generated.CuvsCagraIndexParams_t_v2608, func(), error) {
 		pd, err := kit.Or(pa.(*IndexParams), DefaultIndexParams)
 		if err != nil {
-			return nil, nil, 0, func() {}, err
+			return nil, nil, func() {}, err
 		}
 		if err := pd.validate(op); err != nil {
-			return nil, nil, 0, func() {}, err
+			return nil, nil, func() {}, err
+		}
+		if err := pd.checkRows(op, "dataset", rows); err != nil {
+			return nil, nil, func() {}, err
 		}
 		cp, err := pd.toC(op)
 		if err != nil {
 			cp.release()
-			return nil, nil, 0, func() {}, err
+			return nil, nil, func() {}, err
 		}
-		return cp.p.p06, cp.p.p08, int64(pd.GraphDegree), cp.release, nil
+		return cp.p.p06, cp.p.p08, cp.release, nil
 	}
 	mgparams.CagraSearch = func(pa any, op string) (generated.CuvsCagraSearchParams, error) {
 		s := pa.(*SearchParams)

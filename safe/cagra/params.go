@@ -36,12 +36,24 @@ type IndexParams struct {
 	// CosineExpanded and (int8/uint8 data) BitwiseHamming.
 	Metric safe.Metric
 	// IntermediateGraphDegree is the degree of the kNN graph before
-	// pruning, at least GraphDegree.
+	// pruning, at least 1. As cuVS does (check_graph_degree), a build
+	// lowers it to rows-1 when it is not below the number of rows, and
+	// lowers GraphDegree to it when it is below GraphDegree (IterativeSearch
+	// excepted: there it must be at least GraphDegree). Degrees tells the
+	// degrees a build uses.
 	IntermediateGraphDegree int
-	// GraphDegree is the degree of the final graph, below the number of
-	// rows.
+	// GraphDegree is the degree of the final graph, at least 1: lowered to
+	// the (lowered) IntermediateGraphDegree when above it, so an index over
+	// few rows has degree rows-1 at most; Index.GraphDegree reports it.
 	GraphDegree int
-	// BuildAlgo is how the kNN graph is made.
+	// BuildAlgo is how the kNN graph is made. IterativeSearch does not
+	// lower the degrees and needs enough rows: cuVS refuses ("Could not
+	// generate an intermediate CAGRA graph because the initial kNN graph
+	// contains too many invalid or duplicated neighbor nodes.") a build
+	// over fewer than GraphDegree rows, or whose first round (the first
+	// ceil(rows/2) rows, halved again while above GraphDegree × 64) has
+	// fewer rows than max(GraphDegree/2, min(GraphDegree, 24)): with the
+	// defaults, fewer than 64 rows. Build refuses those beforehand.
 	BuildAlgo GraphBuildAlgo
 	// NNDescentIterations bounds the NNDescent graph build.
 	NNDescentIterations int

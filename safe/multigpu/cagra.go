@@ -36,8 +36,10 @@ func newCagra(op string) (*CagraIndex, error) {
 // × dim, float32, float16, int8 or uint8, row-major, host memory: the C
 // API refuses device memory), replicated or sharded (params.Mode; nil
 // params: sharded, cuVS's CAGRA defaults). Sharded, each device builds a
-// graph on its ⌈rows/R⌉ rows, so every device must get more rows than
-// params.Base.GraphDegree. cuVS copies the rows to each device; nothing is
+// graph on its ⌈rows/R⌉ rows (at least two), its degrees lowered to fit
+// them as cagra.Build's are (cagra.IndexParams.Degrees); an IterativeSearch
+// build over too few rows is refused as cagra.Build refuses it. cuVS
+// copies the rows to each device; nothing is
 // borrowed. The base params are converted by package cagra as for
 // cagra.Build (release by release).
 //
@@ -62,16 +64,13 @@ func BuildCagra(res *Resources, dataset dlpack.Tensor, params *CagraIndexParams)
 		return nil, err
 	}
 	err = idx.build(op, res, p.Mode, dataset, func(minRows, dim int64) error {
-		var degree int64
 		var err error
-		c06, c08, degree, release, err = mgparams.CagraIndex(p.Base, op)
-		if err != nil {
-			return baseArg(err)
-		}
-		if degree >= minRows {
-			return kit.Argf(op, "params.Base.GraphDegree", "%d, a device builds on only %d rows", degree, minRows)
-		}
-		return nil
+		// cuVS builds each device's graph with its degrees lowered to
+		// that device's rows, as cagra.Build's; the hook refuses only what
+		// cuVS cannot build (fewer than two rows, IterativeSearch over too
+		// few).
+		c06, c08, release, err = mgparams.CagraIndex(p.Base, op, minRows)
+		return baseArg(err)
 	}, func(h generated.CuvsResources_t, t *generated.DLManagedTensor) error {
 		// The multi-GPU params come with base params of cuVS's own; ours
 		// (made by package cagra) stand in for the call, and theirs are

@@ -200,17 +200,29 @@ static int cg_take_dataset(cg_impl* impl, const DLTensor* t, int device, int all
   return cg_take_copy(impl, t->data, n, impl->dim);
 }
 
-/* Builds the graph (dbl_cagra_graph.c): approximate, as cuVS's. */
+/* Builds the graph (dbl_cagra_graph.c): approximate, as cuVS's. An
+ * ITERATIVE_CAGRA_SEARCH build keeps GraphDegree unadjusted and may build
+ * `degree` = rows edges a row (cg_degrees): cuVS's prune then keeps every
+ * row, the row itself last (kern_fused_prune gives the self edge the lowest
+ * priority); so does the double. */
 static int cg_build_graph(cg_impl* impl, int64_t intermediate, int64_t degree)
 {
   size_t bytes = (size_t)(impl->n * degree) * sizeof(uint32_t);
   uint32_t* g = dbl_buf_alloc(bytes);
   if (!g) return -1;
-  if (intermediate < degree) intermediate = degree;
+  int64_t built = degree < impl->n ? degree : impl->n - 1;
+  if (intermediate > impl->n - 1) intermediate = impl->n - 1;
+  if (intermediate < built) intermediate = built;
   dbl_matrix m = {impl->data, impl->dtype, impl->stride, 1, impl->n, impl->dim};
-  if (cg_graph_build(&m, impl->metric, intermediate, degree, g) != 0) {
+  if (cg_graph_build(&m, impl->metric, intermediate, built, g) != 0) {
     dbl_buf_free(g, bytes);
     return -1;
+  }
+  if (built < degree) {
+    for (int64_t i = impl->n - 1; i >= 0; i--) {
+      memmove(g + i * degree, g + i * built, (size_t)built * sizeof(uint32_t));
+      for (int64_t j = built; j < degree; j++) g[i * degree + j] = (uint32_t)i;
+    }
   }
   impl->graph = g;
   impl->graph_owned = g;
@@ -250,6 +262,46 @@ static void clamp_degrees(size_t* intermediate, size_t* graph_degree, int64_t n)
 {
   if (*intermediate >= (size_t)n) *intermediate = (size_t)(n - 1);
   if (*intermediate < *graph_degree) *graph_degree = *intermediate;
+}
+
+/* The degrees a CAGRA build over n rows uses (cagra_build.cuh), or the
+ * error it fails with. check_graph_degree lowers the intermediate degree to
+ * n-1 when it is not below n, then the graph degree to the intermediate
+ * one. ITERATIVE_CAGRA_SEARCH (iterative_build_graph) reads both from the
+ * params unadjusted: its first round searches a graph of the first
+ * initial_graph_size rows (n halved, rounding up, until at most
+ * graph_degree * 64) and prunes the results to small_graph_degree =
+ * max(graph_degree / 2, min(graph_degree, 24)) distinct neighbours, its
+ * last rounds search all n rows and prune to graph_degree; a round whose
+ * graph has fewer rows than the edges it keeps leaves a row short, and
+ * prune_graph_gpu fails. Its last round then prunes intermediate + 1
+ * results to graph_degree (optimize's column check). One row: cuVS lowers
+ * both degrees to 0, and its prune kernel loops over knn_graph_degree - 1
+ * = 2^32 - 1 entries of an empty array. */
+static cuvsError_t cg_degrees(cuvsCagraIndexParams_t params, int64_t n, size_t* intermediate,
+                              size_t* degree)
+{
+  *intermediate = params->intermediate_graph_degree;
+  *degree = params->graph_degree;
+  if (n < 2) {
+    dbl_violation("a CAGRA build over %lld row(s): cuVS lowers the graph degree to 0 and its "
+                  "prune kernel then reads past an empty array",
+                  (long long)n);
+    return RAFT_FAIL("cuvsdouble: a CAGRA build needs at least two rows");
+  }
+  if ((int)params->build_algo != ITERATIVE_CAGRA_SEARCH) {
+    clamp_degrees(intermediate, degree, n);
+    return CUVS_SUCCESS;
+  }
+  uint64_t gd = *degree, initial = ((uint64_t)n + 1) / 2;
+  while (initial > gd * 64) initial = (initial + 1) / 2;
+  uint64_t small = gd / 2 > (gd < 24 ? gd : 24) ? gd / 2 : (gd < 24 ? gd : 24);
+  EXPECTS(!((initial < (uint64_t)n && initial < small) || (uint64_t)n < gd),
+          "Could not generate an intermediate CAGRA graph because the initial kNN graph contains "
+          "too many invalid or duplicated neighbor nodes. This error can occur, for example, if "
+          "too many overflows occur during the norm computation between the dataset vectors.");
+  EXPECTS(gd <= *intermediate + 1, "output graph cannot have more columns than input graph");
+  return CUVS_SUCCESS;
 }
 
 /* ---- index handle ---- */
@@ -581,8 +633,8 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
             "VPQ compression is only supported with L2Expanded distance mertric");
   }
   EXPECTS(n > 0, "cuvsdouble: cannot build a CAGRA index from an empty dataset");
-  size_t intermediate = params->intermediate_graph_degree, degree = params->graph_degree;
-  clamp_degrees(&intermediate, &degree, n);
+  size_t intermediate, degree;
+  TRY(cg_degrees(params, n, &intermediate, &degree));
   if (algo == ACE) {
     int disk = 0;
     TRY(cg_ace_disk_mode(params, t, intermediate, degree, &disk));
@@ -655,8 +707,8 @@ static cuvsError_t cg_build_instant(cuvsCagraIndexParams_t params, DLManagedTens
   EXPECTS(t->ndim == 2 && t->shape != NULL, "cuvsdouble: the dataset must be a matrix");
   int64_t n = t->shape[0];
   EXPECTS(n > 0, "cuvsdouble: cannot build a CAGRA index from an empty dataset");
-  size_t intermediate = params->intermediate_graph_degree, degree = params->graph_degree;
-  clamp_degrees(&intermediate, &degree, n);
+  size_t intermediate, degree;
+  TRY(cg_degrees(params, n, &intermediate, &degree));
   cg_impl* impl = cg_new();
   if (!impl) return dbl_plain_fail("std::bad_alloc");
   index->dtype = t->dtype;
@@ -1507,9 +1559,11 @@ static cuvsError_t cg_merge(cuvsCagraIndexParams_t params, cuvsCagraIndex_t* ind
         out->data_owned = dst;
         out->data_bytes = bytes;
         out->has_dataset = 1;
-        size_t intermediate = params->intermediate_graph_degree, degree = params->graph_degree;
-        clamp_degrees(&intermediate, &degree, kept);
-        if (cg_build_graph(out, (int64_t)intermediate, (int64_t)degree) != 0) st = dbl_plain_fail("std::bad_alloc");
+        size_t intermediate, degree;
+        st = cg_degrees(params, kept, &intermediate, &degree);
+        if (st == CUVS_SUCCESS && cg_build_graph(out, (int64_t)intermediate, (int64_t)degree) != 0) {
+          st = dbl_plain_fail("std::bad_alloc");
+        }
       }
     }
   }

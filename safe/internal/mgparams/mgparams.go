@@ -12,11 +12,13 @@ import "github.com/cuvs-go/cuvs/generated"
 // Hooks, set by the packages' inits. p is the package's *IndexParams or
 // *SearchParams; nil means cuVS's defaults.
 var (
-	// CagraIndex validates p and materializes it as a C
-	// cuvsCagraIndexParams of the loaded release (one of c06, c08 set),
-	// made by cuvsCagraIndexParamsCreate with its nested objects; release
-	// frees them, whatever happens.
-	CagraIndex func(p any, op string) (c06 generated.CuvsCagraIndexParams_t, c08 generated.CuvsCagraIndexParams_t_v2608, graphDegree int64, release func(), err error)
+	// CagraIndex validates p for a build over rows rows (the fewest a
+	// device builds on: cuVS lowers the degrees to fit them, as
+	// cagra.Build does, and refuses only what it cannot build) and
+	// materializes it as a C cuvsCagraIndexParams of the loaded release
+	// (one of c06, c08 set), made by cuvsCagraIndexParamsCreate with its
+	// nested objects; release frees them, whatever happens.
+	CagraIndex func(p any, op string, rows int64) (c06 generated.CuvsCagraIndexParams_t, c08 generated.CuvsCagraIndexParams_t_v2608, release func(), err error)
 	// CagraSearch resolves p's defaults, validates and converts it.
 	CagraSearch func(p any, op string) (generated.CuvsCagraSearchParams, error)
 	// IVFFlatIndex validates p for rows × dim (rows: the fewest rows a
