@@ -444,7 +444,10 @@ var (
 // res's stream is synchronized (res.Sync); slots left unfilled hold
 // SentinelID. With at most 32 partitions it allocates nothing on the Go
 // heap. On cuVS 26.06 it returns an error wrapping
-// safe.ErrNotInRelease, before any other work.
+// safe.ErrNotInRelease, before any other work. As cuVS refuses them, the
+// partitions must share one metric and one graph degree (Build lowers the
+// degree of an index over few rows: build small partitions with the same
+// GraphDegree, at most rows-1), and params.Algo MultiKernel is refused.
 //
 // C call: cuvsCagraSearchMultiPartition.
 func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions []*Index, queries dlpack.Tensor, partitionIDs, neighbors, distances dlpack.TensorMut, filters []*safe.Filter) error {
@@ -469,6 +472,10 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 	}
 	if err := sp.validate(op); err != nil {
 		return err
+	}
+	if sp.Algo == MultiKernel {
+		// cagra_search.cuh, search_multi_partition (26.08).
+		return kit.Argf(op, "params.Algo", "MultiKernel: cuVS: MULTI_KERNEL is not supported for multi-partition search")
 	}
 	var hsArr [32]generated.CuvsCagraIndex_t
 	var fsArr [32]generated.CuvsFilter
@@ -500,6 +507,15 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 		}
 		if x.dtype != first.dtype || x.dim != first.dim {
 			return kit.Argf(op, "partitions", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.dim, first.dtype, first.dim)
+		}
+		// cuVS sizes the search by partition 0 and refuses the others'
+		// differences (search_multi_partition); partitions over few rows
+		// may have been built with a lowered degree (Build).
+		if x.metricKnown && first.metricKnown && x.metric != first.metric {
+			return kit.Argf(op, "partitions", "entry %d uses %s, entry 0 %s: cuVS: All partitions must use the same distance metric for multi-partition search", i, x.metric, first.metric)
+		}
+		if d, d0 := x.degree.Load(), first.degree.Load(); d != d0 {
+			return kit.Argf(op, "partitions", "entry %d has graph degree %d, entry 0 %d: cuVS: All partitions must use the same graph degree for multi-partition search", i, d, d0)
 		}
 		hs = append(hs, x.h)
 		total += x.rows.Load()
