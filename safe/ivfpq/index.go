@@ -157,7 +157,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	if int64(p.NLists) > dv.Dim(0) {
-		return nil, kit.Argf(op, "params.NLists", "%d lists for %d rows: want at most one list per row", p.NLists, dv.Dim(0))
+		return nil, kit.Argf(op, "params.NLists", "%d lists for %d rows: want at most one list per row (cuVS: number of rows can't be less than n_lists)", p.NLists, dv.Dim(0))
 	}
 	cp, err := p.toC(op)
 	if err != nil {

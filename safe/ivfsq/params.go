@@ -87,7 +87,7 @@ func (p *IndexParams) validate(op string, rows, dim int64) error {
 		return kit.Argf(op, "params.NLists", "0, want at least 1")
 	}
 	if int64(p.NLists) > rows {
-		return kit.Argf(op, "params.NLists", "%d, the dataset has only %d rows", p.NLists, rows)
+		return kit.Argf(op, "params.NLists", "%d, the dataset has only %d rows (cuVS: number of rows can't be less than n_lists)", p.NLists, rows)
 	}
 	if p.KMeansNIters < 1 {
 		return kit.Argf(op, "params.KMeansNIters", "0, want at least 1")
