@@ -178,25 +178,23 @@ func (idx *CagraIndex) SearchK(res *Resources, params *CagraSearchParams, querie
 	return searchK(queries, k, func(n, d dlpack.TensorMut) error { return idx.Search(res, params, queries, n, d) })
 }
 
-// Extend adds vectors (n × Dim(), the index's element type, host memory)
-// with ids (a uint32 host vector of n ids: CAGRA's id type) or, ids nil, the ids cuVS
-// gives: the next positions of each device's shard. A replicated index
-// adds every row on every device; a sharded one splits them as Build does
-// (each device must get one), and refuses ids of your own (see Shards for
-// its numbering). It needs the index alone and waits its turn.
-//
-// C calls: cuvsMultiGpuCagraExtend.
+// Extend is refused: cuVS's multi-GPU CAGRA does not implement extend
+// (26.08: iface.hpp's extend fails "CAGRA does not implement the extend
+// method" for an index whose rows are of CAGRA's padded width, inside the
+// per-device OpenMP loop, which aborts the process, as measured on the
+// real 26.08.01; for other widths it returns success having added
+// nothing). To add rows, build anew (or keep a single-GPU cagra.Index and
+// use its Extend, then DistributeCagra its file). cuvsMultiGpuCagraExtend
+// is never called; the arguments are not looked at.
 func (idx *CagraIndex) Extend(res *Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
 	const op = "multigpu.CagraIndex.Extend"
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+	if err := idx.life.Built(op); err != nil { // a zero index says so
 		return err
 	}
-	return idx.extend(op, res, vectors, ids, &ids32Rule, func(h generated.CuvsResources_t, v, i *generated.DLManagedTensor) error {
-		return generated.CuvsMultiGpuCagraExtend(h, idx.h, v, i)
-	})
+	return kit.Argf(op, "index", "cuVS's multi-GPU CAGRA does not implement extend (it aborts the process for rows of CAGRA's padded width and adds nothing otherwise): build anew, or extend a single-GPU cagra.Index and DistributeCagra it")
 }
 
 // Serialize writes the index to path (cuvsMultiGpuCagraSerialize): the
@@ -233,6 +231,14 @@ func DistributeCagra(res *Resources, path string) (*CagraIndex, error) {
 }
 
 func loadCagra(op string, res *Resources, path string, multi bool) (*CagraIndex, error) {
+	if !multi {
+		// as cagra.Deserialize: whole .npy items after the dtype tag, to
+		// the file's end (cuVS's distribute reads what it needs and
+		// takes a file with bytes after the index, measured on 26.08.01)
+		if err := kit.CheckItems(op, path, true, nil); err != nil {
+			return nil, err
+		}
+	}
 	idx, err := newCagra(op)
 	if err != nil {
 		return nil, err

@@ -23,7 +23,6 @@ var (
 	datasetRule   = kit.Rule{Arg: "dataset", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	vectorsRule   = kit.Rule{Arg: "vectors", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	ids64Rule     = kit.Rule{Arg: "ids", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
-	ids32Rule     = kit.Rule{Arg: "ids", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Uint32}, Rank: 1, RowMajor: true}
 	queriesRule   = kit.Rule{Arg: "queries", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	neighborsRule = kit.Rule{Arg: "neighbors", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true}
 	distancesRule = kit.Rule{Arg: "distances", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true}
@@ -252,6 +251,12 @@ func (c *core) extend(op string, res *Resources, vectors dlpack.Tensor, ids dlpa
 		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), c.dim)
 	}
 	var iv *dlpack.View
+	// IVF without ids: cuVS's extend aborts the process on a non-empty
+	// index (ivf_flat/ivf_pq extend's "You must pass data indices when the
+	// index is non-empty.", thrown inside snmg's OpenMP loop:
+	// std::terminate, measured on 26.08.01), so Go numbers the rows as the
+	// docs promise, under the index's exclusive use.
+	makeIDs := ids == nil && idsRule == &ids64Rule
 	if ids != nil {
 		if c.mode == Sharded {
 			return kit.Argf(op, "ids", "a sharded index numbers its rows itself: cuVS adds each device's offset to every id it returns, so ids of your own would come back shifted (extend without ids; see Shards)")
@@ -272,6 +277,17 @@ func (c *core) extend(op string, res *Resources, vectors dlpack.Tensor, ids dlpa
 		}
 	}
 	return c.life.Exclusive(op, func() error {
+		if makeIDs {
+			made, err := c.nextIDs(op, n)
+			if err != nil {
+				return err
+			}
+			v, err := take(op, idsRule, dlpack.NewHostVector(made))
+			if err != nil {
+				return err
+			}
+			iv = &v
+		}
 		err := withCall(op, res, []*dlpack.View{&vv, iv}, nil, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, _ [2]*generated.DLManagedTensor) error {
 			return call(h, in[0], in[1])
 		})
@@ -292,6 +308,44 @@ func (c *core) extend(op string, res *Resources, vectors dlpack.Tensor, ids dlpa
 		}
 		return nil
 	})
+}
+
+// nextIDs returns the ids of n rows an IVF Extend adds without ids of the
+// caller's: the next positions of each device's index, as the rows of a
+// build are numbered (a replicated index: Rows() onward; a sharded one:
+// each shard's size onward, for its part of the n rows, split as Build
+// splits). They are refused where Go does not know the rows (after
+// Deserialize or Distribute).
+func (c *core) nextIDs(op string, n int64) ([]int64, error) {
+	ids := make([]int64, n)
+	if c.mode != Sharded {
+		base := c.rows.Load()
+		if base < 0 {
+			return nil, kit.Argf(op, "ids", "nil, and the index's rows are not known (loaded from a file): cuVS's multi-GPU IVF extend without ids aborts the process (\"You must pass data indices when the index is non-empty.\", thrown inside its per-device OpenMP loop); pass ids")
+		}
+		for i := range ids {
+			ids[i] = base + int64(i)
+		}
+		return ids, nil
+	}
+	c.mu.Lock()
+	shards := append([]int64(nil), c.shards...)
+	c.mu.Unlock()
+	if len(shards) != c.ranks || c.ranks < 1 {
+		return nil, kit.Argf(op, "vectors", "the shards' rows are not known (loaded from a file): a sharded index takes no ids of its own, and cuVS's multi-GPU IVF extend without ids aborts the process (\"You must pass data indices when the index is non-empty.\", thrown inside its per-device OpenMP loop)")
+	}
+	add, err := split(op, "vectors", n, c.ranks)
+	if err != nil {
+		return nil, err
+	}
+	i := 0
+	for r, a := range add {
+		for j := range a {
+			ids[i] = shards[r] + j
+			i++
+		}
+	}
+	return ids, nil
 }
 
 func (c *core) serialize(op string, res *Resources, path string, call func(h generated.CuvsResources_t, p *byte) error) error {

@@ -149,8 +149,12 @@ func (idx *IVFPQIndex) SearchK(res *Resources, params *IVFPQSearchParams, querie
 }
 
 // Extend adds vectors (n × Dim(), the index's element type, host memory)
-// with ids (an int64 host vector of n ids) or, ids nil, the ids cuVS
-// gives: the next positions of each device's shard. A replicated index
+// with ids (an int64 host vector of n ids) or, ids nil, ids Go gives:
+// the next positions of each device's index (a replicated index: Rows()
+// onward; a sharded one: each shard's size onward). cuVS itself takes no
+// nil ids on a non-empty index (its refusal, thrown inside the per-device
+// OpenMP loop, aborts the process), so nil ids are refused where Go does
+// not know the rows (an index loaded from a file). A replicated index
 // adds every row on every device; a sharded one splits them as Build does
 // (each device must get one), and refuses ids of your own (see Shards for
 // its numbering). It needs the index alone and waits its turn.

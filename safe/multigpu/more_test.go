@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -172,8 +173,10 @@ func TestSearchRefusals(t *testing.T) {
 	}
 }
 
-// CAGRA: a replicated index extended with uint32 ids finds them; a round
-// trip through a file searches the same.
+// CAGRA: Extend is refused (cuVS's multi-GPU CAGRA has no extend: it
+// aborts the process on the real 26.08.01, or adds nothing), for every
+// mode and argument, and the index is left as it was; a round trip through
+// a file searches the same.
 func TestCagraExtendAndRoundTrip(t *testing.T) {
 	safetest.Check(t)
 	res := mres(t, 2)
@@ -189,21 +192,13 @@ func TestCagraExtendAndRoundTrip(t *testing.T) {
 	}
 	safetest.Close(t, idx)
 	extra := safetest.Random(35, 4, dim)
-	ids := []uint32{rows, rows + 1, rows + 2, rows + 3}
-	if err := idx.Extend(res, host(t, extra, 4), dlpack.NewHostVector(ids)); err != nil {
-		t.Fatal(err)
-	}
-	if err := idx.Extend(res, host(t, extra, 4), dlpack.NewHostVector([]int64{1, 2, 3, 4})); !safetest.IsArg(err, "ids") {
-		t.Fatalf("int64 ids for CAGRA: %v", err)
-	}
-	got, err := idx.SearchK(res, nil, host(t, extra, 4), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, id := range got.Neighbors {
-		if id != int64(ids[i]) {
-			t.Fatalf("extended row %d found as %d", i, id)
+	for _, ids := range []dlpack.Tensor{nil, dlpack.NewHostVector([]uint32{rows, rows + 1, rows + 2, rows + 3})} {
+		if err := idx.Extend(res, host(t, extra, 4), ids); !safetest.IsArg(err, "index") || !strings.Contains(err.Error(), "does not implement extend") {
+			t.Fatalf("Extend: %v", err)
 		}
+	}
+	if idx.Rows() != rows {
+		t.Fatalf("rows %d after a refused Extend, want %d", idx.Rows(), rows)
 	}
 	before, err := idx.SearchK(res, nil, host(t, qs, nq), k)
 	if err != nil {
@@ -390,14 +385,18 @@ func kmeansFit(t *testing.T, res *multigpu.Resources) {
 	x := make([]float32, n*2)
 	r := safetest.Random(37, n, 2)
 	for i := 0; i < n; i++ {
+		// The far cluster is near (3, 3), not far from the origin:
+		// cuVS's inertia is L2Expanded in float32 (‖x‖² + ‖c‖² − 2x·c),
+		// whose rounding grows with the norms (at (100, 100) the real
+		// 26.08.01 reported 0.643 for an exact 0.321).
 		off := float32(0)
 		if i%2 == 1 {
-			off = 100
+			off = 3
 		}
 		x[2*i], x[2*i+1] = off+r[2*i]*0.1, off+r[2*i+1]*0.1
 	}
 	p := multigpu.KMeansParams{Metric: safe.L2Expanded, Clusters: 2, Init: multigpu.KMeansArray, MaxIter: 20, Tol: 1e-6, NInit: 1, BatchSamples: 1 << 15}
-	cent := []float32{1, 1, 90, 90}
+	cent := []float32{1, 1, 2.5, 2.5}
 	cm, _ := dlpack.NewHostMatrix(cent, 2, 2)
 	res2, err := multigpu.KMeansFit(res, &p, host(t, x, n), nil, cm)
 	if generated.Release() == "26.06" {
@@ -409,13 +408,18 @@ func kmeansFit(t *testing.T, res *multigpu.Resources) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want float64
+	// want: the exact inertia at the centroids returned; slack: what
+	// float32 L2Expanded may round away, a few ulps of ‖x‖² + ‖c‖² a row.
+	var want, slack float64
 	for i := 0; i < n; i++ {
 		c := cent[(i%2)*2 : (i%2)*2+2]
 		dx, dy := float64(x[2*i]-c[0]), float64(x[2*i+1]-c[1])
 		want += dx*dx + dy*dy
+		nx := float64(x[2*i])*float64(x[2*i]) + float64(x[2*i+1])*float64(x[2*i+1])
+		nc := float64(c[0])*float64(c[0]) + float64(c[1])*float64(c[1])
+		slack += 4 * 0x1p-23 * (nx + nc)
 	}
-	if math.Abs(float64(cent[0])-0.05) > 0.02 || math.Abs(float64(cent[2])-100.05) > 0.02 || math.Abs(res2.Inertia-want) > 1e-3*math.Max(1, want) || res2.Iterations < 1 {
+	if math.Abs(float64(cent[0])-0.05) > 0.02 || math.Abs(float64(cent[2])-3.05) > 0.02 || math.Abs(res2.Inertia-want) > 1e-3*want+slack || res2.Iterations < 1 {
 		t.Fatalf("centroids %v inertia %g (want %g) iterations %d", cent, res2.Inertia, want, res2.Iterations)
 	}
 	bad := p
