@@ -491,6 +491,36 @@ func extend(t *testing.T, res *multigpu.Resources) {
 	if !slices.Equal(got.Neighbors, ids) {
 		t.Fatalf("replicated extend ids: %v", got.Neighbors)
 	}
+	// Without ids a replicated index numbers the rows from Rows() on (Go's
+	// ids: cuVS aborts the process on nil ids of a non-empty index).
+	if err := rep.Extend(res, host(t, extra[:5*dim], 5), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err = rep.SearchK(res, &multigpu.IVFFlatSearchParams{Base: sp}, host(t, extra[:5*dim], 5), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		ids, dists := got.Row(i)
+		if want := []int64{rows + 20 + int64(i), 1000 + int64(i)}; !slices.Equal(slices.Sorted(slices.Values(ids)), want) || dists[0] != 0 || dists[1] != 0 {
+			t.Fatalf("row %d added twice: ids %v distances %v, want %v at 0", i, ids, dists, want)
+		}
+	}
+	// Loaded from a file, Go knows no rows: nil ids are refused before C.
+	for _, x := range []*multigpu.IVFFlatIndex{idx, rep} {
+		path := filepath.Join(t.TempDir(), "x.bin")
+		if err := x.Serialize(res, path); err != nil {
+			t.Fatal(err)
+		}
+		back, err := multigpu.DeserializeIVFFlat(res, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, back)
+		if err := back.Extend(res, host(t, extra, 20), nil); !safetest.IsArg(err, "ids") && !safetest.IsArg(err, "vectors") {
+			t.Fatalf("nil ids on a loaded index: %v", err)
+		}
+	}
 }
 
 // Fewer rows than lists on a device, or than devices, are refused before C.
