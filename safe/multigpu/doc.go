@@ -29,12 +29,21 @@
 //
 // # What the C API does not say
 //
+//   - cuVS does each device's work inside an OpenMP loop, where an error
+//     is not returned: it aborts the process (std::terminate, seen on the
+//     real 26.08.01). So what Go can know is checked first. IVF's Extend
+//     without ids gets Go's ids (cuVS refuses nil ids on a non-empty
+//     index, in that loop), and CAGRA's Extend is refused: cuVS's
+//     multi-GPU CAGRA does not implement extend.
+//   - One GPU is enough: resources on one device lay an index over it
+//     (sharded is then one shard), with every operation of two.
 //   - There is no filter in the multi-GPU search, and no getter of any
 //     kind: Go counts Rows, Dim and the shards through Build and Extend;
-//     after Deserialize and Distribute, Rows is -1 and Dim 0 (the mode and
-//     device count are read from the file's header).
-//   - Neighbors are int64 for every algorithm, CAGRA included; CAGRA's
-//     Extend ids are uint32, IVF's int64.
+//     after Deserialize and Distribute, an IVF index's Rows is -1 and Dim
+//     0, a CAGRA index's are read from the file's CAGRA headers (the mode
+//     and device count from the file's header).
+//   - Neighbors are int64 for every algorithm, CAGRA included; IVF's
+//     Extend ids are int64.
 //   - Sharded ids are positions in the concatenation of the shards: cuVS
 //     adds to each device's ids the sizes of the devices before it. After
 //     an Extend (split over the devices as Build splits) a row's id is not
