@@ -35,7 +35,12 @@ func (b Backend) valid() bool { return b == CAGRA || b == IVFFlat || b == IVFPQ 
 
 // CAGRAParams are the CAGRA backend's build parameters (a
 // cuvsCagraIndexParams made by cuvsCagraIndexParamsCreate, then these
-// fields). A zero field keeps cuVS's default.
+// fields). A zero field keeps cuVS's default. As cuVS's cagra::build does
+// (check_graph_degree; see safe/cagra's IndexParams), the ANN index's build
+// lowers IntermediateGraphDegree to rows-1 when it is not below the number
+// of rows, and GraphDegree to the (lowered) IntermediateGraphDegree when
+// above it: an IntermediateGraphDegree below GraphDegree is not refused, the
+// graph is built with degree IntermediateGraphDegree.
 type CAGRAParams struct {
 	GraphDegree, IntermediateGraphDegree uint64
 }
@@ -137,9 +142,6 @@ func (p *IndexParams) validate(op string) error {
 	}
 	if p.MinANNRows < 0 {
 		return kit.Argf(op, "params.MinANNRows", "%d, want 0 or more", p.MinANNRows)
-	}
-	if p.Backend == CAGRA && p.CAGRA.GraphDegree != 0 && p.CAGRA.IntermediateGraphDegree != 0 && p.CAGRA.IntermediateGraphDegree < p.CAGRA.GraphDegree {
-		return kit.Argf(op, "params.CAGRA.IntermediateGraphDegree", "%d is below GraphDegree %d", p.CAGRA.IntermediateGraphDegree, p.CAGRA.GraphDegree)
 	}
 	if p.Backend == IVFPQ && p.IVFPQ.PQBits != 0 && (p.IVFPQ.PQBits < 4 || p.IVFPQ.PQBits > 8) {
 		return kit.Argf(op, "params.IVFPQ.PQBits", "%d, want 4 to 8", p.IVFPQ.PQBits)

@@ -338,13 +338,28 @@ func TestBadInput(t *testing.T) {
 		"min rows":  {"params.MinANNRows", dev, &tiered.IndexParams{MinANNRows: -1}},
 		"lists":     {"dataset", dev, &tiered.IndexParams{Backend: tiered.IVFFlat, MinANNRows: 10}},
 		"pq bits":   {"params.IVFPQ.PQBits", dev, &tiered.IndexParams{Backend: tiered.IVFPQ, IVFPQ: tiered.IVFPQParams{PQBits: 12}}},
-		"degrees":   {"params.CAGRA.IntermediateGraphDegree", dev, &tiered.IndexParams{CAGRA: tiered.CAGRAParams{GraphDegree: 64, IntermediateGraphDegree: 32}}},
 		"L2Sqrt CG": {"params.Metric", dev, &tiered.IndexParams{Metric: safe.L2SqrtExpanded}},
 	} {
 		if _, err := tiered.Build(res, c.ds, c.p); !isArg(err, c.arg) {
 			t.Errorf("%s: got %v, want an ArgError naming %s", name, err, c.arg)
 		}
 	}
+	// an IntermediateGraphDegree below GraphDegree is not refused: cuVS's
+	// cagra::build lowers GraphDegree to it (check_graph_degree)
+	low := params(t, tiered.CAGRA, 200)
+	low.CAGRA = tiered.CAGRAParams{GraphDegree: 64, IntermediateGraphDegree: 32}
+	lowIdx, err := tiered.Build(res, dev, low)
+	must(t, err)
+	safetest.Close(t, lowIdx)
+	if lowIdx.ANNRows() != 300 {
+		t.Fatalf("lowered degrees: ANN rows %d, want 300", lowIdx.ANNRows())
+	}
+	qs := safetest.Random(11, nq, dim)
+	sp := &tiered.SearchParams{CAGRA: tiered.CAGRASearchParams{ITopKSize: 128}}
+	if r := recall(search(t, res, lowIdx, sp, qs, k, nil), safetest.ExactKNN(data, qs, dim, k, safetest.L2, nil), k); r < 0.9 {
+		t.Errorf("lowered degrees: recall %.3f, want >= 0.90", r)
+	}
+	must(t, lowIdx.Close())
 	idx, err := tiered.Build(res, dev, params(t, tiered.CAGRA, 200))
 	must(t, err)
 	safetest.Close(t, idx)

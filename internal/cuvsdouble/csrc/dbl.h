@@ -545,6 +545,12 @@ DBL_HIDDEN int dbl_reg_id_live(uint64_t id);
  * the real library. Tests assert there are none. */
 DBL_HIDDEN void dbl_violation(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The degrees (intermediate, graph) a single-GPU CAGRA build over n rows
+ * uses, lowered as cagra_build.cuh's check_graph_degree does, or the error
+ * it fails with (one row: a recorded violation); dbl_cagra.c. */
+DBL_HIDDEN cuvsError_t cg_degrees(cuvsCagraIndexParams_t params, int64_t n, size_t* intermediate,
+                                  size_t* degree);
+
 /* Counted internal storage. */
 DBL_HIDDEN void* dbl_buf_alloc(size_t bytes);
 /* The double's file readers check the sizes a header claims against what

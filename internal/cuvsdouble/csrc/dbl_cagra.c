@@ -278,8 +278,8 @@ static void clamp_degrees(size_t* intermediate, size_t* graph_degree, int64_t n)
  * results to graph_degree (optimize's column check). One row: cuVS lowers
  * both degrees to 0, and its prune kernel loops over knn_graph_degree - 1
  * = 2^32 - 1 entries of an empty array. */
-static cuvsError_t cg_degrees(cuvsCagraIndexParams_t params, int64_t n, size_t* intermediate,
-                              size_t* degree)
+cuvsError_t cg_degrees(cuvsCagraIndexParams_t params, int64_t n, size_t* intermediate,
+                       size_t* degree)
 {
   *intermediate = params->intermediate_graph_degree;
   *degree = params->graph_degree;

@@ -27,7 +27,27 @@
  *     its own); distributing IVF-PQ files is not modelled (an error says so:
  *     the double's files hold codes, not rows);
  *   - a single-GPU cuvsResources_t given to these functions is a violation
- *     (the real library reinterprets it as device_resources_snmg).
+ *     (the real library reinterprets it as device_resources_snmg);
+ *   - snmg runs each rank's build and extend inside an OpenMP parallel
+ *     loop, so what the single-GPU code throws there ends the process
+ *     (std::terminate); the double records a violation and fails instead:
+ *     IVF extends without ids on a non-empty rank (ivf_flat::extend's and
+ *     ivf_pq::extend's "You must pass data indices when the index is
+ *     non-empty."), CAGRA extends on 26.06 and on a device_padded index on
+ *     26.08 (iface.hpp's "CAGRA does not implement the extend method"), CAGRA
+ *     shards of one row (cg_degrees) or that an ITERATIVE_CAGRA_SEARCH
+ *     build refuses;
+ *   - CAGRA shards lower their degrees as the single-GPU build does
+ *     (cg_degrees: intermediate >= rows -> rows - 1, graph degree >
+ *     intermediate -> intermediate); each rank's degree is kept and written
+ *     in its file header;
+ *   - 26.08's CAGRA layout (mg_cagra.cpp's mg_cagra_dataset_layout):
+ *     Build picks device_padded when a row's bytes are a multiple of 16
+ *     (matrix_row_width_matches_cagra_required: the row width equals
+ *     cagra_required_row_width), device_standard otherwise; Deserialize
+ *     and Distribute take the file's serialized dataset kind; UpdateDataset
+ *     makes a standard index padded. Extend on a device_standard index does
+ *     nothing (iface.hpp has no branch for it) and succeeds.
  */
 #include "dbl_ivf.h"
 
@@ -44,7 +64,9 @@ typedef struct {
   DLDataType dtype;
   int64_t dim;
   atomic_long rr; /* ROUND_ROBIN's counter */
+  int padded;      /* CAGRA on 26.08: device_padded (1) or device_standard (0) layout */
   ivf_impl* rank[DBL_MAX_DEVICES];
+  int64_t degree[DBL_MAX_DEVICES]; /* CAGRA: the graph degree each rank was built with */
 } mg_impl;
 
 /* The layout all three index handles share. */
@@ -236,6 +258,7 @@ static mg_impl* mg_new(int algo, int mode, int nranks, DLDataType dt, int64_t di
   m->nranks = nranks;
   m->dtype = dt;
   m->dim = dim;
+  m->padded = 1;
   return m;
 }
 
@@ -246,16 +269,27 @@ typedef struct {
   uint32_t n_lists, n_iters;
   double frac;
   int add_data;
-  int64_t graph_degree; /* CAGRA */
+  cuvsCagraIndexParams_t cagra; /* CAGRA: the base params */
 } mg_build_args;
 
 static cuvsError_t mg_build_rank(int algo, const mg_build_args* a, const dbl_matrix* data,
-                                 DLDataType dt, ivf_impl** out)
+                                 DLDataType dt, ivf_impl** out, int64_t* degree)
 {
   int64_t n = data->n;
   if (algo == MG_CAGRA) {
-    EXPECTS(n > a->graph_degree, "cuvsdouble: CAGRA needs more rows (%lld) than graph_degree (%lld)",
-            (long long)n, (long long)a->graph_degree);
+    /* cagra::build on the shard: the degrees lowered on small shards (one
+     * row: cg_degrees records the violation) */
+    size_t intermediate = 0, deg = 0;
+    cuvsError_t st = cg_degrees(a->cagra, n, &intermediate, &deg);
+    if (st != CUVS_SUCCESS) {
+      if (n >= 2) {
+        dbl_violation("a multi-GPU CAGRA shard of %lld rows: cagra::build throws inside snmg's "
+                      "OpenMP loop (the real process aborts)",
+                      (long long)n);
+      }
+      return st;
+    }
+    *degree = (int64_t)deg;
   } else {
     EXPECTS(n > 0, "empty dataset");
     EXPECTS(n >= (int64_t)a->n_lists, "number of rows can't be less than n_lists");
@@ -324,8 +358,14 @@ static cuvsError_t mg_build(cuvsResources_t res, int algo, int mode, const mg_bu
       }
       dbl_matrix data = {(const char*)t->data + (size_t)off * (size_t)dim * es, t->dtype, dim, 1,
                          rows, dim};
-      st = mg_build_rank(algo, a, &data, t->dtype, &m->rank[k]);
+      st = mg_build_rank(algo, a, &data, t->dtype, &m->rank[k], &m->degree[k]);
     }
+#if DBL_RELEASE >= 2608
+    /* matrix_row_width_matches_cagra_required on the dense host view: the
+     * row width (dim) equals cagra_required_row_width, dim * es rounded up to
+     * lcm(16, es) = 16 bytes */
+    m->padded = ((size_t)dim * es) % 16 == 0;
+#endif
   } while (0);
   if (st != CUVS_SUCCESS) {
     if (m) mg_free(m);
@@ -346,8 +386,7 @@ DBL_API cuvsError_t cuvsMultiGpuCagraBuild(cuvsResources_t res,
     dbl_violation("cuvsMultiGpuCagraBuild with NULL params (the real library would crash)");
     return RAFT_FAIL("cuvsdouble: NULL params");
   }
-  mg_build_args a = {(int)params->base_params->metric, 0, 1, 1, 1.0, 1,
-                     (int64_t)params->base_params->graph_degree};
+  mg_build_args a = {(int)params->base_params->metric, 0, 1, 1, 1.0, 1, params->base_params};
   return mg_build(res, MG_CAGRA, params->mode, &a, dataset_tensor, (mg_handle*)index,
                   "cuvsMultiGpuCagraBuild");
 }
@@ -365,7 +404,7 @@ DBL_API cuvsError_t cuvsMultiGpuIvfFlatBuild(cuvsResources_t res,
   cuvsIvfFlatIndexParams_t b = params->base_params;
   EXPECTS(b->n_lists > 0, "cuvsdouble: n_lists must be positive");
   mg_build_args a = {(int)b->metric, b->metric_arg, b->n_lists, b->kmeans_n_iters,
-                     b->kmeans_trainset_fraction, b->add_data_on_build, 0};
+                     b->kmeans_trainset_fraction, b->add_data_on_build, NULL};
   return mg_build(res, MG_FLAT, params->mode, &a, dataset_tensor, (mg_handle*)index,
                   "cuvsMultiGpuIvfFlatBuild");
 }
@@ -383,7 +422,7 @@ DBL_API cuvsError_t cuvsMultiGpuIvfPqBuild(cuvsResources_t res,
   cuvsIvfPqIndexParams_t b = params->base_params;
   EXPECTS(b->n_lists > 0, "cuvsdouble: n_lists must be positive");
   mg_build_args a = {(int)b->metric, b->metric_arg, b->n_lists, b->kmeans_n_iters,
-                     b->kmeans_trainset_fraction, b->add_data_on_build, 0};
+                     b->kmeans_trainset_fraction, b->add_data_on_build, NULL};
   return mg_build(res, MG_PQ, params->mode, &a, dataset_tensor, (mg_handle*)index,
                   "cuvsMultiGpuIvfPqBuild");
 }
@@ -657,6 +696,17 @@ static cuvsError_t mg_extend(cuvsResources_t res, int algo, mg_handle* index,
     if (ix && (st = dl_view(ix_t, LAYOUT_ROW, ix->dtype.code, ix->dtype.bits, WANT_HOST, 1)) !=
                 CUVS_SUCCESS)
       break;
+    if (algo == MG_CAGRA) {
+#if DBL_RELEASE >= 2608
+      /* iface.hpp's extend has no branch for device_standard_index */
+      if (!m->padded) break;
+#endif
+      dbl_violation("%s: iface.hpp's extend RAFT_FAILs \"CAGRA does not implement the extend "
+                    "method\" inside snmg's OpenMP loop (the real process aborts)",
+                    fn);
+      st = RAFT_FAIL("CAGRA does not implement the extend method");
+      break;
+    }
     int64_t n = v->shape[0];
     if (v->shape[1] != m->dim) {
       st = RAFT_FAIL("new_vectors should have the same dimension as the index");
@@ -668,6 +718,19 @@ static cuvsError_t mg_extend(cuvsResources_t res, int algo, mg_handle* index,
                     fn, (long long)ix->shape[0], (long long)n);
       st = RAFT_FAIL("cuvsdouble: new_vectors and new_indices have different number of rows");
       break;
+    }
+    if (!ix) {
+      /* ivf_flat::extend / ivf_pq::extend, run on every rank inside snmg's
+       * OpenMP loop */
+      for (int k = 0; k < m->nranks && st == CUVS_SUCCESS; k++) {
+        if (m->rank[k]->size == 0) continue;
+        dbl_violation("%s without new_indices on rank %d of %lld rows: ivf::extend throws \"You "
+                      "must pass data indices when the index is non-empty.\" inside snmg's OpenMP "
+                      "loop (the real process aborts)",
+                      fn, k, (long long)m->rank[k]->size);
+        st = RAFT_FAIL("You must pass data indices when the index is non-empty.");
+      }
+      if (st != CUVS_SUCCESS) break;
     }
     if (ix) {
       ids = malloc((size_t)(n ? n : 1) * sizeof(int64_t));
@@ -811,7 +874,8 @@ static int mg_npy_bytes(FILE* f, uint64_t len)
   return fwrite(pre, sizeof pre, 1, f) == 1 && fwrite(hdr, (size_t)n, 1, f) == 1;
 }
 
-static int mg_write_cagra_rank(FILE* f, const ivf_impl* impl, DLDataType dt)
+static int mg_write_cagra_rank(FILE* f, const ivf_impl* impl, DLDataType dt, int padded,
+                               int64_t degree)
 {
   char* buf = NULL;
   size_t len = 0;
@@ -823,17 +887,21 @@ static int mg_write_cagra_rank(FILE* f, const ivf_impl* impl, DLDataType dt)
   mg_descr(dt, d);
   ok = ok && fwrite(d, 4, 1, f) == 1 && ivf_npy_write(f, "<i4", MG_CAGRA_VERSION, 4);
 #if DBL_RELEASE >= 2608
-  ok = ok && ivf_npy_write(f, "<u4", 1 /* device_padded */, 4);
+  /* serialized_dataset_kind: device_padded 1, device_standard 2 */
+  ok = ok && ivf_npy_write(f, "<u4", padded ? 1 : 2, 4);
 #endif
+  (void)padded;
   ok = ok && ivf_npy_write(f, "<u4", (uint64_t)impl->size, 4) &&
-       ivf_npy_write(f, "<u4", (uint64_t)impl->dim, 4) && ivf_npy_write(f, "<u4", 0, 4) &&
+       ivf_npy_write(f, "<u4", (uint64_t)impl->dim, 4) &&
+       ivf_npy_write(f, "<u4", (uint64_t)degree, 4) &&
        ivf_npy_write(f, "<i4", (uint64_t)(uint32_t)impl->metric, 4) && mg_npy_bytes(f, len) &&
        fwrite(buf, 1, len, f) == len;
   free(buf);
   return ok;
 }
 
-static ivf_impl* mg_read_cagra_rank(FILE* f, DLDataType dt)
+static ivf_impl* mg_read_cagra_rank(FILE* f, DLDataType dt, uint64_t* kind_out,
+                                    int64_t* degree_out)
 {
   char d[4], want[4];
   mg_descr(dt, want);
@@ -843,11 +911,12 @@ static ivf_impl* mg_read_cagra_rank(FILE* f, DLDataType dt)
 #if DBL_RELEASE >= 2608
   if (!ivf_npy_read(f, 4, &kind) || kind == 0 || kind > 4) return NULL;
 #endif
-  (void)kind;
   if (!ivf_npy_read(f, 4, &size) || !ivf_npy_read(f, 4, &dim) || !ivf_npy_read(f, 4, &degree) ||
       !ivf_npy_read(f, 4, &metric)) {
     return NULL;
   }
+  *kind_out = kind;
+  *degree_out = (int64_t)degree;
   unsigned char pre[10];
   char hdr[256];
   if (fread(pre, sizeof pre, 1, f) != 1 || pre[0] != 0x93 || memcmp(pre + 1, "NUMPY", 5) != 0) {
@@ -911,7 +980,7 @@ static cuvsError_t mg_serialize(cuvsResources_t res, int algo, mg_handle* index,
              ivf_npy_write(f, "<i4", (uint64_t)m->nranks, 4);
     for (int k = 0; ok && k < m->nranks; k++) {
       pthread_rwlock_rdlock(&m->rank[k]->lock);
-      ok = algo == MG_CAGRA ? mg_write_cagra_rank(f, m->rank[k], m->dtype)
+      ok = algo == MG_CAGRA ? mg_write_cagra_rank(f, m->rank[k], m->dtype, m->padded, m->degree[k])
                             : mg_write_rank(f, m->rank[k]);
       pthread_rwlock_unlock(&m->rank[k]->lock);
     }
@@ -979,6 +1048,8 @@ static cuvsError_t mg_cagra_file(const char* filename, mg_impl* m)
   if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetSize(ci, &n);
   if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetDims(ci, &dim);
   if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetDataset(ci, &dv);
+  int64_t degree = 0;
+  if (st == CUVS_SUCCESS) st = cuvsCagraIndexGetGraphDegree(ci, &degree);
   if (st == CUVS_SUCCESS && (!dv.dl_tensor.data || !dv.dl_tensor.shape || n < 1 || dim < 1)) {
     /* a graph-only file: the double's replicas are built from the rows */
     st = RAFT_FAIL("cuvsdouble: distributing a CAGRA index file without its dataset is not "
@@ -999,7 +1070,12 @@ static cuvsError_t mg_cagra_file(const char* filename, mg_impl* m)
         break;
       }
       m->rank[k] = impl;
+      m->degree[k] = degree;
     }
+#if DBL_RELEASE >= 2608
+    /* the layout whose deserialize accepts the file's dataset kind */
+    m->padded = ds && ds->layout == CUVS_DATASET_LAYOUT_PADDED;
+#endif
   }
   /* the failure's text (the CAGRA deserializer's reason, as the real
    * library's exception carries it) outlives the cleanup's calls, which
@@ -1109,13 +1185,32 @@ static cuvsError_t mg_load(cuvsResources_t res, int algo, const char* filename, 
       st = dbl_plain_fail("std::bad_alloc");
       break;
     }
+    uint64_t kind0 = 0;
     for (int k = 0; k < m->nranks; k++) {
-      m->rank[k] = algo == MG_CAGRA ? mg_read_cagra_rank(f, dt) : mg_read_rank(f);
+      uint64_t kind = 0;
+      m->rank[k] = algo == MG_CAGRA ? mg_read_cagra_rank(f, dt, &kind, &m->degree[k])
+                                    : mg_read_rank(f);
       if (!m->rank[k] || (k > 0 && m->rank[k]->dim != m->rank[0]->dim)) {
         st = RAFT_FAIL("cuvsdouble: %s is not a multi-GPU %s index file written by the test double",
                        filename, mg_names[algo]);
         break;
       }
+#if DBL_RELEASE >= 2608
+      /* Deserialize tries a device_padded index, then a device_standard
+       * one: each wants every rank's serialized dataset kind to be its own */
+      if (algo == MG_CAGRA) {
+        if (k == 0) kind0 = kind;
+        if (kind != kind0 || (kind != 1 && kind != 2)) {
+          st = RAFT_FAIL("cagra::deserialize: serialized dataset kind %u does not match requested "
+                         "kind %u",
+                         (unsigned)kind, kind0 == 1 ? 1u : 2u);
+          break;
+        }
+        m->padded = kind == 1;
+      }
+#endif
+      (void)kind0;
+      (void)kind;
       m->rank[k]->dtype = dt;
       m->dim = m->rank[k]->dim;
     }
@@ -1235,6 +1330,7 @@ DBL_API cuvsError_t cuvsMultiGpuCagraUpdateDataset(cuvsResources_t res,
       pthread_rwlock_unlock(&ri->lock);
       if (m->mode == CUVS_NEIGHBORS_MG_SHARDED) offset += ri->size;
     }
+    m->padded = 1; /* a device_standard index is attached the padded dataset */
     (void)es;
     free(row);
   } while (0);
