@@ -127,3 +127,21 @@ func TestCoverageModule(t *testing.T) {
 		}
 	}
 }
+
+// A function the safe layer refuses by design is reported as refused, with
+// its reason, not as pending or missing.
+func TestCoverageRefused(t *testing.T) {
+	rc := releaseCoverage{name: "26.08", funcs: []funcCoverage{
+		{cName: "cuvsMultiGpuCagraExtend", multiGPU: true},
+		{cName: "cuvsMultiGpuIvfFlatExtend", multiGPU: true, apis: []string{"(*multigpu.IVFFlatIndex).Extend"}},
+	}}
+	if got, want := rc.summary(), "26.08: wrapped 1 of 2 (0 pending multi-GPU, 0 not wrapped); 1 refused by the safe layer"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	if d := rc.funcs[0].describe(0); !strings.HasPrefix(d, "refused: multigpu.CagraIndex.Extend refuses it") {
+		t.Errorf("describe: %q", d)
+	}
+	if n := (&coverageReport{releases: []releaseCoverage{rc}}).missing(); n != 0 {
+		t.Errorf("missing = %d", n)
+	}
+}
