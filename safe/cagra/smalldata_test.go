@@ -296,3 +296,32 @@ func TestSmallDataMultiPartition(t *testing.T) {
 		}
 	}
 }
+
+// The smallest IterativeSearch builds the rule of checkRows lets through,
+// with cuVS's defaults (GraphDegree 64), reach cuVS and build at the
+// degree asked (iterative_build_graph keeps it), every row finding itself.
+// The double builds them; on the real library this is where the rule,
+// read from cuVS's sources, meets the kernels.
+func TestIterativeSmallestBuilds(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	iter, err := cagra.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	iter.BuildAlgo = cagra.IterativeSearch
+	for _, n := range []int{64, 65, 130} {
+		t.Run(fmt.Sprintf("%d rows", n), func(t *testing.T) {
+			data := safetest.Random(uint64(300+n), n, smallDim)
+			idx, err := cagra.Build(res, hostMatrix(t, data, n, smallDim), &iter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			safetest.Close(t, idx)
+			if idx.Rows() != n || idx.GraphDegree() != iter.GraphDegree {
+				t.Fatalf("rows %d degree %d, want %d and %d", idx.Rows(), idx.GraphDegree(), n, iter.GraphDegree)
+			}
+			findsItself(t, res, idx, data, n)
+		})
+	}
+}
