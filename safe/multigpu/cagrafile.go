@@ -17,10 +17,11 @@ var errNotCagra = errors.New("not a CAGRA index file of a known format")
 // cagraRank reads the header of one CAGRA index as cuVS's cagra::serialize
 // writes it (the 4-byte NumPy dtype, then .npy scalars: version, on
 // version 6 (26.08) and later the serialized dataset kind, then rows and
-// dim) and, when skip is set, reads past the rest of it: the .npy items up
+// dim) and, when skip is not nil, passes the rest of it (arrays' data by skip,
+// which seeks: the data is not read): the .npy items up
 // to the next index's dtype tag or the file's end (graph, content map,
 // dataset, source indices; in the test double's files, its own payload).
-func cagraRank(r *bufio.Reader, skip bool) (rows, dim int64, err error) {
+func cagraRank(r *bufio.Reader, skip func(n int64) error) (rows, dim int64, err error) {
 	var tag [4]byte
 	if _, err := io.ReadFull(r, tag[:]); err != nil {
 		return 0, 0, err
@@ -48,8 +49,8 @@ func cagraRank(r *bufio.Reader, skip bool) (rows, dim int64, err error) {
 	if n.Int < 0 || d.Int < 1 {
 		return 0, 0, errNotCagra
 	}
-	for skip && npy.AtItem(r) {
-		if _, err := npy.ReadItem(r); err != nil {
+	for skip != nil && npy.AtItem(r) {
+		if _, err := npy.ReadItem(r, skip); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -79,7 +80,7 @@ func readCagraRows(path string, multi bool) (shards []int64, dim int64, err erro
 			}
 			return []int64{n}, d, nil
 		}
-		n, d, err := cagraRank(r, false)
+		n, d, err := cagraRank(r, nil)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -100,7 +101,7 @@ func readCagraRows(path string, multi bool) (shards []int64, dim int64, err erro
 	}
 	shards = make([]int64, k.Int)
 	for i := range shards {
-		n, d, err := cagraRank(r, true)
+		n, d, err := cagraRank(r, npy.SkipIn(f, r))
 		if err != nil {
 			return nil, 0, err
 		}

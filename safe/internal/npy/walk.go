@@ -88,15 +88,7 @@ func Walk(r io.ReadSeeker, size int64, tagged bool, visit func(i int, it Item) e
 				if _, err := io.ReadFull(br, b); err != nil {
 					return items, false, fmt.Errorf("%w: short value", ErrFormat)
 				}
-				for i := len(b) - 1; i >= 0; i-- {
-					it.Value = it.Value<<8 | uint64(b[i])
-				}
-				if it.Descr[0] == '>' {
-					it.Value = 0
-					for _, x := range b {
-						it.Value = it.Value<<8 | uint64(x)
-					}
-				}
+				it.Value = scalarValue(it.Descr, b)
 			}
 			if err := visit(items, it); err != nil {
 				return items, false, err
@@ -118,6 +110,22 @@ func Walk(r io.ReadSeeker, size int64, tagged bool, visit func(i int, it Item) e
 		}
 	}
 	return items, true, nil
+}
+
+// scalarValue is a scalar item's raw value, zero-extended, in the byte
+// order its descr says ('>' big-endian, else little).
+func scalarValue(descr string, b []byte) uint64 {
+	var v uint64
+	if descr[0] == '>' {
+		for _, x := range b {
+			v = v<<8 | uint64(x)
+		}
+		return v
+	}
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
 }
 
 func after(items int) string {
