@@ -828,10 +828,9 @@ static int mg_write_rank(FILE* f, const ivf_impl* impl)
   return ok;
 }
 
-static ivf_impl* mg_read_rank(FILE* f)
+/* The rank's own format, len bytes of f (read whole, then parsed). */
+static ivf_impl* mg_read_rank_bytes(FILE* f, uint64_t len)
 {
-  uint64_t len = 0;
-  if (!ivf_npy_read(f, 8, &len) || len == 0 || len > (1ULL << 34)) return NULL;
   char* buf = malloc(len);
   if (!buf) return NULL;
   ivf_impl* impl = NULL;
@@ -844,6 +843,13 @@ static ivf_impl* mg_read_rank(FILE* f)
   }
   free(buf);
   return impl;
+}
+
+static ivf_impl* mg_read_rank(FILE* f)
+{
+  uint64_t len = 0;
+  if (!ivf_npy_read(f, 8, &len) || len == 0 || len > (1ULL << 34)) return NULL;
+  return mg_read_rank_bytes(f, len);
 }
 
 /* A CAGRA rank as cuVS's cagra::serialize (include_dataset) begins one:
@@ -931,17 +937,7 @@ static ivf_impl* mg_read_cagra_rank(FILE* f, DLDataType dt, uint64_t* kind_out,
       len == 0 || len > (1ULL << 34)) {
     return NULL;
   }
-  char* buf = malloc(len);
-  if (!buf) return NULL;
-  ivf_impl* impl = NULL;
-  if (fread(buf, 1, len, f) == len) {
-    FILE* mf = fmemopen(buf, len, "rb");
-    if (mf) {
-      impl = ivf_read(mf, 0);
-      fclose(mf);
-    }
-  }
-  free(buf);
+  ivf_impl* impl = mg_read_rank_bytes(f, len);
   if (impl && ((uint64_t)impl->size != size || (uint64_t)impl->dim != dim)) {
     ivf_free(impl);
     impl = NULL;
