@@ -104,8 +104,17 @@ const iterativeRefusal = "Could not generate an intermediate CAGRA graph because
 // warning). Index.GraphDegree reports the degree built. IterativeSearch
 // builds with the degrees unadjusted (iterative_build_graph reads them from
 // the params; Build refuses rows it cannot build over), so they are
-// returned as they are.
+// returned as they are. A nil p stands for cuVS's defaults
+// (DefaultIndexParams), as for Build; 0, 0 when they cannot be read (no
+// library loaded).
 func (p *IndexParams) Degrees(rows int) (intermediate, graph int) {
+	if p == nil {
+		d, err := DefaultIndexParams()
+		if err != nil {
+			return 0, 0
+		}
+		p = &d
+	}
 	intermediate, graph = p.IntermediateGraphDegree, p.GraphDegree
 	if p.BuildAlgo == IterativeSearch {
 		return intermediate, graph

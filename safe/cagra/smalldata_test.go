@@ -106,6 +106,15 @@ func TestDegrees(t *testing.T) {
 			t.Errorf("%+v: Degrees(%d) = %d, %d, want %d, %d", c, c.rows, i, g, c.wi, c.wg)
 		}
 	}
+	// nil params are cuVS's defaults, as for Build
+	def, err := cagra.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none *cagra.IndexParams
+	if i, g := none.Degrees(50); i != 49 || g != min(49, def.GraphDegree) {
+		t.Errorf("nil params: Degrees(50) = %d, %d, want 49, %d", i, g, min(49, def.GraphDegree))
+	}
 }
 
 // An IntermediateGraphDegree below GraphDegree lowers GraphDegree (cuVS
