@@ -147,7 +147,7 @@ func TestReleasesEmitted(t *testing.T) {
 			t.Errorf("zfuncs.go lacks %q", want)
 		}
 	}
-	for _, want := range []string{"type CuvsTreeParams struct", "type CuvsTreeParams_v12 struct", "type CuvsTreeParams_t_v12 = *CuvsTreeParams_v12", "CuvsTreeAlgo_HYBRID CuvsTreeAlgo = 3"} {
+	for _, want := range []string{"type CuvsTreeParams struct", "type CuvsTreeParams_v12 struct", "type CuvsTreeParams_t_v12 uintptr", "func (h CuvsTreeParams_t_v12) Ref() *CuvsTreeParams_v12", "CuvsTreeAlgo_HYBRID CuvsTreeAlgo = 3"} {
 		if !strings.Contains(types, want) {
 			t.Errorf("ztypes.go lacks %q", want)
 		}

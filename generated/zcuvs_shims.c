@@ -1700,47 +1700,47 @@ cuvsgo_status cuvsgo_cuvsDatasetMakeStandardView(uintptr_t a0, void* a1, void* a
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsDatasetDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsDatasetDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsDatasetDestroy f = __atomic_load_n(&cuvsgo_p_cuvsDatasetDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsDataset_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsDatasetGetMemType(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsDatasetGetMemType(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsDatasetGetMemType f = __atomic_load_n(&cuvsgo_p_cuvsDatasetGetMemType, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsDataset_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsDatasetGetLayout(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsDatasetGetLayout(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsDatasetGetLayout f = __atomic_load_n(&cuvsgo_p_cuvsDatasetGetLayout, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsDataset_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsDatasetGetIsOwning(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsDatasetGetIsOwning(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsDatasetGetIsOwning f = __atomic_load_n(&cuvsgo_p_cuvsDatasetGetIsOwning, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsDataset_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsDatasetGetDtype(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsDatasetGetDtype(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsDatasetGetDtype f = __atomic_load_n(&cuvsgo_p_cuvsDatasetGetDtype, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsDataset_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -1763,20 +1763,20 @@ cuvsgo_status cuvsgo_cuvsKMeansParamsCreate_v2608(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsKMeansParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsKMeansParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy_v2608(void* a0) {
+cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy_v2608(uintptr_t a0) {
   cuvsgo_fn_cuvsKMeansParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsDestroy_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsKMeansParams_t_v2608)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -1790,65 +1790,65 @@ cuvsgo_status cuvsgo_cuvsKMeansParamsCreate_v2(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy_v2(void* a0) {
+cuvsgo_status cuvsgo_cuvsKMeansParamsDestroy_v2(uintptr_t a0) {
   cuvsgo_fn_cuvsKMeansParamsDestroy_v2 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansParamsDestroy_v2, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsKMeansParams_v2_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansFit(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
+cuvsgo_status cuvsgo_cuvsKMeansFit(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
   cuvsgo_fn_cuvsKMeansFit f = __atomic_load_n(&cuvsgo_p_cuvsKMeansFit, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
+  s.code = (int32_t)f(a0, (cuvsKMeansParams_t)a1, a2, a3, a4, a5, a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansFit_v2608(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
+cuvsgo_status cuvsgo_cuvsKMeansFit_v2608(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
   cuvsgo_fn_cuvsKMeansFit_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansFit_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
+  s.code = (int32_t)f(a0, (cuvsKMeansParams_t_v2608)a1, a2, a3, a4, a5, a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansFit_v2(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
+cuvsgo_status cuvsgo_cuvsKMeansFit_v2(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
   cuvsgo_fn_cuvsKMeansFit_v2 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansFit_v2, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
+  s.code = (int32_t)f(a0, (cuvsKMeansParams_v2_t)a1, a2, a3, a4, a5, a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansPredict(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
+cuvsgo_status cuvsgo_cuvsKMeansPredict(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
   cuvsgo_fn_cuvsKMeansPredict f = __atomic_load_n(&cuvsgo_p_cuvsKMeansPredict, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7);
+  s.code = (int32_t)f(a0, (cuvsKMeansParams_t)a1, a2, a3, a4, a5, a6, a7);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansPredict_v2608(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
+cuvsgo_status cuvsgo_cuvsKMeansPredict_v2608(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
   cuvsgo_fn_cuvsKMeansPredict_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansPredict_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7);
+  s.code = (int32_t)f(a0, (cuvsKMeansParams_t_v2608)a1, a2, a3, a4, a5, a6, a7);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsKMeansPredict_v2(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
+cuvsgo_status cuvsgo_cuvsKMeansPredict_v2(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, _Bool a6, void* a7) {
   cuvsgo_fn_cuvsKMeansPredict_v2 f = __atomic_load_n(&cuvsgo_p_cuvsKMeansPredict_v2, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7);
+  s.code = (int32_t)f(a0, (cuvsKMeansParams_v2_t)a1, a2, a3, a4, a5, a6, a7);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -1880,11 +1880,11 @@ cuvsgo_status cuvsgo_cuvsIvfPqIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfPqIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfPqIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -1898,11 +1898,11 @@ cuvsgo_status cuvsgo_cuvsIvfPqSearchParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqSearchParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfPqSearchParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfPqSearchParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqSearchParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfPqSearchParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -1916,200 +1916,200 @@ cuvsgo_status cuvsgo_cuvsIvfPqIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfPqIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetNLists(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetNLists(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetNLists f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetNLists, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetDim(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetDim(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetDim f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetDim, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetSize(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetSize(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetSize f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetSize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetPqDim(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetPqDim(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetPqDim f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetPqDim, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetPqBits(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetPqBits(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetPqBits f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetPqBits, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetPqLen(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetPqLen(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetPqLen f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetPqLen, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetCenters(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetCenters(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetCenters f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetCenters, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetCentersPadded(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetCentersPadded(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetCentersPadded f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetCentersPadded, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetPqCenters(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetPqCenters(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetPqCenters f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetPqCenters, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetCentersRot(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetCentersRot(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetCentersRot f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetCentersRot, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetRotationMatrix(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetRotationMatrix(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetRotationMatrix f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetRotationMatrix, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetListSizes(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetListSizes(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfPqIndexGetListSizes f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetListSizes, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexUnpackContiguousListData(uintptr_t a0, void* a1, void* a2, uint32_t a3, uint32_t a4) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexUnpackContiguousListData(uintptr_t a0, uintptr_t a1, void* a2, uint32_t a3, uint32_t a4) {
   cuvsgo_fn_cuvsIvfPqIndexUnpackContiguousListData f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexUnpackContiguousListData, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsIvfPqIndex_t)a1, a2, a3, a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqIndexGetListIndices(void* a0, uint32_t a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsIvfPqIndexGetListIndices(uintptr_t a0, uint32_t a1, void* a2) {
   cuvsgo_fn_cuvsIvfPqIndexGetListIndices f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqIndexGetListIndices, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f((cuvsIvfPqIndex_t)a0, a1, a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsIvfPqBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsIvfPqBuild f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsIvfPqIndexParams_t)a1, a2, (cuvsIvfPqIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqBuildPrecomputed(uintptr_t a0, void* a1, uint32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7) {
+cuvsgo_status cuvsgo_cuvsIvfPqBuildPrecomputed(uintptr_t a0, uintptr_t a1, uint32_t a2, void* a3, void* a4, void* a5, void* a6, uintptr_t a7) {
   cuvsgo_fn_cuvsIvfPqBuildPrecomputed f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqBuildPrecomputed, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7);
+  s.code = (int32_t)f(a0, (cuvsIvfPqIndexParams_t)a1, a2, a3, a4, a5, a6, (cuvsIvfPqIndex_t)a7);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5) {
+cuvsgo_status cuvsgo_cuvsIvfPqSearch(uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5) {
   cuvsgo_fn_cuvsIvfPqSearch f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5);
+  s.code = (int32_t)f(a0, (cuvsIvfPqSearchParams_t)a1, (cuvsIvfPqIndex_t)a2, a3, a4, a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqSerialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsIvfPqSerialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsIvfPqSerialize f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsIvfPqIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqDeserialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsIvfPqDeserialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsIvfPqDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsIvfPqIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqExtend(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsIvfPqExtend(uintptr_t a0, void* a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsIvfPqExtend f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, a1, a2, (cuvsIvfPqIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfPqTransform(uintptr_t a0, void* a1, void* a2, void* a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsIvfPqTransform(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4) {
   cuvsgo_fn_cuvsIvfPqTransform f = __atomic_load_n(&cuvsgo_p_cuvsIvfPqTransform, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsIvfPqIndex_t)a1, a2, a3, a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2123,11 +2123,11 @@ cuvsgo_status cuvsgo_cuvsNNDescentIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsNNDescentIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsNNDescentIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsNNDescentIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsNNDescentIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsNNDescentIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2141,38 +2141,38 @@ cuvsgo_status cuvsgo_cuvsNNDescentIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsNNDescentIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsNNDescentIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsNNDescentIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsNNDescentIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsNNDescentIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsNNDescentBuild(uintptr_t a0, void* a1, void* a2, void* a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsNNDescentBuild(uintptr_t a0, uintptr_t a1, void* a2, void* a3, uintptr_t a4) {
   cuvsgo_fn_cuvsNNDescentBuild f = __atomic_load_n(&cuvsgo_p_cuvsNNDescentBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsNNDescentIndexParams_t)a1, a2, a3, (cuvsNNDescentIndex_t)a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsNNDescentIndexGetGraph(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsNNDescentIndexGetGraph(uintptr_t a0, uintptr_t a1, void* a2) {
   cuvsgo_fn_cuvsNNDescentIndexGetGraph f = __atomic_load_n(&cuvsgo_p_cuvsNNDescentIndexGetGraph, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, (cuvsNNDescentIndex_t)a1, a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsNNDescentIndexGetDistances(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsNNDescentIndexGetDistances(uintptr_t a0, uintptr_t a1, void* a2) {
   cuvsgo_fn_cuvsNNDescentIndexGetDistances f = __atomic_load_n(&cuvsgo_p_cuvsNNDescentIndexGetDistances, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, (cuvsNNDescentIndex_t)a1, a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2186,20 +2186,20 @@ cuvsgo_status cuvsgo_cuvsAllNeighborsIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsAllNeighborsIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsAllNeighborsIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsAllNeighborsIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsAllNeighborsIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsAllNeighborsIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsAllNeighborsBuild(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, float a6) {
+cuvsgo_status cuvsgo_cuvsAllNeighborsBuild(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, float a6) {
   cuvsgo_fn_cuvsAllNeighborsBuild f = __atomic_load_n(&cuvsgo_p_cuvsAllNeighborsBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
+  s.code = (int32_t)f(a0, (cuvsAllNeighborsIndexParams_t)a1, a2, a3, a4, a5, a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2213,47 +2213,47 @@ cuvsgo_status cuvsgo_cuvsBruteForceIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBruteForceIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsBruteForceIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsBruteForceIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsBruteForceIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsBruteForceIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBruteForceBuild(uintptr_t a0, void* a1, int32_t a2, float a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsBruteForceBuild(uintptr_t a0, void* a1, int32_t a2, float a3, uintptr_t a4) {
   cuvsgo_fn_cuvsBruteForceBuild f = __atomic_load_n(&cuvsgo_p_cuvsBruteForceBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, (cuvsDistanceType)a2, a3, a4);
+  s.code = (int32_t)f(a0, a1, (cuvsDistanceType)a2, a3, (cuvsBruteForceIndex_t)a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBruteForceSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, const void* a5) {
+cuvsgo_status cuvsgo_cuvsBruteForceSearch(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, const void* a5) {
   cuvsgo_fn_cuvsBruteForceSearch f = __atomic_load_n(&cuvsgo_p_cuvsBruteForceSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, *(const cuvsFilter*)a5);
+  s.code = (int32_t)f(a0, (cuvsBruteForceIndex_t)a1, a2, a3, a4, *(const cuvsFilter*)a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBruteForceSerialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsBruteForceSerialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsBruteForceSerialize f = __atomic_load_n(&cuvsgo_p_cuvsBruteForceSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsBruteForceIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBruteForceDeserialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsBruteForceDeserialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsBruteForceDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsBruteForceDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsBruteForceIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2276,20 +2276,20 @@ cuvsgo_status cuvsgo_cuvsCagraIndexParamsCreate_v2608(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsCagraIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsCagraIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsCagraIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexParamsDestroy_v2608(void* a0) {
+cuvsgo_status cuvsgo_cuvsCagraIndexParamsDestroy_v2608(uintptr_t a0) {
   cuvsgo_fn_cuvsCagraIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsCagraIndexParams_t_v2608)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2303,11 +2303,11 @@ cuvsgo_status cuvsgo_cuvsCagraCompressionParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraCompressionParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsCagraCompressionParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsCagraCompressionParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsCagraCompressionParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsCagraCompressionParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2321,38 +2321,38 @@ cuvsgo_status cuvsgo_cuvsAceParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsAceParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsAceParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsAceParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsAceParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsAceParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromHnswParams(void* a0, int64_t a1, int64_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) {
+cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromHnswParams(uintptr_t a0, int64_t a1, int64_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) {
   cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsFromHnswParams, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, (enum cuvsCagraHnswHeuristicType)a5, (cuvsDistanceType)a6);
+  s.code = (int32_t)f((cuvsCagraIndexParams_t)a0, a1, a2, a3, a4, (enum cuvsCagraHnswHeuristicType)a5, (cuvsDistanceType)a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromHnswParams_v2608(void* a0, int64_t a1, int64_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) {
+cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromHnswParams_v2608(uintptr_t a0, int64_t a1, int64_t a2, int32_t a3, int32_t a4, int32_t a5, int32_t a6) {
   cuvsgo_fn_cuvsCagraIndexParamsFromHnswParams_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsFromHnswParams_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, (enum cuvsCagraHnswHeuristicType)a5, (cuvsDistanceType)a6);
+  s.code = (int32_t)f((cuvsCagraIndexParams_t_v2608)a0, a1, a2, a3, a4, (enum cuvsCagraHnswHeuristicType)a5, (cuvsDistanceType)a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromDataset(void* a0, int64_t a1, int64_t a2, uint64_t a3, int32_t a4, uint64_t a5) {
+cuvsgo_status cuvsgo_cuvsCagraIndexParamsFromDataset(uintptr_t a0, int64_t a1, int64_t a2, uint64_t a3, int32_t a4, uint64_t a5) {
   cuvsgo_fn_cuvsCagraIndexParamsFromDataset f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexParamsFromDataset, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, (cuvsDistanceType)a4, a5);
+  s.code = (int32_t)f((cuvsCagraIndexParams_t_v2608)a0, a1, a2, a3, (cuvsDistanceType)a4, a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2366,11 +2366,11 @@ cuvsgo_status cuvsgo_cuvsCagraExtendParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraExtendParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsCagraExtendParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsCagraExtendParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsCagraExtendParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsCagraExtendParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2384,11 +2384,11 @@ cuvsgo_status cuvsgo_cuvsCagraSearchParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraSearchParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsCagraSearchParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsCagraSearchParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsCagraSearchParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsCagraSearchParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2402,209 +2402,209 @@ cuvsgo_status cuvsgo_cuvsCagraIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsCagraIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsCagraIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsCagraIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexGetDims(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsCagraIndexGetDims(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsCagraIndexGetDims f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexGetDims, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsCagraIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexGetSize(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsCagraIndexGetSize(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsCagraIndexGetSize f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexGetSize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsCagraIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexGetGraphDegree(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsCagraIndexGetGraphDegree(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsCagraIndexGetGraphDegree f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexGetGraphDegree, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsCagraIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexGetDataset(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsCagraIndexGetDataset(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsCagraIndexGetDataset f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexGetDataset, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsCagraIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexGetGraph(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsCagraIndexGetGraph(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsCagraIndexGetGraph f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexGetGraph, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsCagraIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraUpdateDataset(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsCagraUpdateDataset(uintptr_t a0, uintptr_t a1, uintptr_t a2) {
   cuvsgo_fn_cuvsCagraUpdateDataset f = __atomic_load_n(&cuvsgo_p_cuvsCagraUpdateDataset, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, (cuvsDataset_t)a1, (cuvsCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsCagraBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsCagraBuild f = __atomic_load_n(&cuvsgo_p_cuvsCagraBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsCagraIndexParams_t)a1, a2, (cuvsCagraIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraBuild_v2608(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsCagraBuild_v2608(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3) {
   cuvsgo_fn_cuvsCagraBuild_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraBuild_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsCagraIndexParams_t_v2608)a1, (cuvsDataset_t)a2, (cuvsCagraIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraExtend(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsCagraExtend(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsCagraExtend f = __atomic_load_n(&cuvsgo_p_cuvsCagraExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsCagraExtendParams_t)a1, a2, (cuvsCagraIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraExtend_v2608(uintptr_t a0, void* a1, void* a2, int64_t a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsCagraExtend_v2608(uintptr_t a0, uintptr_t a1, uintptr_t a2, int64_t a3, uintptr_t a4) {
   cuvsgo_fn_cuvsCagraExtend_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraExtend_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsCagraExtendParams_t)a1, (cuvsDataset_t)a2, a3, (cuvsCagraIndex_t)a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, const void* a6) {
+cuvsgo_status cuvsgo_cuvsCagraSearch(uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5, const void* a6) {
   cuvsgo_fn_cuvsCagraSearch f = __atomic_load_n(&cuvsgo_p_cuvsCagraSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, *(const cuvsFilter*)a6);
+  s.code = (int32_t)f(a0, (cuvsCagraSearchParams_t)a1, (cuvsCagraIndex_t)a2, a3, a4, a5, *(const cuvsFilter*)a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraSearchMultiPartition(uintptr_t a0, void* a1, uint32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8) {
+cuvsgo_status cuvsgo_cuvsCagraSearchMultiPartition(uintptr_t a0, uintptr_t a1, uint32_t a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8) {
   cuvsgo_fn_cuvsCagraSearchMultiPartition f = __atomic_load_n(&cuvsgo_p_cuvsCagraSearchMultiPartition, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7, a8);
+  s.code = (int32_t)f(a0, (cuvsCagraSearchParams_t)a1, a2, a3, a4, a5, a6, a7, a8);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraSerializeGraph(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsCagraSerializeGraph(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsCagraSerializeGraph f = __atomic_load_n(&cuvsgo_p_cuvsCagraSerializeGraph, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraSerializeGraphAndDataset(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsCagraSerializeGraphAndDataset(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsCagraSerializeGraphAndDataset f = __atomic_load_n(&cuvsgo_p_cuvsCagraSerializeGraphAndDataset, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraSerialize(uintptr_t a0, void* a1, void* a2, _Bool a3) {
+cuvsgo_status cuvsgo_cuvsCagraSerialize(uintptr_t a0, void* a1, uintptr_t a2, _Bool a3) {
   cuvsgo_fn_cuvsCagraSerialize f = __atomic_load_n(&cuvsgo_p_cuvsCagraSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, a1, (cuvsCagraIndex_t)a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraSerializeToHnswlib(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsCagraSerializeToHnswlib(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsCagraSerializeToHnswlib f = __atomic_load_n(&cuvsgo_p_cuvsCagraSerializeToHnswlib, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraDeserializeGraph(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsCagraDeserializeGraph(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsCagraDeserializeGraph f = __atomic_load_n(&cuvsgo_p_cuvsCagraDeserializeGraph, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraDeserializeGraphAndDataset(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsCagraDeserializeGraphAndDataset(uintptr_t a0, void* a1, uintptr_t a2, void* a3) {
   cuvsgo_fn_cuvsCagraDeserializeGraphAndDataset f = __atomic_load_n(&cuvsgo_p_cuvsCagraDeserializeGraphAndDataset, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, a1, (cuvsCagraIndex_t)a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraDeserialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsCagraDeserialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsCagraDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsCagraDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraIndexFromArgs(uintptr_t a0, int32_t a1, void* a2, void* a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsCagraIndexFromArgs(uintptr_t a0, int32_t a1, void* a2, void* a3, uintptr_t a4) {
   cuvsgo_fn_cuvsCagraIndexFromArgs f = __atomic_load_n(&cuvsgo_p_cuvsCagraIndexFromArgs, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, (cuvsDistanceType)a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsDistanceType)a1, a2, a3, (cuvsCagraIndex_t)a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraMerge(uintptr_t a0, void* a1, void* a2, uint64_t a3, const void* a4, void* a5) {
+cuvsgo_status cuvsgo_cuvsCagraMerge(uintptr_t a0, uintptr_t a1, void* a2, uint64_t a3, const void* a4, uintptr_t a5) {
   cuvsgo_fn_cuvsCagraMerge f = __atomic_load_n(&cuvsgo_p_cuvsCagraMerge, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, *(const cuvsFilter*)a4, a5);
+  s.code = (int32_t)f(a0, (cuvsCagraIndexParams_t)a1, a2, a3, *(const cuvsFilter*)a4, (cuvsCagraIndex_t)a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsCagraMerge_v2608(uintptr_t a0, void* a1, void* a2, uint64_t a3, const void* a4, void* a5, void* a6) {
+cuvsgo_status cuvsgo_cuvsCagraMerge_v2608(uintptr_t a0, uintptr_t a1, void* a2, uint64_t a3, const void* a4, uintptr_t a5, uintptr_t a6) {
   cuvsgo_fn_cuvsCagraMerge_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsCagraMerge_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, *(const cuvsFilter*)a4, a5, a6);
+  s.code = (int32_t)f(a0, (cuvsCagraIndexParams_t_v2608)a1, a2, a3, *(const cuvsFilter*)a4, (cuvsDataset_t)a5, (cuvsCagraIndex_t)a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2618,11 +2618,11 @@ cuvsgo_status cuvsgo_cuvsIvfFlatIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfFlatIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfFlatIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfFlatIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2636,11 +2636,11 @@ cuvsgo_status cuvsgo_cuvsIvfFlatSearchParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatSearchParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfFlatSearchParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfFlatSearchParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatSearchParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfFlatSearchParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2654,83 +2654,83 @@ cuvsgo_status cuvsgo_cuvsIvfFlatIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfFlatIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfFlatIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfFlatIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatIndexGetNLists(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfFlatIndexGetNLists(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfFlatIndexGetNLists f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatIndexGetNLists, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfFlatIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatIndexGetDim(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfFlatIndexGetDim(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfFlatIndexGetDim f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatIndexGetDim, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfFlatIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatIndexGetCenters(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfFlatIndexGetCenters(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfFlatIndexGetCenters f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatIndexGetCenters, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfFlatIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsIvfFlatBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsIvfFlatBuild f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsIvfFlatIndexParams_t)a1, a2, (cuvsIvfFlatIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, const void* a6) {
+cuvsgo_status cuvsgo_cuvsIvfFlatSearch(uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5, const void* a6) {
   cuvsgo_fn_cuvsIvfFlatSearch f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, *(const cuvsFilter*)a6);
+  s.code = (int32_t)f(a0, (cuvsIvfFlatSearchParams_t)a1, (cuvsIvfFlatIndex_t)a2, a3, a4, a5, *(const cuvsFilter*)a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatSerialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsIvfFlatSerialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsIvfFlatSerialize f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsIvfFlatIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatDeserialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsIvfFlatDeserialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsIvfFlatDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsIvfFlatIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfFlatExtend(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsIvfFlatExtend(uintptr_t a0, void* a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsIvfFlatExtend f = __atomic_load_n(&cuvsgo_p_cuvsIvfFlatExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, a1, a2, (cuvsIvfFlatIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2744,11 +2744,11 @@ cuvsgo_status cuvsgo_cuvsIvfSqIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfSqIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfSqIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfSqIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2762,11 +2762,11 @@ cuvsgo_status cuvsgo_cuvsIvfSqSearchParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqSearchParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfSqSearchParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfSqSearchParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqSearchParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfSqSearchParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2780,92 +2780,92 @@ cuvsgo_status cuvsgo_cuvsIvfSqIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsIvfSqIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsIvfSqIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsIvfSqIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqIndexGetNLists(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfSqIndexGetNLists(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfSqIndexGetNLists f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqIndexGetNLists, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfSqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqIndexGetDim(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfSqIndexGetDim(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfSqIndexGetDim f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqIndexGetDim, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfSqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqIndexGetSize(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfSqIndexGetSize(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfSqIndexGetSize f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqIndexGetSize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfSqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqIndexGetCenters(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsIvfSqIndexGetCenters(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsIvfSqIndexGetCenters f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqIndexGetCenters, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsIvfSqIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsIvfSqBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsIvfSqBuild f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsIvfSqIndexParams_t)a1, a2, (cuvsIvfSqIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, const void* a6) {
+cuvsgo_status cuvsgo_cuvsIvfSqSearch(uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5, const void* a6) {
   cuvsgo_fn_cuvsIvfSqSearch f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, *(const cuvsFilter*)a6);
+  s.code = (int32_t)f(a0, (cuvsIvfSqSearchParams_t)a1, (cuvsIvfSqIndex_t)a2, a3, a4, a5, *(const cuvsFilter*)a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqSerialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsIvfSqSerialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsIvfSqSerialize f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsIvfSqIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqDeserialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsIvfSqDeserialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsIvfSqDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsIvfSqIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsIvfSqExtend(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsIvfSqExtend(uintptr_t a0, void* a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsIvfSqExtend f = __atomic_load_n(&cuvsgo_p_cuvsIvfSqExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, a1, a2, (cuvsIvfSqIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2888,11 +2888,11 @@ cuvsgo_status cuvsgo_cuvsTieredIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsTieredIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsTieredIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsTieredIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2915,74 +2915,74 @@ cuvsgo_status cuvsgo_cuvsTieredIndexParamsCreate_v2608(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsTieredIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsTieredIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsTieredIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexParamsDestroy_v2608(void* a0) {
+cuvsgo_status cuvsgo_cuvsTieredIndexParamsDestroy_v2608(uintptr_t a0) {
   cuvsgo_fn_cuvsTieredIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsTieredIndexParams_t_v2608)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsTieredIndexBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsTieredIndexBuild f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsTieredIndexParams_t)a1, a2, (cuvsTieredIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexBuild_v2608(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsTieredIndexBuild_v2608(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsTieredIndexBuild_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexBuild_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsTieredIndexParams_t_v2608)a1, a2, (cuvsTieredIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, const void* a6) {
+cuvsgo_status cuvsgo_cuvsTieredIndexSearch(uintptr_t a0, void* a1, uintptr_t a2, void* a3, void* a4, void* a5, const void* a6) {
   cuvsgo_fn_cuvsTieredIndexSearch f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, *(const cuvsFilter*)a6);
+  s.code = (int32_t)f(a0, a1, (cuvsTieredIndex_t)a2, a3, a4, a5, *(const cuvsFilter*)a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexExtend(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsTieredIndexExtend(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsTieredIndexExtend f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsTieredIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexMerge(uintptr_t a0, void* a1, void* a2, uint64_t a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsTieredIndexMerge(uintptr_t a0, uintptr_t a1, void* a2, uint64_t a3, uintptr_t a4) {
   cuvsgo_fn_cuvsTieredIndexMerge f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexMerge, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsTieredIndexParams_t)a1, a2, a3, (cuvsTieredIndex_t)a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsTieredIndexMerge_v2608(uintptr_t a0, void* a1, void* a2, uint64_t a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsTieredIndexMerge_v2608(uintptr_t a0, uintptr_t a1, void* a2, uint64_t a3, uintptr_t a4) {
   cuvsgo_fn_cuvsTieredIndexMerge_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsTieredIndexMerge_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsTieredIndexParams_t_v2608)a1, a2, a3, (cuvsTieredIndex_t)a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -2996,11 +2996,11 @@ cuvsgo_status cuvsgo_cuvsVamanaIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsVamanaIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsVamanaIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsVamanaIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsVamanaIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsVamanaIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3014,38 +3014,38 @@ cuvsgo_status cuvsgo_cuvsVamanaIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsVamanaIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsVamanaIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsVamanaIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsVamanaIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsVamanaIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsVamanaIndexGetDims(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsVamanaIndexGetDims(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsVamanaIndexGetDims f = __atomic_load_n(&cuvsgo_p_cuvsVamanaIndexGetDims, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsVamanaIndex_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsVamanaBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsVamanaBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsVamanaBuild f = __atomic_load_n(&cuvsgo_p_cuvsVamanaBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsVamanaIndexParams_t)a1, a2, (cuvsVamanaIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsVamanaSerialize(uintptr_t a0, void* a1, void* a2, _Bool a3) {
+cuvsgo_status cuvsgo_cuvsVamanaSerialize(uintptr_t a0, void* a1, uintptr_t a2, _Bool a3) {
   cuvsgo_fn_cuvsVamanaSerialize f = __atomic_load_n(&cuvsgo_p_cuvsVamanaSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, a1, (cuvsVamanaIndex_t)a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3059,11 +3059,11 @@ cuvsgo_status cuvsgo_cuvsHnswAceParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswAceParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsHnswAceParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsHnswAceParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsHnswAceParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsHnswAceParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3077,11 +3077,11 @@ cuvsgo_status cuvsgo_cuvsHnswIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsHnswIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsHnswIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsHnswIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsHnswIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3095,11 +3095,11 @@ cuvsgo_status cuvsgo_cuvsHnswIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsHnswIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsHnswIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsHnswIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsHnswIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3113,47 +3113,47 @@ cuvsgo_status cuvsgo_cuvsHnswExtendParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswExtendParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsHnswExtendParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsHnswExtendParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsHnswExtendParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsHnswExtendParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswFromCagra(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsHnswFromCagra(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3) {
   cuvsgo_fn_cuvsHnswFromCagra f = __atomic_load_n(&cuvsgo_p_cuvsHnswFromCagra, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsHnswIndexParams_t)a1, (cuvsCagraIndex_t)a2, (cuvsHnswIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswFromCagraWithDataset(uintptr_t a0, void* a1, void* a2, void* a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsHnswFromCagraWithDataset(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, void* a4) {
   cuvsgo_fn_cuvsHnswFromCagraWithDataset f = __atomic_load_n(&cuvsgo_p_cuvsHnswFromCagraWithDataset, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsHnswIndexParams_t)a1, (cuvsCagraIndex_t)a2, (cuvsHnswIndex_t)a3, a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsHnswBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsHnswBuild f = __atomic_load_n(&cuvsgo_p_cuvsHnswBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsHnswIndexParams_t)a1, a2, (cuvsHnswIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswExtend(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsHnswExtend(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsHnswExtend f = __atomic_load_n(&cuvsgo_p_cuvsHnswExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsHnswExtendParams_t)a1, a2, (cuvsHnswIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3167,47 +3167,47 @@ cuvsgo_status cuvsgo_cuvsHnswSearchParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswSearchParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsHnswSearchParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsHnswSearchParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsHnswSearchParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsHnswSearchParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5) {
+cuvsgo_status cuvsgo_cuvsHnswSearch(uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5) {
   cuvsgo_fn_cuvsHnswSearch f = __atomic_load_n(&cuvsgo_p_cuvsHnswSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5);
+  s.code = (int32_t)f(a0, (cuvsHnswSearchParams_t)a1, (cuvsHnswIndex_t)a2, a3, a4, a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswSerialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsHnswSerialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsHnswSerialize f = __atomic_load_n(&cuvsgo_p_cuvsHnswSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsHnswIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsHnswDeserialize(uintptr_t a0, void* a1, void* a2, int32_t a3, int32_t a4, void* a5) {
+cuvsgo_status cuvsgo_cuvsHnswDeserialize(uintptr_t a0, uintptr_t a1, void* a2, int32_t a3, int32_t a4, uintptr_t a5) {
   cuvsgo_fn_cuvsHnswDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsHnswDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, (cuvsDistanceType)a4, a5);
+  s.code = (int32_t)f(a0, (cuvsHnswIndexParams_t)a1, a2, a3, (cuvsDistanceType)a4, (cuvsHnswIndex_t)a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuKMeansFit(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
+cuvsgo_status cuvsgo_cuvsMultiGpuKMeansFit(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
   cuvsgo_fn_cuvsMultiGpuKMeansFit f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuKMeansFit, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
+  s.code = (int32_t)f(a0, (cuvsKMeansParams_t_v2608)a1, a2, a3, a4, a5, a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3230,20 +3230,20 @@ cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsCreate_v2608(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuCagraIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuCagraIndexParamsDestroy_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexParamsDestroy_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuCagraIndexParams_t_v2608)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3257,11 +3257,11 @@ cuvsgo_status cuvsgo_cuvsMultiGpuCagraSearchParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraSearchParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraSearchParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuCagraSearchParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraSearchParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuCagraSearchParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3275,83 +3275,83 @@ cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuCagraIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuCagraIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsMultiGpuCagraBuild f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuCagraIndexParams_t)a1, a2, (cuvsMultiGpuCagraIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraBuild_v2608(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraBuild_v2608(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsMultiGpuCagraBuild_v2608 f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraBuild_v2608, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuCagraIndexParams_t_v2608)a1, a2, (cuvsMultiGpuCagraIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraUpdateDataset(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraUpdateDataset(uintptr_t a0, uintptr_t a1, uintptr_t a2) {
   cuvsgo_fn_cuvsMultiGpuCagraUpdateDataset f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraUpdateDataset, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, (cuvsDataset_t)a1, (cuvsMultiGpuCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraSearch(uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5) {
   cuvsgo_fn_cuvsMultiGpuCagraSearch f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuCagraSearchParams_t)a1, (cuvsMultiGpuCagraIndex_t)a2, a3, a4, a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraExtend(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraExtend(uintptr_t a0, uintptr_t a1, void* a2, void* a3) {
   cuvsgo_fn_cuvsMultiGpuCagraExtend f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuCagraIndex_t)a1, a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraSerialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraSerialize(uintptr_t a0, uintptr_t a1, void* a2) {
   cuvsgo_fn_cuvsMultiGpuCagraSerialize f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuCagraIndex_t)a1, a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraDeserialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraDeserialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsMultiGpuCagraDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsMultiGpuCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuCagraDistribute(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuCagraDistribute(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsMultiGpuCagraDistribute f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuCagraDistribute, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsMultiGpuCagraIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3365,11 +3365,11 @@ cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuIvfFlatIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3383,11 +3383,11 @@ cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatSearchParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatSearchParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatSearchParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatSearchParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatSearchParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuIvfFlatSearchParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3401,65 +3401,65 @@ cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuIvfFlatIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatBuild f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuIvfFlatIndexParams_t)a1, a2, (cuvsMultiGpuIvfFlatIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatSearch(uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatSearch f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuIvfFlatSearchParams_t)a1, (cuvsMultiGpuIvfFlatIndex_t)a2, a3, a4, a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatExtend(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatExtend(uintptr_t a0, uintptr_t a1, void* a2, void* a3) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatExtend f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuIvfFlatIndex_t)a1, a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatSerialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatSerialize(uintptr_t a0, uintptr_t a1, void* a2) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatSerialize f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuIvfFlatIndex_t)a1, a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatDeserialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatDeserialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsMultiGpuIvfFlatIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatDistribute(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfFlatDistribute(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsMultiGpuIvfFlatDistribute f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfFlatDistribute, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsMultiGpuIvfFlatIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3473,11 +3473,11 @@ cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqIndexParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqIndexParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqIndexParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuIvfPqIndexParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqIndexParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuIvfPqIndexParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3491,11 +3491,11 @@ cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqSearchParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqSearchParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqSearchParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuIvfPqSearchParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqSearchParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuIvfPqSearchParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3509,65 +3509,65 @@ cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqIndexCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqIndexDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqIndexDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsMultiGpuIvfPqIndexDestroy f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqIndexDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsMultiGpuIvfPqIndex_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsMultiGpuIvfPqBuild f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuIvfPqIndexParams_t)a1, a2, (cuvsMultiGpuIvfPqIndex_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqSearch(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqSearch(uintptr_t a0, uintptr_t a1, uintptr_t a2, void* a3, void* a4, void* a5) {
   cuvsgo_fn_cuvsMultiGpuIvfPqSearch f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqSearch, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuIvfPqSearchParams_t)a1, (cuvsMultiGpuIvfPqIndex_t)a2, a3, a4, a5);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqExtend(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqExtend(uintptr_t a0, uintptr_t a1, void* a2, void* a3) {
   cuvsgo_fn_cuvsMultiGpuIvfPqExtend f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqExtend, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuIvfPqIndex_t)a1, a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqSerialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqSerialize(uintptr_t a0, uintptr_t a1, void* a2) {
   cuvsgo_fn_cuvsMultiGpuIvfPqSerialize f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqSerialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, (cuvsMultiGpuIvfPqIndex_t)a1, a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqDeserialize(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqDeserialize(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsMultiGpuIvfPqDeserialize f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqDeserialize, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsMultiGpuIvfPqIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqDistribute(uintptr_t a0, void* a1, void* a2) {
+cuvsgo_status cuvsgo_cuvsMultiGpuIvfPqDistribute(uintptr_t a0, void* a1, uintptr_t a2) {
   cuvsgo_fn_cuvsMultiGpuIvfPqDistribute f = __atomic_load_n(&cuvsgo_p_cuvsMultiGpuIvfPqDistribute, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2);
+  s.code = (int32_t)f(a0, a1, (cuvsMultiGpuIvfPqIndex_t)a2);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3581,47 +3581,47 @@ cuvsgo_status cuvsgo_cuvsPcaParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsPcaParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsPcaParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsPcaParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsPcaParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsPcaParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsPcaFit(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, _Bool a9) {
+cuvsgo_status cuvsgo_cuvsPcaFit(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, _Bool a9) {
   cuvsgo_fn_cuvsPcaFit f = __atomic_load_n(&cuvsgo_p_cuvsPcaFit, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
+  s.code = (int32_t)f(a0, (cuvsPcaParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsPcaFitTransform(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, _Bool a10) {
+cuvsgo_status cuvsgo_cuvsPcaFitTransform(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6, void* a7, void* a8, void* a9, _Bool a10) {
   cuvsgo_fn_cuvsPcaFitTransform f = __atomic_load_n(&cuvsgo_p_cuvsPcaFitTransform, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
+  s.code = (int32_t)f(a0, (cuvsPcaParams_t)a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsPcaTransform(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
+cuvsgo_status cuvsgo_cuvsPcaTransform(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
   cuvsgo_fn_cuvsPcaTransform f = __atomic_load_n(&cuvsgo_p_cuvsPcaTransform, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
+  s.code = (int32_t)f(a0, (cuvsPcaParams_t)a1, a2, a3, a4, a5, a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsPcaInverseTransform(uintptr_t a0, void* a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
+cuvsgo_status cuvsgo_cuvsPcaInverseTransform(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4, void* a5, void* a6) {
   cuvsgo_fn_cuvsPcaInverseTransform f = __atomic_load_n(&cuvsgo_p_cuvsPcaInverseTransform, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4, a5, a6);
+  s.code = (int32_t)f(a0, (cuvsPcaParams_t)a1, a2, a3, a4, a5, a6);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3635,11 +3635,11 @@ cuvsgo_status cuvsgo_cuvsBinaryQuantizerParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBinaryQuantizerParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsBinaryQuantizerParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsBinaryQuantizerParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsBinaryQuantizerParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsBinaryQuantizerParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3653,20 +3653,20 @@ cuvsgo_status cuvsgo_cuvsBinaryQuantizerCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBinaryQuantizerDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsBinaryQuantizerDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsBinaryQuantizerDestroy f = __atomic_load_n(&cuvsgo_p_cuvsBinaryQuantizerDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsBinaryQuantizer_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBinaryQuantizerTrain(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsBinaryQuantizerTrain(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsBinaryQuantizerTrain f = __atomic_load_n(&cuvsgo_p_cuvsBinaryQuantizerTrain, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsBinaryQuantizerParams_t)a1, a2, (cuvsBinaryQuantizer_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3680,11 +3680,11 @@ cuvsgo_status cuvsgo_cuvsBinaryQuantizerTransform(uintptr_t a0, void* a1, void* 
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsBinaryQuantizerTransformWithParams(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsBinaryQuantizerTransformWithParams(uintptr_t a0, uintptr_t a1, void* a2, void* a3) {
   cuvsgo_fn_cuvsBinaryQuantizerTransformWithParams f = __atomic_load_n(&cuvsgo_p_cuvsBinaryQuantizerTransformWithParams, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsBinaryQuantizer_t)a1, a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3698,11 +3698,11 @@ cuvsgo_status cuvsgo_cuvsProductQuantizerParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsProductQuantizerParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsProductQuantizerParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3716,92 +3716,92 @@ cuvsgo_status cuvsgo_cuvsProductQuantizerCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsProductQuantizerDestroy f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsProductQuantizer_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerBuild(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerBuild(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsProductQuantizerBuild f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerBuild, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsProductQuantizerParams_t)a1, a2, (cuvsProductQuantizer_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerTransform(uintptr_t a0, void* a1, void* a2, void* a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerTransform(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4) {
   cuvsgo_fn_cuvsProductQuantizerTransform f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerTransform, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsProductQuantizer_t)a1, a2, a3, a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerInverseTransform(uintptr_t a0, void* a1, void* a2, void* a3, void* a4) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerInverseTransform(uintptr_t a0, uintptr_t a1, void* a2, void* a3, void* a4) {
   cuvsgo_fn_cuvsProductQuantizerInverseTransform f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerInverseTransform, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3, a4);
+  s.code = (int32_t)f(a0, (cuvsProductQuantizer_t)a1, a2, a3, a4);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerGetPqBits(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerGetPqBits(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsProductQuantizerGetPqBits f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerGetPqBits, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsProductQuantizer_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerGetPqDim(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerGetPqDim(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsProductQuantizerGetPqDim f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerGetPqDim, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsProductQuantizer_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerGetPqCodebook(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerGetPqCodebook(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsProductQuantizerGetPqCodebook f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerGetPqCodebook, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsProductQuantizer_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerGetVqCodebook(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerGetVqCodebook(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsProductQuantizerGetVqCodebook f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerGetVqCodebook, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsProductQuantizer_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerGetEncodedDim(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerGetEncodedDim(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsProductQuantizerGetEncodedDim f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerGetEncodedDim, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsProductQuantizer_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsProductQuantizerGetUseVq(void* a0, void* a1) {
+cuvsgo_status cuvsgo_cuvsProductQuantizerGetUseVq(uintptr_t a0, void* a1) {
   cuvsgo_fn_cuvsProductQuantizerGetUseVq f = __atomic_load_n(&cuvsgo_p_cuvsProductQuantizerGetUseVq, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1);
+  s.code = (int32_t)f((cuvsProductQuantizer_t)a0, a1);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3815,11 +3815,11 @@ cuvsgo_status cuvsgo_cuvsScalarQuantizerParamsCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsScalarQuantizerParamsDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsScalarQuantizerParamsDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsScalarQuantizerParamsDestroy f = __atomic_load_n(&cuvsgo_p_cuvsScalarQuantizerParamsDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsScalarQuantizerParams_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
@@ -3833,38 +3833,38 @@ cuvsgo_status cuvsgo_cuvsScalarQuantizerCreate(void* a0) {
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsScalarQuantizerDestroy(void* a0) {
+cuvsgo_status cuvsgo_cuvsScalarQuantizerDestroy(uintptr_t a0) {
   cuvsgo_fn_cuvsScalarQuantizerDestroy f = __atomic_load_n(&cuvsgo_p_cuvsScalarQuantizerDestroy, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0);
+  s.code = (int32_t)f((cuvsScalarQuantizer_t)a0);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsScalarQuantizerTrain(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsScalarQuantizerTrain(uintptr_t a0, uintptr_t a1, void* a2, uintptr_t a3) {
   cuvsgo_fn_cuvsScalarQuantizerTrain f = __atomic_load_n(&cuvsgo_p_cuvsScalarQuantizerTrain, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsScalarQuantizerParams_t)a1, a2, (cuvsScalarQuantizer_t)a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsScalarQuantizerTransform(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsScalarQuantizerTransform(uintptr_t a0, uintptr_t a1, void* a2, void* a3) {
   cuvsgo_fn_cuvsScalarQuantizerTransform f = __atomic_load_n(&cuvsgo_p_cuvsScalarQuantizerTransform, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsScalarQuantizer_t)a1, a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }
 
-cuvsgo_status cuvsgo_cuvsScalarQuantizerInverseTransform(uintptr_t a0, void* a1, void* a2, void* a3) {
+cuvsgo_status cuvsgo_cuvsScalarQuantizerInverseTransform(uintptr_t a0, uintptr_t a1, void* a2, void* a3) {
   cuvsgo_fn_cuvsScalarQuantizerInverseTransform f = __atomic_load_n(&cuvsgo_p_cuvsScalarQuantizerInverseTransform, __ATOMIC_ACQUIRE);
   cuvsgo_status s = {CUVSGO_MISSING, NULL};
   if (!f) return s;
-  s.code = (int32_t)f(a0, a1, a2, a3);
+  s.code = (int32_t)f(a0, (cuvsScalarQuantizer_t)a1, a2, a3);
   if (s.code != CUVSGO_OK) s.text = cuvsgo_error_text();
   return s;
 }

@@ -1113,7 +1113,7 @@ func CuvsDatasetMakeStandardView(res CuvsResources_t, dataset *DLManagedTensor, 
 
 // CuvsDatasetDestroy calls cuvsDatasetDestroy (cuvs/core/dataset.h); the library's release must be one of: 26.08.
 func CuvsDatasetDestroy(dataset CuvsDataset_t) error {
-	r := C.cuvsgo_cuvsDatasetDestroy(unsafe.Pointer(dataset))
+	r := C.cuvsgo_cuvsDatasetDestroy(C.uintptr_t(dataset))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1122,7 +1122,7 @@ func CuvsDatasetDestroy(dataset CuvsDataset_t) error {
 
 // CuvsDatasetGetMemType calls cuvsDatasetGetMemType (cuvs/core/dataset.h); the library's release must be one of: 26.08.
 func CuvsDatasetGetMemType(dataset CuvsDataset_t, mem_type *CuvsDatasetMemType_t) error {
-	r := C.cuvsgo_cuvsDatasetGetMemType(unsafe.Pointer(dataset), unsafe.Pointer(mem_type))
+	r := C.cuvsgo_cuvsDatasetGetMemType(C.uintptr_t(dataset), unsafe.Pointer(mem_type))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1131,7 +1131,7 @@ func CuvsDatasetGetMemType(dataset CuvsDataset_t, mem_type *CuvsDatasetMemType_t
 
 // CuvsDatasetGetLayout calls cuvsDatasetGetLayout (cuvs/core/dataset.h); the library's release must be one of: 26.08.
 func CuvsDatasetGetLayout(dataset CuvsDataset_t, layout *CuvsDatasetLayout_t) error {
-	r := C.cuvsgo_cuvsDatasetGetLayout(unsafe.Pointer(dataset), unsafe.Pointer(layout))
+	r := C.cuvsgo_cuvsDatasetGetLayout(C.uintptr_t(dataset), unsafe.Pointer(layout))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1140,7 +1140,7 @@ func CuvsDatasetGetLayout(dataset CuvsDataset_t, layout *CuvsDatasetLayout_t) er
 
 // CuvsDatasetGetIsOwning calls cuvsDatasetGetIsOwning (cuvs/core/dataset.h); the library's release must be one of: 26.08.
 func CuvsDatasetGetIsOwning(dataset CuvsDataset_t, is_owning *bool) error {
-	r := C.cuvsgo_cuvsDatasetGetIsOwning(unsafe.Pointer(dataset), unsafe.Pointer(is_owning))
+	r := C.cuvsgo_cuvsDatasetGetIsOwning(C.uintptr_t(dataset), unsafe.Pointer(is_owning))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1149,7 +1149,7 @@ func CuvsDatasetGetIsOwning(dataset CuvsDataset_t, is_owning *bool) error {
 
 // CuvsDatasetGetDtype calls cuvsDatasetGetDtype (cuvs/core/dataset.h); the library's release must be one of: 26.08.
 func CuvsDatasetGetDtype(dataset CuvsDataset_t, dtype *DLDataType) error {
-	r := C.cuvsgo_cuvsDatasetGetDtype(unsafe.Pointer(dataset), unsafe.Pointer(dtype))
+	r := C.cuvsgo_cuvsDatasetGetDtype(C.uintptr_t(dataset), unsafe.Pointer(dtype))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1176,7 +1176,7 @@ func CuvsKMeansParamsCreate_v2608(params *CuvsKMeansParams_t_v2608) error {
 
 // CuvsKMeansParamsDestroy calls cuvsKMeansParamsDestroy (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansParamsDestroy(params CuvsKMeansParams_t) error {
-	r := C.cuvsgo_cuvsKMeansParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsKMeansParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1185,7 +1185,7 @@ func CuvsKMeansParamsDestroy(params CuvsKMeansParams_t) error {
 
 // CuvsKMeansParamsDestroy_v2608 calls cuvsKMeansParamsDestroy as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
 func CuvsKMeansParamsDestroy_v2608(params CuvsKMeansParams_t_v2608) error {
-	r := C.cuvsgo_cuvsKMeansParamsDestroy_v2608(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsKMeansParamsDestroy_v2608(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1203,7 +1203,7 @@ func CuvsKMeansParamsCreate_v2(params *CuvsKMeansParams_v2_t) error {
 
 // CuvsKMeansParamsDestroy_v2 calls cuvsKMeansParamsDestroy_v2 (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansParamsDestroy_v2(params CuvsKMeansParams_v2_t) error {
-	r := C.cuvsgo_cuvsKMeansParamsDestroy_v2(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsKMeansParamsDestroy_v2(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1212,7 +1212,7 @@ func CuvsKMeansParamsDestroy_v2(params CuvsKMeansParams_v2_t) error {
 
 // CuvsKMeansFit calls cuvsKMeansFit (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansFit(res CuvsResources_t, params CuvsKMeansParams_t, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, inertia *float64, n_iter *int32) error {
-	r := C.cuvsgo_cuvsKMeansFit(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
+	r := C.cuvsgo_cuvsKMeansFit(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1221,7 +1221,7 @@ func CuvsKMeansFit(res CuvsResources_t, params CuvsKMeansParams_t, X *DLManagedT
 
 // CuvsKMeansFit_v2608 calls cuvsKMeansFit as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
 func CuvsKMeansFit_v2608(res CuvsResources_t, params CuvsKMeansParams_t_v2608, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, inertia *float64, n_iter *int32) error {
-	r := C.cuvsgo_cuvsKMeansFit_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
+	r := C.cuvsgo_cuvsKMeansFit_v2608(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1230,7 +1230,7 @@ func CuvsKMeansFit_v2608(res CuvsResources_t, params CuvsKMeansParams_t_v2608, X
 
 // CuvsKMeansFit_v2 calls cuvsKMeansFit_v2 (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansFit_v2(res CuvsResources_t, params CuvsKMeansParams_v2_t, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, inertia *float64, n_iter *int32) error {
-	r := C.cuvsgo_cuvsKMeansFit_v2(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
+	r := C.cuvsgo_cuvsKMeansFit_v2(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1239,7 +1239,7 @@ func CuvsKMeansFit_v2(res CuvsResources_t, params CuvsKMeansParams_v2_t, X *DLMa
 
 // CuvsKMeansPredict calls cuvsKMeansPredict (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansPredict(res CuvsResources_t, params CuvsKMeansParams_t, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, labels *DLManagedTensor, normalize_weight bool, inertia *float64) error {
-	r := C.cuvsgo_cuvsKMeansPredict(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(labels), C.bool(normalize_weight), unsafe.Pointer(inertia))
+	r := C.cuvsgo_cuvsKMeansPredict(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(labels), C.bool(normalize_weight), unsafe.Pointer(inertia))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1248,7 +1248,7 @@ func CuvsKMeansPredict(res CuvsResources_t, params CuvsKMeansParams_t, X *DLMana
 
 // CuvsKMeansPredict_v2608 calls cuvsKMeansPredict as cuVS 26.08 declares it (cuvs/cluster/kmeans.h); the library's release must be one of: 26.08.
 func CuvsKMeansPredict_v2608(res CuvsResources_t, params CuvsKMeansParams_t_v2608, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, labels *DLManagedTensor, normalize_weight bool, inertia *float64) error {
-	r := C.cuvsgo_cuvsKMeansPredict_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(labels), C.bool(normalize_weight), unsafe.Pointer(inertia))
+	r := C.cuvsgo_cuvsKMeansPredict_v2608(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(labels), C.bool(normalize_weight), unsafe.Pointer(inertia))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1257,7 +1257,7 @@ func CuvsKMeansPredict_v2608(res CuvsResources_t, params CuvsKMeansParams_t_v260
 
 // CuvsKMeansPredict_v2 calls cuvsKMeansPredict_v2 (cuvs/cluster/kmeans.h); the library's release must be one of: 26.06.
 func CuvsKMeansPredict_v2(res CuvsResources_t, params CuvsKMeansParams_v2_t, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, labels *DLManagedTensor, normalize_weight bool, inertia *float64) error {
-	r := C.cuvsgo_cuvsKMeansPredict_v2(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(labels), C.bool(normalize_weight), unsafe.Pointer(inertia))
+	r := C.cuvsgo_cuvsKMeansPredict_v2(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(labels), C.bool(normalize_weight), unsafe.Pointer(inertia))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1293,7 +1293,7 @@ func CuvsIvfPqIndexParamsCreate(index_params *CuvsIvfPqIndexParams_t) error {
 
 // CuvsIvfPqIndexParamsDestroy calls cuvsIvfPqIndexParamsDestroy (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexParamsDestroy(index_params CuvsIvfPqIndexParams_t) error {
-	r := C.cuvsgo_cuvsIvfPqIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsIvfPqIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1311,7 +1311,7 @@ func CuvsIvfPqSearchParamsCreate(params *CuvsIvfPqSearchParams_t) error {
 
 // CuvsIvfPqSearchParamsDestroy calls cuvsIvfPqSearchParamsDestroy (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqSearchParamsDestroy(params CuvsIvfPqSearchParams_t) error {
-	r := C.cuvsgo_cuvsIvfPqSearchParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsIvfPqSearchParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1329,7 +1329,7 @@ func CuvsIvfPqIndexCreate(index *CuvsIvfPqIndex_t) error {
 
 // CuvsIvfPqIndexDestroy calls cuvsIvfPqIndexDestroy (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexDestroy(index CuvsIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfPqIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfPqIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1338,7 +1338,7 @@ func CuvsIvfPqIndexDestroy(index CuvsIvfPqIndex_t) error {
 
 // CuvsIvfPqIndexGetNLists calls cuvsIvfPqIndexGetNLists (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetNLists(index CuvsIvfPqIndex_t, n_lists *int64) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetNLists(unsafe.Pointer(index), unsafe.Pointer(n_lists))
+	r := C.cuvsgo_cuvsIvfPqIndexGetNLists(C.uintptr_t(index), unsafe.Pointer(n_lists))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1347,7 +1347,7 @@ func CuvsIvfPqIndexGetNLists(index CuvsIvfPqIndex_t, n_lists *int64) error {
 
 // CuvsIvfPqIndexGetDim calls cuvsIvfPqIndexGetDim (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetDim(index CuvsIvfPqIndex_t, dim *int64) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetDim(unsafe.Pointer(index), unsafe.Pointer(dim))
+	r := C.cuvsgo_cuvsIvfPqIndexGetDim(C.uintptr_t(index), unsafe.Pointer(dim))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1356,7 +1356,7 @@ func CuvsIvfPqIndexGetDim(index CuvsIvfPqIndex_t, dim *int64) error {
 
 // CuvsIvfPqIndexGetSize calls cuvsIvfPqIndexGetSize (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetSize(index CuvsIvfPqIndex_t, size *int64) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetSize(unsafe.Pointer(index), unsafe.Pointer(size))
+	r := C.cuvsgo_cuvsIvfPqIndexGetSize(C.uintptr_t(index), unsafe.Pointer(size))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1365,7 +1365,7 @@ func CuvsIvfPqIndexGetSize(index CuvsIvfPqIndex_t, size *int64) error {
 
 // CuvsIvfPqIndexGetPqDim calls cuvsIvfPqIndexGetPqDim (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetPqDim(index CuvsIvfPqIndex_t, pq_dim *int64) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetPqDim(unsafe.Pointer(index), unsafe.Pointer(pq_dim))
+	r := C.cuvsgo_cuvsIvfPqIndexGetPqDim(C.uintptr_t(index), unsafe.Pointer(pq_dim))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1374,7 +1374,7 @@ func CuvsIvfPqIndexGetPqDim(index CuvsIvfPqIndex_t, pq_dim *int64) error {
 
 // CuvsIvfPqIndexGetPqBits calls cuvsIvfPqIndexGetPqBits (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetPqBits(index CuvsIvfPqIndex_t, pq_bits *int64) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetPqBits(unsafe.Pointer(index), unsafe.Pointer(pq_bits))
+	r := C.cuvsgo_cuvsIvfPqIndexGetPqBits(C.uintptr_t(index), unsafe.Pointer(pq_bits))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1383,7 +1383,7 @@ func CuvsIvfPqIndexGetPqBits(index CuvsIvfPqIndex_t, pq_bits *int64) error {
 
 // CuvsIvfPqIndexGetPqLen calls cuvsIvfPqIndexGetPqLen (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetPqLen(index CuvsIvfPqIndex_t, pq_len *int64) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetPqLen(unsafe.Pointer(index), unsafe.Pointer(pq_len))
+	r := C.cuvsgo_cuvsIvfPqIndexGetPqLen(C.uintptr_t(index), unsafe.Pointer(pq_len))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1392,7 +1392,7 @@ func CuvsIvfPqIndexGetPqLen(index CuvsIvfPqIndex_t, pq_len *int64) error {
 
 // CuvsIvfPqIndexGetCenters calls cuvsIvfPqIndexGetCenters (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetCenters(index CuvsIvfPqIndex_t, centers *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetCenters(unsafe.Pointer(index), unsafe.Pointer(centers))
+	r := C.cuvsgo_cuvsIvfPqIndexGetCenters(C.uintptr_t(index), unsafe.Pointer(centers))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1401,7 +1401,7 @@ func CuvsIvfPqIndexGetCenters(index CuvsIvfPqIndex_t, centers *DLManagedTensor) 
 
 // CuvsIvfPqIndexGetCentersPadded calls cuvsIvfPqIndexGetCentersPadded (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetCentersPadded(index CuvsIvfPqIndex_t, centers *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetCentersPadded(unsafe.Pointer(index), unsafe.Pointer(centers))
+	r := C.cuvsgo_cuvsIvfPqIndexGetCentersPadded(C.uintptr_t(index), unsafe.Pointer(centers))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1410,7 +1410,7 @@ func CuvsIvfPqIndexGetCentersPadded(index CuvsIvfPqIndex_t, centers *DLManagedTe
 
 // CuvsIvfPqIndexGetPqCenters calls cuvsIvfPqIndexGetPqCenters (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetPqCenters(index CuvsIvfPqIndex_t, pq_centers *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetPqCenters(unsafe.Pointer(index), unsafe.Pointer(pq_centers))
+	r := C.cuvsgo_cuvsIvfPqIndexGetPqCenters(C.uintptr_t(index), unsafe.Pointer(pq_centers))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1419,7 +1419,7 @@ func CuvsIvfPqIndexGetPqCenters(index CuvsIvfPqIndex_t, pq_centers *DLManagedTen
 
 // CuvsIvfPqIndexGetCentersRot calls cuvsIvfPqIndexGetCentersRot (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetCentersRot(index CuvsIvfPqIndex_t, centers_rot *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetCentersRot(unsafe.Pointer(index), unsafe.Pointer(centers_rot))
+	r := C.cuvsgo_cuvsIvfPqIndexGetCentersRot(C.uintptr_t(index), unsafe.Pointer(centers_rot))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1428,7 +1428,7 @@ func CuvsIvfPqIndexGetCentersRot(index CuvsIvfPqIndex_t, centers_rot *DLManagedT
 
 // CuvsIvfPqIndexGetRotationMatrix calls cuvsIvfPqIndexGetRotationMatrix (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetRotationMatrix(index CuvsIvfPqIndex_t, rotation_matrix *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetRotationMatrix(unsafe.Pointer(index), unsafe.Pointer(rotation_matrix))
+	r := C.cuvsgo_cuvsIvfPqIndexGetRotationMatrix(C.uintptr_t(index), unsafe.Pointer(rotation_matrix))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1437,7 +1437,7 @@ func CuvsIvfPqIndexGetRotationMatrix(index CuvsIvfPqIndex_t, rotation_matrix *DL
 
 // CuvsIvfPqIndexGetListSizes calls cuvsIvfPqIndexGetListSizes (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetListSizes(index CuvsIvfPqIndex_t, list_sizes *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetListSizes(unsafe.Pointer(index), unsafe.Pointer(list_sizes))
+	r := C.cuvsgo_cuvsIvfPqIndexGetListSizes(C.uintptr_t(index), unsafe.Pointer(list_sizes))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1446,7 +1446,7 @@ func CuvsIvfPqIndexGetListSizes(index CuvsIvfPqIndex_t, list_sizes *DLManagedTen
 
 // CuvsIvfPqIndexUnpackContiguousListData calls cuvsIvfPqIndexUnpackContiguousListData (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexUnpackContiguousListData(res CuvsResources_t, index CuvsIvfPqIndex_t, out_codes *DLManagedTensor, label uint32, offset uint32) error {
-	r := C.cuvsgo_cuvsIvfPqIndexUnpackContiguousListData(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(out_codes), C.uint32_t(label), C.uint32_t(offset))
+	r := C.cuvsgo_cuvsIvfPqIndexUnpackContiguousListData(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(out_codes), C.uint32_t(label), C.uint32_t(offset))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1455,7 +1455,7 @@ func CuvsIvfPqIndexUnpackContiguousListData(res CuvsResources_t, index CuvsIvfPq
 
 // CuvsIvfPqIndexGetListIndices calls cuvsIvfPqIndexGetListIndices (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqIndexGetListIndices(index CuvsIvfPqIndex_t, label uint32, out_labels *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqIndexGetListIndices(unsafe.Pointer(index), C.uint32_t(label), unsafe.Pointer(out_labels))
+	r := C.cuvsgo_cuvsIvfPqIndexGetListIndices(C.uintptr_t(index), C.uint32_t(label), unsafe.Pointer(out_labels))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1464,7 +1464,7 @@ func CuvsIvfPqIndexGetListIndices(index CuvsIvfPqIndex_t, label uint32, out_labe
 
 // CuvsIvfPqBuild calls cuvsIvfPqBuild (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqBuild(res CuvsResources_t, params CuvsIvfPqIndexParams_t, dataset *DLManagedTensor, index CuvsIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfPqBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfPqBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1473,7 +1473,7 @@ func CuvsIvfPqBuild(res CuvsResources_t, params CuvsIvfPqIndexParams_t, dataset 
 
 // CuvsIvfPqBuildPrecomputed calls cuvsIvfPqBuildPrecomputed (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqBuildPrecomputed(res CuvsResources_t, params CuvsIvfPqIndexParams_t, dim uint32, pq_centers *DLManagedTensor, centers *DLManagedTensor, centers_rot *DLManagedTensor, rotation_matrix *DLManagedTensor, index CuvsIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfPqBuildPrecomputed(C.uintptr_t(res), unsafe.Pointer(params), C.uint32_t(dim), unsafe.Pointer(pq_centers), unsafe.Pointer(centers), unsafe.Pointer(centers_rot), unsafe.Pointer(rotation_matrix), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfPqBuildPrecomputed(C.uintptr_t(res), C.uintptr_t(params), C.uint32_t(dim), unsafe.Pointer(pq_centers), unsafe.Pointer(centers), unsafe.Pointer(centers_rot), unsafe.Pointer(rotation_matrix), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1482,7 +1482,7 @@ func CuvsIvfPqBuildPrecomputed(res CuvsResources_t, params CuvsIvfPqIndexParams_
 
 // CuvsIvfPqSearch calls cuvsIvfPqSearch (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqSearch(res CuvsResources_t, search_params CuvsIvfPqSearchParams_t, index CuvsIvfPqIndex_t, queries *DLManagedTensor, neighbors *DLManagedTensor, distances *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqSearch(C.uintptr_t(res), unsafe.Pointer(search_params), unsafe.Pointer(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances))
+	r := C.cuvsgo_cuvsIvfPqSearch(C.uintptr_t(res), C.uintptr_t(search_params), C.uintptr_t(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1491,7 +1491,7 @@ func CuvsIvfPqSearch(res CuvsResources_t, search_params CuvsIvfPqSearchParams_t,
 
 // CuvsIvfPqSerialize calls cuvsIvfPqSerialize (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqSerialize(res CuvsResources_t, filename *byte, index CuvsIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfPqSerialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfPqSerialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1500,7 +1500,7 @@ func CuvsIvfPqSerialize(res CuvsResources_t, filename *byte, index CuvsIvfPqInde
 
 // CuvsIvfPqDeserialize calls cuvsIvfPqDeserialize (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqDeserialize(res CuvsResources_t, filename *byte, index CuvsIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfPqDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfPqDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1509,7 +1509,7 @@ func CuvsIvfPqDeserialize(res CuvsResources_t, filename *byte, index CuvsIvfPqIn
 
 // CuvsIvfPqExtend calls cuvsIvfPqExtend (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqExtend(res CuvsResources_t, new_vectors *DLManagedTensor, new_indices *DLManagedTensor, index CuvsIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfPqExtend(C.uintptr_t(res), unsafe.Pointer(new_vectors), unsafe.Pointer(new_indices), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfPqExtend(C.uintptr_t(res), unsafe.Pointer(new_vectors), unsafe.Pointer(new_indices), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1518,7 +1518,7 @@ func CuvsIvfPqExtend(res CuvsResources_t, new_vectors *DLManagedTensor, new_indi
 
 // CuvsIvfPqTransform calls cuvsIvfPqTransform (cuvs/neighbors/ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfPqTransform(res CuvsResources_t, index CuvsIvfPqIndex_t, input_dataset *DLManagedTensor, output_labels *DLManagedTensor, output_dataset *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfPqTransform(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(input_dataset), unsafe.Pointer(output_labels), unsafe.Pointer(output_dataset))
+	r := C.cuvsgo_cuvsIvfPqTransform(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(input_dataset), unsafe.Pointer(output_labels), unsafe.Pointer(output_dataset))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1536,7 +1536,7 @@ func CuvsNNDescentIndexParamsCreate(index_params *CuvsNNDescentIndexParams_t) er
 
 // CuvsNNDescentIndexParamsDestroy calls cuvsNNDescentIndexParamsDestroy (cuvs/neighbors/nn_descent.h); the library's release must be one of: 26.06, 26.08.
 func CuvsNNDescentIndexParamsDestroy(index_params CuvsNNDescentIndexParams_t) error {
-	r := C.cuvsgo_cuvsNNDescentIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsNNDescentIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1554,7 +1554,7 @@ func CuvsNNDescentIndexCreate(index *CuvsNNDescentIndex_t) error {
 
 // CuvsNNDescentIndexDestroy calls cuvsNNDescentIndexDestroy (cuvs/neighbors/nn_descent.h); the library's release must be one of: 26.06, 26.08.
 func CuvsNNDescentIndexDestroy(index CuvsNNDescentIndex_t) error {
-	r := C.cuvsgo_cuvsNNDescentIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsNNDescentIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1563,7 +1563,7 @@ func CuvsNNDescentIndexDestroy(index CuvsNNDescentIndex_t) error {
 
 // CuvsNNDescentBuild calls cuvsNNDescentBuild (cuvs/neighbors/nn_descent.h); the library's release must be one of: 26.06, 26.08.
 func CuvsNNDescentBuild(res CuvsResources_t, index_params CuvsNNDescentIndexParams_t, dataset *DLManagedTensor, graph *DLManagedTensor, index CuvsNNDescentIndex_t) error {
-	r := C.cuvsgo_cuvsNNDescentBuild(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(dataset), unsafe.Pointer(graph), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsNNDescentBuild(C.uintptr_t(res), C.uintptr_t(index_params), unsafe.Pointer(dataset), unsafe.Pointer(graph), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1572,7 +1572,7 @@ func CuvsNNDescentBuild(res CuvsResources_t, index_params CuvsNNDescentIndexPara
 
 // CuvsNNDescentIndexGetGraph calls cuvsNNDescentIndexGetGraph (cuvs/neighbors/nn_descent.h); the library's release must be one of: 26.06, 26.08.
 func CuvsNNDescentIndexGetGraph(res CuvsResources_t, index CuvsNNDescentIndex_t, graph *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsNNDescentIndexGetGraph(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(graph))
+	r := C.cuvsgo_cuvsNNDescentIndexGetGraph(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(graph))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1581,7 +1581,7 @@ func CuvsNNDescentIndexGetGraph(res CuvsResources_t, index CuvsNNDescentIndex_t,
 
 // CuvsNNDescentIndexGetDistances calls cuvsNNDescentIndexGetDistances (cuvs/neighbors/nn_descent.h); the library's release must be one of: 26.06, 26.08.
 func CuvsNNDescentIndexGetDistances(res CuvsResources_t, index CuvsNNDescentIndex_t, distances *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsNNDescentIndexGetDistances(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(distances))
+	r := C.cuvsgo_cuvsNNDescentIndexGetDistances(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(distances))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1599,7 +1599,7 @@ func CuvsAllNeighborsIndexParamsCreate(index_params *CuvsAllNeighborsIndexParams
 
 // CuvsAllNeighborsIndexParamsDestroy calls cuvsAllNeighborsIndexParamsDestroy (cuvs/neighbors/all_neighbors.h); the library's release must be one of: 26.06, 26.08.
 func CuvsAllNeighborsIndexParamsDestroy(index_params CuvsAllNeighborsIndexParams_t) error {
-	r := C.cuvsgo_cuvsAllNeighborsIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsAllNeighborsIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1608,7 +1608,7 @@ func CuvsAllNeighborsIndexParamsDestroy(index_params CuvsAllNeighborsIndexParams
 
 // CuvsAllNeighborsBuild calls cuvsAllNeighborsBuild (cuvs/neighbors/all_neighbors.h); the library's release must be one of: 26.06, 26.08.
 func CuvsAllNeighborsBuild(res CuvsResources_t, params CuvsAllNeighborsIndexParams_t, dataset *DLManagedTensor, indices *DLManagedTensor, distances *DLManagedTensor, core_distances *DLManagedTensor, alpha float32) error {
-	r := C.cuvsgo_cuvsAllNeighborsBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(indices), unsafe.Pointer(distances), unsafe.Pointer(core_distances), C.float(alpha))
+	r := C.cuvsgo_cuvsAllNeighborsBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset), unsafe.Pointer(indices), unsafe.Pointer(distances), unsafe.Pointer(core_distances), C.float(alpha))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1626,7 +1626,7 @@ func CuvsBruteForceIndexCreate(index *CuvsBruteForceIndex_t) error {
 
 // CuvsBruteForceIndexDestroy calls cuvsBruteForceIndexDestroy (cuvs/neighbors/brute_force.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBruteForceIndexDestroy(index CuvsBruteForceIndex_t) error {
-	r := C.cuvsgo_cuvsBruteForceIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsBruteForceIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1635,7 +1635,7 @@ func CuvsBruteForceIndexDestroy(index CuvsBruteForceIndex_t) error {
 
 // CuvsBruteForceBuild calls cuvsBruteForceBuild (cuvs/neighbors/brute_force.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBruteForceBuild(res CuvsResources_t, dataset *DLManagedTensor, metric CuvsDistanceType, metric_arg float32, index CuvsBruteForceIndex_t) error {
-	r := C.cuvsgo_cuvsBruteForceBuild(C.uintptr_t(res), unsafe.Pointer(dataset), C.int32_t(metric), C.float(metric_arg), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsBruteForceBuild(C.uintptr_t(res), unsafe.Pointer(dataset), C.int32_t(metric), C.float(metric_arg), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1644,7 +1644,7 @@ func CuvsBruteForceBuild(res CuvsResources_t, dataset *DLManagedTensor, metric C
 
 // CuvsBruteForceSearch calls cuvsBruteForceSearch (cuvs/neighbors/brute_force.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBruteForceSearch(res CuvsResources_t, index CuvsBruteForceIndex_t, queries *DLManagedTensor, neighbors *DLManagedTensor, distances *DLManagedTensor, prefilter CuvsFilter) error {
-	r := C.cuvsgo_cuvsBruteForceSearch(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&prefilter))
+	r := C.cuvsgo_cuvsBruteForceSearch(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&prefilter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1653,7 +1653,7 @@ func CuvsBruteForceSearch(res CuvsResources_t, index CuvsBruteForceIndex_t, quer
 
 // CuvsBruteForceSerialize calls cuvsBruteForceSerialize (cuvs/neighbors/brute_force.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBruteForceSerialize(res CuvsResources_t, filename *byte, index CuvsBruteForceIndex_t) error {
-	r := C.cuvsgo_cuvsBruteForceSerialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsBruteForceSerialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1662,7 +1662,7 @@ func CuvsBruteForceSerialize(res CuvsResources_t, filename *byte, index CuvsBrut
 
 // CuvsBruteForceDeserialize calls cuvsBruteForceDeserialize (cuvs/neighbors/brute_force.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBruteForceDeserialize(res CuvsResources_t, filename *byte, index CuvsBruteForceIndex_t) error {
-	r := C.cuvsgo_cuvsBruteForceDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsBruteForceDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1689,7 +1689,7 @@ func CuvsCagraIndexParamsCreate_v2608(params *CuvsCagraIndexParams_t_v2608) erro
 
 // CuvsCagraIndexParamsDestroy calls cuvsCagraIndexParamsDestroy (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraIndexParamsDestroy(params CuvsCagraIndexParams_t) error {
-	r := C.cuvsgo_cuvsCagraIndexParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsCagraIndexParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1698,7 +1698,7 @@ func CuvsCagraIndexParamsDestroy(params CuvsCagraIndexParams_t) error {
 
 // CuvsCagraIndexParamsDestroy_v2608 calls cuvsCagraIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraIndexParamsDestroy_v2608(params CuvsCagraIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsCagraIndexParamsDestroy_v2608(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsCagraIndexParamsDestroy_v2608(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1716,7 +1716,7 @@ func CuvsCagraCompressionParamsCreate(params *CuvsCagraCompressionParams_t) erro
 
 // CuvsCagraCompressionParamsDestroy calls cuvsCagraCompressionParamsDestroy (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraCompressionParamsDestroy(params CuvsCagraCompressionParams_t) error {
-	r := C.cuvsgo_cuvsCagraCompressionParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsCagraCompressionParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1734,7 +1734,7 @@ func CuvsAceParamsCreate(params *CuvsAceParams_t) error {
 
 // CuvsAceParamsDestroy calls cuvsAceParamsDestroy (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsAceParamsDestroy(params CuvsAceParams_t) error {
-	r := C.cuvsgo_cuvsAceParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsAceParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1743,7 +1743,7 @@ func CuvsAceParamsDestroy(params CuvsAceParams_t) error {
 
 // CuvsCagraIndexParamsFromHnswParams calls cuvsCagraIndexParamsFromHnswParams (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraIndexParamsFromHnswParams(params CuvsCagraIndexParams_t, n_rows int64, dim int64, M int32, ef_construction int32, heuristic CuvsCagraHnswHeuristicType, metric CuvsDistanceType) error {
-	r := C.cuvsgo_cuvsCagraIndexParamsFromHnswParams(unsafe.Pointer(params), C.int64_t(n_rows), C.int64_t(dim), C.int32_t(M), C.int32_t(ef_construction), C.int32_t(heuristic), C.int32_t(metric))
+	r := C.cuvsgo_cuvsCagraIndexParamsFromHnswParams(C.uintptr_t(params), C.int64_t(n_rows), C.int64_t(dim), C.int32_t(M), C.int32_t(ef_construction), C.int32_t(heuristic), C.int32_t(metric))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1752,7 +1752,7 @@ func CuvsCagraIndexParamsFromHnswParams(params CuvsCagraIndexParams_t, n_rows in
 
 // CuvsCagraIndexParamsFromHnswParams_v2608 calls cuvsCagraIndexParamsFromHnswParams as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraIndexParamsFromHnswParams_v2608(params CuvsCagraIndexParams_t_v2608, n_rows int64, dim int64, M int32, ef_construction int32, heuristic CuvsCagraHnswHeuristicType, metric CuvsDistanceType) error {
-	r := C.cuvsgo_cuvsCagraIndexParamsFromHnswParams_v2608(unsafe.Pointer(params), C.int64_t(n_rows), C.int64_t(dim), C.int32_t(M), C.int32_t(ef_construction), C.int32_t(heuristic), C.int32_t(metric))
+	r := C.cuvsgo_cuvsCagraIndexParamsFromHnswParams_v2608(C.uintptr_t(params), C.int64_t(n_rows), C.int64_t(dim), C.int32_t(M), C.int32_t(ef_construction), C.int32_t(heuristic), C.int32_t(metric))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1761,7 +1761,7 @@ func CuvsCagraIndexParamsFromHnswParams_v2608(params CuvsCagraIndexParams_t_v260
 
 // CuvsCagraIndexParamsFromDataset calls cuvsCagraIndexParamsFromDataset (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraIndexParamsFromDataset(params CuvsCagraIndexParams_t_v2608, n_rows int64, dim int64, graph_degree uint64, metric CuvsDistanceType, build_quality uint64) error {
-	r := C.cuvsgo_cuvsCagraIndexParamsFromDataset(unsafe.Pointer(params), C.int64_t(n_rows), C.int64_t(dim), C.uint64_t(graph_degree), C.int32_t(metric), C.uint64_t(build_quality))
+	r := C.cuvsgo_cuvsCagraIndexParamsFromDataset(C.uintptr_t(params), C.int64_t(n_rows), C.int64_t(dim), C.uint64_t(graph_degree), C.int32_t(metric), C.uint64_t(build_quality))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1779,7 +1779,7 @@ func CuvsCagraExtendParamsCreate(params *CuvsCagraExtendParams_t) error {
 
 // CuvsCagraExtendParamsDestroy calls cuvsCagraExtendParamsDestroy (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraExtendParamsDestroy(params CuvsCagraExtendParams_t) error {
-	r := C.cuvsgo_cuvsCagraExtendParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsCagraExtendParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1797,7 +1797,7 @@ func CuvsCagraSearchParamsCreate(params *CuvsCagraSearchParams_t) error {
 
 // CuvsCagraSearchParamsDestroy calls cuvsCagraSearchParamsDestroy (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraSearchParamsDestroy(params CuvsCagraSearchParams_t) error {
-	r := C.cuvsgo_cuvsCagraSearchParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsCagraSearchParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1815,7 +1815,7 @@ func CuvsCagraIndexCreate(index *CuvsCagraIndex_t) error {
 
 // CuvsCagraIndexDestroy calls cuvsCagraIndexDestroy (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraIndexDestroy(index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1824,7 +1824,7 @@ func CuvsCagraIndexDestroy(index CuvsCagraIndex_t) error {
 
 // CuvsCagraIndexGetDims calls cuvsCagraIndexGetDims (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraIndexGetDims(index CuvsCagraIndex_t, dim *int64) error {
-	r := C.cuvsgo_cuvsCagraIndexGetDims(unsafe.Pointer(index), unsafe.Pointer(dim))
+	r := C.cuvsgo_cuvsCagraIndexGetDims(C.uintptr_t(index), unsafe.Pointer(dim))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1833,7 +1833,7 @@ func CuvsCagraIndexGetDims(index CuvsCagraIndex_t, dim *int64) error {
 
 // CuvsCagraIndexGetSize calls cuvsCagraIndexGetSize (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraIndexGetSize(index CuvsCagraIndex_t, size *int64) error {
-	r := C.cuvsgo_cuvsCagraIndexGetSize(unsafe.Pointer(index), unsafe.Pointer(size))
+	r := C.cuvsgo_cuvsCagraIndexGetSize(C.uintptr_t(index), unsafe.Pointer(size))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1842,7 +1842,7 @@ func CuvsCagraIndexGetSize(index CuvsCagraIndex_t, size *int64) error {
 
 // CuvsCagraIndexGetGraphDegree calls cuvsCagraIndexGetGraphDegree (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraIndexGetGraphDegree(index CuvsCagraIndex_t, graph_degree *int64) error {
-	r := C.cuvsgo_cuvsCagraIndexGetGraphDegree(unsafe.Pointer(index), unsafe.Pointer(graph_degree))
+	r := C.cuvsgo_cuvsCagraIndexGetGraphDegree(C.uintptr_t(index), unsafe.Pointer(graph_degree))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1851,7 +1851,7 @@ func CuvsCagraIndexGetGraphDegree(index CuvsCagraIndex_t, graph_degree *int64) e
 
 // CuvsCagraIndexGetDataset calls cuvsCagraIndexGetDataset (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraIndexGetDataset(index CuvsCagraIndex_t, dataset *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsCagraIndexGetDataset(unsafe.Pointer(index), unsafe.Pointer(dataset))
+	r := C.cuvsgo_cuvsCagraIndexGetDataset(C.uintptr_t(index), unsafe.Pointer(dataset))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1860,7 +1860,7 @@ func CuvsCagraIndexGetDataset(index CuvsCagraIndex_t, dataset *DLManagedTensor) 
 
 // CuvsCagraIndexGetGraph calls cuvsCagraIndexGetGraph (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraIndexGetGraph(index CuvsCagraIndex_t, graph *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsCagraIndexGetGraph(unsafe.Pointer(index), unsafe.Pointer(graph))
+	r := C.cuvsgo_cuvsCagraIndexGetGraph(C.uintptr_t(index), unsafe.Pointer(graph))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1869,7 +1869,7 @@ func CuvsCagraIndexGetGraph(index CuvsCagraIndex_t, graph *DLManagedTensor) erro
 
 // CuvsCagraUpdateDataset calls cuvsCagraUpdateDataset (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraUpdateDataset(res CuvsResources_t, device_padded_dataset CuvsDataset_t, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraUpdateDataset(C.uintptr_t(res), unsafe.Pointer(device_padded_dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraUpdateDataset(C.uintptr_t(res), C.uintptr_t(device_padded_dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1878,7 +1878,7 @@ func CuvsCagraUpdateDataset(res CuvsResources_t, device_padded_dataset CuvsDatas
 
 // CuvsCagraBuild calls cuvsCagraBuild (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraBuild(res CuvsResources_t, params CuvsCagraIndexParams_t, dataset *DLManagedTensor, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1887,7 +1887,7 @@ func CuvsCagraBuild(res CuvsResources_t, params CuvsCagraIndexParams_t, dataset 
 
 // CuvsCagraBuild_v2608 calls cuvsCagraBuild as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraBuild_v2608(res CuvsResources_t, params CuvsCagraIndexParams_t_v2608, dataset CuvsDataset_t, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraBuild_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraBuild_v2608(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1896,7 +1896,7 @@ func CuvsCagraBuild_v2608(res CuvsResources_t, params CuvsCagraIndexParams_t_v26
 
 // CuvsCagraExtend calls cuvsCagraExtend (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraExtend(res CuvsResources_t, params CuvsCagraExtendParams_t, additional_dataset *DLManagedTensor, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraExtend(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(additional_dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraExtend(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(additional_dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1905,7 +1905,7 @@ func CuvsCagraExtend(res CuvsResources_t, params CuvsCagraExtendParams_t, additi
 
 // CuvsCagraExtend_v2608 calls cuvsCagraExtend as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraExtend_v2608(res CuvsResources_t, params CuvsCagraExtendParams_t, extended_dataset CuvsDataset_t, new_start_row int64, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraExtend_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(extended_dataset), C.int64_t(new_start_row), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraExtend_v2608(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(extended_dataset), C.int64_t(new_start_row), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1914,7 +1914,7 @@ func CuvsCagraExtend_v2608(res CuvsResources_t, params CuvsCagraExtendParams_t, 
 
 // CuvsCagraSearch calls cuvsCagraSearch (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraSearch(res CuvsResources_t, params CuvsCagraSearchParams_t, index CuvsCagraIndex_t, queries *DLManagedTensor, neighbors *DLManagedTensor, distances *DLManagedTensor, filter CuvsFilter) error {
-	r := C.cuvsgo_cuvsCagraSearch(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&filter))
+	r := C.cuvsgo_cuvsCagraSearch(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&filter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1923,7 +1923,7 @@ func CuvsCagraSearch(res CuvsResources_t, params CuvsCagraSearchParams_t, index 
 
 // CuvsCagraSearchMultiPartition calls cuvsCagraSearchMultiPartition (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraSearchMultiPartition(res CuvsResources_t, params CuvsCagraSearchParams_t, num_partitions uint32, indices *CuvsCagraIndex_t, queries *DLManagedTensor, partition_ids *DLManagedTensor, neighbors *DLManagedTensor, distances *DLManagedTensor, filters *CuvsFilter) error {
-	r := C.cuvsgo_cuvsCagraSearchMultiPartition(C.uintptr_t(res), unsafe.Pointer(params), C.uint32_t(num_partitions), unsafe.Pointer(indices), unsafe.Pointer(queries), unsafe.Pointer(partition_ids), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(filters))
+	r := C.cuvsgo_cuvsCagraSearchMultiPartition(C.uintptr_t(res), C.uintptr_t(params), C.uint32_t(num_partitions), unsafe.Pointer(indices), unsafe.Pointer(queries), unsafe.Pointer(partition_ids), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(filters))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1932,7 +1932,7 @@ func CuvsCagraSearchMultiPartition(res CuvsResources_t, params CuvsCagraSearchPa
 
 // CuvsCagraSerializeGraph calls cuvsCagraSerializeGraph (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraSerializeGraph(res CuvsResources_t, filename *byte, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraSerializeGraph(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraSerializeGraph(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1941,7 +1941,7 @@ func CuvsCagraSerializeGraph(res CuvsResources_t, filename *byte, index CuvsCagr
 
 // CuvsCagraSerializeGraphAndDataset calls cuvsCagraSerializeGraphAndDataset (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraSerializeGraphAndDataset(res CuvsResources_t, filename *byte, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraSerializeGraphAndDataset(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraSerializeGraphAndDataset(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1950,7 +1950,7 @@ func CuvsCagraSerializeGraphAndDataset(res CuvsResources_t, filename *byte, inde
 
 // CuvsCagraSerialize calls cuvsCagraSerialize (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraSerialize(res CuvsResources_t, filename *byte, index CuvsCagraIndex_t, include_dataset bool) error {
-	r := C.cuvsgo_cuvsCagraSerialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index), C.bool(include_dataset))
+	r := C.cuvsgo_cuvsCagraSerialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index), C.bool(include_dataset))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1959,7 +1959,7 @@ func CuvsCagraSerialize(res CuvsResources_t, filename *byte, index CuvsCagraInde
 
 // CuvsCagraSerializeToHnswlib calls cuvsCagraSerializeToHnswlib (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraSerializeToHnswlib(res CuvsResources_t, filename *byte, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraSerializeToHnswlib(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraSerializeToHnswlib(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1968,7 +1968,7 @@ func CuvsCagraSerializeToHnswlib(res CuvsResources_t, filename *byte, index Cuvs
 
 // CuvsCagraDeserializeGraph calls cuvsCagraDeserializeGraph (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraDeserializeGraph(res CuvsResources_t, filename *byte, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraDeserializeGraph(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraDeserializeGraph(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1977,7 +1977,7 @@ func CuvsCagraDeserializeGraph(res CuvsResources_t, filename *byte, index CuvsCa
 
 // CuvsCagraDeserializeGraphAndDataset calls cuvsCagraDeserializeGraphAndDataset (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraDeserializeGraphAndDataset(res CuvsResources_t, filename *byte, index CuvsCagraIndex_t, out_dataset *CuvsDataset_t) error {
-	r := C.cuvsgo_cuvsCagraDeserializeGraphAndDataset(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index), unsafe.Pointer(out_dataset))
+	r := C.cuvsgo_cuvsCagraDeserializeGraphAndDataset(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index), unsafe.Pointer(out_dataset))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1986,7 +1986,7 @@ func CuvsCagraDeserializeGraphAndDataset(res CuvsResources_t, filename *byte, in
 
 // CuvsCagraDeserialize calls cuvsCagraDeserialize (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraDeserialize(res CuvsResources_t, filename *byte, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -1995,7 +1995,7 @@ func CuvsCagraDeserialize(res CuvsResources_t, filename *byte, index CuvsCagraIn
 
 // CuvsCagraIndexFromArgs calls cuvsCagraIndexFromArgs (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsCagraIndexFromArgs(res CuvsResources_t, metric CuvsDistanceType, graph *DLManagedTensor, dataset *DLManagedTensor, index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraIndexFromArgs(C.uintptr_t(res), C.int32_t(metric), unsafe.Pointer(graph), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsCagraIndexFromArgs(C.uintptr_t(res), C.int32_t(metric), unsafe.Pointer(graph), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2004,7 +2004,7 @@ func CuvsCagraIndexFromArgs(res CuvsResources_t, metric CuvsDistanceType, graph 
 
 // CuvsCagraMerge calls cuvsCagraMerge (cuvs/neighbors/cagra.h); the library's release must be one of: 26.06.
 func CuvsCagraMerge(res CuvsResources_t, params CuvsCagraIndexParams_t, indices *CuvsCagraIndex_t, num_indices uint64, filter CuvsFilter, output_index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraMerge(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(&filter), unsafe.Pointer(output_index))
+	r := C.cuvsgo_cuvsCagraMerge(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(&filter), C.uintptr_t(output_index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2013,7 +2013,7 @@ func CuvsCagraMerge(res CuvsResources_t, params CuvsCagraIndexParams_t, indices 
 
 // CuvsCagraMerge_v2608 calls cuvsCagraMerge as cuVS 26.08 declares it (cuvs/neighbors/cagra.h); the library's release must be one of: 26.08.
 func CuvsCagraMerge_v2608(res CuvsResources_t, params CuvsCagraIndexParams_t_v2608, indices *CuvsCagraIndex_t, num_indices uint64, filter CuvsFilter, merged_dataset CuvsDataset_t, output_index CuvsCagraIndex_t) error {
-	r := C.cuvsgo_cuvsCagraMerge_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(&filter), unsafe.Pointer(merged_dataset), unsafe.Pointer(output_index))
+	r := C.cuvsgo_cuvsCagraMerge_v2608(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(&filter), C.uintptr_t(merged_dataset), C.uintptr_t(output_index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2031,7 +2031,7 @@ func CuvsIvfFlatIndexParamsCreate(index_params *CuvsIvfFlatIndexParams_t) error 
 
 // CuvsIvfFlatIndexParamsDestroy calls cuvsIvfFlatIndexParamsDestroy (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatIndexParamsDestroy(index_params CuvsIvfFlatIndexParams_t) error {
-	r := C.cuvsgo_cuvsIvfFlatIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsIvfFlatIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2049,7 +2049,7 @@ func CuvsIvfFlatSearchParamsCreate(params *CuvsIvfFlatSearchParams_t) error {
 
 // CuvsIvfFlatSearchParamsDestroy calls cuvsIvfFlatSearchParamsDestroy (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatSearchParamsDestroy(params CuvsIvfFlatSearchParams_t) error {
-	r := C.cuvsgo_cuvsIvfFlatSearchParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsIvfFlatSearchParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2067,7 +2067,7 @@ func CuvsIvfFlatIndexCreate(index *CuvsIvfFlatIndex_t) error {
 
 // CuvsIvfFlatIndexDestroy calls cuvsIvfFlatIndexDestroy (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatIndexDestroy(index CuvsIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsIvfFlatIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfFlatIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2076,7 +2076,7 @@ func CuvsIvfFlatIndexDestroy(index CuvsIvfFlatIndex_t) error {
 
 // CuvsIvfFlatIndexGetNLists calls cuvsIvfFlatIndexGetNLists (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatIndexGetNLists(index CuvsIvfFlatIndex_t, n_lists *int64) error {
-	r := C.cuvsgo_cuvsIvfFlatIndexGetNLists(unsafe.Pointer(index), unsafe.Pointer(n_lists))
+	r := C.cuvsgo_cuvsIvfFlatIndexGetNLists(C.uintptr_t(index), unsafe.Pointer(n_lists))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2085,7 +2085,7 @@ func CuvsIvfFlatIndexGetNLists(index CuvsIvfFlatIndex_t, n_lists *int64) error {
 
 // CuvsIvfFlatIndexGetDim calls cuvsIvfFlatIndexGetDim (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatIndexGetDim(index CuvsIvfFlatIndex_t, dim *int64) error {
-	r := C.cuvsgo_cuvsIvfFlatIndexGetDim(unsafe.Pointer(index), unsafe.Pointer(dim))
+	r := C.cuvsgo_cuvsIvfFlatIndexGetDim(C.uintptr_t(index), unsafe.Pointer(dim))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2094,7 +2094,7 @@ func CuvsIvfFlatIndexGetDim(index CuvsIvfFlatIndex_t, dim *int64) error {
 
 // CuvsIvfFlatIndexGetCenters calls cuvsIvfFlatIndexGetCenters (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatIndexGetCenters(index CuvsIvfFlatIndex_t, centers *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfFlatIndexGetCenters(unsafe.Pointer(index), unsafe.Pointer(centers))
+	r := C.cuvsgo_cuvsIvfFlatIndexGetCenters(C.uintptr_t(index), unsafe.Pointer(centers))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2103,7 +2103,7 @@ func CuvsIvfFlatIndexGetCenters(index CuvsIvfFlatIndex_t, centers *DLManagedTens
 
 // CuvsIvfFlatBuild calls cuvsIvfFlatBuild (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatBuild(res CuvsResources_t, index_params CuvsIvfFlatIndexParams_t, dataset *DLManagedTensor, index CuvsIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsIvfFlatBuild(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfFlatBuild(C.uintptr_t(res), C.uintptr_t(index_params), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2112,7 +2112,7 @@ func CuvsIvfFlatBuild(res CuvsResources_t, index_params CuvsIvfFlatIndexParams_t
 
 // CuvsIvfFlatSearch calls cuvsIvfFlatSearch (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatSearch(res CuvsResources_t, search_params CuvsIvfFlatSearchParams_t, index CuvsIvfFlatIndex_t, queries *DLManagedTensor, neighbors *DLManagedTensor, distances *DLManagedTensor, filter CuvsFilter) error {
-	r := C.cuvsgo_cuvsIvfFlatSearch(C.uintptr_t(res), unsafe.Pointer(search_params), unsafe.Pointer(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&filter))
+	r := C.cuvsgo_cuvsIvfFlatSearch(C.uintptr_t(res), C.uintptr_t(search_params), C.uintptr_t(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&filter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2121,7 +2121,7 @@ func CuvsIvfFlatSearch(res CuvsResources_t, search_params CuvsIvfFlatSearchParam
 
 // CuvsIvfFlatSerialize calls cuvsIvfFlatSerialize (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatSerialize(res CuvsResources_t, filename *byte, index CuvsIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsIvfFlatSerialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfFlatSerialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2130,7 +2130,7 @@ func CuvsIvfFlatSerialize(res CuvsResources_t, filename *byte, index CuvsIvfFlat
 
 // CuvsIvfFlatDeserialize calls cuvsIvfFlatDeserialize (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatDeserialize(res CuvsResources_t, filename *byte, index CuvsIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsIvfFlatDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfFlatDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2139,7 +2139,7 @@ func CuvsIvfFlatDeserialize(res CuvsResources_t, filename *byte, index CuvsIvfFl
 
 // CuvsIvfFlatExtend calls cuvsIvfFlatExtend (cuvs/neighbors/ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfFlatExtend(res CuvsResources_t, new_vectors *DLManagedTensor, new_indices *DLManagedTensor, index CuvsIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsIvfFlatExtend(C.uintptr_t(res), unsafe.Pointer(new_vectors), unsafe.Pointer(new_indices), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfFlatExtend(C.uintptr_t(res), unsafe.Pointer(new_vectors), unsafe.Pointer(new_indices), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2157,7 +2157,7 @@ func CuvsIvfSqIndexParamsCreate(index_params *CuvsIvfSqIndexParams_t) error {
 
 // CuvsIvfSqIndexParamsDestroy calls cuvsIvfSqIndexParamsDestroy (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqIndexParamsDestroy(index_params CuvsIvfSqIndexParams_t) error {
-	r := C.cuvsgo_cuvsIvfSqIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsIvfSqIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2175,7 +2175,7 @@ func CuvsIvfSqSearchParamsCreate(params *CuvsIvfSqSearchParams_t) error {
 
 // CuvsIvfSqSearchParamsDestroy calls cuvsIvfSqSearchParamsDestroy (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqSearchParamsDestroy(params CuvsIvfSqSearchParams_t) error {
-	r := C.cuvsgo_cuvsIvfSqSearchParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsIvfSqSearchParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2193,7 +2193,7 @@ func CuvsIvfSqIndexCreate(index *CuvsIvfSqIndex_t) error {
 
 // CuvsIvfSqIndexDestroy calls cuvsIvfSqIndexDestroy (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqIndexDestroy(index CuvsIvfSqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfSqIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfSqIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2202,7 +2202,7 @@ func CuvsIvfSqIndexDestroy(index CuvsIvfSqIndex_t) error {
 
 // CuvsIvfSqIndexGetNLists calls cuvsIvfSqIndexGetNLists (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqIndexGetNLists(index CuvsIvfSqIndex_t, n_lists *int64) error {
-	r := C.cuvsgo_cuvsIvfSqIndexGetNLists(unsafe.Pointer(index), unsafe.Pointer(n_lists))
+	r := C.cuvsgo_cuvsIvfSqIndexGetNLists(C.uintptr_t(index), unsafe.Pointer(n_lists))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2211,7 +2211,7 @@ func CuvsIvfSqIndexGetNLists(index CuvsIvfSqIndex_t, n_lists *int64) error {
 
 // CuvsIvfSqIndexGetDim calls cuvsIvfSqIndexGetDim (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqIndexGetDim(index CuvsIvfSqIndex_t, dim *int64) error {
-	r := C.cuvsgo_cuvsIvfSqIndexGetDim(unsafe.Pointer(index), unsafe.Pointer(dim))
+	r := C.cuvsgo_cuvsIvfSqIndexGetDim(C.uintptr_t(index), unsafe.Pointer(dim))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2220,7 +2220,7 @@ func CuvsIvfSqIndexGetDim(index CuvsIvfSqIndex_t, dim *int64) error {
 
 // CuvsIvfSqIndexGetSize calls cuvsIvfSqIndexGetSize (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqIndexGetSize(index CuvsIvfSqIndex_t, size *int64) error {
-	r := C.cuvsgo_cuvsIvfSqIndexGetSize(unsafe.Pointer(index), unsafe.Pointer(size))
+	r := C.cuvsgo_cuvsIvfSqIndexGetSize(C.uintptr_t(index), unsafe.Pointer(size))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2229,7 +2229,7 @@ func CuvsIvfSqIndexGetSize(index CuvsIvfSqIndex_t, size *int64) error {
 
 // CuvsIvfSqIndexGetCenters calls cuvsIvfSqIndexGetCenters (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqIndexGetCenters(index CuvsIvfSqIndex_t, centers *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsIvfSqIndexGetCenters(unsafe.Pointer(index), unsafe.Pointer(centers))
+	r := C.cuvsgo_cuvsIvfSqIndexGetCenters(C.uintptr_t(index), unsafe.Pointer(centers))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2238,7 +2238,7 @@ func CuvsIvfSqIndexGetCenters(index CuvsIvfSqIndex_t, centers *DLManagedTensor) 
 
 // CuvsIvfSqBuild calls cuvsIvfSqBuild (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqBuild(res CuvsResources_t, index_params CuvsIvfSqIndexParams_t, dataset *DLManagedTensor, index CuvsIvfSqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfSqBuild(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfSqBuild(C.uintptr_t(res), C.uintptr_t(index_params), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2247,7 +2247,7 @@ func CuvsIvfSqBuild(res CuvsResources_t, index_params CuvsIvfSqIndexParams_t, da
 
 // CuvsIvfSqSearch calls cuvsIvfSqSearch (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqSearch(res CuvsResources_t, search_params CuvsIvfSqSearchParams_t, index CuvsIvfSqIndex_t, queries *DLManagedTensor, neighbors *DLManagedTensor, distances *DLManagedTensor, filter CuvsFilter) error {
-	r := C.cuvsgo_cuvsIvfSqSearch(C.uintptr_t(res), unsafe.Pointer(search_params), unsafe.Pointer(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&filter))
+	r := C.cuvsgo_cuvsIvfSqSearch(C.uintptr_t(res), C.uintptr_t(search_params), C.uintptr_t(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&filter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2256,7 +2256,7 @@ func CuvsIvfSqSearch(res CuvsResources_t, search_params CuvsIvfSqSearchParams_t,
 
 // CuvsIvfSqSerialize calls cuvsIvfSqSerialize (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqSerialize(res CuvsResources_t, filename *byte, index CuvsIvfSqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfSqSerialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfSqSerialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2265,7 +2265,7 @@ func CuvsIvfSqSerialize(res CuvsResources_t, filename *byte, index CuvsIvfSqInde
 
 // CuvsIvfSqDeserialize calls cuvsIvfSqDeserialize (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqDeserialize(res CuvsResources_t, filename *byte, index CuvsIvfSqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfSqDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfSqDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2274,7 +2274,7 @@ func CuvsIvfSqDeserialize(res CuvsResources_t, filename *byte, index CuvsIvfSqIn
 
 // CuvsIvfSqExtend calls cuvsIvfSqExtend (cuvs/neighbors/ivf_sq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsIvfSqExtend(res CuvsResources_t, new_vectors *DLManagedTensor, new_indices *DLManagedTensor, index CuvsIvfSqIndex_t) error {
-	r := C.cuvsgo_cuvsIvfSqExtend(C.uintptr_t(res), unsafe.Pointer(new_vectors), unsafe.Pointer(new_indices), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsIvfSqExtend(C.uintptr_t(res), unsafe.Pointer(new_vectors), unsafe.Pointer(new_indices), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2301,7 +2301,7 @@ func CuvsTieredIndexCreate(index *CuvsTieredIndex_t) error {
 
 // CuvsTieredIndexDestroy calls cuvsTieredIndexDestroy (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06, 26.08.
 func CuvsTieredIndexDestroy(index CuvsTieredIndex_t) error {
-	r := C.cuvsgo_cuvsTieredIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsTieredIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2328,7 +2328,7 @@ func CuvsTieredIndexParamsCreate_v2608(index_params *CuvsTieredIndexParams_t_v26
 
 // CuvsTieredIndexParamsDestroy calls cuvsTieredIndexParamsDestroy (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06.
 func CuvsTieredIndexParamsDestroy(index_params CuvsTieredIndexParams_t) error {
-	r := C.cuvsgo_cuvsTieredIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsTieredIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2337,7 +2337,7 @@ func CuvsTieredIndexParamsDestroy(index_params CuvsTieredIndexParams_t) error {
 
 // CuvsTieredIndexParamsDestroy_v2608 calls cuvsTieredIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
 func CuvsTieredIndexParamsDestroy_v2608(index_params CuvsTieredIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsTieredIndexParamsDestroy_v2608(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsTieredIndexParamsDestroy_v2608(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2346,7 +2346,7 @@ func CuvsTieredIndexParamsDestroy_v2608(index_params CuvsTieredIndexParams_t_v26
 
 // CuvsTieredIndexBuild calls cuvsTieredIndexBuild (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06.
 func CuvsTieredIndexBuild(res CuvsResources_t, index_params CuvsTieredIndexParams_t, dataset *DLManagedTensor, index CuvsTieredIndex_t) error {
-	r := C.cuvsgo_cuvsTieredIndexBuild(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsTieredIndexBuild(C.uintptr_t(res), C.uintptr_t(index_params), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2355,7 +2355,7 @@ func CuvsTieredIndexBuild(res CuvsResources_t, index_params CuvsTieredIndexParam
 
 // CuvsTieredIndexBuild_v2608 calls cuvsTieredIndexBuild as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
 func CuvsTieredIndexBuild_v2608(res CuvsResources_t, index_params CuvsTieredIndexParams_t_v2608, dataset *DLManagedTensor, index CuvsTieredIndex_t) error {
-	r := C.cuvsgo_cuvsTieredIndexBuild_v2608(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsTieredIndexBuild_v2608(C.uintptr_t(res), C.uintptr_t(index_params), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2364,7 +2364,7 @@ func CuvsTieredIndexBuild_v2608(res CuvsResources_t, index_params CuvsTieredInde
 
 // CuvsTieredIndexSearch calls cuvsTieredIndexSearch (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06, 26.08.
 func CuvsTieredIndexSearch(res CuvsResources_t, search_params unsafe.Pointer, index CuvsTieredIndex_t, queries *DLManagedTensor, neighbors *DLManagedTensor, distances *DLManagedTensor, prefilter CuvsFilter) error {
-	r := C.cuvsgo_cuvsTieredIndexSearch(C.uintptr_t(res), unsafe.Pointer(search_params), unsafe.Pointer(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&prefilter))
+	r := C.cuvsgo_cuvsTieredIndexSearch(C.uintptr_t(res), unsafe.Pointer(search_params), C.uintptr_t(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances), unsafe.Pointer(&prefilter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2373,7 +2373,7 @@ func CuvsTieredIndexSearch(res CuvsResources_t, search_params unsafe.Pointer, in
 
 // CuvsTieredIndexExtend calls cuvsTieredIndexExtend (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06, 26.08.
 func CuvsTieredIndexExtend(res CuvsResources_t, new_vectors *DLManagedTensor, index CuvsTieredIndex_t) error {
-	r := C.cuvsgo_cuvsTieredIndexExtend(C.uintptr_t(res), unsafe.Pointer(new_vectors), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsTieredIndexExtend(C.uintptr_t(res), unsafe.Pointer(new_vectors), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2382,7 +2382,7 @@ func CuvsTieredIndexExtend(res CuvsResources_t, new_vectors *DLManagedTensor, in
 
 // CuvsTieredIndexMerge calls cuvsTieredIndexMerge (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.06.
 func CuvsTieredIndexMerge(res CuvsResources_t, index_params CuvsTieredIndexParams_t, indices *CuvsTieredIndex_t, num_indices uint64, output_index CuvsTieredIndex_t) error {
-	r := C.cuvsgo_cuvsTieredIndexMerge(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(output_index))
+	r := C.cuvsgo_cuvsTieredIndexMerge(C.uintptr_t(res), C.uintptr_t(index_params), unsafe.Pointer(indices), C.uint64_t(num_indices), C.uintptr_t(output_index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2391,7 +2391,7 @@ func CuvsTieredIndexMerge(res CuvsResources_t, index_params CuvsTieredIndexParam
 
 // CuvsTieredIndexMerge_v2608 calls cuvsTieredIndexMerge as cuVS 26.08 declares it (cuvs/neighbors/tiered_index.h); the library's release must be one of: 26.08.
 func CuvsTieredIndexMerge_v2608(res CuvsResources_t, index_params CuvsTieredIndexParams_t_v2608, indices *CuvsTieredIndex_t, num_indices uint64, output_index CuvsTieredIndex_t) error {
-	r := C.cuvsgo_cuvsTieredIndexMerge_v2608(C.uintptr_t(res), unsafe.Pointer(index_params), unsafe.Pointer(indices), C.uint64_t(num_indices), unsafe.Pointer(output_index))
+	r := C.cuvsgo_cuvsTieredIndexMerge_v2608(C.uintptr_t(res), C.uintptr_t(index_params), unsafe.Pointer(indices), C.uint64_t(num_indices), C.uintptr_t(output_index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2409,7 +2409,7 @@ func CuvsVamanaIndexParamsCreate(params *CuvsVamanaIndexParams_t) error {
 
 // CuvsVamanaIndexParamsDestroy calls cuvsVamanaIndexParamsDestroy (cuvs/neighbors/vamana.h); the library's release must be one of: 26.06, 26.08.
 func CuvsVamanaIndexParamsDestroy(params CuvsVamanaIndexParams_t) error {
-	r := C.cuvsgo_cuvsVamanaIndexParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsVamanaIndexParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2427,7 +2427,7 @@ func CuvsVamanaIndexCreate(index *CuvsVamanaIndex_t) error {
 
 // CuvsVamanaIndexDestroy calls cuvsVamanaIndexDestroy (cuvs/neighbors/vamana.h); the library's release must be one of: 26.06, 26.08.
 func CuvsVamanaIndexDestroy(index CuvsVamanaIndex_t) error {
-	r := C.cuvsgo_cuvsVamanaIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsVamanaIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2436,7 +2436,7 @@ func CuvsVamanaIndexDestroy(index CuvsVamanaIndex_t) error {
 
 // CuvsVamanaIndexGetDims calls cuvsVamanaIndexGetDims (cuvs/neighbors/vamana.h); the library's release must be one of: 26.06, 26.08.
 func CuvsVamanaIndexGetDims(index CuvsVamanaIndex_t, dim *int32) error {
-	r := C.cuvsgo_cuvsVamanaIndexGetDims(unsafe.Pointer(index), unsafe.Pointer(dim))
+	r := C.cuvsgo_cuvsVamanaIndexGetDims(C.uintptr_t(index), unsafe.Pointer(dim))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2445,7 +2445,7 @@ func CuvsVamanaIndexGetDims(index CuvsVamanaIndex_t, dim *int32) error {
 
 // CuvsVamanaBuild calls cuvsVamanaBuild (cuvs/neighbors/vamana.h); the library's release must be one of: 26.06, 26.08.
 func CuvsVamanaBuild(res CuvsResources_t, params CuvsVamanaIndexParams_t, dataset *DLManagedTensor, index CuvsVamanaIndex_t) error {
-	r := C.cuvsgo_cuvsVamanaBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsVamanaBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2454,7 +2454,7 @@ func CuvsVamanaBuild(res CuvsResources_t, params CuvsVamanaIndexParams_t, datase
 
 // CuvsVamanaSerialize calls cuvsVamanaSerialize (cuvs/neighbors/vamana.h); the library's release must be one of: 26.06, 26.08.
 func CuvsVamanaSerialize(res CuvsResources_t, filename *byte, index CuvsVamanaIndex_t, include_dataset bool) error {
-	r := C.cuvsgo_cuvsVamanaSerialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index), C.bool(include_dataset))
+	r := C.cuvsgo_cuvsVamanaSerialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index), C.bool(include_dataset))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2472,7 +2472,7 @@ func CuvsHnswAceParamsCreate(params *CuvsHnswAceParams_t) error {
 
 // CuvsHnswAceParamsDestroy calls cuvsHnswAceParamsDestroy (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswAceParamsDestroy(params CuvsHnswAceParams_t) error {
-	r := C.cuvsgo_cuvsHnswAceParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsHnswAceParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2490,7 +2490,7 @@ func CuvsHnswIndexParamsCreate(params *CuvsHnswIndexParams_t) error {
 
 // CuvsHnswIndexParamsDestroy calls cuvsHnswIndexParamsDestroy (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswIndexParamsDestroy(params CuvsHnswIndexParams_t) error {
-	r := C.cuvsgo_cuvsHnswIndexParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsHnswIndexParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2508,7 +2508,7 @@ func CuvsHnswIndexCreate(index *CuvsHnswIndex_t) error {
 
 // CuvsHnswIndexDestroy calls cuvsHnswIndexDestroy (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswIndexDestroy(index CuvsHnswIndex_t) error {
-	r := C.cuvsgo_cuvsHnswIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsHnswIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2526,7 +2526,7 @@ func CuvsHnswExtendParamsCreate(params *CuvsHnswExtendParams_t) error {
 
 // CuvsHnswExtendParamsDestroy calls cuvsHnswExtendParamsDestroy (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswExtendParamsDestroy(params CuvsHnswExtendParams_t) error {
-	r := C.cuvsgo_cuvsHnswExtendParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsHnswExtendParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2535,7 +2535,7 @@ func CuvsHnswExtendParamsDestroy(params CuvsHnswExtendParams_t) error {
 
 // CuvsHnswFromCagra calls cuvsHnswFromCagra (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswFromCagra(res CuvsResources_t, params CuvsHnswIndexParams_t, cagra_index CuvsCagraIndex_t, hnsw_index CuvsHnswIndex_t) error {
-	r := C.cuvsgo_cuvsHnswFromCagra(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(cagra_index), unsafe.Pointer(hnsw_index))
+	r := C.cuvsgo_cuvsHnswFromCagra(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(cagra_index), C.uintptr_t(hnsw_index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2544,7 +2544,7 @@ func CuvsHnswFromCagra(res CuvsResources_t, params CuvsHnswIndexParams_t, cagra_
 
 // CuvsHnswFromCagraWithDataset calls cuvsHnswFromCagraWithDataset (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswFromCagraWithDataset(res CuvsResources_t, params CuvsHnswIndexParams_t, cagra_index CuvsCagraIndex_t, hnsw_index CuvsHnswIndex_t, dataset_tensor *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsHnswFromCagraWithDataset(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(cagra_index), unsafe.Pointer(hnsw_index), unsafe.Pointer(dataset_tensor))
+	r := C.cuvsgo_cuvsHnswFromCagraWithDataset(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(cagra_index), C.uintptr_t(hnsw_index), unsafe.Pointer(dataset_tensor))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2553,7 +2553,7 @@ func CuvsHnswFromCagraWithDataset(res CuvsResources_t, params CuvsHnswIndexParam
 
 // CuvsHnswBuild calls cuvsHnswBuild (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswBuild(res CuvsResources_t, params CuvsHnswIndexParams_t, dataset *DLManagedTensor, index CuvsHnswIndex_t) error {
-	r := C.cuvsgo_cuvsHnswBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsHnswBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2562,7 +2562,7 @@ func CuvsHnswBuild(res CuvsResources_t, params CuvsHnswIndexParams_t, dataset *D
 
 // CuvsHnswExtend calls cuvsHnswExtend (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswExtend(res CuvsResources_t, params CuvsHnswExtendParams_t, additional_dataset *DLManagedTensor, index CuvsHnswIndex_t) error {
-	r := C.cuvsgo_cuvsHnswExtend(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(additional_dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsHnswExtend(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(additional_dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2580,7 +2580,7 @@ func CuvsHnswSearchParamsCreate(params *CuvsHnswSearchParams_t) error {
 
 // CuvsHnswSearchParamsDestroy calls cuvsHnswSearchParamsDestroy (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswSearchParamsDestroy(params CuvsHnswSearchParams_t) error {
-	r := C.cuvsgo_cuvsHnswSearchParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsHnswSearchParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2589,7 +2589,7 @@ func CuvsHnswSearchParamsDestroy(params CuvsHnswSearchParams_t) error {
 
 // CuvsHnswSearch calls cuvsHnswSearch (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswSearch(res CuvsResources_t, params CuvsHnswSearchParams_t, index CuvsHnswIndex_t, queries *DLManagedTensor, neighbors *DLManagedTensor, distances *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsHnswSearch(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances))
+	r := C.cuvsgo_cuvsHnswSearch(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(index), unsafe.Pointer(queries), unsafe.Pointer(neighbors), unsafe.Pointer(distances))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2598,7 +2598,7 @@ func CuvsHnswSearch(res CuvsResources_t, params CuvsHnswSearchParams_t, index Cu
 
 // CuvsHnswSerialize calls cuvsHnswSerialize (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswSerialize(res CuvsResources_t, filename *byte, index CuvsHnswIndex_t) error {
-	r := C.cuvsgo_cuvsHnswSerialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsHnswSerialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2607,7 +2607,7 @@ func CuvsHnswSerialize(res CuvsResources_t, filename *byte, index CuvsHnswIndex_
 
 // CuvsHnswDeserialize calls cuvsHnswDeserialize (cuvs/neighbors/hnsw.h); the library's release must be one of: 26.06, 26.08.
 func CuvsHnswDeserialize(res CuvsResources_t, params CuvsHnswIndexParams_t, filename *byte, dim int32, metric CuvsDistanceType, index CuvsHnswIndex_t) error {
-	r := C.cuvsgo_cuvsHnswDeserialize(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(filename), C.int32_t(dim), C.int32_t(metric), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsHnswDeserialize(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(filename), C.int32_t(dim), C.int32_t(metric), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2616,7 +2616,7 @@ func CuvsHnswDeserialize(res CuvsResources_t, params CuvsHnswIndexParams_t, file
 
 // CuvsMultiGpuKMeansFit calls cuvsMultiGpuKMeansFit (cuvs/cluster/mg_kmeans.h); the library's release must be one of: 26.08.
 func CuvsMultiGpuKMeansFit(res CuvsResources_t, params CuvsKMeansParams_t_v2608, X *DLManagedTensor, sample_weight *DLManagedTensor, centroids *DLManagedTensor, inertia *float64, n_iter *int32) error {
-	r := C.cuvsgo_cuvsMultiGpuKMeansFit(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
+	r := C.cuvsgo_cuvsMultiGpuKMeansFit(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(X), unsafe.Pointer(sample_weight), unsafe.Pointer(centroids), unsafe.Pointer(inertia), unsafe.Pointer(n_iter))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2643,7 +2643,7 @@ func CuvsMultiGpuCagraIndexParamsCreate_v2608(index_params *CuvsMultiGpuCagraInd
 
 // CuvsMultiGpuCagraIndexParamsDestroy calls cuvsMultiGpuCagraIndexParamsDestroy (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06.
 func CuvsMultiGpuCagraIndexParamsDestroy(index_params CuvsMultiGpuCagraIndexParams_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2652,7 +2652,7 @@ func CuvsMultiGpuCagraIndexParamsDestroy(index_params CuvsMultiGpuCagraIndexPara
 
 // CuvsMultiGpuCagraIndexParamsDestroy_v2608 calls cuvsMultiGpuCagraIndexParamsDestroy as cuVS 26.08 declares it (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.08.
 func CuvsMultiGpuCagraIndexParamsDestroy_v2608(index_params CuvsMultiGpuCagraIndexParams_t_v2608) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsMultiGpuCagraIndexParamsDestroy_v2608(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2670,7 +2670,7 @@ func CuvsMultiGpuCagraSearchParamsCreate(params *CuvsMultiGpuCagraSearchParams_t
 
 // CuvsMultiGpuCagraSearchParamsDestroy calls cuvsMultiGpuCagraSearchParamsDestroy (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuCagraSearchParamsDestroy(params CuvsMultiGpuCagraSearchParams_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraSearchParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsMultiGpuCagraSearchParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2688,7 +2688,7 @@ func CuvsMultiGpuCagraIndexCreate(index *CuvsMultiGpuCagraIndex_t) error {
 
 // CuvsMultiGpuCagraIndexDestroy calls cuvsMultiGpuCagraIndexDestroy (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuCagraIndexDestroy(index CuvsMultiGpuCagraIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuCagraIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2697,7 +2697,7 @@ func CuvsMultiGpuCagraIndexDestroy(index CuvsMultiGpuCagraIndex_t) error {
 
 // CuvsMultiGpuCagraBuild calls cuvsMultiGpuCagraBuild (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06.
 func CuvsMultiGpuCagraBuild(res CuvsResources_t, params CuvsMultiGpuCagraIndexParams_t, dataset_tensor *DLManagedTensor, index CuvsMultiGpuCagraIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset_tensor), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuCagraBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset_tensor), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2706,7 +2706,7 @@ func CuvsMultiGpuCagraBuild(res CuvsResources_t, params CuvsMultiGpuCagraIndexPa
 
 // CuvsMultiGpuCagraBuild_v2608 calls cuvsMultiGpuCagraBuild as cuVS 26.08 declares it (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.08.
 func CuvsMultiGpuCagraBuild_v2608(res CuvsResources_t, params CuvsMultiGpuCagraIndexParams_t_v2608, dataset_tensor *DLManagedTensor, index CuvsMultiGpuCagraIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraBuild_v2608(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset_tensor), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuCagraBuild_v2608(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset_tensor), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2715,7 +2715,7 @@ func CuvsMultiGpuCagraBuild_v2608(res CuvsResources_t, params CuvsMultiGpuCagraI
 
 // CuvsMultiGpuCagraUpdateDataset calls cuvsMultiGpuCagraUpdateDataset (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.08.
 func CuvsMultiGpuCagraUpdateDataset(res CuvsResources_t, device_padded_dataset CuvsDataset_t, index CuvsMultiGpuCagraIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraUpdateDataset(C.uintptr_t(res), unsafe.Pointer(device_padded_dataset), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuCagraUpdateDataset(C.uintptr_t(res), C.uintptr_t(device_padded_dataset), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2724,7 +2724,7 @@ func CuvsMultiGpuCagraUpdateDataset(res CuvsResources_t, device_padded_dataset C
 
 // CuvsMultiGpuCagraSearch calls cuvsMultiGpuCagraSearch (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuCagraSearch(res CuvsResources_t, params CuvsMultiGpuCagraSearchParams_t, index CuvsMultiGpuCagraIndex_t, queries_tensor *DLManagedTensor, neighbors_tensor *DLManagedTensor, distances_tensor *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraSearch(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(index), unsafe.Pointer(queries_tensor), unsafe.Pointer(neighbors_tensor), unsafe.Pointer(distances_tensor))
+	r := C.cuvsgo_cuvsMultiGpuCagraSearch(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(index), unsafe.Pointer(queries_tensor), unsafe.Pointer(neighbors_tensor), unsafe.Pointer(distances_tensor))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2733,7 +2733,7 @@ func CuvsMultiGpuCagraSearch(res CuvsResources_t, params CuvsMultiGpuCagraSearch
 
 // CuvsMultiGpuCagraExtend calls cuvsMultiGpuCagraExtend (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuCagraExtend(res CuvsResources_t, index CuvsMultiGpuCagraIndex_t, new_vectors_tensor *DLManagedTensor, new_indices_tensor *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraExtend(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(new_vectors_tensor), unsafe.Pointer(new_indices_tensor))
+	r := C.cuvsgo_cuvsMultiGpuCagraExtend(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(new_vectors_tensor), unsafe.Pointer(new_indices_tensor))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2742,7 +2742,7 @@ func CuvsMultiGpuCagraExtend(res CuvsResources_t, index CuvsMultiGpuCagraIndex_t
 
 // CuvsMultiGpuCagraSerialize calls cuvsMultiGpuCagraSerialize (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuCagraSerialize(res CuvsResources_t, index CuvsMultiGpuCagraIndex_t, filename *byte) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraSerialize(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(filename))
+	r := C.cuvsgo_cuvsMultiGpuCagraSerialize(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(filename))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2751,7 +2751,7 @@ func CuvsMultiGpuCagraSerialize(res CuvsResources_t, index CuvsMultiGpuCagraInde
 
 // CuvsMultiGpuCagraDeserialize calls cuvsMultiGpuCagraDeserialize (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuCagraDeserialize(res CuvsResources_t, filename *byte, index CuvsMultiGpuCagraIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuCagraDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2760,7 +2760,7 @@ func CuvsMultiGpuCagraDeserialize(res CuvsResources_t, filename *byte, index Cuv
 
 // CuvsMultiGpuCagraDistribute calls cuvsMultiGpuCagraDistribute (cuvs/neighbors/mg_cagra.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuCagraDistribute(res CuvsResources_t, filename *byte, index CuvsMultiGpuCagraIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuCagraDistribute(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuCagraDistribute(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2778,7 +2778,7 @@ func CuvsMultiGpuIvfFlatIndexParamsCreate(index_params *CuvsMultiGpuIvfFlatIndex
 
 // CuvsMultiGpuIvfFlatIndexParamsDestroy calls cuvsMultiGpuIvfFlatIndexParamsDestroy (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatIndexParamsDestroy(index_params CuvsMultiGpuIvfFlatIndexParams_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2796,7 +2796,7 @@ func CuvsMultiGpuIvfFlatSearchParamsCreate(params *CuvsMultiGpuIvfFlatSearchPara
 
 // CuvsMultiGpuIvfFlatSearchParamsDestroy calls cuvsMultiGpuIvfFlatSearchParamsDestroy (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatSearchParamsDestroy(params CuvsMultiGpuIvfFlatSearchParams_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatSearchParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatSearchParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2814,7 +2814,7 @@ func CuvsMultiGpuIvfFlatIndexCreate(index *CuvsMultiGpuIvfFlatIndex_t) error {
 
 // CuvsMultiGpuIvfFlatIndexDestroy calls cuvsMultiGpuIvfFlatIndexDestroy (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatIndexDestroy(index CuvsMultiGpuIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2823,7 +2823,7 @@ func CuvsMultiGpuIvfFlatIndexDestroy(index CuvsMultiGpuIvfFlatIndex_t) error {
 
 // CuvsMultiGpuIvfFlatBuild calls cuvsMultiGpuIvfFlatBuild (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatBuild(res CuvsResources_t, params CuvsMultiGpuIvfFlatIndexParams_t, dataset_tensor *DLManagedTensor, index CuvsMultiGpuIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset_tensor), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset_tensor), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2832,7 +2832,7 @@ func CuvsMultiGpuIvfFlatBuild(res CuvsResources_t, params CuvsMultiGpuIvfFlatInd
 
 // CuvsMultiGpuIvfFlatSearch calls cuvsMultiGpuIvfFlatSearch (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatSearch(res CuvsResources_t, params CuvsMultiGpuIvfFlatSearchParams_t, index CuvsMultiGpuIvfFlatIndex_t, queries_tensor *DLManagedTensor, neighbors_tensor *DLManagedTensor, distances_tensor *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatSearch(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(index), unsafe.Pointer(queries_tensor), unsafe.Pointer(neighbors_tensor), unsafe.Pointer(distances_tensor))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatSearch(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(index), unsafe.Pointer(queries_tensor), unsafe.Pointer(neighbors_tensor), unsafe.Pointer(distances_tensor))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2841,7 +2841,7 @@ func CuvsMultiGpuIvfFlatSearch(res CuvsResources_t, params CuvsMultiGpuIvfFlatSe
 
 // CuvsMultiGpuIvfFlatExtend calls cuvsMultiGpuIvfFlatExtend (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatExtend(res CuvsResources_t, index CuvsMultiGpuIvfFlatIndex_t, new_vectors_tensor *DLManagedTensor, new_indices_tensor *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatExtend(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(new_vectors_tensor), unsafe.Pointer(new_indices_tensor))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatExtend(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(new_vectors_tensor), unsafe.Pointer(new_indices_tensor))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2850,7 +2850,7 @@ func CuvsMultiGpuIvfFlatExtend(res CuvsResources_t, index CuvsMultiGpuIvfFlatInd
 
 // CuvsMultiGpuIvfFlatSerialize calls cuvsMultiGpuIvfFlatSerialize (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatSerialize(res CuvsResources_t, index CuvsMultiGpuIvfFlatIndex_t, filename *byte) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatSerialize(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(filename))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatSerialize(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(filename))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2859,7 +2859,7 @@ func CuvsMultiGpuIvfFlatSerialize(res CuvsResources_t, index CuvsMultiGpuIvfFlat
 
 // CuvsMultiGpuIvfFlatDeserialize calls cuvsMultiGpuIvfFlatDeserialize (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatDeserialize(res CuvsResources_t, filename *byte, index CuvsMultiGpuIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2868,7 +2868,7 @@ func CuvsMultiGpuIvfFlatDeserialize(res CuvsResources_t, filename *byte, index C
 
 // CuvsMultiGpuIvfFlatDistribute calls cuvsMultiGpuIvfFlatDistribute (cuvs/neighbors/mg_ivf_flat.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfFlatDistribute(res CuvsResources_t, filename *byte, index CuvsMultiGpuIvfFlatIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfFlatDistribute(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuIvfFlatDistribute(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2886,7 +2886,7 @@ func CuvsMultiGpuIvfPqIndexParamsCreate(index_params *CuvsMultiGpuIvfPqIndexPara
 
 // CuvsMultiGpuIvfPqIndexParamsDestroy calls cuvsMultiGpuIvfPqIndexParamsDestroy (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqIndexParamsDestroy(index_params CuvsMultiGpuIvfPqIndexParams_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqIndexParamsDestroy(unsafe.Pointer(index_params))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqIndexParamsDestroy(C.uintptr_t(index_params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2904,7 +2904,7 @@ func CuvsMultiGpuIvfPqSearchParamsCreate(params *CuvsMultiGpuIvfPqSearchParams_t
 
 // CuvsMultiGpuIvfPqSearchParamsDestroy calls cuvsMultiGpuIvfPqSearchParamsDestroy (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqSearchParamsDestroy(params CuvsMultiGpuIvfPqSearchParams_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqSearchParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqSearchParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2922,7 +2922,7 @@ func CuvsMultiGpuIvfPqIndexCreate(index *CuvsMultiGpuIvfPqIndex_t) error {
 
 // CuvsMultiGpuIvfPqIndexDestroy calls cuvsMultiGpuIvfPqIndexDestroy (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqIndexDestroy(index CuvsMultiGpuIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqIndexDestroy(unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqIndexDestroy(C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2931,7 +2931,7 @@ func CuvsMultiGpuIvfPqIndexDestroy(index CuvsMultiGpuIvfPqIndex_t) error {
 
 // CuvsMultiGpuIvfPqBuild calls cuvsMultiGpuIvfPqBuild (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqBuild(res CuvsResources_t, params CuvsMultiGpuIvfPqIndexParams_t, dataset_tensor *DLManagedTensor, index CuvsMultiGpuIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset_tensor), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset_tensor), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2940,7 +2940,7 @@ func CuvsMultiGpuIvfPqBuild(res CuvsResources_t, params CuvsMultiGpuIvfPqIndexPa
 
 // CuvsMultiGpuIvfPqSearch calls cuvsMultiGpuIvfPqSearch (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqSearch(res CuvsResources_t, params CuvsMultiGpuIvfPqSearchParams_t, index CuvsMultiGpuIvfPqIndex_t, queries_tensor *DLManagedTensor, neighbors_tensor *DLManagedTensor, distances_tensor *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqSearch(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(index), unsafe.Pointer(queries_tensor), unsafe.Pointer(neighbors_tensor), unsafe.Pointer(distances_tensor))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqSearch(C.uintptr_t(res), C.uintptr_t(params), C.uintptr_t(index), unsafe.Pointer(queries_tensor), unsafe.Pointer(neighbors_tensor), unsafe.Pointer(distances_tensor))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2949,7 +2949,7 @@ func CuvsMultiGpuIvfPqSearch(res CuvsResources_t, params CuvsMultiGpuIvfPqSearch
 
 // CuvsMultiGpuIvfPqExtend calls cuvsMultiGpuIvfPqExtend (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqExtend(res CuvsResources_t, index CuvsMultiGpuIvfPqIndex_t, new_vectors_tensor *DLManagedTensor, new_indices_tensor *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqExtend(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(new_vectors_tensor), unsafe.Pointer(new_indices_tensor))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqExtend(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(new_vectors_tensor), unsafe.Pointer(new_indices_tensor))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2958,7 +2958,7 @@ func CuvsMultiGpuIvfPqExtend(res CuvsResources_t, index CuvsMultiGpuIvfPqIndex_t
 
 // CuvsMultiGpuIvfPqSerialize calls cuvsMultiGpuIvfPqSerialize (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqSerialize(res CuvsResources_t, index CuvsMultiGpuIvfPqIndex_t, filename *byte) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqSerialize(C.uintptr_t(res), unsafe.Pointer(index), unsafe.Pointer(filename))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqSerialize(C.uintptr_t(res), C.uintptr_t(index), unsafe.Pointer(filename))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2967,7 +2967,7 @@ func CuvsMultiGpuIvfPqSerialize(res CuvsResources_t, index CuvsMultiGpuIvfPqInde
 
 // CuvsMultiGpuIvfPqDeserialize calls cuvsMultiGpuIvfPqDeserialize (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqDeserialize(res CuvsResources_t, filename *byte, index CuvsMultiGpuIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqDeserialize(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2976,7 +2976,7 @@ func CuvsMultiGpuIvfPqDeserialize(res CuvsResources_t, filename *byte, index Cuv
 
 // CuvsMultiGpuIvfPqDistribute calls cuvsMultiGpuIvfPqDistribute (cuvs/neighbors/mg_ivf_pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsMultiGpuIvfPqDistribute(res CuvsResources_t, filename *byte, index CuvsMultiGpuIvfPqIndex_t) error {
-	r := C.cuvsgo_cuvsMultiGpuIvfPqDistribute(C.uintptr_t(res), unsafe.Pointer(filename), unsafe.Pointer(index))
+	r := C.cuvsgo_cuvsMultiGpuIvfPqDistribute(C.uintptr_t(res), unsafe.Pointer(filename), C.uintptr_t(index))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -2994,7 +2994,7 @@ func CuvsPcaParamsCreate(params *CuvsPcaParams_t) error {
 
 // CuvsPcaParamsDestroy calls cuvsPcaParamsDestroy (cuvs/preprocessing/pca.h); the library's release must be one of: 26.06, 26.08.
 func CuvsPcaParamsDestroy(params CuvsPcaParams_t) error {
-	r := C.cuvsgo_cuvsPcaParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsPcaParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3003,7 +3003,7 @@ func CuvsPcaParamsDestroy(params CuvsPcaParams_t) error {
 
 // CuvsPcaFit calls cuvsPcaFit (cuvs/preprocessing/pca.h); the library's release must be one of: 26.06, 26.08.
 func CuvsPcaFit(res CuvsResources_t, params CuvsPcaParams_t, input *DLManagedTensor, components *DLManagedTensor, explained_var *DLManagedTensor, explained_var_ratio *DLManagedTensor, singular_vals *DLManagedTensor, mu *DLManagedTensor, noise_vars *DLManagedTensor, flip_signs_based_on_U bool) error {
-	r := C.cuvsgo_cuvsPcaFit(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(input), unsafe.Pointer(components), unsafe.Pointer(explained_var), unsafe.Pointer(explained_var_ratio), unsafe.Pointer(singular_vals), unsafe.Pointer(mu), unsafe.Pointer(noise_vars), C.bool(flip_signs_based_on_U))
+	r := C.cuvsgo_cuvsPcaFit(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(input), unsafe.Pointer(components), unsafe.Pointer(explained_var), unsafe.Pointer(explained_var_ratio), unsafe.Pointer(singular_vals), unsafe.Pointer(mu), unsafe.Pointer(noise_vars), C.bool(flip_signs_based_on_U))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3012,7 +3012,7 @@ func CuvsPcaFit(res CuvsResources_t, params CuvsPcaParams_t, input *DLManagedTen
 
 // CuvsPcaFitTransform calls cuvsPcaFitTransform (cuvs/preprocessing/pca.h); the library's release must be one of: 26.06, 26.08.
 func CuvsPcaFitTransform(res CuvsResources_t, params CuvsPcaParams_t, input *DLManagedTensor, trans_input *DLManagedTensor, components *DLManagedTensor, explained_var *DLManagedTensor, explained_var_ratio *DLManagedTensor, singular_vals *DLManagedTensor, mu *DLManagedTensor, noise_vars *DLManagedTensor, flip_signs_based_on_U bool) error {
-	r := C.cuvsgo_cuvsPcaFitTransform(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(input), unsafe.Pointer(trans_input), unsafe.Pointer(components), unsafe.Pointer(explained_var), unsafe.Pointer(explained_var_ratio), unsafe.Pointer(singular_vals), unsafe.Pointer(mu), unsafe.Pointer(noise_vars), C.bool(flip_signs_based_on_U))
+	r := C.cuvsgo_cuvsPcaFitTransform(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(input), unsafe.Pointer(trans_input), unsafe.Pointer(components), unsafe.Pointer(explained_var), unsafe.Pointer(explained_var_ratio), unsafe.Pointer(singular_vals), unsafe.Pointer(mu), unsafe.Pointer(noise_vars), C.bool(flip_signs_based_on_U))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3021,7 +3021,7 @@ func CuvsPcaFitTransform(res CuvsResources_t, params CuvsPcaParams_t, input *DLM
 
 // CuvsPcaTransform calls cuvsPcaTransform (cuvs/preprocessing/pca.h); the library's release must be one of: 26.06, 26.08.
 func CuvsPcaTransform(res CuvsResources_t, params CuvsPcaParams_t, input *DLManagedTensor, components *DLManagedTensor, singular_vals *DLManagedTensor, mu *DLManagedTensor, trans_input *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsPcaTransform(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(input), unsafe.Pointer(components), unsafe.Pointer(singular_vals), unsafe.Pointer(mu), unsafe.Pointer(trans_input))
+	r := C.cuvsgo_cuvsPcaTransform(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(input), unsafe.Pointer(components), unsafe.Pointer(singular_vals), unsafe.Pointer(mu), unsafe.Pointer(trans_input))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3030,7 +3030,7 @@ func CuvsPcaTransform(res CuvsResources_t, params CuvsPcaParams_t, input *DLMana
 
 // CuvsPcaInverseTransform calls cuvsPcaInverseTransform (cuvs/preprocessing/pca.h); the library's release must be one of: 26.06, 26.08.
 func CuvsPcaInverseTransform(res CuvsResources_t, params CuvsPcaParams_t, trans_input *DLManagedTensor, components *DLManagedTensor, singular_vals *DLManagedTensor, mu *DLManagedTensor, output *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsPcaInverseTransform(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(trans_input), unsafe.Pointer(components), unsafe.Pointer(singular_vals), unsafe.Pointer(mu), unsafe.Pointer(output))
+	r := C.cuvsgo_cuvsPcaInverseTransform(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(trans_input), unsafe.Pointer(components), unsafe.Pointer(singular_vals), unsafe.Pointer(mu), unsafe.Pointer(output))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3048,7 +3048,7 @@ func CuvsBinaryQuantizerParamsCreate(params *CuvsBinaryQuantizerParams_t) error 
 
 // CuvsBinaryQuantizerParamsDestroy calls cuvsBinaryQuantizerParamsDestroy (cuvs/preprocessing/quantize/binary.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBinaryQuantizerParamsDestroy(params CuvsBinaryQuantizerParams_t) error {
-	r := C.cuvsgo_cuvsBinaryQuantizerParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsBinaryQuantizerParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3066,7 +3066,7 @@ func CuvsBinaryQuantizerCreate(quantizer *CuvsBinaryQuantizer_t) error {
 
 // CuvsBinaryQuantizerDestroy calls cuvsBinaryQuantizerDestroy (cuvs/preprocessing/quantize/binary.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBinaryQuantizerDestroy(quantizer CuvsBinaryQuantizer_t) error {
-	r := C.cuvsgo_cuvsBinaryQuantizerDestroy(unsafe.Pointer(quantizer))
+	r := C.cuvsgo_cuvsBinaryQuantizerDestroy(C.uintptr_t(quantizer))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3075,7 +3075,7 @@ func CuvsBinaryQuantizerDestroy(quantizer CuvsBinaryQuantizer_t) error {
 
 // CuvsBinaryQuantizerTrain calls cuvsBinaryQuantizerTrain (cuvs/preprocessing/quantize/binary.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBinaryQuantizerTrain(res CuvsResources_t, params CuvsBinaryQuantizerParams_t, dataset *DLManagedTensor, quantizer CuvsBinaryQuantizer_t) error {
-	r := C.cuvsgo_cuvsBinaryQuantizerTrain(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(quantizer))
+	r := C.cuvsgo_cuvsBinaryQuantizerTrain(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset), C.uintptr_t(quantizer))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3093,7 +3093,7 @@ func CuvsBinaryQuantizerTransform(res CuvsResources_t, dataset *DLManagedTensor,
 
 // CuvsBinaryQuantizerTransformWithParams calls cuvsBinaryQuantizerTransformWithParams (cuvs/preprocessing/quantize/binary.h); the library's release must be one of: 26.06, 26.08.
 func CuvsBinaryQuantizerTransformWithParams(res CuvsResources_t, quantizer CuvsBinaryQuantizer_t, dataset *DLManagedTensor, out *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsBinaryQuantizerTransformWithParams(C.uintptr_t(res), unsafe.Pointer(quantizer), unsafe.Pointer(dataset), unsafe.Pointer(out))
+	r := C.cuvsgo_cuvsBinaryQuantizerTransformWithParams(C.uintptr_t(res), C.uintptr_t(quantizer), unsafe.Pointer(dataset), unsafe.Pointer(out))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3111,7 +3111,7 @@ func CuvsProductQuantizerParamsCreate(params *CuvsProductQuantizerParams_t) erro
 
 // CuvsProductQuantizerParamsDestroy calls cuvsProductQuantizerParamsDestroy (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerParamsDestroy(params CuvsProductQuantizerParams_t) error {
-	r := C.cuvsgo_cuvsProductQuantizerParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsProductQuantizerParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3129,7 +3129,7 @@ func CuvsProductQuantizerCreate(quantizer *CuvsProductQuantizer_t) error {
 
 // CuvsProductQuantizerDestroy calls cuvsProductQuantizerDestroy (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerDestroy(quantizer CuvsProductQuantizer_t) error {
-	r := C.cuvsgo_cuvsProductQuantizerDestroy(unsafe.Pointer(quantizer))
+	r := C.cuvsgo_cuvsProductQuantizerDestroy(C.uintptr_t(quantizer))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3138,7 +3138,7 @@ func CuvsProductQuantizerDestroy(quantizer CuvsProductQuantizer_t) error {
 
 // CuvsProductQuantizerBuild calls cuvsProductQuantizerBuild (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerBuild(res CuvsResources_t, params CuvsProductQuantizerParams_t, dataset *DLManagedTensor, quantizer CuvsProductQuantizer_t) error {
-	r := C.cuvsgo_cuvsProductQuantizerBuild(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(quantizer))
+	r := C.cuvsgo_cuvsProductQuantizerBuild(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset), C.uintptr_t(quantizer))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3147,7 +3147,7 @@ func CuvsProductQuantizerBuild(res CuvsResources_t, params CuvsProductQuantizerP
 
 // CuvsProductQuantizerTransform calls cuvsProductQuantizerTransform (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerTransform(res CuvsResources_t, quantizer CuvsProductQuantizer_t, dataset *DLManagedTensor, codes_out *DLManagedTensor, vq_labels *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsProductQuantizerTransform(C.uintptr_t(res), unsafe.Pointer(quantizer), unsafe.Pointer(dataset), unsafe.Pointer(codes_out), unsafe.Pointer(vq_labels))
+	r := C.cuvsgo_cuvsProductQuantizerTransform(C.uintptr_t(res), C.uintptr_t(quantizer), unsafe.Pointer(dataset), unsafe.Pointer(codes_out), unsafe.Pointer(vq_labels))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3156,7 +3156,7 @@ func CuvsProductQuantizerTransform(res CuvsResources_t, quantizer CuvsProductQua
 
 // CuvsProductQuantizerInverseTransform calls cuvsProductQuantizerInverseTransform (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerInverseTransform(res CuvsResources_t, quantizer CuvsProductQuantizer_t, pq_codes *DLManagedTensor, out *DLManagedTensor, vq_labels *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsProductQuantizerInverseTransform(C.uintptr_t(res), unsafe.Pointer(quantizer), unsafe.Pointer(pq_codes), unsafe.Pointer(out), unsafe.Pointer(vq_labels))
+	r := C.cuvsgo_cuvsProductQuantizerInverseTransform(C.uintptr_t(res), C.uintptr_t(quantizer), unsafe.Pointer(pq_codes), unsafe.Pointer(out), unsafe.Pointer(vq_labels))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3165,7 +3165,7 @@ func CuvsProductQuantizerInverseTransform(res CuvsResources_t, quantizer CuvsPro
 
 // CuvsProductQuantizerGetPqBits calls cuvsProductQuantizerGetPqBits (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerGetPqBits(quantizer CuvsProductQuantizer_t, pq_bits *uint32) error {
-	r := C.cuvsgo_cuvsProductQuantizerGetPqBits(unsafe.Pointer(quantizer), unsafe.Pointer(pq_bits))
+	r := C.cuvsgo_cuvsProductQuantizerGetPqBits(C.uintptr_t(quantizer), unsafe.Pointer(pq_bits))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3174,7 +3174,7 @@ func CuvsProductQuantizerGetPqBits(quantizer CuvsProductQuantizer_t, pq_bits *ui
 
 // CuvsProductQuantizerGetPqDim calls cuvsProductQuantizerGetPqDim (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerGetPqDim(quantizer CuvsProductQuantizer_t, pq_dim *uint32) error {
-	r := C.cuvsgo_cuvsProductQuantizerGetPqDim(unsafe.Pointer(quantizer), unsafe.Pointer(pq_dim))
+	r := C.cuvsgo_cuvsProductQuantizerGetPqDim(C.uintptr_t(quantizer), unsafe.Pointer(pq_dim))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3183,7 +3183,7 @@ func CuvsProductQuantizerGetPqDim(quantizer CuvsProductQuantizer_t, pq_dim *uint
 
 // CuvsProductQuantizerGetPqCodebook calls cuvsProductQuantizerGetPqCodebook (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerGetPqCodebook(quantizer CuvsProductQuantizer_t, pq_codebook *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsProductQuantizerGetPqCodebook(unsafe.Pointer(quantizer), unsafe.Pointer(pq_codebook))
+	r := C.cuvsgo_cuvsProductQuantizerGetPqCodebook(C.uintptr_t(quantizer), unsafe.Pointer(pq_codebook))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3192,7 +3192,7 @@ func CuvsProductQuantizerGetPqCodebook(quantizer CuvsProductQuantizer_t, pq_code
 
 // CuvsProductQuantizerGetVqCodebook calls cuvsProductQuantizerGetVqCodebook (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerGetVqCodebook(quantizer CuvsProductQuantizer_t, vq_codebook *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsProductQuantizerGetVqCodebook(unsafe.Pointer(quantizer), unsafe.Pointer(vq_codebook))
+	r := C.cuvsgo_cuvsProductQuantizerGetVqCodebook(C.uintptr_t(quantizer), unsafe.Pointer(vq_codebook))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3201,7 +3201,7 @@ func CuvsProductQuantizerGetVqCodebook(quantizer CuvsProductQuantizer_t, vq_code
 
 // CuvsProductQuantizerGetEncodedDim calls cuvsProductQuantizerGetEncodedDim (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerGetEncodedDim(quantizer CuvsProductQuantizer_t, encoded_dim *uint32) error {
-	r := C.cuvsgo_cuvsProductQuantizerGetEncodedDim(unsafe.Pointer(quantizer), unsafe.Pointer(encoded_dim))
+	r := C.cuvsgo_cuvsProductQuantizerGetEncodedDim(C.uintptr_t(quantizer), unsafe.Pointer(encoded_dim))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3210,7 +3210,7 @@ func CuvsProductQuantizerGetEncodedDim(quantizer CuvsProductQuantizer_t, encoded
 
 // CuvsProductQuantizerGetUseVq calls cuvsProductQuantizerGetUseVq (cuvs/preprocessing/quantize/pq.h); the library's release must be one of: 26.06, 26.08.
 func CuvsProductQuantizerGetUseVq(quantizer CuvsProductQuantizer_t, use_vq *bool) error {
-	r := C.cuvsgo_cuvsProductQuantizerGetUseVq(unsafe.Pointer(quantizer), unsafe.Pointer(use_vq))
+	r := C.cuvsgo_cuvsProductQuantizerGetUseVq(C.uintptr_t(quantizer), unsafe.Pointer(use_vq))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3228,7 +3228,7 @@ func CuvsScalarQuantizerParamsCreate(params *CuvsScalarQuantizerParams_t) error 
 
 // CuvsScalarQuantizerParamsDestroy calls cuvsScalarQuantizerParamsDestroy (cuvs/preprocessing/quantize/scalar.h); the library's release must be one of: 26.06, 26.08.
 func CuvsScalarQuantizerParamsDestroy(params CuvsScalarQuantizerParams_t) error {
-	r := C.cuvsgo_cuvsScalarQuantizerParamsDestroy(unsafe.Pointer(params))
+	r := C.cuvsgo_cuvsScalarQuantizerParamsDestroy(C.uintptr_t(params))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3246,7 +3246,7 @@ func CuvsScalarQuantizerCreate(quantizer *CuvsScalarQuantizer_t) error {
 
 // CuvsScalarQuantizerDestroy calls cuvsScalarQuantizerDestroy (cuvs/preprocessing/quantize/scalar.h); the library's release must be one of: 26.06, 26.08.
 func CuvsScalarQuantizerDestroy(quantizer CuvsScalarQuantizer_t) error {
-	r := C.cuvsgo_cuvsScalarQuantizerDestroy(unsafe.Pointer(quantizer))
+	r := C.cuvsgo_cuvsScalarQuantizerDestroy(C.uintptr_t(quantizer))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3255,7 +3255,7 @@ func CuvsScalarQuantizerDestroy(quantizer CuvsScalarQuantizer_t) error {
 
 // CuvsScalarQuantizerTrain calls cuvsScalarQuantizerTrain (cuvs/preprocessing/quantize/scalar.h); the library's release must be one of: 26.06, 26.08.
 func CuvsScalarQuantizerTrain(res CuvsResources_t, params CuvsScalarQuantizerParams_t, dataset *DLManagedTensor, quantizer CuvsScalarQuantizer_t) error {
-	r := C.cuvsgo_cuvsScalarQuantizerTrain(C.uintptr_t(res), unsafe.Pointer(params), unsafe.Pointer(dataset), unsafe.Pointer(quantizer))
+	r := C.cuvsgo_cuvsScalarQuantizerTrain(C.uintptr_t(res), C.uintptr_t(params), unsafe.Pointer(dataset), C.uintptr_t(quantizer))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3264,7 +3264,7 @@ func CuvsScalarQuantizerTrain(res CuvsResources_t, params CuvsScalarQuantizerPar
 
 // CuvsScalarQuantizerTransform calls cuvsScalarQuantizerTransform (cuvs/preprocessing/quantize/scalar.h); the library's release must be one of: 26.06, 26.08.
 func CuvsScalarQuantizerTransform(res CuvsResources_t, quantizer CuvsScalarQuantizer_t, dataset *DLManagedTensor, out *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsScalarQuantizerTransform(C.uintptr_t(res), unsafe.Pointer(quantizer), unsafe.Pointer(dataset), unsafe.Pointer(out))
+	r := C.cuvsgo_cuvsScalarQuantizerTransform(C.uintptr_t(res), C.uintptr_t(quantizer), unsafe.Pointer(dataset), unsafe.Pointer(out))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}
@@ -3273,7 +3273,7 @@ func CuvsScalarQuantizerTransform(res CuvsResources_t, quantizer CuvsScalarQuant
 
 // CuvsScalarQuantizerInverseTransform calls cuvsScalarQuantizerInverseTransform (cuvs/preprocessing/quantize/scalar.h); the library's release must be one of: 26.06, 26.08.
 func CuvsScalarQuantizerInverseTransform(res CuvsResources_t, quantizer CuvsScalarQuantizer_t, dataset *DLManagedTensor, out *DLManagedTensor) error {
-	r := C.cuvsgo_cuvsScalarQuantizerInverseTransform(C.uintptr_t(res), unsafe.Pointer(quantizer), unsafe.Pointer(dataset), unsafe.Pointer(out))
+	r := C.cuvsgo_cuvsScalarQuantizerInverseTransform(C.uintptr_t(res), C.uintptr_t(quantizer), unsafe.Pointer(dataset), unsafe.Pointer(out))
 	if r.code == C.CUVSGO_OK {
 		return nil
 	}

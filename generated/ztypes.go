@@ -29,6 +29,7 @@ made the call.
 package generated
 
 import (
+	"runtime"
 	"strconv"
 	"unsafe"
 )
@@ -352,10 +353,44 @@ type CuvsKMeansParams_v2 struct {
 }
 
 // CuvsKMeansParams_t is the C type cuvsKMeansParams_t (cuvs/cluster/kmeans.h).
-type CuvsKMeansParams_t = *CuvsKMeansParams
+// It is the address of a C struct cuvsKMeansParams, made by cuvsKMeansParamsCreate and freed by cuvsKMeansParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsKMeansParams_t uintptr
+
+// Ref returns the CuvsKMeansParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsKMeansParams_t) Ref() *CuvsKMeansParams {
+	return (*CuvsKMeansParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsKMeansParams in Go memory, with p and returns its address as a
+// CuvsKMeansParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsKMeansParams) Pin(p *runtime.Pinner) CuvsKMeansParams_t {
+	p.Pin(s)
+	return CuvsKMeansParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsKMeansParams_v2_t is the C type cuvsKMeansParams_v2_t (cuvs/cluster/kmeans.h).
-type CuvsKMeansParams_v2_t = *CuvsKMeansParams_v2
+// It is the address of a C struct cuvsKMeansParams_v2, made by cuvsKMeansParamsCreate_v2 and freed by cuvsKMeansParamsDestroy_v2,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsKMeansParams_v2_t uintptr
+
+// Ref returns the CuvsKMeansParams_v2 that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsKMeansParams_v2_t) Ref() *CuvsKMeansParams_v2 {
+	return (*CuvsKMeansParams_v2)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsKMeansParams_v2 in Go memory, with p and returns its address as a
+// CuvsKMeansParams_v2_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsKMeansParams_v2) Pin(p *runtime.Pinner) CuvsKMeansParams_v2_t {
+	p.Pin(s)
+	return CuvsKMeansParams_v2_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsKMeansType is the C enum cuvsKMeansType (cuvs/cluster/kmeans.h).
 type CuvsKMeansType int32
@@ -432,7 +467,24 @@ type CuvsIvfPqIndexParams struct {
 }
 
 // CuvsIvfPqIndexParams_t is the C type cuvsIvfPqIndexParams_t (cuvs/neighbors/ivf_pq.h).
-type CuvsIvfPqIndexParams_t = *CuvsIvfPqIndexParams
+// It is the address of a C struct cuvsIvfPqIndexParams, made by cuvsIvfPqIndexParamsCreate and freed by cuvsIvfPqIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfPqIndexParams_t uintptr
+
+// Ref returns the CuvsIvfPqIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfPqIndexParams_t) Ref() *CuvsIvfPqIndexParams {
+	return (*CuvsIvfPqIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfPqIndexParams in Go memory, with p and returns its address as a
+// CuvsIvfPqIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfPqIndexParams) Pin(p *runtime.Pinner) CuvsIvfPqIndexParams_t {
+	p.Pin(s)
+	return CuvsIvfPqIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfPqSearchParams mirrors the C type struct cuvsIvfPqSearchParams (cuvs/neighbors/ivf_pq.h), member for member.
 type CuvsIvfPqSearchParams struct {
@@ -445,7 +497,24 @@ type CuvsIvfPqSearchParams struct {
 }
 
 // CuvsIvfPqSearchParams_t is the C type cuvsIvfPqSearchParams_t (cuvs/neighbors/ivf_pq.h).
-type CuvsIvfPqSearchParams_t = *CuvsIvfPqSearchParams
+// It is the address of a C struct cuvsIvfPqSearchParams, made by cuvsIvfPqSearchParamsCreate and freed by cuvsIvfPqSearchParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfPqSearchParams_t uintptr
+
+// Ref returns the CuvsIvfPqSearchParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfPqSearchParams_t) Ref() *CuvsIvfPqSearchParams {
+	return (*CuvsIvfPqSearchParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfPqSearchParams in Go memory, with p and returns its address as a
+// CuvsIvfPqSearchParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfPqSearchParams) Pin(p *runtime.Pinner) CuvsIvfPqSearchParams_t {
+	p.Pin(s)
+	return CuvsIvfPqSearchParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfPqIndex mirrors the C type cuvsIvfPqIndex (cuvs/neighbors/ivf_pq.h), member for member.
 type CuvsIvfPqIndex struct {
@@ -454,7 +523,24 @@ type CuvsIvfPqIndex struct {
 }
 
 // CuvsIvfPqIndex_t is the C type cuvsIvfPqIndex_t (cuvs/neighbors/ivf_pq.h).
-type CuvsIvfPqIndex_t = *CuvsIvfPqIndex
+// It is the address of a C cuvsIvfPqIndex, made by cuvsIvfPqIndexCreate and freed by cuvsIvfPqIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfPqIndex_t uintptr
+
+// Ref returns the CuvsIvfPqIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfPqIndex_t) Ref() *CuvsIvfPqIndex {
+	return (*CuvsIvfPqIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfPqIndex in Go memory, with p and returns its address as a
+// CuvsIvfPqIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfPqIndex) Pin(p *runtime.Pinner) CuvsIvfPqIndex_t {
+	p.Pin(s)
+	return CuvsIvfPqIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsNNDescentDistCompDtype is the C enum cuvsNNDescentDistCompDtype (cuvs/neighbors/nn_descent.h).
 type CuvsNNDescentDistCompDtype int32
@@ -491,7 +577,24 @@ type CuvsNNDescentIndexParams struct {
 }
 
 // CuvsNNDescentIndexParams_t is the C type cuvsNNDescentIndexParams_t (cuvs/neighbors/nn_descent.h).
-type CuvsNNDescentIndexParams_t = *CuvsNNDescentIndexParams
+// It is the address of a C struct cuvsNNDescentIndexParams, made by cuvsNNDescentIndexParamsCreate and freed by cuvsNNDescentIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsNNDescentIndexParams_t uintptr
+
+// Ref returns the CuvsNNDescentIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsNNDescentIndexParams_t) Ref() *CuvsNNDescentIndexParams {
+	return (*CuvsNNDescentIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsNNDescentIndexParams in Go memory, with p and returns its address as a
+// CuvsNNDescentIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsNNDescentIndexParams) Pin(p *runtime.Pinner) CuvsNNDescentIndexParams_t {
+	p.Pin(s)
+	return CuvsNNDescentIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsNNDescentIndex mirrors the C type cuvsNNDescentIndex (cuvs/neighbors/nn_descent.h), member for member.
 type CuvsNNDescentIndex struct {
@@ -500,7 +603,24 @@ type CuvsNNDescentIndex struct {
 }
 
 // CuvsNNDescentIndex_t is the C type cuvsNNDescentIndex_t (cuvs/neighbors/nn_descent.h).
-type CuvsNNDescentIndex_t = *CuvsNNDescentIndex
+// It is the address of a C cuvsNNDescentIndex, made by cuvsNNDescentIndexCreate and freed by cuvsNNDescentIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsNNDescentIndex_t uintptr
+
+// Ref returns the CuvsNNDescentIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsNNDescentIndex_t) Ref() *CuvsNNDescentIndex {
+	return (*CuvsNNDescentIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsNNDescentIndex in Go memory, with p and returns its address as a
+// CuvsNNDescentIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsNNDescentIndex) Pin(p *runtime.Pinner) CuvsNNDescentIndex_t {
+	p.Pin(s)
+	return CuvsNNDescentIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsAllNeighborsAlgo is the C enum cuvsAllNeighborsAlgo (cuvs/neighbors/all_neighbors.h).
 type CuvsAllNeighborsAlgo int32
@@ -535,7 +655,24 @@ type CuvsAllNeighborsIndexParams struct {
 }
 
 // CuvsAllNeighborsIndexParams_t is the C type cuvsAllNeighborsIndexParams_t (cuvs/neighbors/all_neighbors.h).
-type CuvsAllNeighborsIndexParams_t = *CuvsAllNeighborsIndexParams
+// It is the address of a C struct cuvsAllNeighborsIndexParams, made by cuvsAllNeighborsIndexParamsCreate and freed by cuvsAllNeighborsIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsAllNeighborsIndexParams_t uintptr
+
+// Ref returns the CuvsAllNeighborsIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsAllNeighborsIndexParams_t) Ref() *CuvsAllNeighborsIndexParams {
+	return (*CuvsAllNeighborsIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsAllNeighborsIndexParams in Go memory, with p and returns its address as a
+// CuvsAllNeighborsIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsAllNeighborsIndexParams) Pin(p *runtime.Pinner) CuvsAllNeighborsIndexParams_t {
+	p.Pin(s)
+	return CuvsAllNeighborsIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsFilterType is the C enum enum cuvsFilterType (cuvs/neighbors/common.h).
 type CuvsFilterType int32
@@ -591,7 +728,24 @@ type CuvsBruteForceIndex struct {
 }
 
 // CuvsBruteForceIndex_t is the C type cuvsBruteForceIndex_t (cuvs/neighbors/brute_force.h).
-type CuvsBruteForceIndex_t = *CuvsBruteForceIndex
+// It is the address of a C cuvsBruteForceIndex, made by cuvsBruteForceIndexCreate and freed by cuvsBruteForceIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsBruteForceIndex_t uintptr
+
+// Ref returns the CuvsBruteForceIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsBruteForceIndex_t) Ref() *CuvsBruteForceIndex {
+	return (*CuvsBruteForceIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsBruteForceIndex in Go memory, with p and returns its address as a
+// CuvsBruteForceIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsBruteForceIndex) Pin(p *runtime.Pinner) CuvsBruteForceIndex_t {
+	p.Pin(s)
+	return CuvsBruteForceIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsCagraGraphBuildAlgo is the C enum enum cuvsCagraGraphBuildAlgo (cuvs/neighbors/cagra.h).
 type CuvsCagraGraphBuildAlgo int32
@@ -651,7 +805,24 @@ type CuvsCagraCompressionParams struct {
 }
 
 // CuvsCagraCompressionParams_t is the C type cuvsCagraCompressionParams_t (cuvs/neighbors/cagra.h).
-type CuvsCagraCompressionParams_t = *CuvsCagraCompressionParams
+// It is the address of a C struct cuvsCagraCompressionParams, made by cuvsCagraCompressionParamsCreate and freed by cuvsCagraCompressionParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsCagraCompressionParams_t uintptr
+
+// Ref returns the CuvsCagraCompressionParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsCagraCompressionParams_t) Ref() *CuvsCagraCompressionParams {
+	return (*CuvsCagraCompressionParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsCagraCompressionParams in Go memory, with p and returns its address as a
+// CuvsCagraCompressionParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsCagraCompressionParams) Pin(p *runtime.Pinner) CuvsCagraCompressionParams_t {
+	p.Pin(s)
+	return CuvsCagraCompressionParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfPqParams mirrors the C type struct cuvsIvfPqParams (cuvs/neighbors/cagra.h), member for member.
 type CuvsIvfPqParams struct {
@@ -661,7 +832,24 @@ type CuvsIvfPqParams struct {
 }
 
 // CuvsIvfPqParams_t is the C type cuvsIvfPqParams_t (cuvs/neighbors/cagra.h).
-type CuvsIvfPqParams_t = *CuvsIvfPqParams
+// It is the address of a C struct cuvsIvfPqParams, which no function makes: allocate it in C memory,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfPqParams_t uintptr
+
+// Ref returns the CuvsIvfPqParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfPqParams_t) Ref() *CuvsIvfPqParams {
+	return (*CuvsIvfPqParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfPqParams in Go memory, with p and returns its address as a
+// CuvsIvfPqParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfPqParams) Pin(p *runtime.Pinner) CuvsIvfPqParams_t {
+	p.Pin(s)
+	return CuvsIvfPqParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsAceParams mirrors the C type struct cuvsAceParams (cuvs/neighbors/cagra.h), member for member.
 type CuvsAceParams struct {
@@ -674,7 +862,24 @@ type CuvsAceParams struct {
 }
 
 // CuvsAceParams_t is the C type cuvsAceParams_t (cuvs/neighbors/cagra.h).
-type CuvsAceParams_t = *CuvsAceParams
+// It is the address of a C struct cuvsAceParams, made by cuvsAceParamsCreate and freed by cuvsAceParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsAceParams_t uintptr
+
+// Ref returns the CuvsAceParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsAceParams_t) Ref() *CuvsAceParams {
+	return (*CuvsAceParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsAceParams in Go memory, with p and returns its address as a
+// CuvsAceParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsAceParams) Pin(p *runtime.Pinner) CuvsAceParams_t {
+	p.Pin(s)
+	return CuvsAceParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsCagraIndexParams mirrors the C type struct cuvsCagraIndexParams (cuvs/neighbors/cagra.h), member for member.
 type CuvsCagraIndexParams struct {
@@ -688,7 +893,24 @@ type CuvsCagraIndexParams struct {
 }
 
 // CuvsCagraIndexParams_t is the C type cuvsCagraIndexParams_t (cuvs/neighbors/cagra.h).
-type CuvsCagraIndexParams_t = *CuvsCagraIndexParams
+// It is the address of a C struct cuvsCagraIndexParams, made by cuvsCagraIndexParamsCreate and freed by cuvsCagraIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsCagraIndexParams_t uintptr
+
+// Ref returns the CuvsCagraIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsCagraIndexParams_t) Ref() *CuvsCagraIndexParams {
+	return (*CuvsCagraIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsCagraIndexParams in Go memory, with p and returns its address as a
+// CuvsCagraIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsCagraIndexParams) Pin(p *runtime.Pinner) CuvsCagraIndexParams_t {
+	p.Pin(s)
+	return CuvsCagraIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsCagraExtendParams mirrors the C type struct cuvsCagraExtendParams (cuvs/neighbors/cagra.h), member for member.
 type CuvsCagraExtendParams struct {
@@ -696,7 +918,24 @@ type CuvsCagraExtendParams struct {
 }
 
 // CuvsCagraExtendParams_t is the C type cuvsCagraExtendParams_t (cuvs/neighbors/cagra.h).
-type CuvsCagraExtendParams_t = *CuvsCagraExtendParams
+// It is the address of a C struct cuvsCagraExtendParams, made by cuvsCagraExtendParamsCreate and freed by cuvsCagraExtendParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsCagraExtendParams_t uintptr
+
+// Ref returns the CuvsCagraExtendParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsCagraExtendParams_t) Ref() *CuvsCagraExtendParams {
+	return (*CuvsCagraExtendParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsCagraExtendParams in Go memory, with p and returns its address as a
+// CuvsCagraExtendParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsCagraExtendParams) Pin(p *runtime.Pinner) CuvsCagraExtendParams_t {
+	p.Pin(s)
+	return CuvsCagraExtendParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsCagraSearchAlgo is the C enum enum cuvsCagraSearchAlgo (cuvs/neighbors/cagra.h).
 type CuvsCagraSearchAlgo int32
@@ -766,7 +1005,24 @@ type CuvsCagraSearchParams struct {
 }
 
 // CuvsCagraSearchParams_t is the C type cuvsCagraSearchParams_t (cuvs/neighbors/cagra.h).
-type CuvsCagraSearchParams_t = *CuvsCagraSearchParams
+// It is the address of a C struct cuvsCagraSearchParams, made by cuvsCagraSearchParamsCreate and freed by cuvsCagraSearchParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsCagraSearchParams_t uintptr
+
+// Ref returns the CuvsCagraSearchParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsCagraSearchParams_t) Ref() *CuvsCagraSearchParams {
+	return (*CuvsCagraSearchParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsCagraSearchParams in Go memory, with p and returns its address as a
+// CuvsCagraSearchParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsCagraSearchParams) Pin(p *runtime.Pinner) CuvsCagraSearchParams_t {
+	p.Pin(s)
+	return CuvsCagraSearchParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsCagraIndex mirrors the C type cuvsCagraIndex (cuvs/neighbors/cagra.h), member for member.
 type CuvsCagraIndex struct {
@@ -775,7 +1031,24 @@ type CuvsCagraIndex struct {
 }
 
 // CuvsCagraIndex_t is the C type cuvsCagraIndex_t (cuvs/neighbors/cagra.h).
-type CuvsCagraIndex_t = *CuvsCagraIndex
+// It is the address of a C cuvsCagraIndex, made by cuvsCagraIndexCreate, cuvsCagraSearchMultiPartition, cuvsCagraMerge and freed by cuvsCagraIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsCagraIndex_t uintptr
+
+// Ref returns the CuvsCagraIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsCagraIndex_t) Ref() *CuvsCagraIndex {
+	return (*CuvsCagraIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsCagraIndex in Go memory, with p and returns its address as a
+// CuvsCagraIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsCagraIndex) Pin(p *runtime.Pinner) CuvsCagraIndex_t {
+	p.Pin(s)
+	return CuvsCagraIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfFlatIndexParams mirrors the C type struct cuvsIvfFlatIndexParams (cuvs/neighbors/ivf_flat.h), member for member.
 type CuvsIvfFlatIndexParams struct {
@@ -790,7 +1063,24 @@ type CuvsIvfFlatIndexParams struct {
 }
 
 // CuvsIvfFlatIndexParams_t is the C type cuvsIvfFlatIndexParams_t (cuvs/neighbors/ivf_flat.h).
-type CuvsIvfFlatIndexParams_t = *CuvsIvfFlatIndexParams
+// It is the address of a C struct cuvsIvfFlatIndexParams, made by cuvsIvfFlatIndexParamsCreate and freed by cuvsIvfFlatIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfFlatIndexParams_t uintptr
+
+// Ref returns the CuvsIvfFlatIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfFlatIndexParams_t) Ref() *CuvsIvfFlatIndexParams {
+	return (*CuvsIvfFlatIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfFlatIndexParams in Go memory, with p and returns its address as a
+// CuvsIvfFlatIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfFlatIndexParams) Pin(p *runtime.Pinner) CuvsIvfFlatIndexParams_t {
+	p.Pin(s)
+	return CuvsIvfFlatIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfFlatSearchParams mirrors the C type struct cuvsIvfFlatSearchParams (cuvs/neighbors/ivf_flat.h), member for member.
 type CuvsIvfFlatSearchParams struct {
@@ -798,7 +1088,24 @@ type CuvsIvfFlatSearchParams struct {
 }
 
 // CuvsIvfFlatSearchParams_t is the C type cuvsIvfFlatSearchParams_t (cuvs/neighbors/ivf_flat.h).
-type CuvsIvfFlatSearchParams_t = *CuvsIvfFlatSearchParams
+// It is the address of a C struct cuvsIvfFlatSearchParams, made by cuvsIvfFlatSearchParamsCreate and freed by cuvsIvfFlatSearchParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfFlatSearchParams_t uintptr
+
+// Ref returns the CuvsIvfFlatSearchParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfFlatSearchParams_t) Ref() *CuvsIvfFlatSearchParams {
+	return (*CuvsIvfFlatSearchParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfFlatSearchParams in Go memory, with p and returns its address as a
+// CuvsIvfFlatSearchParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfFlatSearchParams) Pin(p *runtime.Pinner) CuvsIvfFlatSearchParams_t {
+	p.Pin(s)
+	return CuvsIvfFlatSearchParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfFlatIndex mirrors the C type cuvsIvfFlatIndex (cuvs/neighbors/ivf_flat.h), member for member.
 type CuvsIvfFlatIndex struct {
@@ -807,7 +1114,24 @@ type CuvsIvfFlatIndex struct {
 }
 
 // CuvsIvfFlatIndex_t is the C type cuvsIvfFlatIndex_t (cuvs/neighbors/ivf_flat.h).
-type CuvsIvfFlatIndex_t = *CuvsIvfFlatIndex
+// It is the address of a C cuvsIvfFlatIndex, made by cuvsIvfFlatIndexCreate and freed by cuvsIvfFlatIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfFlatIndex_t uintptr
+
+// Ref returns the CuvsIvfFlatIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfFlatIndex_t) Ref() *CuvsIvfFlatIndex {
+	return (*CuvsIvfFlatIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfFlatIndex in Go memory, with p and returns its address as a
+// CuvsIvfFlatIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfFlatIndex) Pin(p *runtime.Pinner) CuvsIvfFlatIndex_t {
+	p.Pin(s)
+	return CuvsIvfFlatIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfSqIndexParams mirrors the C type struct cuvsIvfSqIndexParams (cuvs/neighbors/ivf_sq.h), member for member.
 type CuvsIvfSqIndexParams struct {
@@ -821,7 +1145,24 @@ type CuvsIvfSqIndexParams struct {
 }
 
 // CuvsIvfSqIndexParams_t is the C type cuvsIvfSqIndexParams_t (cuvs/neighbors/ivf_sq.h).
-type CuvsIvfSqIndexParams_t = *CuvsIvfSqIndexParams
+// It is the address of a C struct cuvsIvfSqIndexParams, made by cuvsIvfSqIndexParamsCreate and freed by cuvsIvfSqIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfSqIndexParams_t uintptr
+
+// Ref returns the CuvsIvfSqIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfSqIndexParams_t) Ref() *CuvsIvfSqIndexParams {
+	return (*CuvsIvfSqIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfSqIndexParams in Go memory, with p and returns its address as a
+// CuvsIvfSqIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfSqIndexParams) Pin(p *runtime.Pinner) CuvsIvfSqIndexParams_t {
+	p.Pin(s)
+	return CuvsIvfSqIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfSqSearchParams mirrors the C type struct cuvsIvfSqSearchParams (cuvs/neighbors/ivf_sq.h), member for member.
 type CuvsIvfSqSearchParams struct {
@@ -829,7 +1170,24 @@ type CuvsIvfSqSearchParams struct {
 }
 
 // CuvsIvfSqSearchParams_t is the C type cuvsIvfSqSearchParams_t (cuvs/neighbors/ivf_sq.h).
-type CuvsIvfSqSearchParams_t = *CuvsIvfSqSearchParams
+// It is the address of a C struct cuvsIvfSqSearchParams, made by cuvsIvfSqSearchParamsCreate and freed by cuvsIvfSqSearchParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfSqSearchParams_t uintptr
+
+// Ref returns the CuvsIvfSqSearchParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfSqSearchParams_t) Ref() *CuvsIvfSqSearchParams {
+	return (*CuvsIvfSqSearchParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfSqSearchParams in Go memory, with p and returns its address as a
+// CuvsIvfSqSearchParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfSqSearchParams) Pin(p *runtime.Pinner) CuvsIvfSqSearchParams_t {
+	p.Pin(s)
+	return CuvsIvfSqSearchParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsIvfSqIndex mirrors the C type cuvsIvfSqIndex (cuvs/neighbors/ivf_sq.h), member for member.
 type CuvsIvfSqIndex struct {
@@ -838,7 +1196,24 @@ type CuvsIvfSqIndex struct {
 }
 
 // CuvsIvfSqIndex_t is the C type cuvsIvfSqIndex_t (cuvs/neighbors/ivf_sq.h).
-type CuvsIvfSqIndex_t = *CuvsIvfSqIndex
+// It is the address of a C cuvsIvfSqIndex, made by cuvsIvfSqIndexCreate and freed by cuvsIvfSqIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsIvfSqIndex_t uintptr
+
+// Ref returns the CuvsIvfSqIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsIvfSqIndex_t) Ref() *CuvsIvfSqIndex {
+	return (*CuvsIvfSqIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsIvfSqIndex in Go memory, with p and returns its address as a
+// CuvsIvfSqIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsIvfSqIndex) Pin(p *runtime.Pinner) CuvsIvfSqIndex_t {
+	p.Pin(s)
+	return CuvsIvfSqIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsTieredIndexANNAlgo is the C enum cuvsTieredIndexANNAlgo (cuvs/neighbors/tiered_index.h).
 type CuvsTieredIndexANNAlgo int32
@@ -870,7 +1245,24 @@ type CuvsTieredIndex struct {
 }
 
 // CuvsTieredIndex_t is the C type cuvsTieredIndex_t (cuvs/neighbors/tiered_index.h).
-type CuvsTieredIndex_t = *CuvsTieredIndex
+// It is the address of a C cuvsTieredIndex, made by cuvsTieredIndexCreate, cuvsTieredIndexMerge and freed by cuvsTieredIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsTieredIndex_t uintptr
+
+// Ref returns the CuvsTieredIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsTieredIndex_t) Ref() *CuvsTieredIndex {
+	return (*CuvsTieredIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsTieredIndex in Go memory, with p and returns its address as a
+// CuvsTieredIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsTieredIndex) Pin(p *runtime.Pinner) CuvsTieredIndex_t {
+	p.Pin(s)
+	return CuvsTieredIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsTieredIndexParams mirrors the C type struct cuvsTieredIndexParams (cuvs/neighbors/tiered_index.h), member for member.
 type CuvsTieredIndexParams struct {
@@ -884,7 +1276,24 @@ type CuvsTieredIndexParams struct {
 }
 
 // CuvsTieredIndexParams_t is the C type cuvsTieredIndexParams_t (cuvs/neighbors/tiered_index.h).
-type CuvsTieredIndexParams_t = *CuvsTieredIndexParams
+// It is the address of a C struct cuvsTieredIndexParams, made by cuvsTieredIndexParamsCreate and freed by cuvsTieredIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsTieredIndexParams_t uintptr
+
+// Ref returns the CuvsTieredIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsTieredIndexParams_t) Ref() *CuvsTieredIndexParams {
+	return (*CuvsTieredIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsTieredIndexParams in Go memory, with p and returns its address as a
+// CuvsTieredIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsTieredIndexParams) Pin(p *runtime.Pinner) CuvsTieredIndexParams_t {
+	p.Pin(s)
+	return CuvsTieredIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsVamanaIndexParams mirrors the C type struct cuvsVamanaIndexParams (cuvs/neighbors/vamana.h), member for member.
 type CuvsVamanaIndexParams struct {
@@ -900,7 +1309,24 @@ type CuvsVamanaIndexParams struct {
 }
 
 // CuvsVamanaIndexParams_t is the C type cuvsVamanaIndexParams_t (cuvs/neighbors/vamana.h).
-type CuvsVamanaIndexParams_t = *CuvsVamanaIndexParams
+// It is the address of a C struct cuvsVamanaIndexParams, made by cuvsVamanaIndexParamsCreate and freed by cuvsVamanaIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsVamanaIndexParams_t uintptr
+
+// Ref returns the CuvsVamanaIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsVamanaIndexParams_t) Ref() *CuvsVamanaIndexParams {
+	return (*CuvsVamanaIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsVamanaIndexParams in Go memory, with p and returns its address as a
+// CuvsVamanaIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsVamanaIndexParams) Pin(p *runtime.Pinner) CuvsVamanaIndexParams_t {
+	p.Pin(s)
+	return CuvsVamanaIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsVamanaIndex mirrors the C type cuvsVamanaIndex (cuvs/neighbors/vamana.h), member for member.
 type CuvsVamanaIndex struct {
@@ -909,7 +1335,24 @@ type CuvsVamanaIndex struct {
 }
 
 // CuvsVamanaIndex_t is the C type cuvsVamanaIndex_t (cuvs/neighbors/vamana.h).
-type CuvsVamanaIndex_t = *CuvsVamanaIndex
+// It is the address of a C cuvsVamanaIndex, made by cuvsVamanaIndexCreate and freed by cuvsVamanaIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsVamanaIndex_t uintptr
+
+// Ref returns the CuvsVamanaIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsVamanaIndex_t) Ref() *CuvsVamanaIndex {
+	return (*CuvsVamanaIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsVamanaIndex in Go memory, with p and returns its address as a
+// CuvsVamanaIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsVamanaIndex) Pin(p *runtime.Pinner) CuvsVamanaIndex_t {
+	p.Pin(s)
+	return CuvsVamanaIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsHnswHierarchy is the C enum enum cuvsHnswHierarchy (cuvs/neighbors/hnsw.h).
 type CuvsHnswHierarchy int32
@@ -943,7 +1386,24 @@ type CuvsHnswAceParams struct {
 }
 
 // CuvsHnswAceParams_t is the C type cuvsHnswAceParams_t (cuvs/neighbors/hnsw.h).
-type CuvsHnswAceParams_t = *CuvsHnswAceParams
+// It is the address of a C struct cuvsHnswAceParams, made by cuvsHnswAceParamsCreate and freed by cuvsHnswAceParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsHnswAceParams_t uintptr
+
+// Ref returns the CuvsHnswAceParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsHnswAceParams_t) Ref() *CuvsHnswAceParams {
+	return (*CuvsHnswAceParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsHnswAceParams in Go memory, with p and returns its address as a
+// CuvsHnswAceParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsHnswAceParams) Pin(p *runtime.Pinner) CuvsHnswAceParams_t {
+	p.Pin(s)
+	return CuvsHnswAceParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsHnswIndexParams mirrors the C type struct cuvsHnswIndexParams (cuvs/neighbors/hnsw.h), member for member.
 type CuvsHnswIndexParams struct {
@@ -956,7 +1416,24 @@ type CuvsHnswIndexParams struct {
 }
 
 // CuvsHnswIndexParams_t is the C type cuvsHnswIndexParams_t (cuvs/neighbors/hnsw.h).
-type CuvsHnswIndexParams_t = *CuvsHnswIndexParams
+// It is the address of a C struct cuvsHnswIndexParams, made by cuvsHnswIndexParamsCreate and freed by cuvsHnswIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsHnswIndexParams_t uintptr
+
+// Ref returns the CuvsHnswIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsHnswIndexParams_t) Ref() *CuvsHnswIndexParams {
+	return (*CuvsHnswIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsHnswIndexParams in Go memory, with p and returns its address as a
+// CuvsHnswIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsHnswIndexParams) Pin(p *runtime.Pinner) CuvsHnswIndexParams_t {
+	p.Pin(s)
+	return CuvsHnswIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsHnswIndex mirrors the C type cuvsHnswIndex (cuvs/neighbors/hnsw.h), member for member.
 type CuvsHnswIndex struct {
@@ -965,7 +1442,24 @@ type CuvsHnswIndex struct {
 }
 
 // CuvsHnswIndex_t is the C type cuvsHnswIndex_t (cuvs/neighbors/hnsw.h).
-type CuvsHnswIndex_t = *CuvsHnswIndex
+// It is the address of a C cuvsHnswIndex, made by cuvsHnswIndexCreate and freed by cuvsHnswIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsHnswIndex_t uintptr
+
+// Ref returns the CuvsHnswIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsHnswIndex_t) Ref() *CuvsHnswIndex {
+	return (*CuvsHnswIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsHnswIndex in Go memory, with p and returns its address as a
+// CuvsHnswIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsHnswIndex) Pin(p *runtime.Pinner) CuvsHnswIndex_t {
+	p.Pin(s)
+	return CuvsHnswIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsHnswExtendParams mirrors the C type struct cuvsHnswExtendParams (cuvs/neighbors/hnsw.h), member for member.
 type CuvsHnswExtendParams struct {
@@ -973,7 +1467,24 @@ type CuvsHnswExtendParams struct {
 }
 
 // CuvsHnswExtendParams_t is the C type cuvsHnswExtendParams_t (cuvs/neighbors/hnsw.h).
-type CuvsHnswExtendParams_t = *CuvsHnswExtendParams
+// It is the address of a C struct cuvsHnswExtendParams, made by cuvsHnswExtendParamsCreate and freed by cuvsHnswExtendParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsHnswExtendParams_t uintptr
+
+// Ref returns the CuvsHnswExtendParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsHnswExtendParams_t) Ref() *CuvsHnswExtendParams {
+	return (*CuvsHnswExtendParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsHnswExtendParams in Go memory, with p and returns its address as a
+// CuvsHnswExtendParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsHnswExtendParams) Pin(p *runtime.Pinner) CuvsHnswExtendParams_t {
+	p.Pin(s)
+	return CuvsHnswExtendParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsHnswSearchParams mirrors the C type struct cuvsHnswSearchParams (cuvs/neighbors/hnsw.h), member for member.
 type CuvsHnswSearchParams struct {
@@ -982,7 +1493,24 @@ type CuvsHnswSearchParams struct {
 }
 
 // CuvsHnswSearchParams_t is the C type cuvsHnswSearchParams_t (cuvs/neighbors/hnsw.h).
-type CuvsHnswSearchParams_t = *CuvsHnswSearchParams
+// It is the address of a C struct cuvsHnswSearchParams, made by cuvsHnswSearchParamsCreate and freed by cuvsHnswSearchParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsHnswSearchParams_t uintptr
+
+// Ref returns the CuvsHnswSearchParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsHnswSearchParams_t) Ref() *CuvsHnswSearchParams {
+	return (*CuvsHnswSearchParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsHnswSearchParams in Go memory, with p and returns its address as a
+// CuvsHnswSearchParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsHnswSearchParams) Pin(p *runtime.Pinner) CuvsHnswSearchParams_t {
+	p.Pin(s)
+	return CuvsHnswSearchParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuDistributionMode is the C enum cuvsMultiGpuDistributionMode (cuvs/neighbors/mg_common.h).
 type CuvsMultiGpuDistributionMode int32
@@ -1048,7 +1576,24 @@ type CuvsMultiGpuCagraIndexParams struct {
 }
 
 // CuvsMultiGpuCagraIndexParams_t is the C type cuvsMultiGpuCagraIndexParams_t (cuvs/neighbors/mg_cagra.h).
-type CuvsMultiGpuCagraIndexParams_t = *CuvsMultiGpuCagraIndexParams
+// It is the address of a C struct cuvsMultiGpuCagraIndexParams, made by cuvsMultiGpuCagraIndexParamsCreate and freed by cuvsMultiGpuCagraIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuCagraIndexParams_t uintptr
+
+// Ref returns the CuvsMultiGpuCagraIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuCagraIndexParams_t) Ref() *CuvsMultiGpuCagraIndexParams {
+	return (*CuvsMultiGpuCagraIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuCagraIndexParams in Go memory, with p and returns its address as a
+// CuvsMultiGpuCagraIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuCagraIndexParams) Pin(p *runtime.Pinner) CuvsMultiGpuCagraIndexParams_t {
+	p.Pin(s)
+	return CuvsMultiGpuCagraIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuCagraSearchParams mirrors the C type struct cuvsMultiGpuCagraSearchParams (cuvs/neighbors/mg_cagra.h), member for member.
 type CuvsMultiGpuCagraSearchParams struct {
@@ -1059,7 +1604,24 @@ type CuvsMultiGpuCagraSearchParams struct {
 }
 
 // CuvsMultiGpuCagraSearchParams_t is the C type cuvsMultiGpuCagraSearchParams_t (cuvs/neighbors/mg_cagra.h).
-type CuvsMultiGpuCagraSearchParams_t = *CuvsMultiGpuCagraSearchParams
+// It is the address of a C struct cuvsMultiGpuCagraSearchParams, made by cuvsMultiGpuCagraSearchParamsCreate and freed by cuvsMultiGpuCagraSearchParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuCagraSearchParams_t uintptr
+
+// Ref returns the CuvsMultiGpuCagraSearchParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuCagraSearchParams_t) Ref() *CuvsMultiGpuCagraSearchParams {
+	return (*CuvsMultiGpuCagraSearchParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuCagraSearchParams in Go memory, with p and returns its address as a
+// CuvsMultiGpuCagraSearchParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuCagraSearchParams) Pin(p *runtime.Pinner) CuvsMultiGpuCagraSearchParams_t {
+	p.Pin(s)
+	return CuvsMultiGpuCagraSearchParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuCagraIndex mirrors the C type cuvsMultiGpuCagraIndex (cuvs/neighbors/mg_cagra.h), member for member.
 type CuvsMultiGpuCagraIndex struct {
@@ -1068,7 +1630,24 @@ type CuvsMultiGpuCagraIndex struct {
 }
 
 // CuvsMultiGpuCagraIndex_t is the C type cuvsMultiGpuCagraIndex_t (cuvs/neighbors/mg_cagra.h).
-type CuvsMultiGpuCagraIndex_t = *CuvsMultiGpuCagraIndex
+// It is the address of a C cuvsMultiGpuCagraIndex, made by cuvsMultiGpuCagraIndexCreate and freed by cuvsMultiGpuCagraIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuCagraIndex_t uintptr
+
+// Ref returns the CuvsMultiGpuCagraIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuCagraIndex_t) Ref() *CuvsMultiGpuCagraIndex {
+	return (*CuvsMultiGpuCagraIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuCagraIndex in Go memory, with p and returns its address as a
+// CuvsMultiGpuCagraIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuCagraIndex) Pin(p *runtime.Pinner) CuvsMultiGpuCagraIndex_t {
+	p.Pin(s)
+	return CuvsMultiGpuCagraIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuIvfFlatIndexParams mirrors the C type struct cuvsMultiGpuIvfFlatIndexParams (cuvs/neighbors/mg_ivf_flat.h), member for member.
 type CuvsMultiGpuIvfFlatIndexParams struct {
@@ -1077,7 +1656,24 @@ type CuvsMultiGpuIvfFlatIndexParams struct {
 }
 
 // CuvsMultiGpuIvfFlatIndexParams_t is the C type cuvsMultiGpuIvfFlatIndexParams_t (cuvs/neighbors/mg_ivf_flat.h).
-type CuvsMultiGpuIvfFlatIndexParams_t = *CuvsMultiGpuIvfFlatIndexParams
+// It is the address of a C struct cuvsMultiGpuIvfFlatIndexParams, made by cuvsMultiGpuIvfFlatIndexParamsCreate and freed by cuvsMultiGpuIvfFlatIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuIvfFlatIndexParams_t uintptr
+
+// Ref returns the CuvsMultiGpuIvfFlatIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuIvfFlatIndexParams_t) Ref() *CuvsMultiGpuIvfFlatIndexParams {
+	return (*CuvsMultiGpuIvfFlatIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuIvfFlatIndexParams in Go memory, with p and returns its address as a
+// CuvsMultiGpuIvfFlatIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuIvfFlatIndexParams) Pin(p *runtime.Pinner) CuvsMultiGpuIvfFlatIndexParams_t {
+	p.Pin(s)
+	return CuvsMultiGpuIvfFlatIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuIvfFlatSearchParams mirrors the C type struct cuvsMultiGpuIvfFlatSearchParams (cuvs/neighbors/mg_ivf_flat.h), member for member.
 type CuvsMultiGpuIvfFlatSearchParams struct {
@@ -1088,7 +1684,24 @@ type CuvsMultiGpuIvfFlatSearchParams struct {
 }
 
 // CuvsMultiGpuIvfFlatSearchParams_t is the C type cuvsMultiGpuIvfFlatSearchParams_t (cuvs/neighbors/mg_ivf_flat.h).
-type CuvsMultiGpuIvfFlatSearchParams_t = *CuvsMultiGpuIvfFlatSearchParams
+// It is the address of a C struct cuvsMultiGpuIvfFlatSearchParams, made by cuvsMultiGpuIvfFlatSearchParamsCreate and freed by cuvsMultiGpuIvfFlatSearchParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuIvfFlatSearchParams_t uintptr
+
+// Ref returns the CuvsMultiGpuIvfFlatSearchParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuIvfFlatSearchParams_t) Ref() *CuvsMultiGpuIvfFlatSearchParams {
+	return (*CuvsMultiGpuIvfFlatSearchParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuIvfFlatSearchParams in Go memory, with p and returns its address as a
+// CuvsMultiGpuIvfFlatSearchParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuIvfFlatSearchParams) Pin(p *runtime.Pinner) CuvsMultiGpuIvfFlatSearchParams_t {
+	p.Pin(s)
+	return CuvsMultiGpuIvfFlatSearchParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuIvfFlatIndex mirrors the C type cuvsMultiGpuIvfFlatIndex (cuvs/neighbors/mg_ivf_flat.h), member for member.
 type CuvsMultiGpuIvfFlatIndex struct {
@@ -1097,7 +1710,24 @@ type CuvsMultiGpuIvfFlatIndex struct {
 }
 
 // CuvsMultiGpuIvfFlatIndex_t is the C type cuvsMultiGpuIvfFlatIndex_t (cuvs/neighbors/mg_ivf_flat.h).
-type CuvsMultiGpuIvfFlatIndex_t = *CuvsMultiGpuIvfFlatIndex
+// It is the address of a C cuvsMultiGpuIvfFlatIndex, made by cuvsMultiGpuIvfFlatIndexCreate and freed by cuvsMultiGpuIvfFlatIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuIvfFlatIndex_t uintptr
+
+// Ref returns the CuvsMultiGpuIvfFlatIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuIvfFlatIndex_t) Ref() *CuvsMultiGpuIvfFlatIndex {
+	return (*CuvsMultiGpuIvfFlatIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuIvfFlatIndex in Go memory, with p and returns its address as a
+// CuvsMultiGpuIvfFlatIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuIvfFlatIndex) Pin(p *runtime.Pinner) CuvsMultiGpuIvfFlatIndex_t {
+	p.Pin(s)
+	return CuvsMultiGpuIvfFlatIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuIvfPqIndexParams mirrors the C type struct cuvsMultiGpuIvfPqIndexParams (cuvs/neighbors/mg_ivf_pq.h), member for member.
 type CuvsMultiGpuIvfPqIndexParams struct {
@@ -1106,7 +1736,24 @@ type CuvsMultiGpuIvfPqIndexParams struct {
 }
 
 // CuvsMultiGpuIvfPqIndexParams_t is the C type cuvsMultiGpuIvfPqIndexParams_t (cuvs/neighbors/mg_ivf_pq.h).
-type CuvsMultiGpuIvfPqIndexParams_t = *CuvsMultiGpuIvfPqIndexParams
+// It is the address of a C struct cuvsMultiGpuIvfPqIndexParams, made by cuvsMultiGpuIvfPqIndexParamsCreate and freed by cuvsMultiGpuIvfPqIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuIvfPqIndexParams_t uintptr
+
+// Ref returns the CuvsMultiGpuIvfPqIndexParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuIvfPqIndexParams_t) Ref() *CuvsMultiGpuIvfPqIndexParams {
+	return (*CuvsMultiGpuIvfPqIndexParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuIvfPqIndexParams in Go memory, with p and returns its address as a
+// CuvsMultiGpuIvfPqIndexParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuIvfPqIndexParams) Pin(p *runtime.Pinner) CuvsMultiGpuIvfPqIndexParams_t {
+	p.Pin(s)
+	return CuvsMultiGpuIvfPqIndexParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuIvfPqSearchParams mirrors the C type struct cuvsMultiGpuIvfPqSearchParams (cuvs/neighbors/mg_ivf_pq.h), member for member.
 type CuvsMultiGpuIvfPqSearchParams struct {
@@ -1117,7 +1764,24 @@ type CuvsMultiGpuIvfPqSearchParams struct {
 }
 
 // CuvsMultiGpuIvfPqSearchParams_t is the C type cuvsMultiGpuIvfPqSearchParams_t (cuvs/neighbors/mg_ivf_pq.h).
-type CuvsMultiGpuIvfPqSearchParams_t = *CuvsMultiGpuIvfPqSearchParams
+// It is the address of a C struct cuvsMultiGpuIvfPqSearchParams, made by cuvsMultiGpuIvfPqSearchParamsCreate and freed by cuvsMultiGpuIvfPqSearchParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuIvfPqSearchParams_t uintptr
+
+// Ref returns the CuvsMultiGpuIvfPqSearchParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuIvfPqSearchParams_t) Ref() *CuvsMultiGpuIvfPqSearchParams {
+	return (*CuvsMultiGpuIvfPqSearchParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuIvfPqSearchParams in Go memory, with p and returns its address as a
+// CuvsMultiGpuIvfPqSearchParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuIvfPqSearchParams) Pin(p *runtime.Pinner) CuvsMultiGpuIvfPqSearchParams_t {
+	p.Pin(s)
+	return CuvsMultiGpuIvfPqSearchParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuIvfPqIndex mirrors the C type cuvsMultiGpuIvfPqIndex (cuvs/neighbors/mg_ivf_pq.h), member for member.
 type CuvsMultiGpuIvfPqIndex struct {
@@ -1126,7 +1790,24 @@ type CuvsMultiGpuIvfPqIndex struct {
 }
 
 // CuvsMultiGpuIvfPqIndex_t is the C type cuvsMultiGpuIvfPqIndex_t (cuvs/neighbors/mg_ivf_pq.h).
-type CuvsMultiGpuIvfPqIndex_t = *CuvsMultiGpuIvfPqIndex
+// It is the address of a C cuvsMultiGpuIvfPqIndex, made by cuvsMultiGpuIvfPqIndexCreate and freed by cuvsMultiGpuIvfPqIndexDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuIvfPqIndex_t uintptr
+
+// Ref returns the CuvsMultiGpuIvfPqIndex that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuIvfPqIndex_t) Ref() *CuvsMultiGpuIvfPqIndex {
+	return (*CuvsMultiGpuIvfPqIndex)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuIvfPqIndex in Go memory, with p and returns its address as a
+// CuvsMultiGpuIvfPqIndex_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuIvfPqIndex) Pin(p *runtime.Pinner) CuvsMultiGpuIvfPqIndex_t {
+	p.Pin(s)
+	return CuvsMultiGpuIvfPqIndex_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsPcaSolver is the C enum enum cuvsPcaSolver (cuvs/preprocessing/pca.h).
 type CuvsPcaSolver int32
@@ -1158,7 +1839,24 @@ type CuvsPcaParams struct {
 }
 
 // CuvsPcaParams_t is the C type cuvsPcaParams_t (cuvs/preprocessing/pca.h).
-type CuvsPcaParams_t = *CuvsPcaParams
+// It is the address of a C struct cuvsPcaParams, made by cuvsPcaParamsCreate and freed by cuvsPcaParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsPcaParams_t uintptr
+
+// Ref returns the CuvsPcaParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsPcaParams_t) Ref() *CuvsPcaParams {
+	return (*CuvsPcaParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsPcaParams in Go memory, with p and returns its address as a
+// CuvsPcaParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsPcaParams) Pin(p *runtime.Pinner) CuvsPcaParams_t {
+	p.Pin(s)
+	return CuvsPcaParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsBinaryQuantizerThreshold is the C enum enum cuvsBinaryQuantizerThreshold (cuvs/preprocessing/quantize/binary.h).
 type CuvsBinaryQuantizerThreshold int32
@@ -1189,7 +1887,24 @@ type CuvsBinaryQuantizerParams struct {
 }
 
 // CuvsBinaryQuantizerParams_t is the C type cuvsBinaryQuantizerParams_t (cuvs/preprocessing/quantize/binary.h).
-type CuvsBinaryQuantizerParams_t = *CuvsBinaryQuantizerParams
+// It is the address of a C struct cuvsBinaryQuantizerParams, made by cuvsBinaryQuantizerParamsCreate and freed by cuvsBinaryQuantizerParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsBinaryQuantizerParams_t uintptr
+
+// Ref returns the CuvsBinaryQuantizerParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsBinaryQuantizerParams_t) Ref() *CuvsBinaryQuantizerParams {
+	return (*CuvsBinaryQuantizerParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsBinaryQuantizerParams in Go memory, with p and returns its address as a
+// CuvsBinaryQuantizerParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsBinaryQuantizerParams) Pin(p *runtime.Pinner) CuvsBinaryQuantizerParams_t {
+	p.Pin(s)
+	return CuvsBinaryQuantizerParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsBinaryQuantizer mirrors the C type cuvsBinaryQuantizer (cuvs/preprocessing/quantize/binary.h), member for member.
 type CuvsBinaryQuantizer struct {
@@ -1198,7 +1913,24 @@ type CuvsBinaryQuantizer struct {
 }
 
 // CuvsBinaryQuantizer_t is the C type cuvsBinaryQuantizer_t (cuvs/preprocessing/quantize/binary.h).
-type CuvsBinaryQuantizer_t = *CuvsBinaryQuantizer
+// It is the address of a C cuvsBinaryQuantizer, made by cuvsBinaryQuantizerCreate and freed by cuvsBinaryQuantizerDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsBinaryQuantizer_t uintptr
+
+// Ref returns the CuvsBinaryQuantizer that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsBinaryQuantizer_t) Ref() *CuvsBinaryQuantizer {
+	return (*CuvsBinaryQuantizer)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsBinaryQuantizer in Go memory, with p and returns its address as a
+// CuvsBinaryQuantizer_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsBinaryQuantizer) Pin(p *runtime.Pinner) CuvsBinaryQuantizer_t {
+	p.Pin(s)
+	return CuvsBinaryQuantizer_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsProductQuantizerParams mirrors the C type struct cuvsProductQuantizerParams (cuvs/preprocessing/quantize/pq.h), member for member.
 type CuvsProductQuantizerParams struct {
@@ -1214,7 +1946,24 @@ type CuvsProductQuantizerParams struct {
 }
 
 // CuvsProductQuantizerParams_t is the C type cuvsProductQuantizerParams_t (cuvs/preprocessing/quantize/pq.h).
-type CuvsProductQuantizerParams_t = *CuvsProductQuantizerParams
+// It is the address of a C struct cuvsProductQuantizerParams, made by cuvsProductQuantizerParamsCreate and freed by cuvsProductQuantizerParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsProductQuantizerParams_t uintptr
+
+// Ref returns the CuvsProductQuantizerParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsProductQuantizerParams_t) Ref() *CuvsProductQuantizerParams {
+	return (*CuvsProductQuantizerParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsProductQuantizerParams in Go memory, with p and returns its address as a
+// CuvsProductQuantizerParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsProductQuantizerParams) Pin(p *runtime.Pinner) CuvsProductQuantizerParams_t {
+	p.Pin(s)
+	return CuvsProductQuantizerParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsProductQuantizer mirrors the C type cuvsProductQuantizer (cuvs/preprocessing/quantize/pq.h), member for member.
 type CuvsProductQuantizer struct {
@@ -1223,7 +1972,24 @@ type CuvsProductQuantizer struct {
 }
 
 // CuvsProductQuantizer_t is the C type cuvsProductQuantizer_t (cuvs/preprocessing/quantize/pq.h).
-type CuvsProductQuantizer_t = *CuvsProductQuantizer
+// It is the address of a C cuvsProductQuantizer, made by cuvsProductQuantizerCreate and freed by cuvsProductQuantizerDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsProductQuantizer_t uintptr
+
+// Ref returns the CuvsProductQuantizer that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsProductQuantizer_t) Ref() *CuvsProductQuantizer {
+	return (*CuvsProductQuantizer)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsProductQuantizer in Go memory, with p and returns its address as a
+// CuvsProductQuantizer_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsProductQuantizer) Pin(p *runtime.Pinner) CuvsProductQuantizer_t {
+	p.Pin(s)
+	return CuvsProductQuantizer_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsScalarQuantizerParams mirrors the C type struct cuvsScalarQuantizerParams (cuvs/preprocessing/quantize/scalar.h), member for member.
 type CuvsScalarQuantizerParams struct {
@@ -1231,7 +1997,24 @@ type CuvsScalarQuantizerParams struct {
 }
 
 // CuvsScalarQuantizerParams_t is the C type cuvsScalarQuantizerParams_t (cuvs/preprocessing/quantize/scalar.h).
-type CuvsScalarQuantizerParams_t = *CuvsScalarQuantizerParams
+// It is the address of a C struct cuvsScalarQuantizerParams, made by cuvsScalarQuantizerParamsCreate and freed by cuvsScalarQuantizerParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsScalarQuantizerParams_t uintptr
+
+// Ref returns the CuvsScalarQuantizerParams that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsScalarQuantizerParams_t) Ref() *CuvsScalarQuantizerParams {
+	return (*CuvsScalarQuantizerParams)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsScalarQuantizerParams in Go memory, with p and returns its address as a
+// CuvsScalarQuantizerParams_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsScalarQuantizerParams) Pin(p *runtime.Pinner) CuvsScalarQuantizerParams_t {
+	p.Pin(s)
+	return CuvsScalarQuantizerParams_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsScalarQuantizer mirrors the C type cuvsScalarQuantizer (cuvs/preprocessing/quantize/scalar.h), member for member.
 type CuvsScalarQuantizer struct {
@@ -1240,7 +2023,24 @@ type CuvsScalarQuantizer struct {
 }
 
 // CuvsScalarQuantizer_t is the C type cuvsScalarQuantizer_t (cuvs/preprocessing/quantize/scalar.h).
-type CuvsScalarQuantizer_t = *CuvsScalarQuantizer
+// It is the address of a C cuvsScalarQuantizer, made by cuvsScalarQuantizerCreate and freed by cuvsScalarQuantizerDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsScalarQuantizer_t uintptr
+
+// Ref returns the CuvsScalarQuantizer that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsScalarQuantizer_t) Ref() *CuvsScalarQuantizer {
+	return (*CuvsScalarQuantizer)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsScalarQuantizer in Go memory, with p and returns its address as a
+// CuvsScalarQuantizer_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsScalarQuantizer) Pin(p *runtime.Pinner) CuvsScalarQuantizer_t {
+	p.Pin(s)
+	return CuvsScalarQuantizer_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsDatasetLayout_t is the C enum cuvsDatasetLayout_t (cuvs/core/dataset.h).
 type CuvsDatasetLayout_t int32
@@ -1291,7 +2091,24 @@ type CuvsDataset struct {
 }
 
 // CuvsDataset_t is the C type cuvsDataset_t (cuvs/core/dataset.h).
-type CuvsDataset_t = *CuvsDataset
+// It is the address of a C cuvsDataset, made by cuvsDatasetCreate, cuvsDatasetMakePadded, cuvsDatasetMakePaddedView, cuvsDatasetMakeStandardView, cuvsCagraDeserializeGraphAndDataset and freed by cuvsDatasetDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsDataset_t uintptr
+
+// Ref returns the CuvsDataset that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsDataset_t) Ref() *CuvsDataset {
+	return (*CuvsDataset)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsDataset in Go memory, with p and returns its address as a
+// CuvsDataset_t, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsDataset) Pin(p *runtime.Pinner) CuvsDataset_t {
+	p.Pin(s)
+	return CuvsDataset_t(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsKMeansParams_v2608 mirrors the C type struct cuvsKMeansParams (cuvs/cluster/kmeans.h) as cuVS 26.08 lays it out, member for member.
 type CuvsKMeansParams_v2608 struct {
@@ -1311,7 +2128,24 @@ type CuvsKMeansParams_v2608 struct {
 }
 
 // CuvsKMeansParams_t_v2608 is the C type cuvsKMeansParams_t (cuvs/cluster/kmeans.h) as cuVS 26.08 declares it.
-type CuvsKMeansParams_t_v2608 = *CuvsKMeansParams_v2608
+// It is the address of a C struct cuvsKMeansParams_v2608, made by cuvsKMeansParamsCreate and freed by cuvsKMeansParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsKMeansParams_t_v2608 uintptr
+
+// Ref returns the CuvsKMeansParams_v2608 that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsKMeansParams_t_v2608) Ref() *CuvsKMeansParams_v2608 {
+	return (*CuvsKMeansParams_v2608)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsKMeansParams_v2608 in Go memory, with p and returns its address as a
+// CuvsKMeansParams_t_v2608, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsKMeansParams_v2608) Pin(p *runtime.Pinner) CuvsKMeansParams_t_v2608 {
+	p.Pin(s)
+	return CuvsKMeansParams_t_v2608(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsCagraIndexParams_v2608 mirrors the C type struct cuvsCagraIndexParams (cuvs/neighbors/cagra.h) as cuVS 26.08 lays it out, member for member.
 type CuvsCagraIndexParams_v2608 struct {
@@ -1324,7 +2158,24 @@ type CuvsCagraIndexParams_v2608 struct {
 }
 
 // CuvsCagraIndexParams_t_v2608 is the C type cuvsCagraIndexParams_t (cuvs/neighbors/cagra.h) as cuVS 26.08 declares it.
-type CuvsCagraIndexParams_t_v2608 = *CuvsCagraIndexParams_v2608
+// It is the address of a C struct cuvsCagraIndexParams_v2608, made by cuvsCagraIndexParamsCreate and freed by cuvsCagraIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsCagraIndexParams_t_v2608 uintptr
+
+// Ref returns the CuvsCagraIndexParams_v2608 that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsCagraIndexParams_t_v2608) Ref() *CuvsCagraIndexParams_v2608 {
+	return (*CuvsCagraIndexParams_v2608)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsCagraIndexParams_v2608 in Go memory, with p and returns its address as a
+// CuvsCagraIndexParams_t_v2608, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsCagraIndexParams_v2608) Pin(p *runtime.Pinner) CuvsCagraIndexParams_t_v2608 {
+	p.Pin(s)
+	return CuvsCagraIndexParams_t_v2608(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsTieredIndexParams_v2608 mirrors the C type struct cuvsTieredIndexParams (cuvs/neighbors/tiered_index.h) as cuVS 26.08 lays it out, member for member.
 type CuvsTieredIndexParams_v2608 struct {
@@ -1338,7 +2189,24 @@ type CuvsTieredIndexParams_v2608 struct {
 }
 
 // CuvsTieredIndexParams_t_v2608 is the C type cuvsTieredIndexParams_t (cuvs/neighbors/tiered_index.h) as cuVS 26.08 declares it.
-type CuvsTieredIndexParams_t_v2608 = *CuvsTieredIndexParams_v2608
+// It is the address of a C struct cuvsTieredIndexParams_v2608, made by cuvsTieredIndexParamsCreate and freed by cuvsTieredIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsTieredIndexParams_t_v2608 uintptr
+
+// Ref returns the CuvsTieredIndexParams_v2608 that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsTieredIndexParams_t_v2608) Ref() *CuvsTieredIndexParams_v2608 {
+	return (*CuvsTieredIndexParams_v2608)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsTieredIndexParams_v2608 in Go memory, with p and returns its address as a
+// CuvsTieredIndexParams_t_v2608, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsTieredIndexParams_v2608) Pin(p *runtime.Pinner) CuvsTieredIndexParams_t_v2608 {
+	p.Pin(s)
+	return CuvsTieredIndexParams_t_v2608(uintptr(unsafe.Pointer(s)))
+}
 
 // CuvsMultiGpuCagraIndexParams_v2608 mirrors the C type struct cuvsMultiGpuCagraIndexParams (cuvs/neighbors/mg_cagra.h) as cuVS 26.08 lays it out, member for member.
 type CuvsMultiGpuCagraIndexParams_v2608 struct {
@@ -1347,4 +2215,29 @@ type CuvsMultiGpuCagraIndexParams_v2608 struct {
 }
 
 // CuvsMultiGpuCagraIndexParams_t_v2608 is the C type cuvsMultiGpuCagraIndexParams_t (cuvs/neighbors/mg_cagra.h) as cuVS 26.08 declares it.
-type CuvsMultiGpuCagraIndexParams_t_v2608 = *CuvsMultiGpuCagraIndexParams_v2608
+// It is the address of a C struct cuvsMultiGpuCagraIndexParams_v2608, made by cuvsMultiGpuCagraIndexParamsCreate and freed by cuvsMultiGpuCagraIndexParamsDestroy,
+// kept as an integer that the garbage collector does not follow; Ref gives its members.
+type CuvsMultiGpuCagraIndexParams_t_v2608 uintptr
+
+// Ref returns the CuvsMultiGpuCagraIndexParams_v2608 that h addresses, to read or set its members while h is live.
+// Keep the pointer in local variables only: one stored where the garbage collector
+// scans outlives the C memory it points to.
+func (h CuvsMultiGpuCagraIndexParams_t_v2608) Ref() *CuvsMultiGpuCagraIndexParams_v2608 {
+	return (*CuvsMultiGpuCagraIndexParams_v2608)(cAddr(uintptr(h)))
+}
+
+// Pin pins s, a CuvsMultiGpuCagraIndexParams_v2608 in Go memory, with p and returns its address as a
+// CuvsMultiGpuCagraIndexParams_t_v2608, for calls that read it and keep nothing of it (a search's or a build's
+// parameters). The handle is valid until p.Unpin; cuVS must not keep it.
+func (s *CuvsMultiGpuCagraIndexParams_v2608) Pin(p *runtime.Pinner) CuvsMultiGpuCagraIndexParams_t_v2608 {
+	p.Pin(s)
+	return CuvsMultiGpuCagraIndexParams_t_v2608(uintptr(unsafe.Pointer(s)))
+}
+
+// cAddr turns the address of C memory, kept as an integer, back into a pointer:
+// the bindings' one such conversion, which every handle's Ref makes. It reads the
+// integer's bits as a pointer rather than converting it (unsafe.Pointer(a)), the form
+// go vet accepts for memory the garbage collector does not manage; a is never Go memory.
+func cAddr(a uintptr) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&a))
+}

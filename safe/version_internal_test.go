@@ -96,7 +96,7 @@ func TestLoadSelectsTheLibrarysRelease(t *testing.T) {
 	if _, err := GetLogLevel(); err != nil {
 		t.Errorf("a function of both releases: %v", err)
 	}
-	err = generated.CuvsCagraSerialize(0, nil, nil, false)
+	err = generated.CuvsCagraSerialize(0, nil, 0, false)
 	if !errors.Is(err, generated.ErrNotInRelease) || !strings.Contains(err.Error(), "26.06") {
 		t.Errorf("a function 26.08 dropped: %v", err)
 	}

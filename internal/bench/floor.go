@@ -63,34 +63,36 @@ static const char* bench_bind(const char* path) {
 
 // One call, as a bare cgo call reaches it: the arguments as the generated
 // shim takes them (the filter by address), no status or error text.
-static int32_t bench_cagra_search_once(uintptr_t res, void* params, void* index, void* q,
+static int32_t bench_cagra_search_once(uintptr_t res, uintptr_t params, uintptr_t index, void* q,
                                        void* n, void* d, const void* filter) {
-	return (int32_t)bench_cagra_search(res, params, index, q, n, d, *(const cuvsFilter*)filter);
+	return (int32_t)bench_cagra_search(res, (cuvsCagraSearchParams_t)params, (cuvsCagraIndex_t)index, q, n, d,
+	                                   *(const cuvsFilter*)filter);
 }
 
 // The floor: iters calls from C through the same pointer. Returns how many
 // did not succeed.
-static int64_t bench_cagra_search_loop(int64_t iters, uintptr_t res, void* params, void* index,
+static int64_t bench_cagra_search_loop(int64_t iters, uintptr_t res, uintptr_t params, uintptr_t index,
                                        void* q, void* n, void* d, const void* filter) {
 	cuvsFilter f = *(const cuvsFilter*)filter;
 	int64_t failed = 0;
 	for (int64_t i = 0; i < iters; i++) {
-		failed += bench_cagra_search(res, params, index, q, n, d, f) != CUVS_SUCCESS;
+		failed += bench_cagra_search(res, (cuvsCagraSearchParams_t)params, (cuvsCagraIndex_t)index, q, n, d, f) !=
+		          CUVS_SUCCESS;
 	}
 	return failed;
 }
 
-static int32_t bench_bf_search_once(uintptr_t res, void* index, void* q, void* n, void* d,
+static int32_t bench_bf_search_once(uintptr_t res, uintptr_t index, void* q, void* n, void* d,
                                     const void* filter) {
-	return (int32_t)bench_bf_search(res, index, q, n, d, *(const cuvsFilter*)filter);
+	return (int32_t)bench_bf_search(res, (cuvsBruteForceIndex_t)index, q, n, d, *(const cuvsFilter*)filter);
 }
 
-static int64_t bench_bf_search_loop(int64_t iters, uintptr_t res, void* index, void* q, void* n,
+static int64_t bench_bf_search_loop(int64_t iters, uintptr_t res, uintptr_t index, void* q, void* n,
                                     void* d, const void* filter) {
 	cuvsFilter f = *(const cuvsFilter*)filter;
 	int64_t failed = 0;
 	for (int64_t i = 0; i < iters; i++) {
-		failed += bench_bf_search(res, index, q, n, d, f) != CUVS_SUCCESS;
+		failed += bench_bf_search(res, (cuvsBruteForceIndex_t)index, q, n, d, f) != CUVS_SUCCESS;
 	}
 	return failed;
 }
@@ -128,14 +130,14 @@ type CagraSearchArgs struct {
 // CagraSearchBare makes one bare cgo call of cuvsCagraSearch and returns its
 // cuvsError_t.
 func CagraSearchBare(a *CagraSearchArgs) int32 {
-	return int32(C.bench_cagra_search_once(C.uintptr_t(a.Res), unsafe.Pointer(a.Params), unsafe.Pointer(a.Index),
+	return int32(C.bench_cagra_search_once(C.uintptr_t(a.Res), C.uintptr_t(a.Params), C.uintptr_t(a.Index),
 		unsafe.Pointer(a.Queries), unsafe.Pointer(a.Neighbors), unsafe.Pointer(a.Distances), unsafe.Pointer(&a.Filter)))
 }
 
 // CagraSearchLoop calls cuvsCagraSearch iters times from C, in one cgo call,
 // and returns how many calls did not succeed.
 func CagraSearchLoop(iters int, a *CagraSearchArgs) int64 {
-	return int64(C.bench_cagra_search_loop(C.int64_t(iters), C.uintptr_t(a.Res), unsafe.Pointer(a.Params), unsafe.Pointer(a.Index),
+	return int64(C.bench_cagra_search_loop(C.int64_t(iters), C.uintptr_t(a.Res), C.uintptr_t(a.Params), C.uintptr_t(a.Index),
 		unsafe.Pointer(a.Queries), unsafe.Pointer(a.Neighbors), unsafe.Pointer(a.Distances), unsafe.Pointer(&a.Filter)))
 }
 
@@ -150,13 +152,13 @@ type BruteForceSearchArgs struct {
 // BruteForceSearchBare makes one bare cgo call of cuvsBruteForceSearch and
 // returns its cuvsError_t.
 func BruteForceSearchBare(a *BruteForceSearchArgs) int32 {
-	return int32(C.bench_bf_search_once(C.uintptr_t(a.Res), unsafe.Pointer(a.Index),
+	return int32(C.bench_bf_search_once(C.uintptr_t(a.Res), C.uintptr_t(a.Index),
 		unsafe.Pointer(a.Queries), unsafe.Pointer(a.Neighbors), unsafe.Pointer(a.Distances), unsafe.Pointer(&a.Filter)))
 }
 
 // BruteForceSearchLoop calls cuvsBruteForceSearch iters times from C, in
 // one cgo call, and returns how many calls did not succeed.
 func BruteForceSearchLoop(iters int, a *BruteForceSearchArgs) int64 {
-	return int64(C.bench_bf_search_loop(C.int64_t(iters), C.uintptr_t(a.Res), unsafe.Pointer(a.Index),
+	return int64(C.bench_bf_search_loop(C.int64_t(iters), C.uintptr_t(a.Res), C.uintptr_t(a.Index),
 		unsafe.Pointer(a.Queries), unsafe.Pointer(a.Neighbors), unsafe.Pointer(a.Distances), unsafe.Pointer(&a.Filter)))
 }

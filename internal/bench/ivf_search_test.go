@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -48,7 +49,9 @@ func BenchmarkIVFFlatSearch(b *testing.B) {
 		must(b, err)
 		cp := generated.CuvsIvfFlatIndexParams{Metric: generated.CuvsDistanceType_L2Expanded, AddDataOnBuild: true,
 			NLists: 16, KmeansNIters: 20, KmeansTrainsetFraction: 0.5}
-		must(b, generated.CuvsIvfFlatBuild(h, &cp, dt, rawIdx))
+		var pin runtime.Pinner
+		must(b, generated.CuvsIvfFlatBuild(h, cp.Pin(&pin), dt, rawIdx))
+		pin.Unpin()
 		must(b, generated.CuvsStreamSync(h))
 		c.End()
 		q, n, d := bound(b, deviceTensors[int64](b, res))
@@ -56,8 +59,11 @@ func BenchmarkIVFFlatSearch(b *testing.B) {
 		f := generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER}
 		instant(b)
 		b.ReportAllocs()
+		var spin runtime.Pinner
+		defer spin.Unpin()
+		hsp := csp.Pin(&spin)
 		for b.Loop() {
-			if err := generated.CuvsIvfFlatSearch(h, csp, rawIdx, q, n, d, f); err != nil {
+			if err := generated.CuvsIvfFlatSearch(h, hsp, rawIdx, q, n, d, f); err != nil {
 				b.Fatal(err)
 			}
 		}

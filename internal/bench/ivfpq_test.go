@@ -44,7 +44,7 @@ func BenchmarkSearchIVFPQ(b *testing.B) {
 		b.Cleanup(func() { must(b, generated.CuvsIvfPqIndexDestroy(rawIdx)) })
 		var ip generated.CuvsIvfPqIndexParams_t
 		must(b, generated.CuvsIvfPqIndexParamsCreate(&ip))
-		ip.NLists, ip.KmeansNIters = 8, 5
+		ip.Ref().NLists, ip.Ref().KmeansNIters = 8, 5
 		host, err := dlpack.NewHostMatrix(safetest.Random(1, nRows, dim), nRows, dim)
 		must(b, err)
 		hv, err := host.View()

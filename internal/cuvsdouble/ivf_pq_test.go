@@ -3,6 +3,7 @@ package cuvsdouble_test
 import (
 	"errors"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -116,7 +117,7 @@ func (f *pqFixture) params() generated.CuvsIvfPqIndexParams_t {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { _ = generated.CuvsIvfPqIndexParamsDestroy(p) })
-	p.NLists, p.PqDim, p.PqBits, p.KmeansNIters = 4, 4, 8, 5
+	p.Ref().NLists, p.Ref().PqDim, p.Ref().PqBits, p.Ref().KmeansNIters = 4, 4, 8, 5
 	return p
 }
 
@@ -178,34 +179,36 @@ func TestIvfPqRefusals(t *testing.T) {
 
 	p := f.params()
 	x := f.index()
-	p.PqBits = 3
+	p.Ref().PqBits = 3
 	raftReason(t, "pq_bits 3", generated.CuvsIvfPqBuild(f.h, p, td, x), "`pq_bits` must be within closed range [4,8], but got 3.")
-	p.PqBits, p.PqDim = 5, 3
+	p.Ref().PqBits, p.Ref().PqDim = 5, 3
 	raftReason(t, "pq_dim × pq_bits", generated.CuvsIvfPqBuild(f.h, p, td, x), "`pq_bits * pq_dim` must be a multiple of 8, but got 5 * 3 = 15.")
-	p.PqBits, p.PqDim, p.NLists = 8, 4, rows+1
+	p.Ref().PqBits, p.Ref().PqDim, p.Ref().NLists = 8, 4, rows+1
 	raftReason(t, "rows < n_lists", generated.CuvsIvfPqBuild(f.h, p, td, x), "number of rows can't be less than n_lists")
-	p.NLists = 4
+	p.Ref().NLists = 4
 	// cuvsIvfPqBuild writes code and bits, never lanes.
 	if err := generated.CuvsIvfPqBuild(f.h, p, td, x); err != nil {
 		t.Fatal(err)
 	}
-	if d := x.Dtype; d.Code != 2 || d.Bits != 32 || d.Lanes != 0 {
+	if d := x.Ref().Dtype; d.Code != 2 || d.Bits != 32 || d.Lanes != 0 {
 		t.Errorf("dtype after build: %+v, want code 2 (float), bits 32, lanes 0", d)
 	}
 
 	sp := generated.CuvsIvfPqSearchParams{NProbes: 4, MaxInternalBatchSize: 4096, PreferredShmemCarveout: 1}
+	var pin runtime.Pinner
+	defer pin.Unpin()
 	bad := sp
 	bad.LutDtype = 3 // CUDA_R_8I
-	raftReason(t, "lut int8", generated.CuvsIvfPqSearch(f.h, &bad, x, tq, tn, tdist), "lut_dtype must be CUDA_R_16F, CUDA_R_32F or CUDA_R_8U")
+	raftReason(t, "lut int8", generated.CuvsIvfPqSearch(f.h, bad.Pin(&pin), x, tq, tn, tdist), "lut_dtype must be CUDA_R_16F, CUDA_R_32F or CUDA_R_8U")
 	bad = sp
 	bad.InternalDistanceDtype = 2 // 16F with a 32F LUT
-	raftReason(t, "lut wider", generated.CuvsIvfPqSearch(f.h, &bad, x, tq, tn, tdist),
+	raftReason(t, "lut wider", generated.CuvsIvfPqSearch(f.h, bad.Pin(&pin), x, tq, tn, tdist),
 		"Unexpected lut_dtype / internal_distance_dtype combination (0, 2). Size of the internal_distance_dtype should be not smaller than the size of the lut_dtype.")
 	bad = sp
 	bad.NProbes = 0
-	raftReason(t, "no probes", generated.CuvsIvfPqSearch(f.h, &bad, x, tq, tn, tdist), "n_probes (number of clusters to probe in the search) must be positive.")
-	raftReason(t, "int32 neighbors", generated.CuvsIvfPqSearch(f.h, &sp, x, tq, tdist, tdist), "neighbors should be of type int64_t")
-	if err := generated.CuvsIvfPqSearch(f.h, &sp, x, tq, tn, tdist); err != nil {
+	raftReason(t, "no probes", generated.CuvsIvfPqSearch(f.h, bad.Pin(&pin), x, tq, tn, tdist), "n_probes (number of clusters to probe in the search) must be positive.")
+	raftReason(t, "int32 neighbors", generated.CuvsIvfPqSearch(f.h, sp.Pin(&pin), x, tq, tdist, tdist), "neighbors should be of type int64_t")
+	if err := generated.CuvsIvfPqSearch(f.h, sp.Pin(&pin), x, tq, tn, tdist); err != nil {
 		t.Fatal(err)
 	}
 
@@ -214,7 +217,7 @@ func TestIvfPqRefusals(t *testing.T) {
 	raftReason(t, "mixed memory", generated.CuvsIvfPqExtend(f.h, td, thIDs, x), "extend inputs must both either be on device memory or host memory")
 	nullIDs := f.nullVector(dlpack.CPU, rows)
 	raftReason(t, "no ids", generated.CuvsIvfPqExtend(f.h, th, nullIDs, x), "You must pass data indices when the index is non-empty.")
-	p.AddDataOnBuild = false
+	p.Ref().AddDataOnBuild = false
 	empty := f.index()
 	if err := generated.CuvsIvfPqBuild(f.h, p, td, empty); err != nil {
 		t.Fatal(err)
@@ -228,13 +231,13 @@ func TestIvfPqRefusals(t *testing.T) {
 	}
 
 	// A flat index cannot be searched.
-	p.CodesLayout = generated.CuvsIvfPqListLayout_CUVS_IVF_PQ_LIST_LAYOUT_FLAT
-	p.AddDataOnBuild = true
+	p.Ref().CodesLayout = generated.CuvsIvfPqListLayout_CUVS_IVF_PQ_LIST_LAYOUT_FLAT
+	p.Ref().AddDataOnBuild = true
 	flat := f.index()
 	if err := generated.CuvsIvfPqBuild(f.h, p, td, flat); err != nil {
 		t.Fatal(err)
 	}
-	raftReason(t, "flat", generated.CuvsIvfPqSearch(f.h, &sp, flat, tq, tn, tdist),
+	raftReason(t, "flat", generated.CuvsIvfPqSearch(f.h, sp.Pin(&pin), flat, tq, tn, tdist),
 		"IVF-PQ search requires INTERLEAVED codes layout. FLAT layout is not supported for GPU search.")
 }
 
@@ -338,11 +341,11 @@ func TestIvfPqViewsAndDtype(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := f.index()
-	back.Dtype = generated.DLDataType{Code: 5, Bits: 7, Lanes: 3}
+	back.Ref().Dtype = generated.DLDataType{Code: 5, Bits: 7, Lanes: 3}
 	if err := generated.CuvsIvfPqDeserialize(f.h, cPath(path), back); err != nil {
 		t.Fatal(err)
 	}
-	if d := back.Dtype; d.Code != 5 || d.Bits != 7 || d.Lanes != 3 {
+	if d := back.Ref().Dtype; d.Code != 5 || d.Bits != 7 || d.Lanes != 3 {
 		t.Errorf("Deserialize changed the dtype to %+v", d)
 	}
 
@@ -363,11 +366,11 @@ func TestIvfPqViewsAndDtype(t *testing.T) {
 	}
 	ts := f.bind(views...)
 	pre := f.index()
-	pre.Dtype.Lanes = 9
+	pre.Ref().Dtype.Lanes = 9
 	if err := generated.CuvsIvfPqBuildPrecomputed(f.h, p, dim, ts[0], ts[1], ts[2], ts[3], pre); err != nil {
 		t.Fatal(err)
 	}
-	if d := pre.Dtype; d.Code != 0 || d.Bits != 0 || d.Lanes != 9 {
+	if d := pre.Ref().Dtype; d.Code != 0 || d.Bits != 0 || d.Lanes != 9 {
 		t.Errorf("dtype after BuildPrecomputed: %+v", d)
 	}
 	if err := generated.CuvsIvfPqBuildPrecomputed(f.h, p, dim+1, ts[0], ts[1], ts[2], ts[3], f.index()); err == nil {
@@ -378,7 +381,7 @@ func TestIvfPqViewsAndDtype(t *testing.T) {
 	if err := generated.CuvsIvfPqExtend(f.h, td, f.nullVector(dlpack.CUDA, rows), pre); err != nil {
 		t.Fatal(err)
 	}
-	if d := pre.Dtype; d.Code != 2 || d.Bits != 32 {
+	if d := pre.Ref().Dtype; d.Code != 2 || d.Bits != 32 {
 		t.Errorf("dtype after the first Extend: %+v", d)
 	}
 }

@@ -60,17 +60,17 @@ func TestRelease2606(t *testing.T) {
 	if err := generated.CuvsCagraIndexParamsCreate(&p); err != nil {
 		t.Fatal(err)
 	}
-	if p.IntermediateGraphDegree != 106 || p.GraphDegree != 206 {
-		t.Errorf("params %d, %d", p.IntermediateGraphDegree, p.GraphDegree)
+	if p.Ref().IntermediateGraphDegree != 106 || p.Ref().GraphDegree != 206 {
+		t.Errorf("params %d, %d", p.Ref().IntermediateGraphDegree, p.Ref().GraphDegree)
 	}
 	var p8 generated.CuvsCagraIndexParams_t_v2608
 	notInRelease(t, generated.CuvsCagraIndexParamsCreate_v2608(&p8), "26.06", []string{"26.08"}, "CuvsCagraIndexParamsCreate")
 	// One symbol, two signatures: the Go function of the loaded release
 	// reaches it.
-	if err := generated.CuvsCagraBuild(0, p, nil, nil); err == nil || !strings.Contains(err.Error(), "26.06 build from a DLManagedTensor") {
+	if err := generated.CuvsCagraBuild(0, p, nil, 0); err == nil || !strings.Contains(err.Error(), "26.06 build from a DLManagedTensor") {
 		t.Errorf("CuvsCagraBuild: %v", err)
 	}
-	notInRelease(t, generated.CuvsCagraBuild_v2608(0, nil, nil, nil), "26.06", []string{"26.08"}, "CuvsCagraBuild")
+	notInRelease(t, generated.CuvsCagraBuild_v2608(0, 0, 0, 0), "26.06", []string{"26.08"}, "CuvsCagraBuild")
 	notInRelease(t, generated.CuvsRMMAsyncMemoryResourceEnable(), "26.06", []string{"26.08"}, "")
 	if generated.Has("cuvsRMMAsyncMemoryResourceEnable") {
 		t.Error("Has: a 26.08 function on a 26.06 library")
@@ -91,28 +91,28 @@ func TestRelease2608(t *testing.T) {
 	// refuses and names the one to call.
 	var p generated.CuvsCagraIndexParams_t
 	notInRelease(t, generated.CuvsCagraIndexParamsCreate(&p), "26.08", []string{"26.06"}, "CuvsCagraIndexParamsCreate_v2608")
-	if p != nil {
+	if p != 0 {
 		t.Error("the refused call wrote its output")
 	}
 	var p8 generated.CuvsCagraIndexParams_t_v2608
 	if err := generated.CuvsCagraIndexParamsCreate_v2608(&p8); err != nil {
 		t.Fatal(err)
 	}
-	if p8.IntermediateGraphDegree != 108 || p8.GraphDegree != 208 {
-		t.Errorf("params %d, %d", p8.IntermediateGraphDegree, p8.GraphDegree)
+	if p8.Ref().IntermediateGraphDegree != 108 || p8.Ref().GraphDegree != 208 {
+		t.Errorf("params %d, %d", p8.Ref().IntermediateGraphDegree, p8.Ref().GraphDegree)
 	}
 	if err := generated.CuvsRMMAsyncMemoryResourceEnable(); err != nil {
 		t.Errorf("26.08-only function: %v", err)
 	}
-	if err := generated.CuvsCagraBuild_v2608(0, p8, nil, nil); err == nil || !strings.Contains(err.Error(), "26.08 build from a cuvsDataset_t") {
+	if err := generated.CuvsCagraBuild_v2608(0, p8, 0, 0); err == nil || !strings.Contains(err.Error(), "26.08 build from a cuvsDataset_t") {
 		t.Errorf("CuvsCagraBuild_v2608: %v", err)
 	}
-	notInRelease(t, generated.CuvsCagraBuild(0, nil, nil, nil), "26.08", []string{"26.06"}, "CuvsCagraBuild_v2608")
+	notInRelease(t, generated.CuvsCagraBuild(0, 0, nil, 0), "26.08", []string{"26.06"}, "CuvsCagraBuild_v2608")
 	if !generated.Has("cuvsRMMAsyncMemoryResourceEnable") || !generated.Has("cuvsCagraIndexParamsCreate") {
 		t.Error("Has is wrong")
 	}
 	// Gone in 26.08.
-	notInRelease(t, generated.CuvsCagraSerialize(0, nil, nil, false), "26.08", []string{"26.06"}, "")
+	notInRelease(t, generated.CuvsCagraSerialize(0, nil, 0, false), "26.08", []string{"26.06"}, "")
 	// Common to both, absent here.
 	if err := generated.CuvsSelectK(0, nil, nil, nil); !errors.Is(err, generated.ErrMissingSymbol) {
 		t.Errorf("absent 26.08 function: %v", err)

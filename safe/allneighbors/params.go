@@ -101,7 +101,7 @@ func DefaultIndexParams() (IndexParams, error) {
 	if err := generated.CuvsAllNeighborsIndexParamsCreate(&p); err != nil {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
-	out := IndexParams{Algo: Algo(p.Algo), Metric: safe.Metric(p.Metric), NClusters: int(p.NClusters), OverlapFactor: int(p.OverlapFactor)}
+	out := IndexParams{Algo: Algo(p.Ref().Algo), Metric: safe.Metric(p.Ref().Metric), NClusters: int(p.Ref().NClusters), OverlapFactor: int(p.Ref().OverlapFactor)}
 	return out, kit.Wrap(op, generated.CuvsAllNeighborsIndexParamsDestroy(p))
 }
 
@@ -229,9 +229,9 @@ type cParams struct {
 }
 
 func (c *cParams) release() {
-	if c.p != nil {
+	if c.p != 0 {
 		_ = generated.CuvsAllNeighborsIndexParamsDestroy(c.p)
-		c.p = nil
+		c.p = 0
 	}
 }
 
@@ -241,53 +241,53 @@ func (p *IndexParams) toC(op string) (cParams, error) {
 	if err := generated.CuvsAllNeighborsIndexParamsCreate(&c.p); err != nil {
 		return cParams{}, kit.Wrap(op, err)
 	}
-	c.p.Algo = generated.CuvsAllNeighborsAlgo(p.Algo)
-	c.p.Metric = kit.CMetric(p.Metric)
-	c.p.NClusters = uint64(p.NClusters)
-	c.p.OverlapFactor = uint64(p.OverlapFactor)
+	c.p.Ref().Algo = generated.CuvsAllNeighborsAlgo(p.Algo)
+	c.p.Ref().Metric = kit.CMetric(p.Metric)
+	c.p.Ref().NClusters = uint64(p.NClusters)
+	c.p.Ref().OverlapFactor = uint64(p.OverlapFactor)
 	switch {
 	case p.Algo == IVFPQ && p.IVFPQ != nil:
-		if err := generated.CuvsIvfPqIndexParamsCreate(&c.p.IvfPqParams); err != nil {
-			c.p.IvfPqParams = nil
+		if err := generated.CuvsIvfPqIndexParamsCreate(&c.p.Ref().IvfPqParams); err != nil {
+			c.p.Ref().IvfPqParams = 0
 			c.release()
 			return cParams{}, kit.Wrap(op, err)
 		}
-		q, ip := p.IVFPQ, c.p.IvfPqParams
-		ip.Metric = kit.CMetric(p.Metric)
+		q, ip := p.IVFPQ, c.p.Ref().IvfPqParams
+		ip.Ref().Metric = kit.CMetric(p.Metric)
 		if q.NLists > 0 {
-			ip.NLists = uint32(q.NLists)
+			ip.Ref().NLists = uint32(q.NLists)
 		}
 		if q.KMeansNIters > 0 {
-			ip.KmeansNIters = uint32(q.KMeansNIters)
+			ip.Ref().KmeansNIters = uint32(q.KMeansNIters)
 		}
 		if q.KMeansTrainsetFraction > 0 {
-			ip.KmeansTrainsetFraction = q.KMeansTrainsetFraction
+			ip.Ref().KmeansTrainsetFraction = q.KMeansTrainsetFraction
 		}
 		if q.PQBits > 0 {
-			ip.PqBits = uint32(q.PQBits)
+			ip.Ref().PqBits = uint32(q.PQBits)
 		}
 		if q.PQDim > 0 {
-			ip.PqDim = uint32(q.PQDim)
+			ip.Ref().PqDim = uint32(q.PQDim)
 		}
 	case p.Algo == NNDescent && p.NNDescent != nil:
-		if err := generated.CuvsNNDescentIndexParamsCreate(&c.p.NnDescentParams); err != nil {
-			c.p.NnDescentParams = nil
+		if err := generated.CuvsNNDescentIndexParamsCreate(&c.p.Ref().NnDescentParams); err != nil {
+			c.p.Ref().NnDescentParams = 0
 			c.release()
 			return cParams{}, kit.Wrap(op, err)
 		}
-		n, np := p.NNDescent, c.p.NnDescentParams
-		np.Metric = kit.CMetric(p.Metric)
+		n, np := p.NNDescent, c.p.Ref().NnDescentParams
+		np.Ref().Metric = kit.CMetric(p.Metric)
 		if n.GraphDegree > 0 {
-			np.GraphDegree = uint64(n.GraphDegree)
+			np.Ref().GraphDegree = uint64(n.GraphDegree)
 		}
 		if n.IntermediateGraphDegree > 0 {
-			np.IntermediateGraphDegree = uint64(n.IntermediateGraphDegree)
+			np.Ref().IntermediateGraphDegree = uint64(n.IntermediateGraphDegree)
 		}
 		if n.MaxIterations > 0 {
-			np.MaxIterations = uint64(n.MaxIterations)
+			np.Ref().MaxIterations = uint64(n.MaxIterations)
 		}
 		if n.TerminationThreshold > 0 {
-			np.TerminationThreshold = n.TerminationThreshold
+			np.Ref().TerminationThreshold = n.TerminationThreshold
 		}
 	}
 	return c, nil

@@ -200,48 +200,48 @@ func (p *IndexParams) toC(op string) (*cIndexParams, error) {
 		ip.RefinementRate = g.RefinementRate
 		if g.Build != nil {
 			if err := generated.CuvsIvfPqIndexParamsCreate(&ip.IvfPqBuildParams); err != nil {
-				ip.IvfPqBuildParams = nil
+				ip.IvfPqBuildParams = 0
 				return c, kit.Wrap(op, err)
 			}
 			b, bp := g.Build, ip.IvfPqBuildParams
-			bp.Metric, bp.MetricArg, bp.AddDataOnBuild = kit.CMetric(b.Metric), b.MetricArg, b.AddDataOnBuild
-			bp.NLists, bp.KmeansNIters, bp.KmeansTrainsetFraction = b.NLists, b.KMeansNIters, b.KMeansTrainsetFraction
-			bp.PqBits, bp.PqDim, bp.CodebookKind = b.PQBits, b.PQDim, generated.CuvsIvfPqCodebookGen(b.CodebookKind)
-			bp.ForceRandomRotation, bp.ConservativeMemoryAllocation = b.ForceRandomRotation, b.ConservativeMemoryAllocation
-			bp.MaxTrainPointsPerPqCode, bp.CodesLayout = b.MaxTrainPointsPerPQCode, generated.CuvsIvfPqListLayout(b.CodesLayout)
+			bp.Ref().Metric, bp.Ref().MetricArg, bp.Ref().AddDataOnBuild = kit.CMetric(b.Metric), b.MetricArg, b.AddDataOnBuild
+			bp.Ref().NLists, bp.Ref().KmeansNIters, bp.Ref().KmeansTrainsetFraction = b.NLists, b.KMeansNIters, b.KMeansTrainsetFraction
+			bp.Ref().PqBits, bp.Ref().PqDim, bp.Ref().CodebookKind = b.PQBits, b.PQDim, generated.CuvsIvfPqCodebookGen(b.CodebookKind)
+			bp.Ref().ForceRandomRotation, bp.Ref().ConservativeMemoryAllocation = b.ForceRandomRotation, b.ConservativeMemoryAllocation
+			bp.Ref().MaxTrainPointsPerPqCode, bp.Ref().CodesLayout = b.MaxTrainPointsPerPQCode, generated.CuvsIvfPqListLayout(b.CodesLayout)
 		}
 		if g.Search != nil {
 			if err := generated.CuvsIvfPqSearchParamsCreate(&ip.IvfPqSearchParams); err != nil {
-				ip.IvfPqSearchParams = nil
+				ip.IvfPqSearchParams = 0
 				return c, kit.Wrap(op, err)
 			}
 			s, sp := g.Search, ip.IvfPqSearchParams
-			sp.NProbes, sp.MaxInternalBatchSize, sp.PreferredShmemCarveout = s.NProbes, s.MaxInternalBatchSize, s.PreferredShmemCarveout
-			sp.LutDtype = generated.CudaDataType_t(s.LUTDtype)
-			sp.InternalDistanceDtype = generated.CudaDataType_t(s.InternalDistanceDtype)
-			sp.CoarseSearchDtype = generated.CudaDataType_t(s.CoarseSearchDtype)
+			sp.Ref().NProbes, sp.Ref().MaxInternalBatchSize, sp.Ref().PreferredShmemCarveout = s.NProbes, s.MaxInternalBatchSize, s.PreferredShmemCarveout
+			sp.Ref().LutDtype = generated.CudaDataType_t(s.LUTDtype)
+			sp.Ref().InternalDistanceDtype = generated.CudaDataType_t(s.InternalDistanceDtype)
+			sp.Ref().CoarseSearchDtype = generated.CudaDataType_t(s.CoarseSearchDtype)
 		}
 	}
 	if cp := p.Compression; cp != nil {
-		if c.p.p08 != nil {
+		if c.p.p08 != 0 {
 			return c, compressionNotInRelease(op)
 		}
 		if err := generated.CuvsCagraCompressionParamsCreate(&c.compression); err != nil {
-			c.compression = nil
+			c.compression = 0
 			return c, kit.Wrap(op, err)
 		}
 		cc := c.compression
-		cc.PqBits, cc.PqDim, cc.VqNCenters, cc.KmeansNIters = cp.PQBits, cp.PQDim, cp.VQNCenters, cp.KMeansNIters
-		cc.VqKmeansTrainsetFraction, cc.PqKmeansTrainsetFraction = cp.VQKMeansTrainsetFraction, cp.PQKMeansTrainsetFraction
-		c.p.p06.Compression = cc
+		cc.Ref().PqBits, cc.Ref().PqDim, cc.Ref().VqNCenters, cc.Ref().KmeansNIters = cp.PQBits, cp.PQDim, cp.VQNCenters, cp.KMeansNIters
+		cc.Ref().VqKmeansTrainsetFraction, cc.Ref().PqKmeansTrainsetFraction = cp.VQKMeansTrainsetFraction, cp.PQKMeansTrainsetFraction
+		c.p.p06.Ref().Compression = cc
 	}
 	return c, nil
 }
 
 // release frees what toC allocated.
 func (c *cIndexParams) release() {
-	if c.p.p06 != nil {
-		c.p.p06.Compression = nil // ours: destroyed below
+	if c.p.p06 != 0 {
+		c.p.p06.Ref().Compression = 0 // ours: destroyed below
 	}
 	if !c.p.isNil() {
 		destroyIndexParams(c.p, c.created)
@@ -250,7 +250,7 @@ func (c *cIndexParams) release() {
 		C.free(unsafe.Pointer(c.ace.BuildDir))
 		C.free(unsafe.Pointer(c.ace))
 	}
-	if c.compression != nil {
+	if c.compression != 0 {
 		_ = generated.CuvsCagraCompressionParamsDestroy(c.compression)
 	}
 	*c = cIndexParams{}
@@ -265,13 +265,13 @@ func (c *cIndexParams) release() {
 // caller, who frees it.
 func destroyIndexParams(p cParams, created unsafe.Pointer) {
 	if ip := (*generated.CuvsIvfPqParams)(created); ip != nil {
-		if ip.IvfPqBuildParams != nil {
+		if ip.IvfPqBuildParams != 0 {
 			_ = generated.CuvsIvfPqIndexParamsDestroy(ip.IvfPqBuildParams)
-			ip.IvfPqBuildParams = nil
+			ip.IvfPqBuildParams = 0
 		}
-		if ip.IvfPqSearchParams != nil {
+		if ip.IvfPqSearchParams != 0 {
 			_ = generated.CuvsIvfPqSearchParamsDestroy(ip.IvfPqSearchParams)
-			ip.IvfPqSearchParams = nil
+			ip.IvfPqSearchParams = 0
 		}
 	}
 	d := p.fields()
@@ -312,19 +312,19 @@ func createParams() (cParams, error) {
 	return c, nil
 }
 
-func (c cParams) isNil() bool { return c.p06 == nil && c.p08 == nil }
+func (c cParams) isNil() bool { return c.p06 == 0 && c.p08 == 0 }
 
 func (c cParams) fields() paramsFields {
-	if d := c.p08; d != nil {
-		return paramsFields{&d.Metric, &d.IntermediateGraphDegree, &d.GraphDegree, &d.BuildAlgo, &d.NnDescentNiter, &d.GraphBuildParams}
+	if d := c.p08; d != 0 {
+		return paramsFields{&d.Ref().Metric, &d.Ref().IntermediateGraphDegree, &d.Ref().GraphDegree, &d.Ref().BuildAlgo, &d.Ref().NnDescentNiter, &d.Ref().GraphBuildParams}
 	}
 	d := c.p06
-	return paramsFields{&d.Metric, &d.IntermediateGraphDegree, &d.GraphDegree, &d.BuildAlgo, &d.NnDescentNiter, &d.GraphBuildParams}
+	return paramsFields{&d.Ref().Metric, &d.Ref().IntermediateGraphDegree, &d.Ref().GraphDegree, &d.Ref().BuildAlgo, &d.Ref().NnDescentNiter, &d.Ref().GraphBuildParams}
 }
 
 // destroy calls the loaded release's cuvsCagraIndexParamsDestroy.
 func (c cParams) destroy() error {
-	if c.p08 != nil {
+	if c.p08 != 0 {
 		return generated.CuvsCagraIndexParamsDestroy_v2608(c.p08)
 	}
 	return generated.CuvsCagraIndexParamsDestroy(c.p06)

@@ -44,7 +44,7 @@ func (idx *Index) DatasetInfo() (DatasetInfo, error) {
 		return DatasetInfo{}, err
 	}
 	defer idx.life.Leave()
-	if idx.ds == nil || idx.ds.ds == nil {
+	if idx.ds == nil || idx.ds.ds == 0 {
 		return DatasetInfo{}, fmt.Errorf("%s: %w", op, ErrNoDataset)
 	}
 	ds := idx.ds.ds

@@ -69,7 +69,7 @@ func (e *exactState) release() {
 	if e == nil {
 		return
 	}
-	if e.bf != nil {
+	if e.bf != 0 {
 		_ = generated.CuvsBruteForceIndexDestroy(e.bf)
 	}
 	if e.view != nil {
@@ -111,7 +111,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 	// bf's norms are allocated on res's stream and freed there when the
 	// index is closed: res must outlive it (safe.Resources.Close).
 	if err := idx.life.Keep(res, op); err != nil {
-		return nil, err
+		return 0, err
 	}
 	e := &exactState{mt: cDLManaged()}
 	ok := false
@@ -121,11 +121,11 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 		}
 	}()
 	if err := generated.CuvsCagraIndexGetDataset(idx.h, e.mt); err != nil {
-		return nil, kit.Wrap(op, err)
+		return 0, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(e.mt)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the index's dataset: %w", op, err)
+		return 0, fmt.Errorf("%s: the index's dataset: %w", op, err)
 	}
 	e.view = im
 	v, err := im.View()
@@ -133,10 +133,10 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 		v, err = logicalRows(op, v, idx.dim) // 26.08: [rows, row width] without strides
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: the index's dataset: %w", op, err)
+		return 0, fmt.Errorf("%s: the index's dataset: %w", op, err)
 	}
 	if v.NDim() != 2 || v.Dim(0) != idx.rows.Load() || v.Dim(1) != idx.dim {
-		return nil, kit.Argf(op, "params.FilterPath", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterPath to FilterGraph to search the graph anyway", v.Shape())
+		return 0, kit.Argf(op, "params.FilterPath", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterPath to FilterGraph to search the graph anyway", v.Shape())
 	}
 	call := dlpack.Begin(op) // ends before a failed build's release
 	defer call.End()
@@ -145,20 +145,20 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 		// brute force wants packed rows: copy the padded dataset once.
 		pv, err := e.packCopy(res, &v)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if src, err = call.In(&pv); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
+			return 0, fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	var bf generated.CuvsBruteForceIndex_t // a local: e holds Go pointers
 	if err := generated.CuvsBruteForceIndexCreate(&bf); err != nil {
-		return nil, kit.Wrap(op, err)
+		return 0, kit.Wrap(op, err)
 	}
 	e.bf = bf
 	h, err := kit.Lock(res, op)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	err = generated.CuvsBruteForceBuild(h, src, kit.CMetric(safe.L2Expanded), 0, e.bf)
 	if err == nil {
@@ -167,7 +167,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 	}
 	kit.Unlock(res)
 	if err != nil {
-		return nil, kit.Wrap(op, err)
+		return 0, kit.Wrap(op, err)
 	}
 	ok = true
 	idx.exact.e = e

@@ -4,6 +4,7 @@ package cagra
 import "C"
 
 import (
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -507,7 +508,9 @@ func (idx *Index) searchGraph(op string, res *safe.Resources, cp *generated.Cuvs
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsCagraSearch(h, cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
+	var pin runtime.Pinner
+	err = generated.CuvsCagraSearch(h, cp.Pin(&pin), idx.h, t.Queries, t.Neighbors, t.Distances, f)
+	pin.Unpin()
 	kit.Unlock(res)
 	if err != nil || !plan.second {
 		return kit.Wrap(op, err)
@@ -589,7 +592,9 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 	if err != nil {
 		return 0, err
 	}
-	err = generated.CuvsCagraSearch(h, cp, idx.h, t.Queries, di, dd, generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER})
+	var pin runtime.Pinner
+	err = generated.CuvsCagraSearch(h, cp.Pin(&pin), idx.h, t.Queries, di, dd, generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER})
+	pin.Unpin()
 	kit.Unlock(res)
 	if err != nil {
 		return 0, kit.Wrap(op, err)

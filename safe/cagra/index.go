@@ -99,7 +99,7 @@ func (idx *Index) refresh(op string) error {
 	idx.degree.Store(degree)
 	// Only code and bits: cuvsCagraDeserialize (and maybe other paths of
 	// the real library) leave lanes at the 0 cuvsCagraIndexCreate wrote.
-	d := idx.h.Dtype
+	d := idx.h.Ref().Dtype
 	idx.dtype = kit.DataType(d)
 	return nil
 }
@@ -456,7 +456,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 			return kit.Wrap(op, err)
 		}
 		defer generated.CuvsCagraExtendParamsDestroy(cp)
-		cp.MaxChunkSize = p.MaxChunkSize
+		cp.Ref().MaxChunkSize = p.MaxChunkSize
 		if is2608() {
 			extended, err := idx.extend2608(op, res, cp, &av)
 			if extended {
@@ -567,7 +567,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		if err != nil {
 			return err
 		}
-		err = generated.CuvsCagraSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances, f)
+		var pin runtime.Pinner
+		err = generated.CuvsCagraSearch(h, cp.Pin(&pin), idx.h, t.Queries, t.Neighbors, t.Distances, f)
+		pin.Unpin()
 		kit.Unlock(res)
 		return kit.Wrap(op, err)
 	}

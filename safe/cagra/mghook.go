@@ -11,18 +11,18 @@ func init() {
 	mgparams.CagraIndex = func(pa any, op string, rows int64) (generated.CuvsCagraIndexParams_t, generated.CuvsCagraIndexParams_t_v2608, func(), error) {
 		pd, err := kit.Or(pa.(*IndexParams), DefaultIndexParams)
 		if err != nil {
-			return nil, nil, func() {}, err
+			return 0, 0, func() {}, err
 		}
 		if err := pd.validate(op); err != nil {
-			return nil, nil, func() {}, err
+			return 0, 0, func() {}, err
 		}
 		if err := pd.checkRows(op, "dataset", rows); err != nil {
-			return nil, nil, func() {}, err
+			return 0, 0, func() {}, err
 		}
 		cp, err := pd.toC(op)
 		if err != nil {
 			cp.release()
-			return nil, nil, func() {}, err
+			return 0, 0, func() {}, err
 		}
 		return cp.p.p06, cp.p.p08, cp.release, nil
 	}

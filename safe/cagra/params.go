@@ -310,7 +310,7 @@ func FromHNSWParams(rows, dim int, m, efConstruction int, h Heuristic, metric sa
 		return IndexParams{}, kit.Argf(op, "metric", "%d is not a metric", metric)
 	}
 	return populate(op, metric, func(p cParams) error {
-		if p.p08 != nil {
+		if p.p08 != 0 {
 			return generated.CuvsCagraIndexParamsFromHnswParams_v2608(p.p08, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
 		}
 		return generated.CuvsCagraIndexParamsFromHnswParams(p.p06, int64(rows), int64(dim), int32(m), int32(efConstruction), generated.CuvsCagraHnswHeuristicType(h), kit.CMetric(metric))
@@ -332,12 +332,12 @@ func populate(op string, metric safe.Metric, fill func(cParams) error) (IndexPar
 	// (destroyIndexParams frees them).
 	ip := (*generated.CuvsIvfPqParams)(created)
 	if err := generated.CuvsIvfPqIndexParamsCreate(&ip.IvfPqBuildParams); err != nil {
-		ip.IvfPqBuildParams = nil
+		ip.IvfPqBuildParams = 0
 		destroyIndexParams(p, created)
 		return IndexParams{}, kit.Wrap(op, err)
 	}
 	if err := generated.CuvsIvfPqSearchParamsCreate(&ip.IvfPqSearchParams); err != nil {
-		ip.IvfPqSearchParams = nil
+		ip.IvfPqSearchParams = 0
 		destroyIndexParams(p, created)
 		return IndexParams{}, kit.Wrap(op, err)
 	}
@@ -352,9 +352,9 @@ func populate(op string, metric safe.Metric, fill func(cParams) error) (IndexPar
 	if g := *pf.gbp; g != nil && g != created && *pf.algo == generated.CuvsCagraGraphBuildAlgo_ACE {
 		// cuVS replaced graph_build_params by ACE params of its own (new,
 		// build_dir strdup'd), which cuvsAceParamsDestroy frees.
-		a := (*generated.CuvsAceParams)(g)
+		a := generated.CuvsAceParams_t(uintptr(g))
 		if err == nil {
-			out.ACE = aceFromC(a)
+			out.ACE = aceFromC(a.Ref())
 		}
 		_ = generated.CuvsAceParamsDestroy(a)
 	}
@@ -392,20 +392,20 @@ func IndexParamsFromDataset(rows, dim, graphDegree int, metric safe.Metric, buil
 
 func ivfpqFromC(ip *generated.CuvsIvfPqParams) *IVFPQGraphParams {
 	g := &IVFPQGraphParams{RefinementRate: ip.RefinementRate}
-	if b := ip.IvfPqBuildParams; b != nil {
+	if b := ip.IvfPqBuildParams; b != 0 {
 		g.Build = &IVFPQBuildParams{
-			Metric: safe.Metric(b.Metric), MetricArg: b.MetricArg, AddDataOnBuild: b.AddDataOnBuild,
-			NLists: b.NLists, KMeansNIters: b.KmeansNIters, KMeansTrainsetFraction: b.KmeansTrainsetFraction,
-			PQBits: b.PqBits, PQDim: b.PqDim, CodebookKind: ivfpq.CodebookKind(b.CodebookKind),
-			ForceRandomRotation: b.ForceRandomRotation, ConservativeMemoryAllocation: b.ConservativeMemoryAllocation,
-			MaxTrainPointsPerPQCode: b.MaxTrainPointsPerPqCode, CodesLayout: ivfpq.CodesLayout(b.CodesLayout),
+			Metric: safe.Metric(b.Ref().Metric), MetricArg: b.Ref().MetricArg, AddDataOnBuild: b.Ref().AddDataOnBuild,
+			NLists: b.Ref().NLists, KMeansNIters: b.Ref().KmeansNIters, KMeansTrainsetFraction: b.Ref().KmeansTrainsetFraction,
+			PQBits: b.Ref().PqBits, PQDim: b.Ref().PqDim, CodebookKind: ivfpq.CodebookKind(b.Ref().CodebookKind),
+			ForceRandomRotation: b.Ref().ForceRandomRotation, ConservativeMemoryAllocation: b.Ref().ConservativeMemoryAllocation,
+			MaxTrainPointsPerPQCode: b.Ref().MaxTrainPointsPerPqCode, CodesLayout: ivfpq.CodesLayout(b.Ref().CodesLayout),
 		}
 	}
-	if s := ip.IvfPqSearchParams; s != nil {
+	if s := ip.IvfPqSearchParams; s != 0 {
 		g.Search = &IVFPQSearchParams{
-			NProbes: s.NProbes, LUTDtype: ivfpq.CUDAType(s.LutDtype), InternalDistanceDtype: ivfpq.CUDAType(s.InternalDistanceDtype),
-			CoarseSearchDtype: ivfpq.CUDAType(s.CoarseSearchDtype), MaxInternalBatchSize: s.MaxInternalBatchSize,
-			PreferredShmemCarveout: s.PreferredShmemCarveout,
+			NProbes: s.Ref().NProbes, LUTDtype: ivfpq.CUDAType(s.Ref().LutDtype), InternalDistanceDtype: ivfpq.CUDAType(s.Ref().InternalDistanceDtype),
+			CoarseSearchDtype: ivfpq.CUDAType(s.Ref().CoarseSearchDtype), MaxInternalBatchSize: s.Ref().MaxInternalBatchSize,
+			PreferredShmemCarveout: s.Ref().PreferredShmemCarveout,
 		}
 	}
 	return g
@@ -428,8 +428,8 @@ func DefaultCompressionParams() (CompressionParams, error) {
 		return CompressionParams{}, kit.Wrap(op, err)
 	}
 	out := CompressionParams{
-		PQBits: p.PqBits, PQDim: p.PqDim, VQNCenters: p.VqNCenters, KMeansNIters: p.KmeansNIters,
-		VQKMeansTrainsetFraction: p.VqKmeansTrainsetFraction, PQKMeansTrainsetFraction: p.PqKmeansTrainsetFraction,
+		PQBits: p.Ref().PqBits, PQDim: p.Ref().PqDim, VQNCenters: p.Ref().VqNCenters, KMeansNIters: p.Ref().KmeansNIters,
+		VQKMeansTrainsetFraction: p.Ref().VqKmeansTrainsetFraction, PQKMeansTrainsetFraction: p.Ref().PqKmeansTrainsetFraction,
 	}
 	return out, kit.Wrap(op, generated.CuvsCagraCompressionParamsDestroy(p))
 }
@@ -442,7 +442,7 @@ func DefaultACEParams() (ACEParams, error) {
 	if err := generated.CuvsAceParamsCreate(&p); err != nil {
 		return ACEParams{}, kit.Wrap(op, err)
 	}
-	out := *aceFromC(p)
+	out := *aceFromC(p.Ref())
 	return out, kit.Wrap(op, generated.CuvsAceParamsDestroy(p))
 }
 
@@ -453,7 +453,7 @@ func DefaultExtendParams() (ExtendParams, error) {
 	if err := generated.CuvsCagraExtendParamsCreate(&p); err != nil {
 		return ExtendParams{}, kit.Wrap(op, err)
 	}
-	out := ExtendParams{MaxChunkSize: p.MaxChunkSize}
+	out := ExtendParams{MaxChunkSize: p.Ref().MaxChunkSize}
 	return out, kit.Wrap(op, generated.CuvsCagraExtendParamsDestroy(p))
 }
 
@@ -466,13 +466,13 @@ func DefaultSearchParams() (SearchParams, error) {
 		return SearchParams{}, kit.Wrap(op, err)
 	}
 	out := SearchParams{
-		MaxQueries: int(p.MaxQueries), ITopKSize: int(p.ItopkSize), MaxIterations: int(p.MaxIterations),
-		Algo: SearchAlgo(p.Algo), TeamSize: int(p.TeamSize), SearchWidth: int(p.SearchWidth),
-		MinIterations: int(p.MinIterations), ThreadBlockSize: int(p.ThreadBlockSize),
-		HashmapMode: HashMode(p.HashmapMode), HashmapMinBitlen: int(p.HashmapMinBitlen),
-		HashmapMaxFillRate: p.HashmapMaxFillRate, NumRandomSamplings: p.NumRandomSamplings,
-		RandXORMask: p.RandXorMask, Persistent: p.Persistent, PersistentLifetime: p.PersistentLifetime,
-		PersistentDeviceUsage: p.PersistentDeviceUsage,
+		MaxQueries: int(p.Ref().MaxQueries), ITopKSize: int(p.Ref().ItopkSize), MaxIterations: int(p.Ref().MaxIterations),
+		Algo: SearchAlgo(p.Ref().Algo), TeamSize: int(p.Ref().TeamSize), SearchWidth: int(p.Ref().SearchWidth),
+		MinIterations: int(p.Ref().MinIterations), ThreadBlockSize: int(p.Ref().ThreadBlockSize),
+		HashmapMode: HashMode(p.Ref().HashmapMode), HashmapMinBitlen: int(p.Ref().HashmapMinBitlen),
+		HashmapMaxFillRate: p.Ref().HashmapMaxFillRate, NumRandomSamplings: p.Ref().NumRandomSamplings,
+		RandXORMask: p.Ref().RandXorMask, Persistent: p.Ref().Persistent, PersistentLifetime: p.Ref().PersistentLifetime,
+		PersistentDeviceUsage: p.Ref().PersistentDeviceUsage,
 	}
 	return out, kit.Wrap(op, generated.CuvsCagraSearchParamsDestroy(p))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -31,7 +32,7 @@ type dsSlot struct {
 }
 
 func (s *dsSlot) release() {
-	if s.ds != nil {
+	if s.ds != 0 {
 		_ = generated.CuvsDatasetDestroy(s.ds)
 	}
 	if s.borrow != nil {
@@ -150,7 +151,7 @@ func deviceDataset(op string, res *safe.Resources, v *dlpack.View, label string,
 
 // build2608 is Build on cuVS 26.08 (cuvsCagraBuild_v2608, on a Dataset).
 func (idx *Index) build2608(op string, res *safe.Resources, dv *dlpack.View, p generated.CuvsCagraIndexParams_t_v2608) error {
-	if p.BuildAlgo == generated.CuvsCagraGraphBuildAlgo_ACE {
+	if p.Ref().BuildAlgo == generated.CuvsCagraGraphBuildAlgo_ACE {
 		return idx.ace2608(op, res, dv, p)
 	}
 	own := (func() error)(nil)
@@ -338,7 +339,7 @@ func (idx *Index) ace2608(op string, res *safe.Resources, dv *dlpack.View, p gen
 		return generated.CuvsCagraUpdateDataset(h, dev, idx.h)
 	})
 	idx.ds.replace(dsSlot{ds: dev})
-	if host != nil {
+	if host != 0 {
 		if err != nil {
 			// The index may reference the host view's rows: destroy it
 			// with the index.
@@ -568,7 +569,9 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsCagraSearchMultiPartition(h, &cp, uint32(len(hs)), &hs[0], t.Queries, pt, t.Neighbors, t.Distances, fp)
+	var pin runtime.Pinner
+	err = generated.CuvsCagraSearchMultiPartition(h, cp.Pin(&pin), uint32(len(hs)), &hs[0], t.Queries, pt, t.Neighbors, t.Distances, fp)
+	pin.Unpin()
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }

@@ -1,6 +1,7 @@
 package hnsw_test
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
@@ -24,10 +25,10 @@ func TestDiskCPUHierarchyRefusedByC(t *testing.T) {
 	var ap generated.CuvsHnswAceParams_t
 	must(t, generated.CuvsHnswAceParamsCreate(&ap))
 	defer generated.CuvsHnswAceParamsDestroy(ap)
-	ap.UseDisk = true
+	ap.Ref().UseDisk = true
 	var pp generated.CuvsHnswIndexParams_t
 	must(t, generated.CuvsHnswIndexParamsCreate(&pp))
-	cp := *pp
+	cp := *pp.Ref()
 	must(t, generated.CuvsHnswIndexParamsDestroy(pp))
 	cp.Hierarchy = generated.CuvsHnswHierarchy_CPU
 	cp.AceParams = ap
@@ -41,7 +42,9 @@ func TestDiskCPUHierarchyRefusedByC(t *testing.T) {
 	rh, err := kit.Lock(f.res, "test")
 	must(t, err)
 	defer kit.Unlock(f.res)
-	err = generated.CuvsHnswBuild(rh, &cp, mt, h)
+	var pin runtime.Pinner
+	err = generated.CuvsHnswBuild(rh, cp.Pin(&pin), mt, h)
+	pin.Unpin()
 	want := "Disk serialization not supported for CPU hierarchy."
 	if generated.Release() == "26.06" {
 		want = "Disk2disk serialization not supported for CPU hierarchy."

@@ -3,6 +3,7 @@ package hnsw
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -141,12 +142,12 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, wrap(op, err)
 	}
 	defer generated.CuvsHnswAceParamsDestroy(ap) //nolint:errcheck // plain delete
-	ap.Npartitions, ap.UseDisk = ace.NPartitions, ace.UseDisk
-	ap.MaxHostMemoryGb, ap.MaxGpuMemoryGb = ace.MaxHostMemoryGB, ace.MaxGPUMemoryGB
+	ap.Ref().Npartitions, ap.Ref().UseDisk = ace.NPartitions, ace.UseDisk
+	ap.Ref().MaxHostMemoryGb, ap.Ref().MaxGpuMemoryGb = ace.MaxHostMemoryGB, ace.MaxGPUMemoryGB
 	if dir != nil {
 		cs := cString(string(dir[:len(dir)-1]))
 		defer cFree(unsafe.Pointer(cs))
-		ap.BuildDir = cs // cuVS copies it into a std::string
+		ap.Ref().BuildDir = cs // cuVS copies it into a std::string
 	}
 	idx, err := newIndex(op, res)
 	if err != nil {
@@ -155,7 +156,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	cp := p.cValue()
 	cp.AceParams = ap
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsHnswBuild(h, &cp, t[0], idx.h)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsHnswBuild(h, cp.Pin(&pin), t[0], idx.h)
 	}); err != nil {
 		idx.fail()
 		return nil, rewrap(op, err)
@@ -274,9 +277,13 @@ func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dl
 		}
 		if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			if t[0] != nil {
-				return generated.CuvsHnswFromCagraWithDataset(h, &cp, ch, idx.h, t[0])
+				var pin runtime.Pinner
+				defer pin.Unpin()
+				return generated.CuvsHnswFromCagraWithDataset(h, cp.Pin(&pin), ch, idx.h, t[0])
 			}
-			return generated.CuvsHnswFromCagra(h, &cp, ch, idx.h)
+			var pin runtime.Pinner
+			defer pin.Unpin()
+			return generated.CuvsHnswFromCagra(h, cp.Pin(&pin), ch, idx.h)
 		}); err != nil {
 			idx.fail()
 			idx = nil
@@ -388,7 +395,9 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 			return err
 		}
 		err := kit.CallWith(op, res, []*dlpack.View{&vv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			return generated.CuvsHnswExtend(h, &cp, t[0], idx.h)
+			var pin runtime.Pinner
+			defer pin.Unpin()
+			return generated.CuvsHnswExtend(h, cp.Pin(&pin), t[0], idx.h)
 		})
 		if err == nil {
 			idx.rows.Add(vv.Dim(0))
@@ -450,7 +459,9 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 		return err
 	}
 	idx.gate.enter(cp.Ef)
-	err = generated.CuvsHnswSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances)
+	var pin runtime.Pinner
+	err = generated.CuvsHnswSearch(h, cp.Pin(&pin), idx.h, t.Queries, t.Neighbors, t.Distances)
+	pin.Unpin()
 	idx.gate.leave(err == nil)
 	kit.Unlock(res)
 	return wrap(op, err)
@@ -551,10 +562,12 @@ func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataTyp
 	if err != nil {
 		return nil, err
 	}
-	idx.h.Dtype = generated.DLDataType{Code: uint8(dtype.Code), Bits: dtype.Bits, Lanes: 1}
+	idx.h.Ref().Dtype = generated.DLDataType{Code: uint8(dtype.Code), Bits: dtype.Bits, Lanes: 1}
 	cp := p.cValue()
 	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, fp *byte) error {
-		return wrapMissing(generated.CuvsHnswDeserialize(h, &cp, fp, int32(dim), kit.CMetric(metric), idx.h))
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return wrapMissing(generated.CuvsHnswDeserialize(h, cp.Pin(&pin), fp, int32(dim), kit.CMetric(metric), idx.h))
 	}); err != nil {
 		idx.fail()
 		return nil, err

@@ -119,8 +119,8 @@ func DefaultIndexParams() (IndexParams, error) {
 		return IndexParams{}, wrap(op, err)
 	}
 	out := IndexParams{
-		Hierarchy: Hierarchy(p.Hierarchy), EfConstruction: p.EfConstruction, NumThreads: p.NumThreads,
-		M: p.M, Metric: safe.Metric(p.Metric),
+		Hierarchy: Hierarchy(p.Ref().Hierarchy), EfConstruction: p.Ref().EfConstruction, NumThreads: p.Ref().NumThreads,
+		M: p.Ref().M, Metric: safe.Metric(p.Ref().Metric),
 	}
 	return out, wrap(op, generated.CuvsHnswIndexParamsDestroy(p))
 }
@@ -135,8 +135,8 @@ func DefaultACEParams() (ACEParams, error) {
 		return ACEParams{}, wrap(op, err)
 	}
 	out := ACEParams{
-		NPartitions: p.Npartitions, BuildDir: goString(p.BuildDir), UseDisk: p.UseDisk,
-		MaxHostMemoryGB: p.MaxHostMemoryGb, MaxGPUMemoryGB: p.MaxGpuMemoryGb,
+		NPartitions: p.Ref().Npartitions, BuildDir: goString(p.Ref().BuildDir), UseDisk: p.Ref().UseDisk,
+		MaxHostMemoryGB: p.Ref().MaxHostMemoryGb, MaxGPUMemoryGB: p.Ref().MaxGpuMemoryGb,
 	}
 	return out, wrap(op, generated.CuvsHnswAceParamsDestroy(p))
 }
@@ -149,7 +149,7 @@ func DefaultSearchParams() (SearchParams, error) {
 	if err := generated.CuvsHnswSearchParamsCreate(&p); err != nil {
 		return SearchParams{}, wrap(op, err)
 	}
-	out := SearchParams{Ef: p.Ef, NumThreads: p.NumThreads}
+	out := SearchParams{Ef: p.Ref().Ef, NumThreads: p.Ref().NumThreads}
 	return out, wrap(op, generated.CuvsHnswSearchParamsDestroy(p))
 }
 
@@ -161,7 +161,7 @@ func DefaultExtendParams() (ExtendParams, error) {
 	if err := generated.CuvsHnswExtendParamsCreate(&p); err != nil {
 		return ExtendParams{}, wrap(op, err)
 	}
-	out := ExtendParams{NumThreads: p.NumThreads}
+	out := ExtendParams{NumThreads: p.Ref().NumThreads}
 	return out, wrap(op, generated.CuvsHnswExtendParamsDestroy(p))
 }
 

@@ -42,7 +42,7 @@ func testIndex(t *testing.T) (*safe.Resources, *safe.DeviceMatrix[float32], *Ind
 func TestCDeserializeLeavesLanesZero(t *testing.T) {
 	safetest.Check(t)
 	res, _, idx := testIndex(t)
-	if l := idx.h.Dtype.Lanes; l != 1 {
+	if l := idx.h.Ref().Dtype.Lanes; l != 1 {
 		t.Errorf("built index: lanes %d", l)
 	}
 	path := filepath.Join(t.TempDir(), "i.bin")
@@ -54,7 +54,7 @@ func TestCDeserializeLeavesLanesZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer back.Close()
-	if d := back.h.Dtype; d.Code != 2 || d.Bits != 32 || d.Lanes != 0 {
+	if d := back.h.Ref().Dtype; d.Code != 2 || d.Bits != 32 || d.Lanes != 0 {
 		t.Errorf("deserialized dtype {%d %d %d}, want {2 32 0}", d.Code, d.Bits, d.Lanes)
 	}
 	if back.DType().Lanes != 1 {

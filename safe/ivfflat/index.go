@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -80,7 +81,7 @@ func (idx *Index) refresh(op string) error {
 		return kit.Wrap(op, err)
 	}
 	idx.nLists, idx.dim = nLists, dim
-	idx.dtype = kit.DataType(idx.h.Dtype)
+	idx.dtype = kit.DataType(idx.h.Ref().Dtype)
 	return nil
 }
 
@@ -127,7 +128,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	cp := p.cValue()
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfFlatBuild(h, &cp, t[0], idx.h)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsIvfFlatBuild(h, cp.Pin(&pin), t[0], idx.h)
 	}); err != nil {
 		idx.fail()
 		return nil, err
@@ -327,7 +330,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: rowBytes(t.Queries)}
 	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
 		cp := generated.CuvsIvfFlatSearchParams{NProbes: probes}
-		return generated.CuvsIvfFlatSearch(h, &cp, idx.h, q, n, d, f)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsIvfFlatSearch(h, cp.Pin(&pin), idx.h, q, n, d, f)
 	})
 }
 

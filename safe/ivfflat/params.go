@@ -61,9 +61,9 @@ func DefaultIndexParams() (IndexParams, error) {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := IndexParams{
-		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
-		NLists: p.NLists, KMeansNIters: p.KmeansNIters, KMeansTrainsetFraction: p.KmeansTrainsetFraction,
-		AdaptiveCenters: p.AdaptiveCenters, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
+		Metric: safe.Metric(p.Ref().Metric), MetricArg: p.Ref().MetricArg, AddDataOnBuild: p.Ref().AddDataOnBuild,
+		NLists: p.Ref().NLists, KMeansNIters: p.Ref().KmeansNIters, KMeansTrainsetFraction: p.Ref().KmeansTrainsetFraction,
+		AdaptiveCenters: p.Ref().AdaptiveCenters, ConservativeMemoryAllocation: p.Ref().ConservativeMemoryAllocation,
 	}
 	return out, kit.Wrap(op, generated.CuvsIvfFlatIndexParamsDestroy(p))
 }
@@ -76,7 +76,7 @@ func DefaultSearchParams() (SearchParams, error) {
 	if err := generated.CuvsIvfFlatSearchParamsCreate(&p); err != nil {
 		return SearchParams{}, kit.Wrap(op, err)
 	}
-	out := SearchParams{NProbes: p.NProbes}
+	out := SearchParams{NProbes: p.Ref().NProbes}
 	return out, kit.Wrap(op, generated.CuvsIvfFlatSearchParamsDestroy(p))
 }
 

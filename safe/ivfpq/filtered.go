@@ -2,6 +2,7 @@ package ivfpq
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -437,9 +438,9 @@ func (f *Filtered) Close() error {
 func (f *Filtered) release() error {
 	f.call.End()
 	var first error
-	if f.bf != nil {
+	if f.bf != 0 {
 		first = generated.CuvsBruteForceIndexDestroy(f.bf)
-		f.bf = nil
+		f.bf = 0
 	}
 	if f.unkeep != nil {
 		f.unkeep()
@@ -550,7 +551,9 @@ func (f *Filtered) pq(op string, res *safe.Resources, cp *generated.CuvsIvfPqSea
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsIvfPqSearch(h, cp, f.idx.h, q, n, d)
+	var pin runtime.Pinner
+	err = generated.CuvsIvfPqSearch(h, cp.Pin(&pin), f.idx.h, q, n, d)
+	pin.Unpin()
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }

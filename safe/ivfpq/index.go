@@ -2,6 +2,7 @@ package ivfpq
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -85,7 +86,7 @@ func unpackDType(v uint32) dlpack.DataType {
 // 1); code 0 and bits 0 is cuVS's "not known yet" (after
 // cuvsIvfPqBuildPrecomputed or cuvsIvfPqDeserialize, until Extend).
 func (idx *Index) readDType() {
-	d := idx.h.Dtype
+	d := idx.h.Ref().Dtype
 	if d.Code == 0 && d.Bits == 0 {
 		idx.dtype.Store(0)
 		return
@@ -557,7 +558,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsIvfPqSearch(h, &cp, idx.h, t.Queries, t.Neighbors, t.Distances)
+	var pin runtime.Pinner
+	err = generated.CuvsIvfPqSearch(h, cp.Pin(&pin), idx.h, t.Queries, t.Neighbors, t.Distances)
+	pin.Unpin()
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }

@@ -20,7 +20,7 @@ func init() {
 		if err != nil {
 			return generated.CuvsIvfPqIndexParams{}, err
 		}
-		v := *c
+		v := *c.Ref()
 		return v, kit.Wrap(op, generated.CuvsIvfPqIndexParamsDestroy(c))
 	}
 	mgparams.IVFPQSearch = func(pa any, op string) (generated.CuvsIvfPqSearchParams, error) {

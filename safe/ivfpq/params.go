@@ -192,11 +192,11 @@ func DefaultIndexParams() (IndexParams, error) {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := IndexParams{
-		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
-		NLists: p.NLists, KMeansNIters: p.KmeansNIters, KMeansTrainsetFraction: p.KmeansTrainsetFraction,
-		PQBits: p.PqBits, PQDim: p.PqDim, CodebookKind: CodebookKind(p.CodebookKind),
-		ForceRandomRotation: p.ForceRandomRotation, ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
-		MaxTrainPointsPerPQCode: p.MaxTrainPointsPerPqCode, CodesLayout: CodesLayout(p.CodesLayout),
+		Metric: safe.Metric(p.Ref().Metric), MetricArg: p.Ref().MetricArg, AddDataOnBuild: p.Ref().AddDataOnBuild,
+		NLists: p.Ref().NLists, KMeansNIters: p.Ref().KmeansNIters, KMeansTrainsetFraction: p.Ref().KmeansTrainsetFraction,
+		PQBits: p.Ref().PqBits, PQDim: p.Ref().PqDim, CodebookKind: CodebookKind(p.Ref().CodebookKind),
+		ForceRandomRotation: p.Ref().ForceRandomRotation, ConservativeMemoryAllocation: p.Ref().ConservativeMemoryAllocation,
+		MaxTrainPointsPerPQCode: p.Ref().MaxTrainPointsPerPqCode, CodesLayout: CodesLayout(p.Ref().CodesLayout),
 	}
 	return out, kit.Wrap(op, generated.CuvsIvfPqIndexParamsDestroy(p))
 }
@@ -212,9 +212,9 @@ func DefaultSearchParams() (SearchParams, error) {
 		return SearchParams{}, kit.Wrap(op, err)
 	}
 	out := SearchParams{
-		NProbes: p.NProbes, LUTDtype: CUDAType(p.LutDtype), InternalDistanceDtype: CUDAType(p.InternalDistanceDtype),
-		CoarseSearchDtype: CUDAType(p.CoarseSearchDtype), MaxInternalBatchSize: p.MaxInternalBatchSize,
-		PreferredShmemCarveout: p.PreferredShmemCarveout,
+		NProbes: p.Ref().NProbes, LUTDtype: CUDAType(p.Ref().LutDtype), InternalDistanceDtype: CUDAType(p.Ref().InternalDistanceDtype),
+		CoarseSearchDtype: CUDAType(p.Ref().CoarseSearchDtype), MaxInternalBatchSize: p.Ref().MaxInternalBatchSize,
+		PreferredShmemCarveout: p.Ref().PreferredShmemCarveout,
 	}
 	return out, kit.Wrap(op, generated.CuvsIvfPqSearchParamsDestroy(p))
 }
@@ -287,13 +287,13 @@ func (p *IndexParams) validate(op string, dim int64) error {
 func (p *IndexParams) toC(op string) (generated.CuvsIvfPqIndexParams_t, error) {
 	var c generated.CuvsIvfPqIndexParams_t
 	if err := generated.CuvsIvfPqIndexParamsCreate(&c); err != nil {
-		return nil, kit.Wrap(op, err)
+		return 0, kit.Wrap(op, err)
 	}
-	c.Metric, c.MetricArg, c.AddDataOnBuild = kit.CMetric(p.Metric), p.MetricArg, p.AddDataOnBuild
-	c.NLists, c.KmeansNIters, c.KmeansTrainsetFraction = p.NLists, p.KMeansNIters, p.KMeansTrainsetFraction
-	c.PqBits, c.PqDim, c.CodebookKind = p.PQBits, p.PQDim, generated.CuvsIvfPqCodebookGen(p.CodebookKind)
-	c.ForceRandomRotation, c.ConservativeMemoryAllocation = p.ForceRandomRotation, p.ConservativeMemoryAllocation
-	c.MaxTrainPointsPerPqCode, c.CodesLayout = p.MaxTrainPointsPerPQCode, generated.CuvsIvfPqListLayout(p.CodesLayout)
+	c.Ref().Metric, c.Ref().MetricArg, c.Ref().AddDataOnBuild = kit.CMetric(p.Metric), p.MetricArg, p.AddDataOnBuild
+	c.Ref().NLists, c.Ref().KmeansNIters, c.Ref().KmeansTrainsetFraction = p.NLists, p.KMeansNIters, p.KMeansTrainsetFraction
+	c.Ref().PqBits, c.Ref().PqDim, c.Ref().CodebookKind = p.PQBits, p.PQDim, generated.CuvsIvfPqCodebookGen(p.CodebookKind)
+	c.Ref().ForceRandomRotation, c.Ref().ConservativeMemoryAllocation = p.ForceRandomRotation, p.ConservativeMemoryAllocation
+	c.Ref().MaxTrainPointsPerPqCode, c.Ref().CodesLayout = p.MaxTrainPointsPerPQCode, generated.CuvsIvfPqListLayout(p.CodesLayout)
 	return c, nil
 }
 

@@ -2,6 +2,7 @@ package ivfsq
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -85,7 +86,7 @@ func (idx *Index) refresh(op string) error {
 	}
 	idx.rows.Store(size)
 	idx.nLists, idx.dim = nLists, dim
-	d := idx.h.Dtype
+	d := idx.h.Ref().Dtype
 	if d.Lanes == 0 && d.Bits != 0 {
 		d.Lanes = 1
 	}
@@ -102,7 +103,7 @@ func (idx *Index) refreshExtended(op string) error {
 		return kit.Wrap(op, err)
 	}
 	idx.rows.Store(size)
-	d := idx.h.Dtype
+	d := idx.h.Ref().Dtype
 	if d.Lanes == 0 && d.Bits != 0 {
 		d.Lanes = 1
 	}
@@ -141,7 +142,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	cp := p.cValue()
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfSqBuild(h, &cp, t[0], idx.h)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsIvfSqBuild(h, cp.Pin(&pin), t[0], idx.h)
 	}); err != nil {
 		idx.fail()
 		return nil, err
@@ -368,7 +371,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: rowBytes(t.Queries)}
 	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
 		cp := generated.CuvsIvfSqSearchParams{NProbes: probes}
-		return generated.CuvsIvfSqSearch(h, &cp, idx.h, q, n, d, f)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsIvfSqSearch(h, cp.Pin(&pin), idx.h, q, n, d, f)
 	})
 }
 

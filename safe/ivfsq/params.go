@@ -58,9 +58,9 @@ func DefaultIndexParams() (IndexParams, error) {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := IndexParams{
-		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg, AddDataOnBuild: p.AddDataOnBuild,
-		NLists: p.NLists, KMeansNIters: p.KmeansNIters, MaxTrainPointsPerCluster: p.MaxTrainPointsPerCluster,
-		ConservativeMemoryAllocation: p.ConservativeMemoryAllocation,
+		Metric: safe.Metric(p.Ref().Metric), MetricArg: p.Ref().MetricArg, AddDataOnBuild: p.Ref().AddDataOnBuild,
+		NLists: p.Ref().NLists, KMeansNIters: p.Ref().KmeansNIters, MaxTrainPointsPerCluster: p.Ref().MaxTrainPointsPerCluster,
+		ConservativeMemoryAllocation: p.Ref().ConservativeMemoryAllocation,
 	}
 	return out, kit.Wrap(op, generated.CuvsIvfSqIndexParamsDestroy(p))
 }
@@ -73,7 +73,7 @@ func DefaultSearchParams() (SearchParams, error) {
 	if err := generated.CuvsIvfSqSearchParamsCreate(&p); err != nil {
 		return SearchParams{}, kit.Wrap(op, err)
 	}
-	out := SearchParams{NProbes: p.NProbes}
+	out := SearchParams{NProbes: p.Ref().NProbes}
 	return out, kit.Wrap(op, generated.CuvsIvfSqSearchParamsDestroy(p))
 }
 

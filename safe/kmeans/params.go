@@ -175,11 +175,11 @@ func createC(op string) (*cParams, error) {
 
 func (c *cParams) destroy() error {
 	switch {
-	case c.v8 != nil:
+	case c.v8 != 0:
 		return generated.CuvsKMeansParamsDestroy_v2608(c.v8)
-	case c.v2 != nil:
+	case c.v2 != 0:
 		return generated.CuvsKMeansParamsDestroy_v2(c.v2)
-	case c.v1 != nil:
+	case c.v1 != 0:
 		return generated.CuvsKMeansParamsDestroy(c.v1)
 	}
 	return nil
@@ -197,17 +197,17 @@ type fields struct {
 }
 
 func (c *cParams) fields() fields {
-	if p := c.v8; p != nil {
-		return fields{&p.Metric, &p.NClusters, &p.MaxIter, &p.NInit, &p.Init, &p.Tol, &p.OversamplingFactor,
-			&p.BatchSamples, &p.BatchCentroids, &p.HierarchicalNIters, &p.Hierarchical, &p.DeviceBufferSamples, &p.InitSize}
+	if p := c.v8; p != 0 {
+		return fields{&p.Ref().Metric, &p.Ref().NClusters, &p.Ref().MaxIter, &p.Ref().NInit, &p.Ref().Init, &p.Ref().Tol, &p.Ref().OversamplingFactor,
+			&p.Ref().BatchSamples, &p.Ref().BatchCentroids, &p.Ref().HierarchicalNIters, &p.Ref().Hierarchical, &p.Ref().DeviceBufferSamples, &p.Ref().InitSize}
 	}
-	if p := c.v2; p != nil {
-		return fields{&p.Metric, &p.NClusters, &p.MaxIter, &p.NInit, &p.Init, &p.Tol, &p.OversamplingFactor,
-			&p.BatchSamples, &p.BatchCentroids, &p.HierarchicalNIters, &p.Hierarchical, &p.StreamingBatchSize, &p.InitSize}
+	if p := c.v2; p != 0 {
+		return fields{&p.Ref().Metric, &p.Ref().NClusters, &p.Ref().MaxIter, &p.Ref().NInit, &p.Ref().Init, &p.Ref().Tol, &p.Ref().OversamplingFactor,
+			&p.Ref().BatchSamples, &p.Ref().BatchCentroids, &p.Ref().HierarchicalNIters, &p.Ref().Hierarchical, &p.Ref().StreamingBatchSize, &p.Ref().InitSize}
 	}
 	p := c.v1
-	return fields{&p.Metric, &p.NClusters, &p.MaxIter, &p.NInit, &p.Init, &p.Tol, &p.OversamplingFactor,
-		&p.BatchSamples, &p.BatchCentroids, &p.HierarchicalNIters, &p.Hierarchical, &p.StreamingBatchSize, &p.InitSize}
+	return fields{&p.Ref().Metric, &p.Ref().NClusters, &p.Ref().MaxIter, &p.Ref().NInit, &p.Ref().Init, &p.Ref().Tol, &p.Ref().OversamplingFactor,
+		&p.Ref().BatchSamples, &p.Ref().BatchCentroids, &p.Ref().HierarchicalNIters, &p.Ref().Hierarchical, &p.Ref().StreamingBatchSize, &p.Ref().InitSize}
 }
 
 func (c *cParams) read() Params {
@@ -235,8 +235,8 @@ func (c *cParams) write(p *Params) {
 	*f.hIters = int32(p.BalancedIters)
 	*f.buffer = p.HostBatchRows
 	*f.initSize = p.InitSize
-	if c.v1 != nil {
-		c.v1.InertiaCheck = false // cuVS never reads it
+	if c.v1 != 0 {
+		c.v1.Ref().InertiaCheck = false // cuVS never reads it
 	}
 }
 
@@ -256,9 +256,9 @@ func withC(op string, p *Params, f func(c *cParams) error) error {
 
 func (c *cParams) fit(h generated.CuvsResources_t, x, w, cent *generated.DLManagedTensor, inertia *float64, n *int32) error {
 	switch {
-	case c.v8 != nil:
+	case c.v8 != 0:
 		return generated.CuvsKMeansFit_v2608(h, c.v8, x, w, cent, inertia, n)
-	case c.v2 != nil:
+	case c.v2 != 0:
 		return generated.CuvsKMeansFit_v2(h, c.v2, x, w, cent, inertia, n)
 	}
 	return generated.CuvsKMeansFit(h, c.v1, x, w, cent, inertia, n)
@@ -266,9 +266,9 @@ func (c *cParams) fit(h generated.CuvsResources_t, x, w, cent *generated.DLManag
 
 func (c *cParams) predict(h generated.CuvsResources_t, x, w, cent, labels *generated.DLManagedTensor, normalize bool, inertia *float64) error {
 	switch {
-	case c.v8 != nil:
+	case c.v8 != 0:
 		return generated.CuvsKMeansPredict_v2608(h, c.v8, x, w, cent, labels, normalize, inertia)
-	case c.v2 != nil:
+	case c.v2 != 0:
 		return generated.CuvsKMeansPredict_v2(h, c.v2, x, w, cent, labels, normalize, inertia)
 	}
 	return generated.CuvsKMeansPredict(h, c.v1, x, w, cent, labels, normalize, inertia)

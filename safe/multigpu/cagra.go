@@ -75,15 +75,15 @@ func BuildCagra(res *Resources, dataset dlpack.Tensor, params *CagraIndexParams)
 		// The multi-GPU params come with base params of cuVS's own; ours
 		// (made by package cagra) stand in for the call, and theirs are
 		// put back for Destroy, each freed by its maker.
-		if c08 != nil {
+		if c08 != 0 {
 			var mp generated.CuvsMultiGpuCagraIndexParams_t_v2608
 			if err := generated.CuvsMultiGpuCagraIndexParamsCreate_v2608(&mp); err != nil {
 				return err
 			}
-			own := mp.BaseParams
-			mp.BaseParams, mp.Mode = c08, p.Mode.c()
+			own := mp.Ref().BaseParams
+			mp.Ref().BaseParams, mp.Ref().Mode = c08, p.Mode.c()
 			err := generated.CuvsMultiGpuCagraBuild_v2608(h, mp, t, idx.h)
-			mp.BaseParams = own
+			mp.Ref().BaseParams = own
 			if derr := generated.CuvsMultiGpuCagraIndexParamsDestroy_v2608(mp); err == nil {
 				err = derr
 			}
@@ -93,10 +93,10 @@ func BuildCagra(res *Resources, dataset dlpack.Tensor, params *CagraIndexParams)
 		if err := generated.CuvsMultiGpuCagraIndexParamsCreate(&mp); err != nil {
 			return err
 		}
-		own := mp.BaseParams
-		mp.BaseParams, mp.Mode = c06, p.Mode.c()
+		own := mp.Ref().BaseParams
+		mp.Ref().BaseParams, mp.Ref().Mode = c06, p.Mode.c()
 		err := generated.CuvsMultiGpuCagraBuild(h, mp, t, idx.h)
-		mp.BaseParams = own
+		mp.Ref().BaseParams = own
 		if derr := generated.CuvsMultiGpuCagraIndexParamsDestroy(mp); err == nil {
 			err = derr
 		}
@@ -156,8 +156,8 @@ func (idx *CagraIndex) Search(res *Resources, params *CagraSearchParams, queries
 		if err := generated.CuvsMultiGpuCagraSearchParamsCreate(&sp); err != nil {
 			return err
 		}
-		*sp.BaseParams = base
-		sp.SearchMode, sp.MergeMode, sp.NRowsPerBatch = generated.CuvsMultiGpuReplicatedSearchMode(d.SearchMode), d.MergeMode.c(), d.RowsPerBatch
+		*sp.Ref().BaseParams.Ref() = base
+		sp.Ref().SearchMode, sp.Ref().MergeMode, sp.Ref().NRowsPerBatch = generated.CuvsMultiGpuReplicatedSearchMode(d.SearchMode), d.MergeMode.c(), d.RowsPerBatch
 		err := generated.CuvsMultiGpuCagraSearch(h, sp, idx.h, q, n, dd)
 		if derr := generated.CuvsMultiGpuCagraSearchParamsDestroy(sp); err == nil {
 			err = derr
@@ -248,7 +248,7 @@ func loadCagra(op string, res *Resources, path string, multi bool) (*CagraIndex,
 			return generated.CuvsMultiGpuCagraDeserialize(h, p, idx.h)
 		}
 		return generated.CuvsMultiGpuCagraDistribute(h, p, idx.h)
-	}, func() generated.DLDataType { return idx.h.Dtype }); err != nil {
+	}, func() generated.DLDataType { return idx.h.Ref().Dtype }); err != nil {
 		idx.life.Fail()
 		return nil, err
 	}

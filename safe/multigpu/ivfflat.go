@@ -62,7 +62,7 @@ func BuildIVFFlat(res *Resources, dataset dlpack.Tensor, params *IVFFlatIndexPar
 		if err := generated.CuvsMultiGpuIvfFlatIndexParamsCreate(&mp); err != nil {
 			return err
 		}
-		*mp.BaseParams, mp.Mode = base, p.Mode.c()
+		*mp.Ref().BaseParams.Ref(), mp.Ref().Mode = base, p.Mode.c()
 		err := generated.CuvsMultiGpuIvfFlatBuild(h, mp, t, idx.h)
 		if derr := generated.CuvsMultiGpuIvfFlatIndexParamsDestroy(mp); err == nil {
 			err = derr
@@ -121,8 +121,8 @@ func (idx *IVFFlatIndex) Search(res *Resources, params *IVFFlatSearchParams, que
 		if err := generated.CuvsMultiGpuIvfFlatSearchParamsCreate(&sp); err != nil {
 			return err
 		}
-		*sp.BaseParams = base
-		sp.SearchMode, sp.MergeMode, sp.NRowsPerBatch = generated.CuvsMultiGpuReplicatedSearchMode(d.SearchMode), d.MergeMode.c(), d.RowsPerBatch
+		*sp.Ref().BaseParams.Ref() = base
+		sp.Ref().SearchMode, sp.Ref().MergeMode, sp.Ref().NRowsPerBatch = generated.CuvsMultiGpuReplicatedSearchMode(d.SearchMode), d.MergeMode.c(), d.RowsPerBatch
 		err := generated.CuvsMultiGpuIvfFlatSearch(h, sp, idx.h, q, n, dd)
 		if derr := generated.CuvsMultiGpuIvfFlatSearchParamsDestroy(sp); err == nil {
 			err = derr
@@ -209,7 +209,7 @@ func loadIVFFlat(op string, res *Resources, path string, multi bool) (*IVFFlatIn
 			return generated.CuvsMultiGpuIvfFlatDeserialize(h, p, idx.h)
 		}
 		return generated.CuvsMultiGpuIvfFlatDistribute(h, p, idx.h)
-	}, func() generated.DLDataType { return idx.h.Dtype }); err != nil {
+	}, func() generated.DLDataType { return idx.h.Ref().Dtype }); err != nil {
 		idx.life.Fail()
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func BuildIVFPQ(res *Resources, dataset dlpack.Tensor, params *IVFPQIndexParams)
 		if err := generated.CuvsMultiGpuIvfPqIndexParamsCreate(&mp); err != nil {
 			return err
 		}
-		*mp.BaseParams, mp.Mode = base, p.Mode.c()
+		*mp.Ref().BaseParams.Ref(), mp.Ref().Mode = base, p.Mode.c()
 		err := generated.CuvsMultiGpuIvfPqBuild(h, mp, t, idx.h)
 		if derr := generated.CuvsMultiGpuIvfPqIndexParamsDestroy(mp); err == nil {
 			err = derr
@@ -126,8 +126,8 @@ func (idx *IVFPQIndex) Search(res *Resources, params *IVFPQSearchParams, queries
 		if err := generated.CuvsMultiGpuIvfPqSearchParamsCreate(&sp); err != nil {
 			return err
 		}
-		*sp.BaseParams = base
-		sp.SearchMode, sp.MergeMode, sp.NRowsPerBatch = generated.CuvsMultiGpuReplicatedSearchMode(d.SearchMode), d.MergeMode.c(), d.RowsPerBatch
+		*sp.Ref().BaseParams.Ref() = base
+		sp.Ref().SearchMode, sp.Ref().MergeMode, sp.Ref().NRowsPerBatch = generated.CuvsMultiGpuReplicatedSearchMode(d.SearchMode), d.MergeMode.c(), d.RowsPerBatch
 		err := generated.CuvsMultiGpuIvfPqSearch(h, sp, idx.h, q, n, dd)
 		if derr := generated.CuvsMultiGpuIvfPqSearchParamsDestroy(sp); err == nil {
 			err = derr
@@ -214,7 +214,7 @@ func loadIVFPQ(op string, res *Resources, path string, multi bool) (*IVFPQIndex,
 			return generated.CuvsMultiGpuIvfPqDeserialize(h, p, idx.h)
 		}
 		return generated.CuvsMultiGpuIvfPqDistribute(h, p, idx.h)
-	}, func() generated.DLDataType { return idx.h.Dtype }); err != nil {
+	}, func() generated.DLDataType { return idx.h.Ref().Dtype }); err != nil {
 		idx.life.Fail()
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package multigpu
 
 import (
+	"runtime"
 	"strconv"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -81,10 +82,10 @@ func DefaultKMeansParams() (KMeansParams, error) {
 		return KMeansParams{}, kit.Wrap(op, err)
 	}
 	p := KMeansParams{
-		Metric: safe.Metric(c.Metric), Clusters: int(c.NClusters), Init: KMeansInit(c.Init), MaxIter: int(c.MaxIter),
-		Tol: c.Tol, NInit: int(c.NInit), OversamplingFactor: c.OversamplingFactor,
-		BatchSamples: int(c.BatchSamples), BatchCentroids: int(c.BatchCentroids),
-		HostBatchRows: c.DeviceBufferSamples, InitSize: c.InitSize,
+		Metric: safe.Metric(c.Ref().Metric), Clusters: int(c.Ref().NClusters), Init: KMeansInit(c.Ref().Init), MaxIter: int(c.Ref().MaxIter),
+		Tol: c.Ref().Tol, NInit: int(c.Ref().NInit), OversamplingFactor: c.Ref().OversamplingFactor,
+		BatchSamples: int(c.Ref().BatchSamples), BatchCentroids: int(c.Ref().BatchCentroids),
+		HostBatchRows: c.Ref().DeviceBufferSamples, InitSize: c.Ref().InitSize,
 	}
 	return p, kit.Wrap(op, generated.CuvsKMeansParamsDestroy_v2608(c))
 }
@@ -183,7 +184,9 @@ func KMeansFit(res *Resources, p *KMeansParams, x, weights dlpack.Tensor, centro
 	var inertia float64
 	var iters int32
 	err = withCall(op, res, []*dlpack.View{&xv, wv}, []*dlpack.ViewMut{&cv}, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, out [2]*generated.DLManagedTensor) error {
-		return generated.CuvsMultiGpuKMeansFit(h, &c, in[0], in[1], out[0], &inertia, &iters)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsMultiGpuKMeansFit(h, c.Pin(&pin), in[0], in[1], out[0], &inertia, &iters)
 	})
 	if err != nil {
 		return KMeansResult{}, err

@@ -229,7 +229,7 @@ func DefaultDistribution() (Defaults, error) {
 	if err := generated.CuvsMultiGpuIvfFlatIndexParamsCreate(&ip); err != nil {
 		return Defaults{}, kit.Wrap(op, err)
 	}
-	d := Defaults{Mode: modeOf(ip.Mode)}
+	d := Defaults{Mode: modeOf(ip.Ref().Mode)}
 	if err := generated.CuvsMultiGpuIvfFlatIndexParamsDestroy(ip); err != nil {
 		return Defaults{}, kit.Wrap(op, err)
 	}
@@ -237,7 +237,7 @@ func DefaultDistribution() (Defaults, error) {
 	if err := generated.CuvsMultiGpuIvfFlatSearchParamsCreate(&sp); err != nil {
 		return Defaults{}, kit.Wrap(op, err)
 	}
-	d.SearchMode, d.MergeMode, d.RowsPerBatch = SearchMode(sp.SearchMode), mergeOf(sp.MergeMode), sp.NRowsPerBatch
+	d.SearchMode, d.MergeMode, d.RowsPerBatch = SearchMode(sp.Ref().SearchMode), mergeOf(sp.Ref().MergeMode), sp.Ref().NRowsPerBatch
 	return d, kit.Wrap(op, generated.CuvsMultiGpuIvfFlatSearchParamsDestroy(sp))
 }
 

@@ -20,7 +20,7 @@ func TestDestroyNeedsDtype(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Unsupported nn-descent index dtype") {
 		t.Fatalf("destroying a fresh handle: %v", err)
 	}
-	h.Dtype = generated.DLDataType{Code: uint8(generated.DLDataTypeCode_kDLUInt), Bits: 32, Lanes: 1}
+	h.Ref().Dtype = generated.DLDataType{Code: uint8(generated.DLDataTypeCode_kDLUInt), Bits: 32, Lanes: 1}
 	must(t, generated.CuvsNNDescentIndexDestroy(h))
 	if c := safetest.Control(); c != nil {
 		// the first handle is freed now: nothing left

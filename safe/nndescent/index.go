@@ -6,6 +6,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"runtime"
 )
 
 // The tensor rules of NN-Descent, in one place: the dataset in host or
@@ -42,7 +43,7 @@ func newIndex(op string, res *safe.Resources) (*Index, error) {
 	if err := generated.CuvsNNDescentIndexCreate(&h); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
-	h.Dtype = generated.DLDataType{Code: uint8(generated.DLDataTypeCode_kDLUInt), Bits: 32, Lanes: 1}
+	h.Ref().Dtype = generated.DLDataType{Code: uint8(generated.DLDataTypeCode_kDLUInt), Bits: 32, Lanes: 1}
 	idx := &Index{h: h}
 	kit.Start(&idx.life, idx, "nndescent.Index(%p)", liveIndexes, func() error { return generated.CuvsNNDescentIndexDestroy(h) })
 	// The build, deserialization or merge that follows runs on res and
@@ -90,7 +91,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	cp := p.cValue()
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsNNDescentBuild(h, &cp, t[0], nil, idx.h)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsNNDescentBuild(h, cp.Pin(&pin), t[0], nil, idx.h)
 	}); err != nil {
 		idx.life.Fail()
 		return nil, err
@@ -140,7 +143,9 @@ func BuildInto(res *safe.Resources, dataset dlpack.Tensor, graph dlpack.TensorMu
 	}
 	cp := p.cValue()
 	err = kit.CallInOut(op, res, []*dlpack.View{&dv}, []*dlpack.ViewMut{&gm}, func(h generated.CuvsResources_t, in, out []*generated.DLManagedTensor) error {
-		return generated.CuvsNNDescentBuild(h, &cp, in[0], out[0], idx.h)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsNNDescentBuild(h, cp.Pin(&pin), in[0], out[0], idx.h)
 	})
 	if cerr := idx.life.Close(op); cerr != nil {
 		// Try once more (the index is never handed out: nothing else would

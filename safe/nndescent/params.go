@@ -81,10 +81,10 @@ func DefaultIndexParams() (IndexParams, error) {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := IndexParams{
-		Metric: safe.Metric(p.Metric), MetricArg: p.MetricArg,
-		GraphDegree: int(p.GraphDegree), IntermediateGraphDegree: int(p.IntermediateGraphDegree),
-		MaxIterations: int(p.MaxIterations), TerminationThreshold: p.TerminationThreshold,
-		ReturnDistances: p.ReturnDistances, DistCompDType: DistCompDType(p.DistCompDtype),
+		Metric: safe.Metric(p.Ref().Metric), MetricArg: p.Ref().MetricArg,
+		GraphDegree: int(p.Ref().GraphDegree), IntermediateGraphDegree: int(p.Ref().IntermediateGraphDegree),
+		MaxIterations: int(p.Ref().MaxIterations), TerminationThreshold: p.Ref().TerminationThreshold,
+		ReturnDistances: p.Ref().ReturnDistances, DistCompDType: DistCompDType(p.Ref().DistCompDtype),
 	}
 	return out, kit.Wrap(op, generated.CuvsNNDescentIndexParamsDestroy(p))
 }

@@ -70,7 +70,7 @@ func readDefaults() (Params, error) {
 	if err := generated.CuvsPcaParamsCreate(&c); err != nil {
 		return Params{}, kit.Wrap(op, err)
 	}
-	p := Params{Components: int(c.NComponents), Whiten: c.Whiten, Solver: Solver(c.Algorithm), Tol: c.Tol, Iterations: int(c.NIterations)}
+	p := Params{Components: int(c.Ref().NComponents), Whiten: c.Ref().Whiten, Solver: Solver(c.Ref().Algorithm), Tol: c.Ref().Tol, Iterations: int(c.Ref().NIterations)}
 	return p, kit.Wrap(op, generated.CuvsPcaParamsDestroy(c))
 }
 
@@ -97,12 +97,12 @@ func withC(op string, p *Params, k int, f func(c generated.CuvsPcaParams_t) erro
 	if err := generated.CuvsPcaParamsCreate(&c); err != nil {
 		return kit.Wrap(op, err)
 	}
-	c.NComponents = int32(k)
-	c.Copy = true // cuVS does not read it: the input is always changed and restored
-	c.Whiten = p.Whiten
-	c.Algorithm = generated.CuvsPcaSolver(p.Solver)
-	c.Tol = p.Tol
-	c.NIterations = int32(p.Iterations)
+	c.Ref().NComponents = int32(k)
+	c.Ref().Copy = true // cuVS does not read it: the input is always changed and restored
+	c.Ref().Whiten = p.Whiten
+	c.Ref().Algorithm = generated.CuvsPcaSolver(p.Solver)
+	c.Ref().Tol = p.Tol
+	c.Ref().NIterations = int32(p.Iterations)
 	err := f(c)
 	if derr := kit.Wrap(op, generated.CuvsPcaParamsDestroy(c)); err == nil {
 		err = derr

@@ -2,6 +2,7 @@ package quantize
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -66,7 +67,7 @@ func DefaultBinaryParams() (BinaryParams, error) {
 	if err := generated.CuvsBinaryQuantizerParamsCreate(&p); err != nil {
 		return BinaryParams{}, kit.Wrap(op, err)
 	}
-	out := BinaryParams{Threshold: Threshold(p.Threshold), SamplingRatio: p.SamplingRatio}
+	out := BinaryParams{Threshold: Threshold(p.Ref().Threshold), SamplingRatio: p.Ref().SamplingRatio}
 	return out, kit.Wrap(op, generated.CuvsBinaryQuantizerParamsDestroy(p))
 }
 
@@ -133,7 +134,9 @@ func TrainBinary(res *safe.Resources, dataset dlpack.Tensor, params *BinaryParam
 	_ = q.life.Keep(res, op) // the build that follows refuses res as Keep would
 	cp := generated.CuvsBinaryQuantizerParams{Threshold: generated.CuvsBinaryQuantizerThreshold(p.Threshold), SamplingRatio: p.SamplingRatio}
 	if err := call(op, res, []*dlpack.View{&dv}, nil, func(r generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
-		return generated.CuvsBinaryQuantizerTrain(r, &cp, in[0], h)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsBinaryQuantizerTrain(r, cp.Pin(&pin), in[0], h)
 	}); err != nil {
 		q.life.Fail()
 		return nil, err

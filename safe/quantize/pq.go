@@ -3,6 +3,7 @@ package quantize
 import (
 	"fmt"
 	"math"
+	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -85,9 +86,9 @@ func DefaultPQParams() (PQParams, error) {
 		return PQParams{}, kit.Wrap(op, err)
 	}
 	out := PQParams{
-		PQBits: p.PqBits, PQDim: p.PqDim, UseSubspaces: p.UseSubspaces, UseVQ: p.UseVq,
-		VQNCenters: p.VqNCenters, KMeansNIters: p.KmeansNIters, KMeansType: KMeansType(p.PqKmeansType),
-		MaxTrainPointsPerPQCode: p.MaxTrainPointsPerPqCode, MaxTrainPointsPerVQCluster: p.MaxTrainPointsPerVqCluster,
+		PQBits: p.Ref().PqBits, PQDim: p.Ref().PqDim, UseSubspaces: p.Ref().UseSubspaces, UseVQ: p.Ref().UseVq,
+		VQNCenters: p.Ref().VqNCenters, KMeansNIters: p.Ref().KmeansNIters, KMeansType: KMeansType(p.Ref().PqKmeansType),
+		MaxTrainPointsPerPQCode: p.Ref().MaxTrainPointsPerPqCode, MaxTrainPointsPerVQCluster: p.Ref().MaxTrainPointsPerVqCluster,
 	}
 	return out, kit.Wrap(op, generated.CuvsProductQuantizerParamsDestroy(p))
 }
@@ -183,7 +184,9 @@ func BuildPQ(res *safe.Resources, dataset dlpack.Tensor, params *PQParams) (*PQ,
 		MaxTrainPointsPerPqCode: pp.MaxTrainPointsPerPQCode, MaxTrainPointsPerVqCluster: pp.MaxTrainPointsPerVQCluster,
 	}
 	if err := call(op, res, []*dlpack.View{&dv}, nil, func(r generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
-		return generated.CuvsProductQuantizerBuild(r, &cp, in[0], h)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsProductQuantizerBuild(r, cp.Pin(&pin), in[0], h)
 	}); err != nil {
 		q.life.Fail()
 		return nil, err

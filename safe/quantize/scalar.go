@@ -2,6 +2,7 @@ package quantize
 
 import (
 	"math"
+	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -33,7 +34,7 @@ func DefaultScalarParams() (ScalarParams, error) {
 	if err := generated.CuvsScalarQuantizerParamsCreate(&p); err != nil {
 		return ScalarParams{}, kit.Wrap(op, err)
 	}
-	out := ScalarParams{Quantile: p.Quantile}
+	out := ScalarParams{Quantile: p.Ref().Quantile}
 	return out, kit.Wrap(op, generated.CuvsScalarQuantizerParamsDestroy(p))
 }
 
@@ -112,9 +113,11 @@ func TrainScalar(res *safe.Resources, dataset dlpack.Tensor, params *ScalarParam
 	}
 	cp := generated.CuvsScalarQuantizerParams{Quantile: p.Quantile}
 	err = call(op, res, []*dlpack.View{&dv}, nil, func(r generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
-		return generated.CuvsScalarQuantizerTrain(r, &cp, in[0], h)
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsScalarQuantizerTrain(r, cp.Pin(&pin), in[0], h)
 	})
-	q := Scalar{min: h.Min, max: h.Max, ok: true}
+	q := Scalar{min: h.Ref().Min, max: h.Ref().Max, ok: true}
 	if derr := generated.CuvsScalarQuantizerDestroy(h); err == nil && derr != nil {
 		err = kit.Wrap(op, derr)
 	}
@@ -153,7 +156,9 @@ func (q Scalar) Transform(res *safe.Resources, dataset dlpack.Tensor, out dlpack
 	}
 	cq := q.c()
 	return call(op, res, []*dlpack.View{&dv}, []*dlpack.ViewMut{&om}, func(r generated.CuvsResources_t, in, o []*generated.DLManagedTensor) error {
-		return generated.CuvsScalarQuantizerTransform(r, &cq, in[0], o[0])
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsScalarQuantizerTransform(r, cq.Pin(&pin), in[0], o[0])
 	})
 }
 
@@ -183,6 +188,8 @@ func (q Scalar) InverseTransform(res *safe.Resources, codes dlpack.Tensor, out d
 	}
 	cq := q.c()
 	return call(op, res, []*dlpack.View{&cv}, []*dlpack.ViewMut{&om}, func(r generated.CuvsResources_t, in, o []*generated.DLManagedTensor) error {
-		return generated.CuvsScalarQuantizerInverseTransform(r, &cq, in[0], o[0])
+		var pin runtime.Pinner
+		defer pin.Unpin()
+		return generated.CuvsScalarQuantizerInverseTransform(r, cq.Pin(&pin), in[0], o[0])
 	})
 }

@@ -35,14 +35,14 @@ func newCParams(op string, p *IndexParams) (*cParams, error) {
 		if err := generated.CuvsTieredIndexParamsCreate_v2608(&c.p08); err != nil {
 			return fail(err)
 		}
-		c.p08.Metric, c.p08.Algo = m, generated.CuvsTieredIndexANNAlgo(p.Backend)
-		c.p08.MinAnnRows, c.p08.CreateAnnIndexOnExtend = p.MinANNRows, p.CreateANNIndexOnExtend
+		c.p08.Ref().Metric, c.p08.Ref().Algo = m, generated.CuvsTieredIndexANNAlgo(p.Backend)
+		c.p08.Ref().MinAnnRows, c.p08.Ref().CreateAnnIndexOnExtend = p.MinANNRows, p.CreateANNIndexOnExtend
 	} else {
 		if err := generated.CuvsTieredIndexParamsCreate(&c.p06); err != nil {
 			return fail(err)
 		}
-		c.p06.Metric, c.p06.Algo = m, generated.CuvsTieredIndexANNAlgo(p.Backend)
-		c.p06.MinAnnRows, c.p06.CreateAnnIndexOnExtend = p.MinANNRows, p.CreateANNIndexOnExtend
+		c.p06.Ref().Metric, c.p06.Ref().Algo = m, generated.CuvsTieredIndexANNAlgo(p.Backend)
+		c.p06.Ref().MinAnnRows, c.p06.Ref().CreateAnnIndexOnExtend = p.MinANNRows, p.CreateANNIndexOnExtend
 	}
 	switch p.Backend {
 	case CAGRA:
@@ -51,89 +51,89 @@ func newCParams(op string, p *IndexParams) (*cParams, error) {
 			if err := generated.CuvsCagraIndexParamsCreate_v2608(&c.cg08); err != nil {
 				return fail(err)
 			}
-			c.cg08.Metric = m
+			c.cg08.Ref().Metric = m
 			if deg != 0 {
-				c.cg08.GraphDegree = deg
+				c.cg08.Ref().GraphDegree = deg
 			}
 			if inter != 0 {
-				c.cg08.IntermediateGraphDegree = inter
+				c.cg08.Ref().IntermediateGraphDegree = inter
 			}
-			c.p08.CagraParams = c.cg08
+			c.p08.Ref().CagraParams = c.cg08
 		} else {
 			if err := generated.CuvsCagraIndexParamsCreate(&c.cg06); err != nil {
 				return fail(err)
 			}
-			c.cg06.Metric = m
+			c.cg06.Ref().Metric = m
 			if deg != 0 {
-				c.cg06.GraphDegree = deg
+				c.cg06.Ref().GraphDegree = deg
 			}
 			if inter != 0 {
-				c.cg06.IntermediateGraphDegree = inter
+				c.cg06.Ref().IntermediateGraphDegree = inter
 			}
-			c.p06.CagraParams = c.cg06
+			c.p06.Ref().CagraParams = c.cg06
 		}
 	case IVFFlat:
 		if err := generated.CuvsIvfFlatIndexParamsCreate(&c.fl); err != nil {
 			return fail(err)
 		}
-		c.fl.Metric = m
+		c.fl.Ref().Metric = m
 		if p.IVFFlat.NLists != 0 {
-			c.fl.NLists = p.IVFFlat.NLists
+			c.fl.Ref().NLists = p.IVFFlat.NLists
 		}
 		if p.IVFFlat.KMeansNIters != 0 {
-			c.fl.KmeansNIters = p.IVFFlat.KMeansNIters
+			c.fl.Ref().KmeansNIters = p.IVFFlat.KMeansNIters
 		}
-		c.fl.AdaptiveCenters = p.IVFFlat.AdaptiveCenters
-		if c.p06 != nil {
-			c.p06.IvfFlatParams = c.fl
+		c.fl.Ref().AdaptiveCenters = p.IVFFlat.AdaptiveCenters
+		if c.p06 != 0 {
+			c.p06.Ref().IvfFlatParams = c.fl
 		}
-		if c.p08 != nil {
-			c.p08.IvfFlatParams = c.fl
+		if c.p08 != 0 {
+			c.p08.Ref().IvfFlatParams = c.fl
 		}
 	case IVFPQ:
 		if err := generated.CuvsIvfPqIndexParamsCreate(&c.pq); err != nil {
 			return fail(err)
 		}
-		c.pq.Metric = m
+		c.pq.Ref().Metric = m
 		if p.IVFPQ.NLists != 0 {
-			c.pq.NLists = p.IVFPQ.NLists
+			c.pq.Ref().NLists = p.IVFPQ.NLists
 		}
 		if p.IVFPQ.KMeansNIters != 0 {
-			c.pq.KmeansNIters = p.IVFPQ.KMeansNIters
+			c.pq.Ref().KmeansNIters = p.IVFPQ.KMeansNIters
 		}
 		if p.IVFPQ.PQBits != 0 {
-			c.pq.PqBits = p.IVFPQ.PQBits
+			c.pq.Ref().PqBits = p.IVFPQ.PQBits
 		}
 		if p.IVFPQ.PQDim != 0 {
-			c.pq.PqDim = p.IVFPQ.PQDim
+			c.pq.Ref().PqDim = p.IVFPQ.PQDim
 		}
-		if c.p06 != nil {
-			c.p06.IvfPqParams = c.pq
+		if c.p06 != 0 {
+			c.p06.Ref().IvfPqParams = c.pq
 		}
-		if c.p08 != nil {
-			c.p08.IvfPqParams = c.pq
+		if c.p08 != 0 {
+			c.p08.Ref().IvfPqParams = c.pq
 		}
 	}
 	return c, nil
 }
 
 func (c *cParams) free() {
-	if c.cg06 != nil {
+	if c.cg06 != 0 {
 		_ = generated.CuvsCagraIndexParamsDestroy(c.cg06)
 	}
-	if c.cg08 != nil {
+	if c.cg08 != 0 {
 		_ = generated.CuvsCagraIndexParamsDestroy_v2608(c.cg08)
 	}
-	if c.fl != nil {
+	if c.fl != 0 {
 		_ = generated.CuvsIvfFlatIndexParamsDestroy(c.fl)
 	}
-	if c.pq != nil {
+	if c.pq != 0 {
 		_ = generated.CuvsIvfPqIndexParamsDestroy(c.pq)
 	}
-	if c.p06 != nil {
+	if c.p06 != 0 {
 		_ = generated.CuvsTieredIndexParamsDestroy(c.p06)
 	}
-	if c.p08 != nil {
+	if c.p08 != 0 {
 		_ = generated.CuvsTieredIndexParamsDestroy_v2608(c.p08)
 	}
 }

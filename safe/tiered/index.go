@@ -89,11 +89,11 @@ func (s *parts) free() error {
 		keep(s.freshBF.Close())
 		s.freshBF = nil
 	}
-	if s.ann != nil {
+	if s.ann != 0 {
 		if err := generated.CuvsTieredIndexDestroy(s.ann); err != nil {
 			return err // kept for a later Close
 		}
-		s.ann = nil
+		s.ann = 0
 	}
 	for _, m := range []**safe.DeviceMatrix[float32]{&s.annData, &s.fresh} {
 		if *m != nil {
@@ -120,16 +120,16 @@ func newIndex(op string, res *safe.Resources) (*Index, error) {
 func newTiered(op string, res *safe.Resources, p *IndexParams, data *safe.DeviceMatrix[float32]) (generated.CuvsTieredIndex_t, error) {
 	dv, err := data.View()
 	if err != nil {
-		return nil, kit.Wrap(op, err)
+		return 0, kit.Wrap(op, err)
 	}
 	cp, err := newCParams(op, p)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer cp.free()
 	var h generated.CuvsTieredIndex_t
 	if err := generated.CuvsTieredIndexCreate(&h); err != nil {
-		return nil, kit.Wrap(op, err)
+		return 0, kit.Wrap(op, err)
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(r generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		if is2608() {
@@ -138,7 +138,7 @@ func newTiered(op string, res *safe.Resources, p *IndexParams, data *safe.Device
 		return generated.CuvsTieredIndexBuild(r, cp.p06, t[0], h)
 	}); err != nil {
 		_ = generated.CuvsTieredIndexDestroy(h)
-		return nil, err
+		return 0, err
 	}
 	return h, nil
 }
@@ -412,7 +412,7 @@ func (idx *Index) compact(op string, res *safe.Resources) error {
 		return kit.Wrap(op, err)
 	}
 	var h generated.CuvsTieredIndex_t
-	if st.ann != nil && idx.p.CreateANNIndexOnExtend {
+	if st.ann != 0 && idx.p.CreateANNIndexOnExtend {
 		// cuVS's own extend: it appends the fresh rows to the tiered
 		// index's storage and, the brute-force tier then holding more than
 		// MinANNRows rows with create_ann_index_on_extend set, compacts:
@@ -436,7 +436,7 @@ func (idx *Index) compact(op string, res *safe.Resources) error {
 	}
 	old, oldData := st.ann, st.annData
 	if old == h {
-		old = nil
+		old = 0
 	}
 	st.ann, st.annData = h, all
 	st.mu.Lock()
@@ -455,7 +455,7 @@ func (idx *Index) compact(op string, res *safe.Resources) error {
 		st.fresh = nil
 	}
 	idx.annRows.Store(rows)
-	if old != nil {
+	if old != 0 {
 		_ = generated.CuvsTieredIndexDestroy(old)
 	}
 	if oldData != nil {
@@ -602,7 +602,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index,
 // count (cpp/src/neighbors/detail/tiered_index.cuh, merge, both releases).
 func mergeInC(indexes []*Index, p *IndexParams, rows int64) bool {
 	for _, x := range indexes {
-		if x.st.ann == nil || x.annRows.Load() != x.rows.Load() {
+		if x.st.ann == 0 || x.annRows.Load() != x.rows.Load() {
 			return false
 		}
 	}

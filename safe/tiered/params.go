@@ -114,14 +114,14 @@ func DefaultIndexParams() (IndexParams, error) {
 		if err := generated.CuvsTieredIndexParamsCreate_v2608(&p); err != nil {
 			return IndexParams{}, kit.Wrap(op, err)
 		}
-		out = IndexParams{Backend: Backend(p.Algo), Metric: safe.Metric(p.Metric), MinANNRows: p.MinAnnRows, CreateANNIndexOnExtend: p.CreateAnnIndexOnExtend}
+		out = IndexParams{Backend: Backend(p.Ref().Algo), Metric: safe.Metric(p.Ref().Metric), MinANNRows: p.Ref().MinAnnRows, CreateANNIndexOnExtend: p.Ref().CreateAnnIndexOnExtend}
 		return out, kit.Wrap(op, generated.CuvsTieredIndexParamsDestroy_v2608(p))
 	}
 	var p generated.CuvsTieredIndexParams_t
 	if err := generated.CuvsTieredIndexParamsCreate(&p); err != nil {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
-	out = IndexParams{Backend: Backend(p.Algo), Metric: safe.Metric(p.Metric), MinANNRows: p.MinAnnRows, CreateANNIndexOnExtend: p.CreateAnnIndexOnExtend}
+	out = IndexParams{Backend: Backend(p.Ref().Algo), Metric: safe.Metric(p.Ref().Metric), MinANNRows: p.Ref().MinAnnRows, CreateANNIndexOnExtend: p.Ref().CreateAnnIndexOnExtend}
 	return out, kit.Wrap(op, generated.CuvsTieredIndexParamsDestroy(p))
 }
 

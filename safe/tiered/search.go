@@ -26,7 +26,7 @@ func readSearchDefaults() (cSearch, error) {
 	if err := generated.CuvsCagraSearchParamsCreate(&cg); err != nil {
 		return d, kit.Wrap(op, err)
 	}
-	d.cagra = *cg
+	d.cagra = *cg.Ref()
 	if err := generated.CuvsCagraSearchParamsDestroy(cg); err != nil {
 		return d, kit.Wrap(op, err)
 	}
@@ -34,7 +34,7 @@ func readSearchDefaults() (cSearch, error) {
 	if err := generated.CuvsIvfFlatSearchParamsCreate(&fl); err != nil {
 		return d, kit.Wrap(op, err)
 	}
-	d.flat = *fl
+	d.flat = *fl.Ref()
 	if err := generated.CuvsIvfFlatSearchParamsDestroy(fl); err != nil {
 		return d, kit.Wrap(op, err)
 	}
@@ -42,7 +42,7 @@ func readSearchDefaults() (cSearch, error) {
 	if err := generated.CuvsIvfPqSearchParamsCreate(&pq); err != nil {
 		return d, kit.Wrap(op, err)
 	}
-	d.pq = *pq
+	d.pq = *pq.Ref()
 	return d, kit.Wrap(op, generated.CuvsIvfPqSearchParamsDestroy(pq))
 }
 

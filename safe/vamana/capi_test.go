@@ -44,7 +44,7 @@ func TestNoRowBatchesLoopForever(t *testing.T) {
 	var p generated.CuvsVamanaIndexParams_t
 	must(t, generated.CuvsVamanaIndexParamsCreate(&p))
 	defer generated.CuvsVamanaIndexParamsDestroy(p)
-	p.MaxFraction = 0.005 // int(0.005 × 100) = 0 rows a batch
+	p.Ref().MaxFraction = 0.005 // int(0.005 × 100) = 0 rows a batch
 	var h generated.CuvsVamanaIndex_t
 	must(t, generated.CuvsVamanaIndexCreate(&h))
 	defer generated.CuvsVamanaIndexDestroy(h)

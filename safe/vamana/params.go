@@ -56,9 +56,9 @@ func DefaultIndexParams() (IndexParams, error) {
 		return IndexParams{}, kit.Wrap(op, err)
 	}
 	out := IndexParams{
-		Metric: safe.Metric(p.Metric), GraphDegree: int(p.GraphDegree), VisitedSize: int(p.VisitedSize),
-		VamanaIters: p.VamanaIters, Alpha: p.Alpha, MaxFraction: p.MaxFraction, BatchBase: p.BatchBase,
-		QueueSize: int(p.QueueSize), ReverseBatchSize: int(p.ReverseBatchsize),
+		Metric: safe.Metric(p.Ref().Metric), GraphDegree: int(p.Ref().GraphDegree), VisitedSize: int(p.Ref().VisitedSize),
+		VamanaIters: p.Ref().VamanaIters, Alpha: p.Ref().Alpha, MaxFraction: p.Ref().MaxFraction, BatchBase: p.Ref().BatchBase,
+		QueueSize: int(p.Ref().QueueSize), ReverseBatchSize: int(p.Ref().ReverseBatchsize),
 	}
 	return out, kit.Wrap(op, generated.CuvsVamanaIndexParamsDestroy(p))
 }

@@ -115,7 +115,7 @@ func rawBuild(t *testing.T, res *safe.Resources, ds dlpack.Tensor, set func(p *g
 	must(t, generated.CuvsVamanaIndexParamsCreate(&p))
 	defer generated.CuvsVamanaIndexParamsDestroy(p)
 	if set != nil {
-		set(p)
+		set(p.Ref())
 	}
 	var h generated.CuvsVamanaIndex_t
 	must(t, generated.CuvsVamanaIndexCreate(&h))

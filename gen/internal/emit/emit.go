@@ -699,14 +699,64 @@ func (g *gen) goType(t *model.Type) (jen.Code, error) {
 	return nil, fmt.Errorf("type %s has no Go form", t)
 }
 
-// handle reports whether t names a typedef of a pointer to an opaque type,
-// which Go holds as a uintptr: a C pointer that is never Go memory.
+// handle reports whether t names a handle: a typedef of a pointer, to an
+// opaque type (cudaStream_t) or to a struct (cuvsCagraIndex_t). The C API
+// passes these by value and C keeps what they address: the struct is made
+// by the library (cuvsCagraIndexCreate writes a cuvsCagraIndex_t) or, where
+// no function makes it, kept by the library in C memory (the address in
+// cuvsCagraIndexParams.graph_build_params), so it is never Go memory. Go
+// holds a handle as an integer the garbage collector does not follow: a
+// freed C address in a pointer field is a bad pointer once Go's heap grows
+// over it (issue 29). The struct's members are reached through the handle's
+// Ref method, the one conversion back to a pointer (cAddr).
 func (g *gen) handle(t *model.Type) bool {
 	if t.Kind != model.KTypedef {
 		return false
 	}
 	td, ok := g.ix.Typedefs[t.Name]
-	return ok && td.Type.Kind == model.KPointer && g.opaque(td.Type.Elem)
+	return ok && td.Type.Kind == model.KPointer && (g.opaque(td.Type.Elem) || g.pointee(td) != nil)
+}
+
+// pointee is the complete struct a handle typedef addresses, or nil.
+func (g *gen) pointee(td *model.Typedef) *model.Struct {
+	if td.Type.Kind != model.KPointer {
+		return nil
+	}
+	e := td.Type.Elem
+	if e.Kind == model.KStruct {
+		return g.ix.Structs["struct "+e.Name]
+	}
+	if _, st, _ := g.ix.Resolve(e); st != nil && e.Kind == model.KTypedef {
+		return st
+	}
+	return nil
+}
+
+// lifecycle names the functions that make a handle (a T* parameter) and
+// those that free it (a T parameter of a function named ...Destroy), in
+// declaration order, for its doc comment.
+func (g *gen) lifecycle(name string) (makers, destroyers []string) {
+	for _, f := range g.api.Functions {
+		for _, p := range f.Params {
+			switch {
+			case p.Type.Kind == model.KPointer && p.Type.Elem.Kind == model.KTypedef && p.Type.Elem.Name == name:
+				makers = append(makers, f.SymbolOf())
+			case p.Type.Kind == model.KTypedef && p.Type.Name == name && strings.Contains(f.SymbolOf(), "Destroy"):
+				destroyers = append(destroyers, f.SymbolOf())
+			}
+		}
+	}
+	return uniq(makers), uniq(destroyers)
+}
+
+func uniq(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if len(out) == 0 || out[len(out)-1] != x {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // opaque reports whether a pointer to t is an untyped pointer in Go:
@@ -814,11 +864,42 @@ func (g *gen) typesGo() ([]byte, error) {
 			}
 			switch t.Type.Kind {
 			case model.KPointer:
-				if g.opaque(t.Type.Elem) {
-					f.Type().Id(name).Uintptr()
-				} else {
+				st := g.pointee(t)
+				if st == nil && !g.opaque(t.Type.Elem) {
 					f.Type().Id(name).Op("=").Add(gt)
+					break
 				}
+				if st != nil {
+					mk, ds := g.lifecycle(t.Name)
+					sn := names.Go(st.Name())
+					switch {
+					case len(mk) > 0 && len(ds) > 0:
+						f.Commentf("It is the address of a C %s, made by %s and freed by %s,", st.CName(), strings.Join(mk, ", "), strings.Join(ds, ", "))
+					case len(mk) > 0:
+						f.Commentf("It is the address of a C %s, made by %s,", st.CName(), strings.Join(mk, ", "))
+					default:
+						f.Commentf("It is the address of a C %s, which no function makes: allocate it in C memory,", st.CName())
+					}
+					f.Comment("kept as an integer that the garbage collector does not follow; Ref gives its members.")
+					f.Type().Id(name).Uintptr()
+					f.Line()
+					f.Commentf("Ref returns the %s that h addresses, to read or set its members while h is live.", sn)
+					f.Comment("Keep the pointer in local variables only: one stored where the garbage collector")
+					f.Comment("scans outlives the C memory it points to.")
+					f.Func().Params(jen.Id("h").Id(name)).Id("Ref").Params().Op("*").Id(sn).Block(
+						jen.Return(jen.Parens(jen.Op("*").Id(sn)).Call(jen.Id("cAddr").Call(jen.Uintptr().Call(jen.Id("h"))))),
+					)
+					f.Line()
+					f.Commentf("Pin pins s, a %s in Go memory, with p and returns its address as a", sn)
+					f.Commentf("%s, for calls that read it and keep nothing of it (a search's or a build's", name)
+					f.Comment("parameters). The handle is valid until p.Unpin; cuVS must not keep it.")
+					f.Func().Params(jen.Id("s").Op("*").Id(sn)).Id("Pin").Params(jen.Id("p").Op("*").Qual("runtime", "Pinner")).Id(name).Block(
+						jen.Id("p").Dot("Pin").Call(jen.Id("s")),
+						jen.Return(jen.Id(name).Call(jen.Uintptr().Call(jen.Qual("unsafe", "Pointer").Call(jen.Id("s"))))),
+					)
+					break
+				}
+				f.Type().Id(name).Uintptr()
 			case model.KTypedef:
 				f.Type().Id(name).Op("=").Add(gt)
 			default:
@@ -826,6 +907,13 @@ func (g *gen) typesGo() ([]byte, error) {
 			}
 		}
 	}
+	f.Comment("cAddr turns the address of C memory, kept as an integer, back into a pointer:")
+	f.Comment("the bindings' one such conversion, which every handle's Ref makes. It reads the")
+	f.Comment("integer's bits as a pointer rather than converting it (unsafe.Pointer(a)), the form")
+	f.Comment("go vet accepts for memory the garbage collector does not manage; a is never Go memory.")
+	f.Func().Id("cAddr").Params(jen.Id("a").Uintptr()).Qual("unsafe", "Pointer").Block(
+		jen.Return(jen.Op("*").Parens(jen.Op("*").Qual("unsafe", "Pointer")).Call(jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id("a")))),
+	)
 	return render(f)
 }
 
