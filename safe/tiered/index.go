@@ -49,6 +49,7 @@ type Index struct {
 	dev     dlpack.Device
 
 	life   kit.Life
+	grow   sync.Mutex      // held by Extend: one at a time
 	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
@@ -339,58 +340,43 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 	if n < 1 {
 		return kit.Argf(op, "vectors", "no rows")
 	}
-	return idx.life.Exclusive(op, func() error {
+	// One Extend at a time. It makes the grown fresh tier (rows and
+	// brute-force index) while searches go on, the index shared: they read
+	// the fresh tier's first rows-annRows rows and the current brute-force
+	// index, and the new rows are written after them, or into a new
+	// matrix. Only the swap, and a compaction, hold the index alone, so a
+	// search waits for the swap and not for the copy and the build.
+	idx.grow.Lock()
+	defer idx.grow.Unlock()
+	if err := idx.life.Enter(op); err != nil {
+		return err
+	}
+	rows, ann := idx.rows.Load(), idx.annRows.Load()
+	rebuild := idx.p.CreateANNIndexOnExtend && rows-ann+n > idx.p.MinANNRows
+	var next freshTier
+	if rebuild {
+		err = idx.p.checkANNRows(op, "vectors", rows+n)
+	}
+	if err == nil {
+		next, err = idx.grownFresh(op, res, &vv, rows-ann)
+	}
+	idx.life.Leave()
+	if err != nil {
+		return err
+	}
+	err = idx.life.Exclusive(op, func() error {
 		if err := idx.life.Keep(res, op); err != nil {
 			return err
 		}
 		st := idx.st
-		rows, ann := idx.rows.Load(), idx.annRows.Load()
-		f := rows - ann
-		rebuild := idx.p.CreateANNIndexOnExtend && f+n > idx.p.MinANNRows
-		if rebuild {
-			if err := idx.p.checkANNRows(op, "vectors", rows+n); err != nil {
-				return err
-			}
-		}
-		m := st.fresh
-		if m == nil || int64(m.Rows()) < f+n {
-			grown, err := safe.NewDeviceMatrix[float32](res, int(max(f+n, 2*f)), int(idx.dim))
-			if err != nil {
-				return kit.Wrap(op, err)
-			}
-			if f > 0 {
-				old, err := st.fresh.RowsView(0, int(f))
-				if err == nil {
-					err = copyRows(res, &old, grown, 0)
-				}
-				if err != nil {
-					_ = grown.Close()
-					return kit.Wrap(op, err)
-				}
-			}
-			m = grown
-		}
-		drop := func() {
-			if m != st.fresh {
-				_ = m.Close()
-			}
-		}
-		if err := copyRows(res, &vv, m, f); err != nil {
-			drop()
-			return kit.Wrap(op, err)
-		}
-		bf, err := idx.freshIndex(op, res, m, f+n)
-		if err != nil {
-			drop()
-			return err
-		}
 		if st.freshBF != nil {
 			_ = st.freshBF.Close()
 		}
-		if m != st.fresh && st.fresh != nil {
+		if next.own && st.fresh != nil {
 			_ = st.fresh.Close()
 		}
-		st.fresh, st.freshBF = m, bf
+		st.fresh, st.freshBF = next.m, next.bf
+		next = freshTier{}
 		st.mu.Lock()
 		st.dropFilters()
 		st.mu.Unlock()
@@ -400,6 +386,68 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 		}
 		return nil
 	})
+	next.free()
+	return err
+}
+
+// freshTier is a fresh tier made by Extend: its rows (the index's fresh
+// matrix, or a larger copy of it: own) and brute force over them.
+type freshTier struct {
+	m   *safe.DeviceMatrix[float32]
+	own bool
+	bf  *bruteforce.Index
+}
+
+// free releases what the index has not taken.
+func (t *freshTier) free() {
+	if t.bf != nil {
+		_ = t.bf.Close()
+	}
+	if t.own {
+		_ = t.m.Close()
+	}
+}
+
+// grownFresh writes vv after the f fresh rows, in the fresh matrix when it
+// has room (after the rows searches read), else in a new one with the f
+// rows copied first, and builds brute force over the f+n rows, finished
+// on res's stream before it returns (searches on other streams use it
+// once swapped in). The index is held shared, Extends one at a time.
+func (idx *Index) grownFresh(op string, res *safe.Resources, vv *dlpack.View, f int64) (freshTier, error) {
+	st := idx.st
+	n := vv.Dim(0)
+	t := freshTier{m: st.fresh}
+	if t.m == nil || int64(t.m.Rows()) < f+n {
+		grown, err := safe.NewDeviceMatrix[float32](res, int(max(f+n, 2*f)), int(idx.dim))
+		if err != nil {
+			return freshTier{}, kit.Wrap(op, err)
+		}
+		t.m, t.own = grown, true
+		if f > 0 {
+			old, err := st.fresh.RowsView(0, int(f))
+			if err == nil {
+				err = copyRows(res, &old, grown, 0)
+			}
+			if err != nil {
+				t.free()
+				return freshTier{}, kit.Wrap(op, err)
+			}
+		}
+	}
+	if err := copyRows(res, vv, t.m, f); err != nil {
+		t.free()
+		return freshTier{}, kit.Wrap(op, err)
+	}
+	bf, err := idx.freshIndex(op, res, t.m, f+n)
+	if err == nil {
+		t.bf = bf
+		err = kit.Wrap(op, res.Sync())
+	}
+	if err != nil {
+		t.free()
+		return freshTier{}, err
+	}
+	return t, nil
 }
 
 // compact rebuilds the ANN index over every row and empties the fresh
