@@ -24,6 +24,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -393,7 +395,12 @@ func TestStress(t *testing.T) {
 		count("round trip")
 	})
 
-	mutating(t, worker, count, fail, data)
+	var lat sync.Map // name → *latency
+	timed := func(name string, since time.Time) {
+		l, _ := lat.LoadOrStore(name, new(latency))
+		l.(*latency).add(time.Since(since))
+	}
+	mutating(t, worker, count, timed, fail, data)
 
 	time.Sleep(*duration)
 	// Close the batchers with requests in flight, then stop everything.
@@ -412,6 +419,13 @@ func TestStress(t *testing.T) {
 		return true
 	})
 	t.Logf("stress: %d operations in %v (%v), %d wrong", total, *duration, report, failures.Load())
+	var lats []string
+	lat.Range(func(k, v any) bool {
+		lats = append(lats, fmt.Sprintf("%s %s", k, v.(*latency)))
+		return true
+	})
+	sort.Strings(lats)
+	t.Logf("stress latencies (calls, mean, max): %s", strings.Join(lats, "; "))
 	if failures.Load() > 0 {
 		t.Errorf("%d operations failed or gave wrong rows", failures.Load())
 	}
@@ -479,7 +493,29 @@ func checkRows(ids []int64, d []float32, after int, even bool, unset int64) erro
 // index closed (counted, retried with the next one); a tiered filter is
 // refused while both tiers hold rows, or when made for another row count
 // (cuVS would test the fresh rows against the wrong bits): counted too.
-func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources)), count func(string), fail func(string, ...any), data []float32) {
+// latency sums one kind of call's durations.
+type latency struct {
+	mu       sync.Mutex
+	n        int64
+	sum, max time.Duration
+}
+
+func (l *latency) add(d time.Duration) {
+	l.mu.Lock()
+	l.n, l.sum, l.max = l.n+1, l.sum+d, max(l.max, d)
+	l.mu.Unlock()
+}
+
+func (l *latency) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d %v %v", l.n, (l.sum / time.Duration(l.n)).Round(time.Microsecond), l.max.Round(time.Microsecond))
+}
+
+func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources)), count func(string), timed func(string, time.Time), fail func(string, ...any), data []float32) {
 	// tiered: CAGRA backend, every row in the brute-force tier until the
 	// tier exceeds MinANNRows (1000), then rebuilt over all of them.
 	tp := must(tiered.DefaultIndexParams())
@@ -518,7 +554,10 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 			return
 		}
 		defer m.Close()
-		if err := idx.Extend(wres, m); err != nil && !(errors.Is(err, safe.ErrClosed) && tg.Load() != idx) {
+		t0 := time.Now()
+		err = idx.Extend(wres, m)
+		timed("tiered Extend", t0)
+		if err != nil && !(errors.Is(err, safe.ErrClosed) && tg.Load() != idx) {
 			fail("tiered Extend: %v", err)
 			return
 		}
@@ -556,7 +595,9 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 			defer nb.Close()
 			dd := must(safe.NewDeviceMatrix[float32](wres, n, k))
 			defer dd.Close()
+			t0 := time.Now()
 			err = idx.Search(wres, nil, qs, nb, dd, ff)
+			timed("tiered Search", t0)
 			var ae *safe.ArgError
 			switch {
 			case err == nil:
@@ -621,7 +662,10 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 		}
 		add := append([]float32(nil), data[n*dim:(n+extendRows)*dim]...)
 		hm := must(dlpack.NewHostMatrix(add, extendRows, dim))
-		if err := idx.Extend(wres, hm, nil); err != nil && !(errors.Is(err, safe.ErrClosed) && hg.Load() != idx) {
+		t0 := time.Now()
+		err := idx.Extend(wres, hm, nil)
+		timed("hnsw Extend", t0)
+		if err != nil && !(errors.Is(err, safe.ErrClosed) && hg.Load() != idx) {
 			fail("hnsw Extend: %v", err)
 			return
 		}
@@ -649,7 +693,9 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 				qm := must(dlpack.NewHostMatrix(qs, n, dim))
 				nm := must(dlpack.NewHostMatrix(nb, n, k))
 				dm := must(dlpack.NewHostMatrix(ds, n, k))
+				t0 := time.Now()
 				err = idx.Search(wres, &hnsw.SearchParams{Ef: 64}, qm, nm, dm)
+				timed("hnsw Search", t0)
 			}
 			var ae *safe.ArgError
 			switch {
