@@ -164,9 +164,9 @@ func newBoundResources(op string, n int, c *resourcesConfig) (*Resources, error)
 		return nil, err
 	}
 	liveResources.Inc()
-	r := &Resources{h: h, stream: s, event: ev, dev: d}
+	r := &Resources{h: h, stream: s, event: ev, dev: d, pmem: newParamsMem()}
 	r.devID.Store(d)
-	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, d})
+	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, d, r.pmem})
 	return r, nil
 }
 
@@ -229,6 +229,7 @@ type resHandle struct {
 	stream uintptr // owned, 0 for none
 	event  uintptr // owned, 0 for none
 	dev    int32
+	pmem   uintptr // params memory, freed after h
 }
 
 // destroyOn destroys h, then its stream, with its device current when it
@@ -247,6 +248,9 @@ func destroyOn(h resHandle) error {
 		defer func() { _ = cudart.Leave(prev, h.dev) }()
 	}
 	err := generated.CuvsResourcesDestroy(h.h)
+	if err == nil {
+		freeParamsMem(h.pmem)
+	}
 	if h.event != 0 {
 		if eerr := cudart.DestroyEvent(h.event); err == nil {
 			err = eerr

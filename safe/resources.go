@@ -59,6 +59,7 @@ type Resources struct {
 	dev    int32        // OnDevice's device, or unbound
 	prev   int32        // between Lock and Unlock of a bound handle: the device to restore
 	devID  atomic.Int32 // the device id once known (CheckDevice), else -1
+	pmem   uintptr      // C memory for one call's params struct (params), freed with h
 }
 
 // WithWorkspacePool makes the Resources' temporary workspace an uncapped
@@ -219,9 +220,9 @@ func NewResources(opts ...ResourcesOption) (*Resources, error) {
 		return nil, err
 	}
 	liveResources.Inc()
-	r := &Resources{h: h, stream: s, event: ev, dev: unbound}
+	r := &Resources{h: h, stream: s, event: ev, dev: unbound, pmem: newParamsMem()}
 	r.devID.Store(-1)
-	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, unbound})
+	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, unbound, r.pmem})
 	return r, nil
 }
 
@@ -266,7 +267,7 @@ func (r *Resources) Close() error {
 func (r *Resources) destroy() error {
 	r.clean.Stop()
 	liveResources.Dec()
-	if err := destroyOn(resHandle{r.h, r.stream, r.event, r.dev}); err != nil {
+	if err := destroyOn(resHandle{r.h, r.stream, r.event, r.dev, r.pmem}); err != nil {
 		return cudaOrCuvs("safe.Resources.Close", err)
 	}
 	return nil

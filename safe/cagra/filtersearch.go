@@ -4,7 +4,6 @@ package cagra
 import "C"
 
 import (
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -508,9 +507,7 @@ func (idx *Index) searchGraph(op string, res *safe.Resources, cp *generated.Cuvs
 	if err != nil {
 		return err
 	}
-	var pin runtime.Pinner
-	err = generated.CuvsCagraSearch(h, cp.Pin(&pin), idx.h, t.Queries, t.Neighbors, t.Distances, f)
-	pin.Unpin()
+	err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, cp), idx.h, t.Queries, t.Neighbors, t.Distances, f)
 	kit.Unlock(res)
 	if err != nil || !plan.second {
 		return kit.Wrap(op, err)
@@ -592,9 +589,7 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 	if err != nil {
 		return 0, err
 	}
-	var pin runtime.Pinner
-	err = generated.CuvsCagraSearch(h, cp.Pin(&pin), idx.h, t.Queries, di, dd, generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER})
-	pin.Unpin()
+	err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, cp), idx.h, t.Queries, di, dd, generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER})
 	kit.Unlock(res)
 	if err != nil {
 		return 0, kit.Wrap(op, err)

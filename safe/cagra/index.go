@@ -567,9 +567,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		if err != nil {
 			return err
 		}
-		var pin runtime.Pinner
-		err = generated.CuvsCagraSearch(h, cp.Pin(&pin), idx.h, t.Queries, t.Neighbors, t.Distances, f)
-		pin.Unpin()
+		err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, &cp), idx.h, t.Queries, t.Neighbors, t.Distances, f)
 		kit.Unlock(res)
 		return kit.Wrap(op, err)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
-	"runtime"
 )
 
 // Prepared is a search checked and bound once and run many times: the
@@ -133,9 +132,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	}
 	h, err := s.Lock(op, res)
 	if err == nil {
-		var pin runtime.Pinner
-		err = generated.CuvsCagraSearch(h, p.params.Pin(&pin), p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
-		pin.Unpin()
+		err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, p.params), p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}

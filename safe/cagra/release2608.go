@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -569,9 +568,7 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 	if err != nil {
 		return err
 	}
-	var pin runtime.Pinner
-	err = generated.CuvsCagraSearchMultiPartition(h, cp.Pin(&pin), uint32(len(hs)), &hs[0], t.Queries, pt, t.Neighbors, t.Distances, fp)
-	pin.Unpin()
+	err = generated.CuvsCagraSearchMultiPartition(h, kit.Params[generated.CuvsCagraSearchParams_t](res, &cp), uint32(len(hs)), &hs[0], t.Queries, pt, t.Neighbors, t.Distances, fp)
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }

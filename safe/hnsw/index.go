@@ -3,7 +3,6 @@ package hnsw
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -156,9 +155,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	cp := p.cValue()
 	cp.AceParams = ap
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsHnswBuild(h, cp.Pin(&pin), t[0], idx.h)
+		return generated.CuvsHnswBuild(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), t[0], idx.h)
 	}); err != nil {
 		idx.fail()
 		return nil, rewrap(op, err)
@@ -277,13 +274,9 @@ func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dl
 		}
 		if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			if t[0] != nil {
-				var pin runtime.Pinner
-				defer pin.Unpin()
-				return generated.CuvsHnswFromCagraWithDataset(h, cp.Pin(&pin), ch, idx.h, t[0])
+				return generated.CuvsHnswFromCagraWithDataset(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), ch, idx.h, t[0])
 			}
-			var pin runtime.Pinner
-			defer pin.Unpin()
-			return generated.CuvsHnswFromCagra(h, cp.Pin(&pin), ch, idx.h)
+			return generated.CuvsHnswFromCagra(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), ch, idx.h)
 		}); err != nil {
 			idx.fail()
 			idx = nil
@@ -395,9 +388,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 			return err
 		}
 		err := kit.CallWith(op, res, []*dlpack.View{&vv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			var pin runtime.Pinner
-			defer pin.Unpin()
-			return generated.CuvsHnswExtend(h, cp.Pin(&pin), t[0], idx.h)
+			return generated.CuvsHnswExtend(h, kit.Params[generated.CuvsHnswExtendParams_t](res, &cp), t[0], idx.h)
 		})
 		if err == nil {
 			idx.rows.Add(vv.Dim(0))
@@ -459,9 +450,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 		return err
 	}
 	idx.gate.enter(cp.Ef)
-	var pin runtime.Pinner
-	err = generated.CuvsHnswSearch(h, cp.Pin(&pin), idx.h, t.Queries, t.Neighbors, t.Distances)
-	pin.Unpin()
+	err = generated.CuvsHnswSearch(h, kit.Params[generated.CuvsHnswSearchParams_t](res, &cp), idx.h, t.Queries, t.Neighbors, t.Distances)
 	idx.gate.leave(err == nil)
 	kit.Unlock(res)
 	return wrap(op, err)
@@ -565,9 +554,7 @@ func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataTyp
 	idx.h.Ref().Dtype = generated.DLDataType{Code: uint8(dtype.Code), Bits: dtype.Bits, Lanes: 1}
 	cp := p.cValue()
 	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, fp *byte) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return wrapMissing(generated.CuvsHnswDeserialize(h, cp.Pin(&pin), fp, int32(dim), kit.CMetric(metric), idx.h))
+		return wrapMissing(generated.CuvsHnswDeserialize(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), fp, int32(dim), kit.CMetric(metric), idx.h))
 	}); err != nil {
 		idx.fail()
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -128,9 +127,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	cp := p.cValue()
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsIvfFlatBuild(h, cp.Pin(&pin), t[0], idx.h)
+		return generated.CuvsIvfFlatBuild(h, kit.Params[generated.CuvsIvfFlatIndexParams_t](res, &cp), t[0], idx.h)
 	}); err != nil {
 		idx.fail()
 		return nil, err
@@ -328,11 +325,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	}
 	plan := idx.plan(&sp, filter, rows, t.K)
 	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: rowBytes(t.Queries)}
-	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
+	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(res *safe.Resources, h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
 		cp := generated.CuvsIvfFlatSearchParams{NProbes: probes}
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsIvfFlatSearch(h, cp.Pin(&pin), idx.h, q, n, d, f)
+		return generated.CuvsIvfFlatSearch(h, kit.Params[generated.CuvsIvfFlatSearchParams_t](res, &cp), idx.h, q, n, d, f)
 	})
 }
 

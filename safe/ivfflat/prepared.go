@@ -8,7 +8,6 @@ import (
 	"github.com/cuvs-go/cuvs/safe/internal/ivffilter"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
-	"runtime"
 )
 
 // Prepared is a search checked and bound once and run many times, as
@@ -86,9 +85,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	}
 	h, err := s.Lock(op, res)
 	if err == nil {
-		var pin runtime.Pinner
-		err = generated.CuvsIvfFlatSearch(h, p.params.Pin(&pin), p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
-		pin.Unpin()
+		err = generated.CuvsIvfFlatSearch(h, kit.Params[generated.CuvsIvfFlatSearchParams_t](res, p.params), p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 		if err == nil && p.plan.Repair {
@@ -138,10 +135,8 @@ func (p *Prepared) Close() error {
 
 // again is the second pass's C call, on the bound tensors narrowed to the
 // short queries.
-func (p *Prepared) again(h generated.CuvsResources_t, _ uint32, q, n, d *generated.DLManagedTensor) error {
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	return generated.CuvsIvfFlatSearch(h, p.all.Pin(&pin), p.idx.h, q, n, d, p.s.Filter)
+func (p *Prepared) again(res *safe.Resources, h generated.CuvsResources_t, _ uint32, q, n, d *generated.DLManagedTensor) error {
+	return generated.CuvsIvfFlatSearch(h, kit.Params[generated.CuvsIvfFlatSearchParams_t](res, p.all), p.idx.h, q, n, d, p.s.Filter)
 }
 
 // errZero is the error of a method of a Prepared not made by Prepare.

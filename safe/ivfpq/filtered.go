@@ -2,7 +2,6 @@ package ivfpq
 
 import (
 	"math"
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -551,14 +550,12 @@ func (f *Filtered) pq(op string, res *safe.Resources, cp *generated.CuvsIvfPqSea
 	if err != nil {
 		return err
 	}
-	var pin runtime.Pinner
-	err = generated.CuvsIvfPqSearch(h, cp.Pin(&pin), f.idx.h, q, n, d)
-	pin.Unpin()
+	err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, cp), f.idx.h, q, n, d)
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }
 
-func (f *Filtered) bruteCall(h generated.CuvsResources_t, _ uint32, q, n, d *generated.DLManagedTensor) error {
+func (f *Filtered) bruteCall(_ *safe.Resources, h generated.CuvsResources_t, _ uint32, q, n, d *generated.DLManagedTensor) error {
 	return generated.CuvsBruteForceSearch(h, f.bf, q, n, d, f.fl)
 }
 
@@ -567,7 +564,7 @@ func (f *Filtered) brute(op string, res *safe.Resources, q, n, d *generated.DLMa
 	if err != nil {
 		return err
 	}
-	err = f.bruteCall(h, 0, q, n, d)
+	err = f.bruteCall(res, h, 0, q, n, d)
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }

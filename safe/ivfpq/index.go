@@ -2,7 +2,6 @@ package ivfpq
 
 import (
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -558,9 +557,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	var pin runtime.Pinner
-	err = generated.CuvsIvfPqSearch(h, cp.Pin(&pin), idx.h, t.Queries, t.Neighbors, t.Distances)
-	pin.Unpin()
+	err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, &cp), idx.h, t.Queries, t.Neighbors, t.Distances)
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
-	"runtime"
 )
 
 // Prepared is a search checked and bound once and run many times, as in
@@ -76,9 +75,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	}
 	h, err := s.Lock(op, res)
 	if err == nil {
-		var pin runtime.Pinner
-		err = generated.CuvsIvfPqSearch(h, p.params.Pin(&pin), p.idx.h, s.Queries, s.Neighbors, s.Distances)
-		pin.Unpin()
+		err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, p.params), p.idx.h, s.Queries, s.Neighbors, s.Distances)
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 	}

@@ -2,7 +2,6 @@ package ivfsq
 
 import (
 	"fmt"
-	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -142,9 +141,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	cp := p.cValue()
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsIvfSqBuild(h, cp.Pin(&pin), t[0], idx.h)
+		return generated.CuvsIvfSqBuild(h, kit.Params[generated.CuvsIvfSqIndexParams_t](res, &cp), t[0], idx.h)
 	}); err != nil {
 		idx.fail()
 		return nil, err
@@ -369,11 +366,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	}
 	plan := idx.plan(&sp, filter, rows, t.K)
 	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: rowBytes(t.Queries)}
-	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
+	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(res *safe.Resources, h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
 		cp := generated.CuvsIvfSqSearchParams{NProbes: probes}
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsIvfSqSearch(h, cp.Pin(&pin), idx.h, q, n, d, f)
+		return generated.CuvsIvfSqSearch(h, kit.Params[generated.CuvsIvfSqSearchParams_t](res, &cp), idx.h, q, n, d, f)
 	})
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/cuvs-go/cuvs/safe/internal/ivffilter"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/prepared"
-	"runtime"
 )
 
 // Prepared is a search checked and bound once and run many times, as
@@ -87,9 +86,7 @@ func (p *Prepared) Run(res *safe.Resources) error {
 	}
 	h, err := s.Lock(op, res)
 	if err == nil {
-		var pin runtime.Pinner
-		err = generated.CuvsIvfSqSearch(h, p.params.Pin(&pin), p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
-		pin.Unpin()
+		err = generated.CuvsIvfSqSearch(h, kit.Params[generated.CuvsIvfSqSearchParams_t](res, p.params), p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
 		kit.Unlock(res)
 		err = kit.Wrap(op, err)
 		if err == nil && p.plan.Repair {
@@ -139,10 +136,8 @@ func (p *Prepared) Close() error {
 
 // again is the second pass's C call, on the bound tensors narrowed to the
 // short queries.
-func (p *Prepared) again(h generated.CuvsResources_t, _ uint32, q, n, d *generated.DLManagedTensor) error {
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	return generated.CuvsIvfSqSearch(h, p.all.Pin(&pin), p.idx.h, q, n, d, p.s.Filter)
+func (p *Prepared) again(res *safe.Resources, h generated.CuvsResources_t, _ uint32, q, n, d *generated.DLManagedTensor) error {
+	return generated.CuvsIvfSqSearch(h, kit.Params[generated.CuvsIvfSqSearchParams_t](res, p.all), p.idx.h, q, n, d, p.s.Filter)
 }
 
 // errZero is the error of a method of a Prepared not made by Prepare.

@@ -184,7 +184,7 @@ func KMeansFit(res *Resources, p *KMeansParams, x, weights dlpack.Tensor, centro
 	var inertia float64
 	var iters int32
 	err = withCall(op, res, []*dlpack.View{&xv, wv}, []*dlpack.ViewMut{&cv}, func(h generated.CuvsResources_t, in [3]*generated.DLManagedTensor, out [2]*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
+		var pin runtime.Pinner // a multigpu.Resources has no params memory: k-means is no hot path
 		defer pin.Unpin()
 		return generated.CuvsMultiGpuKMeansFit(h, c.Pin(&pin), in[0], in[1], out[0], &inertia, &iters)
 	})

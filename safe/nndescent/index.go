@@ -6,7 +6,6 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
-	"runtime"
 )
 
 // The tensor rules of NN-Descent, in one place: the dataset in host or
@@ -91,9 +90,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	}
 	cp := p.cValue()
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsNNDescentBuild(h, cp.Pin(&pin), t[0], nil, idx.h)
+		return generated.CuvsNNDescentBuild(h, kit.Params[generated.CuvsNNDescentIndexParams_t](res, &cp), t[0], nil, idx.h)
 	}); err != nil {
 		idx.life.Fail()
 		return nil, err
@@ -143,9 +140,7 @@ func BuildInto(res *safe.Resources, dataset dlpack.Tensor, graph dlpack.TensorMu
 	}
 	cp := p.cValue()
 	err = kit.CallInOut(op, res, []*dlpack.View{&dv}, []*dlpack.ViewMut{&gm}, func(h generated.CuvsResources_t, in, out []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsNNDescentBuild(h, cp.Pin(&pin), in[0], out[0], idx.h)
+		return generated.CuvsNNDescentBuild(h, kit.Params[generated.CuvsNNDescentIndexParams_t](res, &cp), in[0], out[0], idx.h)
 	})
 	if cerr := idx.life.Close(op); cerr != nil {
 		// Try once more (the index is never handed out: nothing else would

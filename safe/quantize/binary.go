@@ -2,7 +2,6 @@ package quantize
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -134,9 +133,7 @@ func TrainBinary(res *safe.Resources, dataset dlpack.Tensor, params *BinaryParam
 	_ = q.life.Keep(res, op) // the build that follows refuses res as Keep would
 	cp := generated.CuvsBinaryQuantizerParams{Threshold: generated.CuvsBinaryQuantizerThreshold(p.Threshold), SamplingRatio: p.SamplingRatio}
 	if err := call(op, res, []*dlpack.View{&dv}, nil, func(r generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsBinaryQuantizerTrain(r, cp.Pin(&pin), in[0], h)
+		return generated.CuvsBinaryQuantizerTrain(r, kit.Params[generated.CuvsBinaryQuantizerParams_t](res, &cp), in[0], h)
 	}); err != nil {
 		q.life.Fail()
 		return nil, err

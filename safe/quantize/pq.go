@@ -3,7 +3,6 @@ package quantize
 import (
 	"fmt"
 	"math"
-	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -184,9 +183,7 @@ func BuildPQ(res *safe.Resources, dataset dlpack.Tensor, params *PQParams) (*PQ,
 		MaxTrainPointsPerPqCode: pp.MaxTrainPointsPerPQCode, MaxTrainPointsPerVqCluster: pp.MaxTrainPointsPerVQCluster,
 	}
 	if err := call(op, res, []*dlpack.View{&dv}, nil, func(r generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsProductQuantizerBuild(r, cp.Pin(&pin), in[0], h)
+		return generated.CuvsProductQuantizerBuild(r, kit.Params[generated.CuvsProductQuantizerParams_t](res, &cp), in[0], h)
 	}); err != nil {
 		q.life.Fail()
 		return nil, err

@@ -2,7 +2,6 @@ package quantize
 
 import (
 	"math"
-	"runtime"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -113,9 +112,7 @@ func TrainScalar(res *safe.Resources, dataset dlpack.Tensor, params *ScalarParam
 	}
 	cp := generated.CuvsScalarQuantizerParams{Quantile: p.Quantile}
 	err = call(op, res, []*dlpack.View{&dv}, nil, func(r generated.CuvsResources_t, in, _ []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsScalarQuantizerTrain(r, cp.Pin(&pin), in[0], h)
+		return generated.CuvsScalarQuantizerTrain(r, kit.Params[generated.CuvsScalarQuantizerParams_t](res, &cp), in[0], h)
 	})
 	q := Scalar{min: h.Ref().Min, max: h.Ref().Max, ok: true}
 	if derr := generated.CuvsScalarQuantizerDestroy(h); err == nil && derr != nil {
@@ -156,9 +153,7 @@ func (q Scalar) Transform(res *safe.Resources, dataset dlpack.Tensor, out dlpack
 	}
 	cq := q.c()
 	return call(op, res, []*dlpack.View{&dv}, []*dlpack.ViewMut{&om}, func(r generated.CuvsResources_t, in, o []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsScalarQuantizerTransform(r, cq.Pin(&pin), in[0], o[0])
+		return generated.CuvsScalarQuantizerTransform(r, kit.Params[generated.CuvsScalarQuantizer_t](res, &cq), in[0], o[0])
 	})
 }
 
@@ -188,8 +183,6 @@ func (q Scalar) InverseTransform(res *safe.Resources, codes dlpack.Tensor, out d
 	}
 	cq := q.c()
 	return call(op, res, []*dlpack.View{&cv}, []*dlpack.ViewMut{&om}, func(r generated.CuvsResources_t, in, o []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsScalarQuantizerInverseTransform(r, cq.Pin(&pin), in[0], o[0])
+		return generated.CuvsScalarQuantizerInverseTransform(r, kit.Params[generated.CuvsScalarQuantizer_t](res, &cq), in[0], o[0])
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
-	"runtime"
 )
 
 // datasetRule is the tensor rule of cuvsVamanaBuild: float32, int8 or
@@ -136,9 +135,7 @@ func build(op string, res *safe.Resources, dv dlpack.View, p *IndexParams, uploa
 	}
 	cp := p.cValue()
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		var pin runtime.Pinner
-		defer pin.Unpin()
-		return generated.CuvsVamanaBuild(h, cp.Pin(&pin), t[0], idx.h)
+		return generated.CuvsVamanaBuild(h, kit.Params[generated.CuvsVamanaIndexParams_t](res, &cp), t[0], idx.h)
 	}); err != nil {
 		idx.life.Fail()
 		return nil, err

@@ -24,6 +24,9 @@ var (
 	Lock func(res any, op string) (generated.CuvsResources_t, error)
 	// Unlock ends what Lock began.
 	Unlock func(res any)
+	// Params returns a locked *safe.Resources' C memory for the params
+	// struct of the call it is locked for (n bytes at most).
+	Params func(res any, n uintptr) uintptr
 	// CheckDevice refuses memory of another CUDA device than the
 	// *safe.Resources'.
 	CheckDevice func(res any, op, arg string, dev dlpack.Device) error

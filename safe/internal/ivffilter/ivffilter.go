@@ -124,7 +124,7 @@ func Decide(path Path, probes uint32, nLists, rows, allowed, k int64, filtered b
 }
 
 // Call is one C search of the bound tensors with probes lists.
-type Call func(h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error
+type Call func(res *safe.Resources, h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error
 
 // Run runs plan on the bound tensors t with search: one C call, and with
 // plan.Repair, a copy of the distances into host (pinned memory from hp),
@@ -136,7 +136,7 @@ func Run(op string, res *safe.Resources, hp *Pool, plan Plan, all uint32, t *Ten
 	if err != nil {
 		return err
 	}
-	err = search(h, plan.Probes, t.Q, t.N, t.D)
+	err = search(res, h, plan.Probes, t.Q, t.N, t.D)
 	kit.Unlock(res)
 	if err != nil || !plan.Repair || plan.Want < 1 {
 		return kit.Wrap(op, err)
@@ -201,7 +201,7 @@ func SearchRows(op string, res *safe.Resources, t *Tensors, from, to int64, prob
 	}
 	h, err := kit.Lock(res, op)
 	if err == nil {
-		err = kit.Wrap(op, search(h, probes, t.Q, t.N, t.D))
+		err = kit.Wrap(op, search(res, h, probes, t.Q, t.N, t.D))
 		kit.Unlock(res)
 	}
 	for i, mt := range ts {

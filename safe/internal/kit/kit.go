@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -66,6 +67,24 @@ func Retain(res *safe.Resources, op string) (release func(), err error) { return
 
 // Unlock ends what Lock began.
 func Unlock(res *safe.Resources) { base.Unlock(res) }
+
+// cHandle is a generated handle type whose struct is S.
+type cHandle[S any] interface {
+	~uintptr
+	Ref() *S
+}
+
+// Params copies *v, the parameters of one C call, into res's C memory for
+// them and returns its address as the handle type H of S (a search's or a
+// build's params, filled in Go memory per call). res must be locked for
+// that call (Lock, CallWith, a Prepared's Lock) and the call made before
+// Unlock; C reads the struct and keeps nothing of it. Unlike the struct's
+// Pin, it allocates nothing: the search paths stay free of allocations.
+func Params[H cHandle[S], S any](res *safe.Resources, v *S) H {
+	h := H(base.Params(res, unsafe.Sizeof(*v)))
+	*h.Ref() = *v
+	return h
+}
 
 // CheckDevice refuses, with an *ArgError naming arg, memory of another CUDA
 // device than res's.
