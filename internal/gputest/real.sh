@@ -60,7 +60,7 @@ stress() {
 	done
 	wait "$pid"
 	src=$?
-	grep -oE 'stress(: | latencies).*' "$log" || tail -n 20 "$log"
+	grep -oE 'stress(: | latencies| first).*' "$log" || tail -n 20 "$log"
 	awk 'NF == 3 && $2 > 0 { n++; if (n == 1) { r0 = $2; g0 = $3 } r = $2; g = $3; if ($2 > rm) rm = $2; if ($3 > gm) gm = $3 }
 		END { printf "memory (%d samples, 10 s apart): RSS %d -> %d MiB (largest %d); GPU used %d -> %d MiB (largest %d)\n", n, r0 / 1024, r / 1024, rm / 1024, g0, g, gm }' "$samples"
 	if [ "$src" -eq 0 ]; then

@@ -134,10 +134,20 @@ func TestStress(t *testing.T) {
 		stop     atomic.Bool
 		last     atomic.Int64 // unix nanos of the last completed operation
 	)
+	start := time.Now()
+	var first sync.Map // name → time of the first completion since start
 	count := func(name string) {
-		c, _ := ops.LoadOrStore(name, new(atomic.Int64))
+		c, loaded := ops.LoadOrStore(name, new(atomic.Int64))
+		if !loaded {
+			first.LoadOrStore(name, time.Since(start))
+		}
 		c.(*atomic.Int64).Add(1)
 		last.Store(time.Now().UnixNano())
+	}
+	var lat sync.Map // name → *latency
+	timed := func(name string, since time.Time) {
+		l, _ := lat.LoadOrStore(name, new(latency))
+		l.(*latency).add(time.Since(since))
 	}
 	fail := func(format string, args ...any) {
 		if failures.Add(1) <= 20 {
@@ -193,6 +203,7 @@ func TestStress(t *testing.T) {
 			defer nb.Close()
 			defer dd.Close()
 			exact := rng.IntN(2) == 0
+			t0 := time.Now()
 			if exact {
 				err = bf.Search(wres, qs, nb, dd, nil)
 			} else {
@@ -207,6 +218,9 @@ func TestStress(t *testing.T) {
 			if err := errors.Join(err1, err2); err != nil {
 				fail("ToHost: %v", err)
 				return
+			}
+			if !exact {
+				timed("cagra Search+ToHost", t0)
 			}
 			r := &cgRef
 			if exact {
@@ -395,11 +409,6 @@ func TestStress(t *testing.T) {
 		count("round trip")
 	})
 
-	var lat sync.Map // name → *latency
-	timed := func(name string, since time.Time) {
-		l, _ := lat.LoadOrStore(name, new(latency))
-		l.(*latency).add(time.Since(since))
-	}
 	mutating(t, worker, count, timed, fail, data)
 
 	time.Sleep(*duration)
@@ -426,6 +435,13 @@ func TestStress(t *testing.T) {
 	})
 	sort.Strings(lats)
 	t.Logf("stress latencies (calls, mean, max): %s", strings.Join(lats, "; "))
+	var firsts []string
+	first.Range(func(k, v any) bool {
+		firsts = append(firsts, fmt.Sprintf("%s %v", k, v.(time.Duration).Round(time.Millisecond)))
+		return true
+	})
+	sort.Strings(firsts)
+	t.Logf("stress first completions: %s", strings.Join(firsts, "; "))
 	if failures.Load() > 0 {
 		t.Errorf("%d operations failed or gave wrong rows", failures.Load())
 	}
@@ -616,6 +632,9 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 			if err := errors.Join(err1, err2); err != nil {
 				fail("tiered ToHost: %v", err)
 				return
+			}
+			if !filtered {
+				timed("tiered Search+ToHost", t0)
 			}
 			after := idx.Rows()
 			for i := range n {
