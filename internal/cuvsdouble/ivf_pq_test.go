@@ -211,6 +211,23 @@ func TestIvfPqRefusals(t *testing.T) {
 	if err := generated.CuvsIvfPqSearch(f.h, sp.Pin(&pin), x, tq, tn, tdist); err != nil {
 		t.Fatal(err)
 	}
+	// Search params from Create, destroyed, then searched with: a use after
+	// free, refused. The double keeps destroyed params in quarantine, so no
+	// live allocation (the safe layer's params memory) can take the address
+	// while it is listed and be refused in its place.
+	var gone generated.CuvsIvfPqSearchParams_t
+	if err := generated.CuvsIvfPqSearchParamsCreate(&gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := generated.CuvsIvfPqSearchParamsDestroy(gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := generated.CuvsIvfPqSearch(f.h, gone, x, tq, tn, tdist); err == nil || !strings.Contains(err.Error(), "destroyed") {
+		t.Errorf("search with destroyed params: %v", err)
+	}
+	if v := f.ctl.TakeViolations(); len(v) != 1 || !strings.Contains(v[0], "used after cuvs...Destroy freed it") {
+		t.Errorf("violations %q", v)
+	}
 
 	// Extend: ids on the other side; a NULL ids pointer means "number them"
 	// and is refused on a non-empty index.

@@ -33,18 +33,24 @@ static cuvsError_t out_null(void)
 }
 
 /* Destroy of a plain params struct: `delete params` in cuVS (NULL is fine). */
-/* Addresses of plain params structs destroyed lately: passing one again is a
- * use after free, which dbl_check_plain_params reports. */
+/* Plain params structs destroyed lately, held in quarantine: passing one
+ * again is a use after free, which dbl_check_plain_params reports. Their
+ * memory is freed only when they leave the quarantine, so that no other
+ * allocation (the caller's own params memory, say) can get one of these
+ * addresses while it is listed: a match is always a destroyed struct. */
 #define RECENT_DESTROYED 256
-static const void* g_destroyed[RECENT_DESTROYED];
+static void* g_destroyed[RECENT_DESTROYED];
 static unsigned g_destroyed_next;
 static pthread_mutex_t g_destroyed_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void note_destroyed(const void* p)
+static void quarantine(void* p)
 {
   pthread_mutex_lock(&g_destroyed_mu);
-  g_destroyed[g_destroyed_next++ % RECENT_DESTROYED] = p;
+  unsigned i = g_destroyed_next++ % RECENT_DESTROYED;
+  void* out = g_destroyed[i];
+  g_destroyed[i] = p;
   pthread_mutex_unlock(&g_destroyed_mu);
+  free(out);
 }
 
 static int recently_destroyed(const void* p)
@@ -93,8 +99,7 @@ static cuvsError_t plain_destroy(void* p, int kind)
     }
     return RAFT_FAIL("cuvsdouble: invalid %s %p", kind_name(kind), p);
   }
-  note_destroyed(p);
-  free(p);
+  quarantine(p);
   return dbl_ok();
 }
 
