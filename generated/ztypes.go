@@ -25,6 +25,12 @@ release the library lacks returns a *MissingSymbolError.
 A function whose C result is cuvsError_t returns nil on CUVS_SUCCESS and an
 *Error otherwise, carrying the library's error text read on the thread that
 made the call.
+
+A C handle (a typedef of a pointer: cuvsCagraIndex_t, cuvsCagraSearchParams_t)
+is an integer type that the garbage collector does not follow, so that no Go
+value keeps a freed C address where the collector reads it. Its struct's
+members are reached through its Ref method while the handle is live; a struct
+filled in Go memory becomes a handle for one call through its Pin method.
 */
 package generated
 
