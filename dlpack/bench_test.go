@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/race"
 )
 
 // deviceMatrix stands for the safe layer's device buffer: an Owner and raw
@@ -113,7 +114,7 @@ func BenchmarkCall3Views(b *testing.B) {
 
 // TestCallAllocatesNothing holds the hot path to zero Go allocations.
 func TestCallAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop items")
 	}
 	q := &deviceMatrix{ptr: fakePtr(fakeBase), rows: 100, cols: 128, dtype: dlpack.Float32}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
@@ -14,7 +15,7 @@ import (
 // the worker's search (a view of the next query batch, Search, Sync) and
 // the latency bookkeeping.
 func TestSearchAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop items, so pooled call state is reallocated")
 	}
 	safetest.Check(t)
@@ -95,7 +96,7 @@ func TestSearchAllocatesNothing(t *testing.T) {
 // heap allocations per request: a SearchInto of a query in Go memory into
 // Go buffers through the shared Batcher.
 func TestBatchSearchAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop items, so pooled request state is reallocated")
 	}
 	safetest.Check(t)
@@ -145,7 +146,7 @@ func (c closer) Close() error { return c() }
 // paths (the per-call worker's search and -mode batch's SearchInto) at
 // zero Go heap allocations.
 func TestIntegerHotPathsAllocateNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop items, so pooled state is reallocated")
 	}
 	safetest.Check(t)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
@@ -99,7 +100,7 @@ func BenchmarkIVFFlatSearch(b *testing.B) {
 // TestIVFFlatSearchAllocatesNothing holds the hot path to 0 allocations
 // per search (Search and Prepared.Run), in instant mode.
 func TestIVFFlatSearchAllocatesNothing(t *testing.T) {
-	if ivfRace {
+	if race.Enabled { // the race detector allocates on its own
 		t.Skip("the race detector allocates")
 	}
 	res, err := safe.NewResources()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
@@ -559,7 +560,7 @@ func TestValidation(t *testing.T) {
 // to zero Go heap allocations: pooled request, reused queue, views made
 // once per batch size, the index's search, the copies.
 func TestSearchIntoAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop items, so pooled state is reallocated")
 	}
 	ctl := safetest.Control()

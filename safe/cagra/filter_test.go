@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/batch"
@@ -53,7 +54,7 @@ func filterRecall(got []int64, want [][]int64, k int) (float64, int) {
 // 20,000 (the table's size) unless -short or -race.
 func TestFilterRecallFloor(t *testing.T) {
 	sizes := []int{5000}
-	if !testing.Short() && !raceEnabled { // about a minute more, several under -race
+	if !testing.Short() && !race.Enabled { // about a minute more, several under -race
 		sizes = append(sizes, 20000)
 	}
 	for _, n := range sizes {
@@ -208,7 +209,7 @@ func filterPaths(t *testing.T, name string, all bool, res *safe.Resources, idx *
 // least k rows, uint32), the policy's graph search with its read-back of
 // the results, forced graph and forced exact; through Search and Prepared.
 func TestFilterAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	f := setup(t)
@@ -356,7 +357,7 @@ func TestFilterSecondPass(t *testing.T) {
 			}
 			if 4*short <= nq {
 				partial = true
-				if !raceEnabled { // the second pass allocates nothing either
+				if !race.Enabled { // the second pass allocates nothing either
 					sp := cagra.SearchParams{FilterExactBelow: 1e-9}
 					search := func() {
 						var err error
@@ -527,7 +528,7 @@ func TestPostFilterPath(t *testing.T) {
 			case short == 0:
 			case 4*short <= nq:
 				partial = true
-				if !raceEnabled {
+				if !race.Enabled {
 					if a := testing.AllocsPerRun(5, func() {
 						if err := run(); err != nil {
 							t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
@@ -162,7 +163,7 @@ func TestPreparedValidation(t *testing.T) {
 }
 
 func TestPreparedRunAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	f := setup(t)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
@@ -307,7 +308,7 @@ func TestDatasetRebinding2608(t *testing.T) {
 
 // A multi-partition search allocates nothing on the Go heap.
 func TestSearchMultiPartitionAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	if !on2608() {

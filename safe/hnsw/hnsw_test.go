@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
@@ -843,7 +844,7 @@ func TestFaults(t *testing.T) {
 
 // Search allocates nothing on the Go heap.
 func TestSearchAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	safetest.Check(t)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
@@ -13,7 +14,7 @@ import (
 // (instant mode: only the bindings' own work is counted), nor does a
 // prepared Run.
 func TestSearchAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	ctl := safetest.Double(t, "instant mode")

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
@@ -233,7 +234,7 @@ func TestFilteredRefused(t *testing.T) {
 // the plain one (every row allowed), the exact one (with fewer rows
 // allowed than k too), the over-fetch one with and without a dataset.
 func TestFilteredAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	f := setup(t)

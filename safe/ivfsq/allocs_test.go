@@ -3,6 +3,7 @@ package ivfsq_test
 import (
 	"testing"
 
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
@@ -11,7 +12,7 @@ import (
 // A loop of one-call searches of one shape into one Results allocates
 // nothing on the Go heap (the checks before the device buffers included).
 func TestSearchSliceAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	safetest.Check(t)

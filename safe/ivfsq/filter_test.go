@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
@@ -32,7 +33,7 @@ var filterTests = &safetest.IVFFilter[*ivfsq.Index, ivfsq.SearchParams, *ivfsq.P
 	FilterExact:     ivfsq.FilterExact,
 	ExactRecall:     0.95,
 	ExactNote:       "; the codes may swap near ties",
-	Race:            raceEnabled,
+	Race:            race.Enabled,
 }
 
 // With cuVS's default params, a filtered search's recall@10 (against the

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe/multigpu"
 )
@@ -11,7 +12,7 @@ import (
 // Search allocates nothing on the Go heap (its params structs are the
 // library's, made per call).
 func TestSearchAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	safetest.Check(t)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/internal/cuvsdouble"
+	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe/multigpu"
 )
@@ -95,7 +96,7 @@ func checkSkips(t *testing.T, log string) {
 		case status != "SKIP":
 			t.Errorf("%s: %s against a library without multi-GPU, want a skip", name, status)
 		case !strings.Contains(why, lacksMG) && !strings.Contains(why, "needs the ABI test double") &&
-			!(raceEnabled && strings.Contains(why, "the race detector allocates")):
+			!(race.Enabled && strings.Contains(why, "the race detector allocates")):
 			t.Errorf("%s skipped: %s", name, why)
 		}
 	}

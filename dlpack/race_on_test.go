@@ -1,5 +1,0 @@
-//go:build race
-
-package dlpack_test
-
-const raceEnabled = true

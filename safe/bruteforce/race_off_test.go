@@ -1,5 +1,0 @@
-//go:build !race
-
-package bruteforce_test
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build race
-
-package cagra_test
-
-const raceEnabled = true

@@ -1,5 +1,0 @@
-//go:build !race
-
-package hnsw_test
-
-const raceEnabled = false

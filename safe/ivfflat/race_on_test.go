@@ -1,5 +1,0 @@
-//go:build race
-
-package ivfflat_test
-
-const raceEnabled = true

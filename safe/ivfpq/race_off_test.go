@@ -1,5 +1,0 @@
-//go:build !race
-
-package ivfpq_test
-
-const raceEnabled = false

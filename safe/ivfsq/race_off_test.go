@@ -1,5 +1,0 @@
-//go:build !race
-
-package ivfsq_test
-
-const raceEnabled = false

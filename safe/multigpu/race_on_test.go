@@ -1,5 +1,0 @@
-//go:build race
-
-package multigpu_test
-
-const raceEnabled = true

@@ -1,5 +1,0 @@
-//go:build !race
-
-package tiered_test
-
-const raceEnabled = false
