@@ -185,6 +185,6 @@ const (
 	// FilterIndex is cuVS's own filtered search with NProbes, one C call,
 	// nothing added.
 	FilterIndex
-	// FilterExact probes every list: every list probed is exact: the true nearest allowed rows.
+	// FilterExact probes every list, which is exact: the true nearest allowed rows.
 	FilterExact
 )

@@ -172,6 +172,6 @@ const (
 	// FilterIndex is cuVS's own filtered search with NProbes, one C call,
 	// nothing added.
 	FilterIndex
-	// FilterExact probes every list: every list probed: the nearest allowed rows as the 8-bit codes rank them, the best this index can do.
+	// FilterExact probes every list: the nearest allowed rows as the 8-bit codes rank them, the best this index can do.
 	FilterExact
 )
