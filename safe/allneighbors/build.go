@@ -7,6 +7,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 )
 
 // The tensor rules of cuvsAllNeighborsBuild: a float32 dataset in host or
@@ -20,8 +21,6 @@ var (
 	distRule    = kit.Rule{Arg: "distances", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true}
 	coreRule    = kit.Rule{Arg: "coreDistances", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 1, RowMajor: true}
 )
-
-func is2608() bool { return generated.Release() == "26.08" }
 
 // hostCompatible is cuVS's is_dlpack_host_compatible.
 func hostCompatible(d dlpack.Device) bool {
@@ -143,7 +142,7 @@ func build(op string, res *safe.Resources, dataset dlpack.Tensor, indices, dista
 	if err := p.validate(op, rows, dim, k, hostData, core != nil); err != nil {
 		return err
 	}
-	if hostOut && !is2608() {
+	if hostOut && !release.Has(release.AllNeighborsHostOutput) {
 		return viaDevice(op, res, dataset, im, dm, cm, alpha, &p)
 	}
 	cp, err := p.toC(op)

@@ -13,6 +13,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 )
 
@@ -41,7 +42,7 @@ func cAlloc[T any]() *T {
 }
 
 func (p *IndexParams) validate(op string) error {
-	if p.Compression != nil && is2608() {
+	if p.Compression != nil && release.Has(release.CagraDataset) {
 		return compressionNotInRelease(op)
 	}
 	if !p.Metric.Valid() {
@@ -300,7 +301,7 @@ type paramsFields struct {
 // createParams calls the loaded release's cuvsCagraIndexParamsCreate.
 func createParams() (cParams, error) {
 	var c cParams
-	if is2608() {
+	if release.Has(release.CagraDataset) {
 		if err := generated.CuvsCagraIndexParamsCreate_v2608(&c.p08); err != nil {
 			return cParams{}, err
 		}
@@ -344,7 +345,6 @@ func (c cParams) fromC() IndexParams {
 
 // is2608 reports whether the loaded library is of cuVS 26.08, whose CAGRA
 // calls take the Dataset API and 48-byte index params.
-func is2608() bool { return generated.Release() == "26.08" }
 
 // compressionNotInRelease refuses CompressionParams on 26.08: its
 // cuvsCagraIndexParams lost the compression member and no call of its C

@@ -14,6 +14,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 )
 
 var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, dlpack.Uint8}
@@ -226,7 +227,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err != nil {
 		return nil, err
 	}
-	if is2608() {
+	if release.Has(release.CagraDataset) {
 		if err := idx.build2608(op, res, &dv, cp.p.p08); err != nil {
 			idx.fail()
 			return nil, err
@@ -318,7 +319,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		if v == &gv && v.Device().Type == dlpack.CPU {
 			continue // a host graph is copied
 		}
-		if v == &dv && !keepsReference(v) || v == &dv && is2608() && !(deviceMemory(v.Device().Type) && padded(v)) {
+		if v == &dv && !keepsReference(v) || v == &dv && release.Has(release.CagraDataset) && !(deviceMemory(v.Device().Type) && padded(v)) {
 			continue
 		}
 		r, err := v.Retain(idx.life.Label())
@@ -328,7 +329,7 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		}
 		idx.life.Borrow(r)
 	}
-	if is2608() {
+	if release.Has(release.CagraDataset) {
 		if err := idx.fromArgs2608(op, res, metric, &gv, &dv); err != nil {
 			idx.fail()
 			return nil, err
@@ -457,7 +458,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		}
 		defer generated.CuvsCagraExtendParamsDestroy(cp)
 		cp.Ref().MaxChunkSize = p.MaxChunkSize
-		if is2608() {
+		if release.Has(release.CagraDataset) {
 			extended, err := idx.extend2608(op, res, cp, &av)
 			if extended {
 				idx.rows.Add(added)
@@ -601,7 +602,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset boo
 	const op = "cagra.Index.Serialize"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		switch {
-		case !is2608():
+		case !release.Has(release.CagraDataset):
 			return generated.CuvsCagraSerialize(h, p, idx.h, includeDataset)
 		case includeDataset:
 			return generated.CuvsCagraSerializeGraphAndDataset(h, p, idx.h)
@@ -667,7 +668,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 	}
 	noDataset := false
 	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		if !is2608() {
+		if !release.Has(release.CagraDataset) {
 			return generated.CuvsCagraDeserialize(h, p, idx.h)
 		}
 		if has, _ := fileHasDataset(path); !has {
@@ -776,7 +777,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		out.fail()
 		return nil, err
 	}
-	if is2608() {
+	if release.Has(release.CagraDataset) {
 		// 26.08's merge fills an empty owning dataset with the merged rows
 		// (in device memory, or in host memory when the device allocation
 		// fails for an unfiltered merge) and binds the output index to it.

@@ -14,6 +14,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 	"github.com/x448/float16"
 )
 
@@ -452,7 +453,7 @@ var (
 // C call: cuvsCagraSearchMultiPartition.
 func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions []*Index, queries dlpack.Tensor, partitionIDs, neighbors, distances dlpack.TensorMut, filters []*safe.Filter) error {
 	const op = "cagra.SearchMultiPartition"
-	if !is2608() { // kit.InRelease allocates: only for the refusal
+	if !release.Has(release.CagraDataset) { // kit.InRelease allocates: only for the refusal
 		if err := kit.InRelease(op, "cuvsCagraSearchMultiPartition"); err != nil {
 			return err
 		}

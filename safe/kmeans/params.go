@@ -8,6 +8,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 )
 
 // InitMethod is how Fit chooses the initial centroids (cuvsKMeansInitMethod).
@@ -158,12 +159,10 @@ type cParams struct {
 	v8 generated.CuvsKMeansParams_t_v2608 // 26.08
 }
 
-func is2608() bool { return generated.Release() == "26.08" }
-
 // createC calls the loaded release's params constructor.
 func createC(op string) (*cParams, error) {
 	c := &cParams{}
-	if is2608() {
+	if release.Has(release.KMeansParams2608) {
 		return c, kit.Wrap(op, generated.CuvsKMeansParamsCreate_v2608(&c.v8))
 	}
 	err := generated.CuvsKMeansParamsCreate_v2(&c.v2)

@@ -7,6 +7,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 )
 
 // Model is a fitted PCA in Go memory, row-major whatever the release.
@@ -83,7 +84,7 @@ func rowsOf(op, name string, v []float32, cols int) (int, error) {
 
 // colMajor reports whether the loaded release wants column-major matrices
 // (26.06); 26.08 takes row-major ones as they are.
-func colMajor() bool { return generated.Release() != "26.08" }
+func colMajor() bool { return !release.Has(release.PCARowMajor) }
 
 // dev is device memory for one tensor of a call: a rank-2 matrix (row- or
 // column-major) or a rank-1 vector (rank 0, no shape, only in tests).

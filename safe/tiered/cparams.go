@@ -10,6 +10,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 )
 
 // cParams are the C parameters of one Build or Merge: the tiered struct
@@ -31,7 +32,7 @@ func newCParams(op string, p *IndexParams) (*cParams, error) {
 		return nil, kit.Wrap(op, err)
 	}
 	m := kit.CMetric(p.Metric)
-	if is2608() {
+	if release.Has(release.TieredParams2608) {
 		if err := generated.CuvsTieredIndexParamsCreate_v2608(&c.p08); err != nil {
 			return fail(err)
 		}
@@ -47,7 +48,7 @@ func newCParams(op string, p *IndexParams) (*cParams, error) {
 	switch p.Backend {
 	case CAGRA:
 		deg, inter := p.CAGRA.GraphDegree, p.CAGRA.IntermediateGraphDegree
-		if is2608() {
+		if release.Has(release.TieredParams2608) {
 			if err := generated.CuvsCagraIndexParamsCreate_v2608(&c.cg08); err != nil {
 				return fail(err)
 			}

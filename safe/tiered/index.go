@@ -14,6 +14,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 )
 
 // The tensor rules of the tiered index: float32 rows in host or device
@@ -133,7 +134,7 @@ func newTiered(op string, res *safe.Resources, p *IndexParams, data *safe.Device
 		return 0, kit.Wrap(op, err)
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(r generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		if is2608() {
+		if release.Has(release.TieredParams2608) {
 			return generated.CuvsTieredIndexBuild_v2608(r, cp.p08, t[0], h)
 		}
 		return generated.CuvsTieredIndexBuild(r, cp.p06, t[0], h)
@@ -692,7 +693,7 @@ func mergeC(op string, res *safe.Resources, p *IndexParams, indexes []*Index, al
 		idx.life.Fail()
 		return nil, err
 	}
-	if is2608() {
+	if release.Has(release.TieredParams2608) {
 		err = generated.CuvsTieredIndexMerge_v2608(h, cp.p08, &hs[0], uint64(len(indexes)), st.ann)
 	} else {
 		err = generated.CuvsTieredIndexMerge(h, cp.p06, &hs[0], uint64(len(indexes)), st.ann)

@@ -6,6 +6,7 @@ import (
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/release"
 )
 
 // Backend is the ANN index under the tiered index (cuvsTieredIndexANNAlgo).
@@ -109,7 +110,7 @@ type SearchParams struct {
 func DefaultIndexParams() (IndexParams, error) {
 	const op = "tiered.DefaultIndexParams"
 	var out IndexParams
-	if is2608() {
+	if release.Has(release.TieredParams2608) {
 		var p generated.CuvsTieredIndexParams_t_v2608
 		if err := generated.CuvsTieredIndexParamsCreate_v2608(&p); err != nil {
 			return IndexParams{}, kit.Wrap(op, err)
@@ -124,8 +125,6 @@ func DefaultIndexParams() (IndexParams, error) {
 	out = IndexParams{Backend: Backend(p.Ref().Algo), Metric: safe.Metric(p.Ref().Metric), MinANNRows: p.Ref().MinAnnRows, CreateANNIndexOnExtend: p.Ref().CreateAnnIndexOnExtend}
 	return out, kit.Wrap(op, generated.CuvsTieredIndexParamsDestroy(p))
 }
-
-func is2608() bool { return generated.Release() == "26.08" }
 
 func (p *IndexParams) validate(op string) error {
 	if !p.Backend.valid() {
