@@ -163,8 +163,13 @@ func newBoundResources(op string, n int, c *resourcesConfig) (*Resources, error)
 		_ = generated.CuvsResourcesDestroy(h)
 		return nil, err
 	}
+	pmem, err := newParamsMem(op)
+	if err != nil {
+		_ = destroyOn(resHandle{h, s, ev, d, 0})
+		return nil, err
+	}
 	liveResources.Inc()
-	r := &Resources{h: h, stream: s, event: ev, dev: d, pmem: newParamsMem()}
+	r := &Resources{h: h, stream: s, event: ev, dev: d, pmem: pmem}
 	r.devID.Store(d)
 	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, d, r.pmem})
 	return r, nil

@@ -13,7 +13,12 @@ import "fmt"
 const paramsBytes = 512
 
 // newParamsMem allocates a Resources' params memory.
-func newParamsMem() uintptr { return uintptr(C.calloc(1, paramsBytes)) }
+func newParamsMem(op string) (uintptr, error) {
+	if a := uintptr(C.calloc(1, paramsBytes)); a != 0 {
+		return a, nil
+	}
+	return 0, fmt.Errorf("%s: no host memory for the Resources' %d bytes of call parameters", op, paramsBytes)
+}
 
 // freeParamsMem frees what newParamsMem allocated.
 func freeParamsMem(a uintptr) {

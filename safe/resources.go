@@ -219,8 +219,13 @@ func NewResources(opts ...ResourcesOption) (*Resources, error) {
 		_ = generated.CuvsResourcesDestroy(h)
 		return nil, err
 	}
+	pmem, err := newParamsMem(op)
+	if err != nil {
+		_ = destroyOn(resHandle{h, s, ev, unbound, 0})
+		return nil, err
+	}
 	liveResources.Inc()
-	r := &Resources{h: h, stream: s, event: ev, dev: unbound, pmem: newParamsMem()}
+	r := &Resources{h: h, stream: s, event: ev, dev: unbound, pmem: pmem}
 	r.devID.Store(-1)
 	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, unbound, r.pmem})
 	return r, nil

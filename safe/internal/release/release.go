@@ -50,11 +50,11 @@ var since = [numFeatures]string{
 	PCARowMajor:            "26.08",
 }
 
-// order and loaded are the window's releases, oldest first, and the
-// loaded one: generated's, or a test's.
+// window and loaded are the window's releases, oldest first (copied once:
+// generated.Releases makes a slice per call), and the loaded one:
+// generated's, or a test's.
 var (
-	window = generated.Releases() // a copy: Releases makes one per call
-	order  = func() []string { return window }
+	window = generated.Releases()
 	loaded = generated.Release
 )
 
@@ -62,7 +62,6 @@ var (
 // answers for the oldest release (the calls that follow fail with
 // ErrNotLoaded anyway). It allocates nothing: search paths ask it.
 func Has(f Feature) bool {
-	rs := order()
-	i, j := slices.Index(rs, loaded()), slices.Index(rs, since[f])
+	i, j := slices.Index(window, loaded()), slices.Index(window, since[f])
 	return i >= 0 && j >= 0 && i >= j
 }

@@ -15,9 +15,9 @@ import (
 
 func with(t *testing.T, rels []string, rel string) {
 	t.Helper()
-	o, l := order, loaded
-	order, loaded = func() []string { return rels }, func() string { return rel }
-	t.Cleanup(func() { order, loaded = o, l })
+	w, l := window, loaded
+	window, loaded = rels, func() string { return rel }
+	t.Cleanup(func() { window, loaded = w, l })
 }
 
 // TestWindow: on the oldest release of the window no feature is had (they
