@@ -3,13 +3,11 @@ package ivfsq
 import (
 	"fmt"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
-	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/ivffilter"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
@@ -41,68 +39,50 @@ func deviceCompatible(d dlpack.Device) bool {
 // each with its own safe.Resources; Extend needs it alone (it waits its
 // turn, and searches wait for it), and Close waits for both.
 type Index struct {
-	dev    dlpack.Device              // where the index keeps its memory: the device of the resources that made it
-	h      generated.CuvsIvfSqIndex_t // C memory
-	rows   atomic.Int64
-	dim    int64
-	nLists int64
-	dtype  atomic.Uint32 // packed code, bits, lanes; changed by Extend after Deserialize
-
-	life   kit.Life        // Close, cleanup, searches, Extend
-	slices hostsearch.Pool // SearchSlice's device buffers
-	hosts  ivffilter.Pool  // pinned buffers of filtered searches' second passes
+	c     core.Index[generated.CuvsIvfSqIndex_t]
+	ivf   core.IVF
+	dtype atomic.Uint32 // packed code, bits, lanes; changed by Extend after Deserialize
 }
 
-func newIndex(op string, res *safe.Resources) (*Index, error) {
-	var h generated.CuvsIvfSqIndex_t
-	if err := generated.CuvsIvfSqIndexCreate(&h); err != nil {
-		return nil, kit.Wrap(op, err)
-	}
-	idx := &Index{h: h}
-	kit.Start(&idx.life, idx, "ivfsq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfSqIndexDestroy(h) })
-	// The build, deserialization or merge that follows runs on res and
-	// refuses it as Keep would: Keep's error is theirs.
-	_ = idx.life.Keep(res, op)
-	return idx, nil
+// kind is IVF-SQ for the index core.
+var kind = core.Kind[Index, generated.CuvsIvfSqIndex_t]{
+	Name: "ivfsq", Create: generated.CuvsIvfSqIndexCreate, Destroy: generated.CuvsIvfSqIndexDestroy,
+	SerializeC: generated.CuvsIvfSqSerialize, DeserializeC: generated.CuvsIvfSqDeserialize,
+	CheckFile: func(op, path string) error { return kit.CheckItems(op, path, true, nil) },
+	Core:      func(i *Index) *core.Index[generated.CuvsIvfSqIndex_t] { return &i.c },
+	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
 }
 
-// fail destroys a half-made index.
-func (idx *Index) fail() { idx.life.Fail() }
+func init() {
+	kind.Refresh = (*Index).refresh
+	kind.Init()
+}
 
 // refresh reads size, lists and dimension from the library and the dtype
-// from the handle (lanes 0, which cuVS leaves, read as 1; all zero after
-// Deserialize).
+// from the handle.
 func (idx *Index) refresh(op string) error {
-	var size, nLists, dim int64
-	if err := generated.CuvsIvfSqIndexGetSize(idx.h, &size); err != nil {
+	var nLists, dim int64
+	if err := generated.CuvsIvfSqIndexGetNLists(idx.c.H, &nLists); err != nil {
 		return kit.Wrap(op, err)
 	}
-	if err := generated.CuvsIvfSqIndexGetNLists(idx.h, &nLists); err != nil {
+	if err := generated.CuvsIvfSqIndexGetDim(idx.c.H, &dim); err != nil {
 		return kit.Wrap(op, err)
 	}
-	if err := generated.CuvsIvfSqIndexGetDim(idx.h, &dim); err != nil {
-		return kit.Wrap(op, err)
-	}
-	idx.rows.Store(size)
-	idx.nLists, idx.dim = nLists, dim
-	d := idx.h.Ref().Dtype
-	if d.Lanes == 0 && d.Bits != 0 {
-		d.Lanes = 1
-	}
-	idx.dtype.Store(uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16)
-	return nil
+	idx.ivf.NLists, idx.c.Dim = nLists, dim
+	return idx.refreshExtended(op)
 }
 
 // refreshExtended reads what an Extend changes, the size and the dtype
 // (both atomic: searches read them meanwhile, outside the Extend); the
-// lists and dimension stay.
+// lists and dimension stay. The dtype's lanes 0, which cuVS leaves, read
+// as 1; all zero after Deserialize.
 func (idx *Index) refreshExtended(op string) error {
 	var size int64
-	if err := generated.CuvsIvfSqIndexGetSize(idx.h, &size); err != nil {
+	if err := generated.CuvsIvfSqIndexGetSize(idx.c.H, &size); err != nil {
 		return kit.Wrap(op, err)
 	}
-	idx.rows.Store(size)
-	d := idx.h.Ref().Dtype
+	idx.c.Rows.Store(size)
+	d := idx.c.H.Ref().Dtype
 	if d.Lanes == 0 && d.Bits != 0 {
 		d.Lanes = 1
 	}
@@ -135,48 +115,30 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err := p.validate(op, dv.Dim(0), dv.Dim(1)); err != nil {
 		return nil, err
 	}
-	idx, err := newIndex(op, res)
+	idx, err := kind.New(op, res)
 	if err != nil {
 		return nil, err
 	}
 	cp := p.cValue()
-	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfSqBuild(h, kit.Params[generated.CuvsIvfSqIndexParams_t](res, &cp), t[0], idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	err = kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfSqBuild(h, kit.Params[generated.CuvsIvfSqIndexParams_t](res, &cp), t[0], idx.c.H)
+	})
+	return kind.Made(op, res, idx, err)
 }
 
 // Rows returns the number of rows indexed (cuvsIvfSqIndexGetSize, read
 // after every change).
-func (idx *Index) Rows() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.rows.Load())
-}
+func (idx *Index) Rows() int { return kind.Rows(idx) }
 
 // Dim returns the vectors' dimension (cuvsIvfSqIndexGetDim).
-func (idx *Index) Dim() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.dim)
-}
+func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // NLists returns the number of lists (cuvsIvfSqIndexGetNLists).
 func (idx *Index) NLists() int {
 	if idx == nil {
 		return 0
 	}
-	return int(idx.nLists)
+	return int(idx.ivf.NLists)
 }
 
 // DType returns the element type the index was built (or first extended)
@@ -208,22 +170,20 @@ func (idx *Index) DType() dlpack.DataType {
 // GetNLists/GetDim (and cuvsRMMAlloc/Free, cuvsMatrixCopy for device ids
 // made by the package).
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
-	if idx == nil {
-		return kit.NilIndex("ivfsq.Index.Extend")
-	}
-	if err := idx.life.Built("ivfsq.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+	op := kind.Op.Extend
+	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
+	if err != nil {
 		return err
 	}
-	const op = "ivfsq.Index.Extend"
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	if err := kit.CheckIndexDevice(res, op, c.Dev); err != nil {
 		return err
 	}
 	vv, err := vectorsRule.Take(op, res, vectors)
 	if err != nil {
 		return err
 	}
-	if vv.Dim(1) != idx.dim {
-		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.dim)
+	if vv.Dim(1) != c.Dim {
+		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), c.Dim)
 	}
 	n := vv.Dim(0)
 	if n < 1 {
@@ -247,13 +207,13 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		}
 		pass = true
 	}
-	return idx.life.Exclusive(op, func() error {
-		if err := idx.life.Keep(res, op); err != nil {
+	return c.Life.Exclusive(op, func() error {
+		if err := c.Life.Keep(res, op); err != nil {
 			return err
 		}
-		if ids == nil && idx.rows.Load() > 0 {
+		if ids == nil && c.Rows.Load() > 0 {
 			seq := make([]int64, n)
-			base := idx.rows.Load()
+			base := c.Rows.Load()
 			for i := range seq {
 				seq[i] = base + int64(i)
 			}
@@ -274,7 +234,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 			in[1] = &iv
 		}
 		err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			return generated.CuvsIvfSqExtend(h, t[0], t[1], idx.h)
+			return generated.CuvsIvfSqExtend(h, t[0], t[1], c.H)
 		})
 		if rerr := idx.refreshExtended(op); err == nil {
 			err = rerr
@@ -334,62 +294,21 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // index).
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if idx == nil {
-		return kit.NilIndex("ivfsq.Index.Search")
-	}
-	const op = "ivfsq.Index.Search"
-	if err := idx.life.Enter(op); err != nil {
-		return err
-	}
-	defer idx.life.Leave()
-	c := dlpack.Begin(op)
-	defer c.End()
-	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
-}
-
-func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
-		return err
-	}
-	sp, err := params.resolve(op)
-	if err != nil {
-		return err
-	}
-	rows := idx.rows.Load()
-	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, queryDType(queries), idx.dim, rows, &t); err != nil {
-		return err
-	}
-	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset)
-	if err != nil {
-		return err
-	}
-	plan := idx.plan(&sp, filter, rows, t.K)
-	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: rowBytes(t.Queries)}
-	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(res *safe.Resources, h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
-		cp := generated.CuvsIvfSqSearchParams{NProbes: probes}
-		return generated.CuvsIvfSqSearch(h, kit.Params[generated.CuvsIvfSqSearchParams_t](res, &cp), idx.h, q, n, d, f)
+	op := kind.Op.Search
+	return kind.Search(idx, op, func(call dlpack.Call) error {
+		sp, err := params.resolve(op)
+		if err != nil {
+			return err
+		}
+		s := core.IVFSearch{Path: ivffilter.Path(sp.FilterPath), Probes: sp.NProbes, DType: queryDType(queries), Filter: filter}
+		return idx.c.SearchIVF(&idx.ivf, op, call, res, &searchRules, queries, neighbors, distances, &s, idx.search)
 	})
 }
 
-// plan is the filter policy's plan for a search of k neighbours with sp
-// and filter (see SearchParams.FilterPath).
-func (idx *Index) plan(sp *SearchParams, filter *safe.Filter, rows, k int64) ivffilter.Plan {
-	allowed := rows
-	if filter != nil {
-		allowed = int64(filter.Allowed())
-	}
-	return ivffilter.Decide(ivffilter.Path(sp.FilterPath), sp.NProbes, idx.nLists, rows, allowed, k, filter != nil)
-}
-
-// allLists is the probes of the exact path: every list.
-func (idx *Index) allLists() uint32 { return uint32(min(max(idx.nLists, 1), 1<<31)) }
-
-// rowBytes is the size of one row of a bound, packed row-major matrix.
-func rowBytes(mt *generated.DLManagedTensor) int64 {
-	dl := &mt.DlTensor
-	cols := *(*int64)(unsafe.Add(unsafe.Pointer(dl.Shape), 8))
-	return cols * int64(dl.Dtype.Bits) / 8 * int64(max(dl.Dtype.Lanes, 1))
+// search is IVF-SQ's C search.
+func (idx *Index) search(res *safe.Resources, h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor, f generated.CuvsFilter) error {
+	cp := generated.CuvsIvfSqSearchParams{NProbes: probes}
+	return generated.CuvsIvfSqSearch(h, kit.Params[generated.CuvsIvfSqSearchParams_t](res, &cp), idx.c.H, q, n, d, f)
 }
 
 // Centers copies the lists' centers, NLists() × Dim() float32, into dst
@@ -403,13 +322,11 @@ func rowBytes(mt *generated.DLManagedTensor) int64 {
 // C calls: cuvsIvfSqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
-	if idx == nil {
-		return kit.NilIndex("ivfsq.Index.Centers")
-	}
-	if err := idx.life.Built("ivfsq.Index.Centers"); err != nil { // a zero index says so, before its arguments are checked
+	const op = "ivfsq.Index.Centers"
+	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
+	if err != nil {
 		return err
 	}
-	const op = "ivfsq.Index.Centers"
 	if dst == nil {
 		return kit.Argf(op, "dst", "nil")
 	}
@@ -420,27 +337,21 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 	if err := centersRule.CheckMut(op, &dm); err != nil {
 		return err
 	}
-	if err := idx.life.Enter(op); err != nil {
+	if err := c.Life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.life.Leave()
-	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
-		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
+	defer c.Leave()
+	if dm.Dim(0) != idx.ivf.NLists || dm.Dim(1) != c.Dim {
+		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.ivf.NLists, c.Dim)
 	}
 	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
-		return generated.CuvsIvfSqIndexGetCenters(idx.h, mt)
+		return generated.CuvsIvfSqIndexGetCenters(c.H, mt)
 	})
 }
 
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
-	if idx == nil {
-		return kit.NilIndex("ivfsq.Index.Serialize")
-	}
-	const op = "ivfsq.Index.Serialize"
-	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsIvfSqSerialize(h, p, idx.h)
-	})
+	return kind.Serialize(idx, res, path)
 }
 
 // Deserialize reads an index written by Serialize. Its DType is the zero
@@ -454,40 +365,10 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // C calls: cuvsIvfSqIndexCreate, cuvsIvfSqDeserialize,
 // cuvsIvfSqIndexGetSize/GetNLists/GetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	const op = "ivfsq.Deserialize"
-	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
-		return nil, err
-	}
-	if err := kit.CheckItems(op, path, true, nil); err != nil {
-		return nil, err
-	}
-	idx, err := newIndex(op, res)
-	if err != nil {
-		return nil, err
-	}
-	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsIvfSqDeserialize(h, p, idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	return kind.Deserialize(res, path)
 }
 
 // Close frees the index, waiting for the searches and the Extend in
 // flight. Closing twice, or closing the zero Index, is harmless; if freeing
 // fails, a later Close tries again. C call: cuvsIvfSqIndexDestroy.
-func (idx *Index) Close() error {
-	if idx == nil {
-		return nil
-	}
-	return idx.life.Close("ivfsq.Index.Close", func() { _ = idx.slices.Close(); _ = idx.hosts.Close() })
-}
-
-// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
-var liveIndexes = live.New("ivfsq.Index")
+func (idx *Index) Close() error { return kind.Close(idx) }

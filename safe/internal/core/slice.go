@@ -1,0 +1,48 @@
+package core
+
+import (
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
+)
+
+// Slice is what a package's one-call search adds to the core's checks.
+type Slice struct {
+	DTypes []dlpack.DataType     // the query element types the index takes now
+	Params func(op string) error // checks the search's params; nil: none
+	Filter *safe.Filter          // the search's filter, nil for none
+	Kinds  []safe.FilterKind     // the filter kinds the search takes
+	Search hostsearch.Searcher   // the package's device search (its Index.Search)
+}
+
+// SearchSliceInto is every package's SearchSliceInto (hostsearch.Search
+// over the index's Slices): a nil or zero index, then the queries, k,
+// the resources' device, the params and the filter are checked before
+// any device memory is taken.
+func SearchSliceInto[Q dlpack.DType, T any, H ~uintptr](k *Kind[T, H], res *safe.Resources, t *T, queries []Q, kk int, s *Slice, out *safe.Results) error {
+	op := k.Op.SearchSlice
+	if t == nil {
+		return kit.Argf(op, "idx", "nil *Index")
+	}
+	c := k.Core(t)
+	if err := c.Life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+		return err
+	}
+	rows := c.Rows.Load()
+	spec := hostsearch.Spec{
+		Dim: int(c.Dim), Rows: int(rows), DTypes: s.DTypes,
+		Check: func(n, _ int) error {
+			if err := kit.CheckIndexDevice(res, op, c.Dev); err != nil {
+				return err
+			}
+			if s.Params != nil {
+				if err := s.Params(op); err != nil {
+					return err
+				}
+			}
+			return kit.CheckFilter(s.Filter, op, rows, int64(n), s.Kinds...)
+		},
+	}
+	return hostsearch.Search(op, res, &c.Slices, &spec, queries, kk, s.Search, out)
+}
