@@ -42,7 +42,7 @@ func testIndex(t *testing.T) (*safe.Resources, *safe.DeviceMatrix[float32], *Ind
 func TestCDeserializeLeavesLanesZero(t *testing.T) {
 	safetest.Check(t)
 	res, _, idx := testIndex(t)
-	if l := idx.h.Ref().Dtype.Lanes; l != 1 {
+	if l := idx.c.H.Ref().Dtype.Lanes; l != 1 {
 		t.Errorf("built index: lanes %d", l)
 	}
 	path := filepath.Join(t.TempDir(), "i.bin")
@@ -54,7 +54,7 @@ func TestCDeserializeLeavesLanesZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer back.Close()
-	if d := back.h.Ref().Dtype; d.Code != 2 || d.Bits != 32 || d.Lanes != 0 {
+	if d := back.c.H.Ref().Dtype; d.Code != 2 || d.Bits != 32 || d.Lanes != 0 {
 		t.Errorf("deserialized dtype {%d %d %d}, want {2 32 0}", d.Code, d.Bits, d.Lanes)
 	}
 	if back.DType().Lanes != 1 {
@@ -69,7 +69,7 @@ func TestCGetCentersIsAView(t *testing.T) {
 	_, _, idx := testIndex(t)
 	mt := cDLManaged()
 	defer cFree(unsafe.Pointer(mt))
-	if err := generated.CuvsIvfFlatIndexGetCenters(idx.h, mt); err != nil {
+	if err := generated.CuvsIvfFlatIndexGetCenters(idx.c.H, mt); err != nil {
 		t.Fatal(err)
 	}
 	tt := &mt.DlTensor
@@ -92,7 +92,7 @@ func TestCExtendNullIDs(t *testing.T) {
 	res, ds, idx := testIndex(t)
 	v, _ := ds.View()
 	err := kit.CallWith("test", res, []*dlpack.View{&v, nil}, func(h generated.CuvsResources_t, ts []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfFlatExtend(h, ts[0], nil, idx.h)
+		return generated.CuvsIvfFlatExtend(h, ts[0], nil, idx.c.H)
 	})
 	if err == nil {
 		t.Fatal("extend with NULL ids succeeded")

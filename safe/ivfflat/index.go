@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync/atomic"
-	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
-	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/ivffilter"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
@@ -27,7 +24,6 @@ var (
 	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	vectorsRule = kit.Rule{Arg: "vectors", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	idsRule     = kit.Rule{Arg: "ids", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
-	centersRule = kit.Rule{Arg: "dst", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
 	searchRules = kit.SearchRules{
 		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
 		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
@@ -40,47 +36,39 @@ var (
 // safe.Resources; Extend needs it alone (it waits its turn, and searches
 // wait for it), and Close waits for both.
 type Index struct {
-	dev    dlpack.Device                // where the index keeps its memory: the device of the resources that made it
-	h      generated.CuvsIvfFlatIndex_t // C memory
-	rows   atomic.Int64                 // kept here: the C API has no size getter
-	dim    int64
-	nLists int64
-	dtype  dlpack.DataType
-
-	life   kit.Life        // Close, cleanup, searches, Extend
-	slices hostsearch.Pool // SearchSlice's device buffers
-	hosts  ivffilter.Pool  // pinned buffers of filtered searches' second passes
+	c     core.Index[generated.CuvsIvfFlatIndex_t] // Rows kept here: the C API has no size getter
+	ivf   core.IVF
+	dtype dlpack.DataType
 }
 
-func newIndex(op string, res *safe.Resources) (*Index, error) {
-	var h generated.CuvsIvfFlatIndex_t
-	if err := generated.CuvsIvfFlatIndexCreate(&h); err != nil {
-		return nil, kit.Wrap(op, err)
-	}
-	idx := &Index{h: h}
-	kit.Start(&idx.life, idx, "ivfflat.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfFlatIndexDestroy(h) })
-	// The build, deserialization or merge that follows runs on res and
-	// refuses it as Keep would: Keep's error is theirs.
-	_ = idx.life.Keep(res, op)
-	return idx, nil
+// kind is IVF-Flat for the index core.
+var kind = core.Kind[Index, generated.CuvsIvfFlatIndex_t]{
+	Name: "ivfflat", Create: generated.CuvsIvfFlatIndexCreate, Destroy: generated.CuvsIvfFlatIndexDestroy,
+	SerializeC: generated.CuvsIvfFlatSerialize, DeserializeC: generated.CuvsIvfFlatDeserialize,
+	CheckFile: checkFile,
+	Core:      func(i *Index) *core.Index[generated.CuvsIvfFlatIndex_t] { return &i.c },
+	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
 }
 
-// fail destroys a half-made index.
-func (idx *Index) fail() { idx.life.Fail() }
+func init() {
+	kind.Refresh = (*Index).refresh
+	kind.Loaded = (*Index).loaded
+	kind.Init()
+}
 
 // refresh reads the lists and dimension from the library, and the dtype
 // from the handle, lanes 0 read as 1 (cuvsIvfFlatDeserialize sets code and
 // bits only).
 func (idx *Index) refresh(op string) error {
 	var nLists, dim int64
-	if err := generated.CuvsIvfFlatIndexGetNLists(idx.h, &nLists); err != nil {
+	if err := generated.CuvsIvfFlatIndexGetNLists(idx.c.H, &nLists); err != nil {
 		return kit.Wrap(op, err)
 	}
-	if err := generated.CuvsIvfFlatIndexGetDim(idx.h, &dim); err != nil {
+	if err := generated.CuvsIvfFlatIndexGetDim(idx.c.H, &dim); err != nil {
 		return kit.Wrap(op, err)
 	}
-	idx.nLists, idx.dim = nLists, dim
-	idx.dtype = kit.DataType(idx.h.Ref().Dtype)
+	idx.ivf.NLists, idx.c.Dim = nLists, dim
+	idx.dtype = kit.DataType(idx.c.H.Ref().Dtype)
 	return nil
 }
 
@@ -121,52 +109,34 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		defer free()
 		dv = uv
 	}
-	idx, err := newIndex(op, res)
+	idx, err := kind.New(op, res)
 	if err != nil {
 		return nil, err
 	}
 	cp := p.cValue()
-	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfFlatBuild(h, kit.Params[generated.CuvsIvfFlatIndexParams_t](res, &cp), t[0], idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
+	err = kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfFlatBuild(h, kit.Params[generated.CuvsIvfFlatIndexParams_t](res, &cp), t[0], idx.c.H)
+	})
+	if idx, err = kind.Made(op, res, idx, err); err == nil && p.AddDataOnBuild {
+		idx.c.Rows.Store(dv.Dim(0))
 	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	if p.AddDataOnBuild {
-		idx.rows.Store(dv.Dim(0))
-	}
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	return idx, err
 }
 
 // Rows returns the number of rows indexed. The C API has no size getter:
 // the count is kept by Build and Extend, and read from the file by
 // Deserialize.
-func (idx *Index) Rows() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.rows.Load())
-}
+func (idx *Index) Rows() int { return kind.Rows(idx) }
 
 // Dim returns the vectors' dimension (cuvsIvfFlatIndexGetDim).
-func (idx *Index) Dim() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.dim)
-}
+func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // NLists returns the number of lists (cuvsIvfFlatIndexGetNLists).
 func (idx *Index) NLists() int {
 	if idx == nil {
 		return 0
 	}
-	return int(idx.nLists)
+	return int(idx.ivf.NLists)
 }
 
 // DType returns the element type of the vectors.
@@ -193,22 +163,20 @@ func (idx *Index) DType() dlpack.DataType {
 // C calls: cuvsRMMAlloc/Free (ids nil), cuvsMatrixCopy, cuvsIvfFlatExtend,
 // cuvsStreamSync.
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
-	if idx == nil {
-		return kit.NilIndex("ivfflat.Index.Extend")
-	}
-	if err := idx.life.Built("ivfflat.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+	op := kind.Op.Extend
+	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
+	if err != nil {
 		return err
 	}
-	const op = "ivfflat.Index.Extend"
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	if err := kit.CheckIndexDevice(res, op, c.Dev); err != nil {
 		return err
 	}
 	vv, err := vectorsRule.Take(op, res, vectors)
 	if err != nil {
 		return err
 	}
-	if vv.DType() != idx.dtype || vv.Dim(1) != idx.dim {
-		return kit.Argf(op, "vectors", "%s × %d columns, the index holds %s × %d", vv.DType(), vv.Dim(1), idx.dtype, idx.dim)
+	if vv.DType() != idx.dtype || vv.Dim(1) != c.Dim {
+		return kit.Argf(op, "vectors", "%s × %d columns, the index holds %s × %d", vv.DType(), vv.Dim(1), idx.dtype, c.Dim)
 	}
 	n := vv.Dim(0)
 	if n < 1 {
@@ -226,13 +194,13 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 			return kit.Argf(op, "ids", "%d ids for %d rows", iv.Dim(0), n)
 		}
 	}
-	return idx.life.Exclusive(op, func() error {
-		if err := idx.life.Keep(res, op); err != nil {
+	return c.Life.Exclusive(op, func() error {
+		if err := c.Life.Keep(res, op); err != nil {
 			return err
 		}
 		if ids == nil {
 			seq := make([]int64, n)
-			base := idx.rows.Load()
+			base := c.Rows.Load()
 			for i := range seq {
 				seq[i] = base + int64(i)
 			}
@@ -247,13 +215,13 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		}
 		extended := false
 		err = kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			err := generated.CuvsIvfFlatExtend(h, t[0], t[1], idx.h)
+			err := generated.CuvsIvfFlatExtend(h, t[0], t[1], c.H)
 			extended = err == nil
 			return err
 		})
 		if extended {
 			// the count follows even if the sync after it failed
-			idx.rows.Add(n)
+			c.Rows.Add(n)
 		}
 		return err
 	})
@@ -293,62 +261,21 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 // index).
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if idx == nil {
-		return kit.NilIndex("ivfflat.Index.Search")
-	}
-	const op = "ivfflat.Index.Search"
-	if err := idx.life.Enter(op); err != nil {
-		return err
-	}
-	defer idx.life.Leave()
-	c := dlpack.Begin(op)
-	defer c.End()
-	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
-}
-
-func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
-		return err
-	}
-	sp, err := params.resolve(op)
-	if err != nil {
-		return err
-	}
-	rows := idx.rows.Load()
-	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, rows, &t); err != nil {
-		return err
-	}
-	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset)
-	if err != nil {
-		return err
-	}
-	plan := idx.plan(&sp, filter, rows, t.K)
-	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: rowBytes(t.Queries)}
-	return ivffilter.Run(op, res, &idx.hosts, plan, idx.allLists(), &ft, func(res *safe.Resources, h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor) error {
-		cp := generated.CuvsIvfFlatSearchParams{NProbes: probes}
-		return generated.CuvsIvfFlatSearch(h, kit.Params[generated.CuvsIvfFlatSearchParams_t](res, &cp), idx.h, q, n, d, f)
+	op := kind.Op.Search
+	return kind.Search(idx, op, func(call dlpack.Call) error {
+		sp, err := params.resolve(op)
+		if err != nil {
+			return err
+		}
+		s := core.IVFSearch{Path: ivffilter.Path(sp.FilterPath), Probes: sp.NProbes, DType: idx.dtype, Filter: filter}
+		return idx.c.SearchIVF(&idx.ivf, op, call, res, &searchRules, queries, neighbors, distances, &s, idx.search)
 	})
 }
 
-// plan is the filter policy's plan for a search of k neighbours with sp
-// and filter (see SearchParams.FilterPath).
-func (idx *Index) plan(sp *SearchParams, filter *safe.Filter, rows, k int64) ivffilter.Plan {
-	allowed := rows
-	if filter != nil {
-		allowed = int64(filter.Allowed())
-	}
-	return ivffilter.Decide(ivffilter.Path(sp.FilterPath), sp.NProbes, idx.nLists, rows, allowed, k, filter != nil)
-}
-
-// allLists is the probes of the exact path: every list.
-func (idx *Index) allLists() uint32 { return uint32(min(max(idx.nLists, 1), 1<<31)) }
-
-// rowBytes is the size of one row of a bound, packed row-major matrix.
-func rowBytes(mt *generated.DLManagedTensor) int64 {
-	dl := &mt.DlTensor
-	cols := *(*int64)(unsafe.Add(unsafe.Pointer(dl.Shape), 8))
-	return cols * int64(dl.Dtype.Bits) / 8 * int64(max(dl.Dtype.Lanes, 1))
+// search is IVF-Flat's C search.
+func (idx *Index) search(res *safe.Resources, h generated.CuvsResources_t, probes uint32, q, n, d *generated.DLManagedTensor, f generated.CuvsFilter) error {
+	cp := generated.CuvsIvfFlatSearchParams{NProbes: probes}
+	return generated.CuvsIvfFlatSearch(h, kit.Params[generated.CuvsIvfFlatSearchParams_t](res, &cp), idx.c.H, q, n, d, f)
 }
 
 // Centers copies the lists' centers, NLists() × Dim() float32, into dst
@@ -362,44 +289,12 @@ func rowBytes(mt *generated.DLManagedTensor) int64 {
 // C calls: cuvsIvfFlatIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
-	if idx == nil {
-		return kit.NilIndex("ivfflat.Index.Centers")
-	}
-	if err := idx.life.Built("ivfflat.Index.Centers"); err != nil { // a zero index says so, before its arguments are checked
-		return err
-	}
-	const op = "ivfflat.Index.Centers"
-	if dst == nil {
-		return kit.Argf(op, "dst", "nil")
-	}
-	dm, err := dst.ViewMut()
-	if err != nil {
-		return kit.Argf(op, "dst", "%w", err)
-	}
-	if err := centersRule.CheckMut(op, &dm); err != nil {
-		return err
-	}
-	if err := idx.life.Enter(op); err != nil {
-		return err
-	}
-	defer idx.life.Leave()
-	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
-		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
-	}
-	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
-		return generated.CuvsIvfFlatIndexGetCenters(idx.h, mt)
-	})
+	return kind.Centers(idx, "ivfflat.Index.Centers", res, dst, func() int64 { return idx.ivf.NLists }, generated.CuvsIvfFlatIndexGetCenters)
 }
 
 // Serialize writes the index to a file (cuvsIvfFlatSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
-	if idx == nil {
-		return kit.NilIndex("ivfflat.Index.Serialize")
-	}
-	const op = "ivfflat.Index.Serialize"
-	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsIvfFlatSerialize(h, p, idx.h)
-	})
+	return kind.Serialize(idx, res, path)
 }
 
 // Deserialize reads an index written by Serialize. Its size is read from
@@ -413,37 +308,30 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // C calls: cuvsIvfFlatIndexCreate, cuvsIvfFlatDeserialize,
 // cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	const op = "ivfflat.Deserialize"
-	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
-		return nil, err
+	return kind.Deserialize(res, path)
+}
+
+// checkFile refuses, before any C call, a file whose header is not an
+// IVF-Flat index's or that is not whole .npy items to its end.
+func checkFile(op, path string) error {
+	if _, err := readSize(path); err != nil {
+		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return kit.Corrupt(op, err)
 	}
+	return kit.CheckItems(op, path, true, nil)
+}
+
+// loaded reads the size from the file's header, once cuVS has read the
+// file.
+func (idx *Index) loaded(op, path string) error {
 	size, err := readSize(path)
 	if err != nil {
-		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		return nil, kit.Corrupt(op, err)
+		return kit.Corrupt(op, err)
 	}
-	if err := kit.CheckItems(op, path, true, nil); err != nil {
-		return nil, err
-	}
-	idx, err := newIndex(op, res)
-	if err != nil {
-		return nil, err
-	}
-	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsIvfFlatDeserialize(h, p, idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	idx.rows.Store(size)
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	idx.c.Rows.Store(size)
+	return nil
 }
 
 // readSize reads the row count from a serialized IVF-Flat index: a 4-byte
@@ -475,12 +363,4 @@ func readSize(path string) (int64, error) {
 // Close frees the index, waiting for the searches and the Extend in
 // flight. Closing twice, or closing the zero Index, is harmless; if freeing
 // fails, a later Close tries again. C call: cuvsIvfFlatIndexDestroy.
-func (idx *Index) Close() error {
-	if idx == nil {
-		return nil
-	}
-	return idx.life.Close("ivfflat.Index.Close", func() { _ = idx.slices.Close(); _ = idx.hosts.Close() })
-}
-
-// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
-var liveIndexes = live.New("ivfflat.Index")
+func (idx *Index) Close() error { return kind.Close(idx) }

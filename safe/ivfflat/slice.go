@@ -3,8 +3,7 @@ package ivfflat
 import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 )
 
 // SearchSlice is the one-call search from Go memory: queries holds n×Dim()
@@ -36,28 +35,19 @@ func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, params *Search
 // SearchSliceInto is SearchSlice writing into out, whose slices are reused
 // when large enough.
 func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, filter *safe.Filter, out *safe.Results) error {
-	const op = "ivfflat.SearchSlice"
-	if idx == nil {
-		return kit.Argf(op, "idx", "nil *Index")
+	var dt []dlpack.DataType
+	if idx != nil {
+		dt = []dlpack.DataType{idx.dtype}
 	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
-		return err
-	}
-	rows := idx.rows.Load()
-	spec := hostsearch.Spec{
-		Dim: int(idx.dim), Rows: int(rows), DTypes: []dlpack.DataType{idx.dtype},
-		Check: func(n, k int) error {
-			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
-				return err
-			}
-			if _, err := params.resolve(op); err != nil {
-				return err
-			}
-			return kit.CheckFilter(filter, op, rows, int64(n), safe.Bitset)
+	s := core.Slice{
+		DTypes: dt, Filter: filter, Kinds: bitset,
+		Params: func(op string) error { _, err := params.resolve(op); return err },
+		Search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, params, q, n, d, filter)
 		},
 	}
-	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
-		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, params, q, n, d, filter)
-		}, out)
+	return core.SearchSliceInto(&kind, res, idx, queries, k, &s, out)
 }
+
+// bitset is the filter kinds a search takes.
+var bitset = []safe.FilterKind{safe.Bitset}

@@ -21,7 +21,6 @@ var (
 	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	vectorsRule = kit.Rule{Arg: "vectors", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	idsRule     = kit.Rule{Arg: "ids", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
-	centersRule = kit.Rule{Arg: "dst", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
 	searchRules = kit.SearchRules{
 		Queries:   kit.Rule{Arg: "queries", Memory: kit.DeviceMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
 		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.DeviceMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 2, RowMajor: true},
@@ -322,31 +321,7 @@ func (idx *Index) search(res *safe.Resources, h generated.CuvsResources_t, probe
 // C calls: cuvsIvfSqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
-	const op = "ivfsq.Index.Centers"
-	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
-	if err != nil {
-		return err
-	}
-	if dst == nil {
-		return kit.Argf(op, "dst", "nil")
-	}
-	dm, err := dst.ViewMut()
-	if err != nil {
-		return kit.Argf(op, "dst", "%w", err)
-	}
-	if err := centersRule.CheckMut(op, &dm); err != nil {
-		return err
-	}
-	if err := c.Life.Enter(op); err != nil {
-		return err
-	}
-	defer c.Leave()
-	if dm.Dim(0) != idx.ivf.NLists || dm.Dim(1) != c.Dim {
-		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.ivf.NLists, c.Dim)
-	}
-	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
-		return generated.CuvsIvfSqIndexGetCenters(c.H, mt)
-	})
+	return kind.Centers(idx, "ivfsq.Index.Centers", res, dst, func() int64 { return idx.ivf.NLists }, generated.CuvsIvfSqIndexGetCenters)
 }
 
 // Serialize writes the index to a file (cuvsIvfSqSerialize).

@@ -70,6 +70,9 @@ type Kind[T any, H ~uintptr] struct {
 	// Refresh reads the sizes back from the library after a build or a
 	// deserialization (Made); nil reads nothing.
 	Refresh func(t *T, op string) error
+	// Loaded reads from a file Deserialize has read what the library
+	// does not say (IVF-Flat's size); nil reads nothing.
+	Loaded func(t *T, op, path string) error
 	// Release frees the package's own buffers at Close, after the uses in
 	// flight and before the handle (the core frees Slices itself).
 	Release func(t *T)
@@ -227,6 +230,9 @@ func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string) (*T, error) {
 	err = kit.Deserialize(op, res, path, func(rh generated.CuvsResources_t, p *byte) error {
 		return k.DeserializeC(rh, p, h)
 	})
+	if err == nil && k.Loaded != nil {
+		err = k.Loaded(t, op, path)
+	}
 	return k.Made(op, res, t, err)
 }
 
@@ -271,4 +277,38 @@ func (k *Kind[T, H]) Search(t *T, op string, search func(c dlpack.Call) error) e
 // Prepare: it matches safe.ErrClosed.
 func NeverPrepared(op string) error {
 	return fmt.Errorf("%s: %w: the zero value, never built (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
+}
+
+// centersRule is every IVF package's Centers destination.
+var centersRule = kit.Rule{Arg: "dst", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2}
+
+// Centers is the IVF packages' Centers: it copies the lists' centers,
+// lists() × Dim() float32, into dst (host or device memory, rows
+// contiguous) and waits for the copy. get is the C getter, which
+// overwrites the tensor it is given with a view into the index (it does
+// not copy): the core hands it a tensor of its own and copies from that
+// view (kit.CopyOut).
+func (k *Kind[T, H]) Centers(t *T, op string, res *safe.Resources, dst dlpack.TensorMut, lists func() int64, get func(H, *generated.DLManagedTensor) error) error {
+	c, err := k.Of(t, op) // a zero index says so, before its arguments are checked
+	if err != nil {
+		return err
+	}
+	if dst == nil {
+		return kit.Argf(op, "dst", "nil")
+	}
+	dm, err := dst.ViewMut()
+	if err != nil {
+		return kit.Argf(op, "dst", "%w", err)
+	}
+	if err := centersRule.CheckMut(op, &dm); err != nil {
+		return err
+	}
+	if err := c.Life.Enter(op); err != nil {
+		return err
+	}
+	defer c.Leave()
+	if n := lists(); dm.Dim(0) != n || dm.Dim(1) != c.Dim {
+		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), n, c.Dim)
+	}
+	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error { return get(c.H, mt) })
 }
