@@ -25,9 +25,8 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
-	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
@@ -79,29 +78,36 @@ func searchable(m safe.Metric) bool {
 // KLDivergence the searches then take turns: see Build). Close waits for
 // searches in flight.
 type Index struct {
-	dev    dlpack.Device                   // where the index keeps its memory: the device of the resources that made it
-	h      generated.CuvsBruteForceIndex_t // C memory
-	rows   int64
-	dim    int64
+	c      core.Index[generated.CuvsBruteForceIndex_t] // Rows and Dim set once, by Build or Deserialize
 	dtype  dlpack.DataType
 	metric safe.Metric
-
-	life   kit.Life        // Close, cleanup, searches, the dataset's borrow or copy
-	slices hostsearch.Pool // SearchSlice's device buffers
-	excl   *exclusive      // HellingerExpanded and KLDivergence: one search at a time (rewrite.go); nil for the others
+	excl   *exclusive // HellingerExpanded and KLDivergence: one search at a time (rewrite.go); nil for the others
 }
 
-func newIndex(op string, res *safe.Resources) (*Index, error) {
-	var h generated.CuvsBruteForceIndex_t
-	if err := generated.CuvsBruteForceIndexCreate(&h); err != nil {
-		return nil, kit.Wrap(op, err)
-	}
-	idx := &Index{h: h}
-	kit.Start(&idx.life, idx, "bruteforce.Index(%p)", liveIndexes, func() error { return generated.CuvsBruteForceIndexDestroy(h) })
-	// The build, deserialization or merge that follows runs on res and
-	// refuses it as Keep would: Keep's error is theirs.
-	_ = idx.life.Keep(res, op)
-	return idx, nil
+// kind is brute force for the index core.
+var kind = core.Kind[Index, generated.CuvsBruteForceIndex_t]{
+	Name: "bruteforce", Create: generated.CuvsBruteForceIndexCreate, Destroy: generated.CuvsBruteForceIndexDestroy,
+	SerializeC: generated.CuvsBruteForceSerialize, DeserializeC: generated.CuvsBruteForceDeserialize,
+	CheckFile: checkFile,
+	Core:      func(i *Index) *core.Index[generated.CuvsBruteForceIndex_t] { return &i.c },
+	Release: func(i *Index) {
+		if i.excl != nil {
+			i.excl.free()
+		}
+	},
+}
+
+func init() {
+	kind.Loaded = (*Index).loaded
+	kind.Init()
+}
+
+// set records what the index holds, as Build or the file says.
+func (idx *Index) set(rows, dim int64, dtype dlpack.DataType, metric safe.Metric) {
+	idx.c.Rows.Store(rows)
+	idx.c.Dim, idx.dtype, idx.metric = dim, dtype, metric
+	idx.excl = newExclusive(metric)
+	idx.c.Life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", rows, dim))
 }
 
 // Build makes an index over dataset (rows × dim, float32 or float16; in
@@ -155,55 +161,40 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 	if host && !dv.Layout().IsRowMajor() {
 		return nil, kit.Argf(op, "dataset", "layout %s: a dataset in host memory must be row-major", dv.Layout())
 	}
-	idx, err := newIndex(op, res)
+	idx, err := kind.New(op, res)
 	if err != nil {
 		return nil, err
 	}
-	idx.rows, idx.dim, idx.dtype, idx.metric = dv.Dim(0), dv.Dim(1), dv.DType(), p.Metric
-	idx.excl = newExclusive(idx.metric)
-	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
+	idx.set(dv.Dim(0), dv.Dim(1), dv.DType(), p.Metric)
+	life := &idx.c.Life
 	if host {
 		uv, free, err := kit.Upload(op, "dataset", res, &dv)
 		if err != nil {
-			idx.life.Fail()
+			kind.Fail(idx)
 			return nil, err
 		}
-		idx.life.Own(free)
+		life.Own(free)
 		dv = uv
 	} else {
 		// cuVS keeps a reference to the dataset: hold it until Close.
-		r, err := dv.Retain(idx.life.Label())
+		r, err := dv.Retain(life.Label())
 		if err != nil {
-			idx.life.Fail()
+			kind.Fail(idx)
 			return nil, kit.Argf(op, "dataset", "%w", err)
 		}
-		idx.life.Borrow(r)
+		life.Borrow(r)
 	}
-	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsBruteForceBuild(h, t[0], kit.CMetric(p.Metric), p.MetricArg, idx.h)
-	}); err != nil {
-		idx.life.Fail()
-		return nil, err
-	}
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	err = kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsBruteForceBuild(h, t[0], kit.CMetric(p.Metric), p.MetricArg, idx.c.H)
+	})
+	return kind.Made(op, res, idx, err)
 }
 
 // Rows returns the number of rows indexed.
-func (idx *Index) Rows() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.rows)
-}
+func (idx *Index) Rows() int { return kind.Rows(idx) }
 
 // Dim returns the dimension of the vectors.
-func (idx *Index) Dim() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.dim)
-}
+func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // DType returns the element type of the vectors.
 func (idx *Index) DType() dlpack.DataType {
@@ -230,8 +221,8 @@ func (idx *Index) Metric() safe.Metric {
 // filtered search lacks.
 func (idx *Index) checkSearch(op string, f *safe.Filter, k int64) error {
 	if idx.metric == safe.Haversine && f == nil {
-		if idx.dim != 2 {
-			return kit.Argf(op, "index", "Haversine needs 2-dimensional rows (latitude, longitude); the index has %d dimensions", idx.dim)
+		if idx.c.Dim != 2 {
+			return kit.Argf(op, "index", "Haversine needs 2-dimensional rows (latitude, longitude); the index has %d dimensions", idx.c.Dim)
 		}
 		if k > maxHaversineK {
 			return kit.Argf(op, "neighbors", "k = %d: a Haversine search returns at most %d neighbors", k, maxHaversineK)
@@ -277,30 +268,24 @@ func (idx *Index) checkSearch(op string, f *safe.Filter, k int64) error {
 // HellingerExpanded or KLDivergence the search is synchronous and one at a
 // time per index (see Build): the results are ready when it returns.
 func (idx *Index) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if idx == nil {
-		return kit.NilIndex("bruteforce.Index.Search")
+	op := kind.Op.Search
+	if idx != nil {
+		if err := kit.CheckIndexDevice(res, op, idx.c.Dev); err != nil {
+			return err
+		}
 	}
-	const op = "bruteforce.Index.Search"
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
-		return err
-	}
-	if err := idx.life.Enter(op); err != nil {
-		return err
-	}
-	defer idx.life.Leave()
-	c := dlpack.Begin(op)
-	defer c.End()
-	// The work is in search, whose many returns would make these defers
-	// heap-style ones, slower than the open-coded kind.
-	return idx.search(op, c, res, queries, neighbors, distances, filter)
+	return kind.Search(idx, op, func(c dlpack.Call) error {
+		return idx.search(op, c, res, queries, neighbors, distances, filter)
+	})
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	var t kit.SearchTensors
-	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, &t); err != nil {
+	rows := idx.c.Rows.Load()
+	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.c.Dim, rows, &t); err != nil {
 		return err
 	}
-	f, err := kit.BindFilter(filter, op, c, idx.rows, t.N, safe.Bitset, safe.Bitmap)
+	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset, safe.Bitmap)
 	if err != nil {
 		return err
 	}
@@ -314,20 +299,14 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsBruteForceSearch(h, idx.h, t.Queries, t.Neighbors, t.Distances, f)
+	err = generated.CuvsBruteForceSearch(h, idx.c.H, t.Queries, t.Neighbors, t.Distances, f)
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }
 
 // Serialize writes the index, with its dataset, to a file.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
-	if idx == nil {
-		return kit.NilIndex("bruteforce.Index.Serialize")
-	}
-	const op = "bruteforce.Index.Serialize"
-	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsBruteForceSerialize(h, p, idx.h)
-	})
+	return kind.Serialize(idx, res, path)
 }
 
 // Deserialize reads an index written by Serialize. The index owns its copy
@@ -336,35 +315,30 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // safe.ErrCorruptIndex: its header and layout are checked before any C
 // call, and cuVS's own refusals of its contents carry the sentinel too.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	const op = "bruteforce.Deserialize"
-	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
-		return nil, err
+	return kind.Deserialize(res, path)
+}
+
+// checkFile refuses, before any C call, a file whose header is not a
+// brute-force index's or that is not whole .npy items to its end.
+func checkFile(op, path string) error {
+	if _, err := readHeader(path); err != nil {
+		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return kit.Corrupt(op, err)
 	}
+	return kit.CheckItems(op, path, true, nil)
+}
+
+// loaded reads what the index holds from the file's header, once cuVS has
+// read the file.
+func (idx *Index) loaded(op, path string) error {
 	hdr, err := readHeader(path)
 	if err != nil {
-		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		return nil, kit.Corrupt(op, err)
+		return kit.Corrupt(op, err)
 	}
-	if err := kit.CheckItems(op, path, true, nil); err != nil {
-		return nil, err
-	}
-	idx, err := newIndex(op, res)
-	if err != nil {
-		return nil, err
-	}
-	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsBruteForceDeserialize(h, p, idx.h)
-	}); err != nil {
-		idx.life.Fail()
-		return nil, err
-	}
-	idx.rows, idx.dim, idx.dtype, idx.metric = hdr.rows, hdr.dim, hdr.dtype, hdr.metric
-	idx.excl = newExclusive(idx.metric)
-	idx.life.SetLabel(fmt.Sprintf("bruteforce.Index(%d×%d)", idx.rows, idx.dim))
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	idx.set(hdr.rows, hdr.dim, hdr.dtype, hdr.metric)
+	return nil
 }
 
 type header struct {
@@ -422,17 +396,4 @@ func parseHeader(r *bufio.Reader) (header, error) {
 // borrow of the dataset (or frees its copy of a host dataset). Closing
 // twice, or closing the zero Index, is harmless; if freeing fails, a later
 // Close tries again. C call: cuvsBruteForceIndexDestroy.
-func (idx *Index) Close() error {
-	if idx == nil {
-		return nil
-	}
-	return idx.life.Close("bruteforce.Index.Close", func() {
-		_ = idx.slices.Close()
-		if idx.excl != nil {
-			idx.excl.free()
-		}
-	})
-}
-
-// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
-var liveIndexes = live.New("bruteforce.Index")
+func (idx *Index) Close() error { return kind.Close(idx) }

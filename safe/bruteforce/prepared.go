@@ -2,14 +2,11 @@ package bruteforce
 
 import (
 	"errors"
-	"fmt"
-	"math"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
-	"github.com/cuvs-go/cuvs/safe/internal/prepared"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 )
 
 // Prepared is a search checked and bound once and run many times, as
@@ -17,8 +14,15 @@ import (
 // the bound tensors, which the Prepared holds exclusively (its filter
 // shared) until Close.
 type Prepared struct {
+	p   core.Prepared[generated.CuvsBruteForceIndex_t]
 	idx *Index
-	s   *prepared.Search
+}
+
+func (p *Prepared) core() *core.Prepared[generated.CuvsBruteForceIndex_t] {
+	if p == nil {
+		return nil
+	}
+	return &p.p
 }
 
 // Prepare checks a search of queries (n × Dim(), device memory) into
@@ -27,31 +31,19 @@ type Prepared struct {
 // least k rows through for every query), and binds the tensors for repeated
 // Runs.
 func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
-	if idx == nil {
-		return nil, kit.NilIndex("bruteforce.Index.Prepare")
+	var dt dlpack.DataType
+	if idx != nil {
+		dt = idx.dtype
 	}
-	const op = "bruteforce.Index.Prepare"
-	if err := idx.life.Enter(op); err != nil {
-		return nil, err
-	}
-	defer idx.life.Leave()
-	s, err := prepared.New(op, "bruteforce.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows, filter, safe.Bitset, safe.Bitmap)
+	p, err := kind.Prepare(idx, &searchRules, queries, neighbors, distances, dt, filter, filterKinds, nil)
 	if err != nil {
 		return nil, err
 	}
-	s.IndexDevice = idx.dev
-	// prepared.New checked neighbors: a rank-2 view.
-	nv, _ := neighbors.ViewMut()
-	v, _ := nv.View()
-	k := int64(math.MaxInt64) // refused below if neighbors no longer says
-	if v.NDim() == 2 {
-		k = v.Dim(1)
-	}
-	if err := idx.checkSearch(op, filter, k); err != nil {
-		s.Close()
+	if err := idx.checkSearch(kind.Op.Prepare, filter, p.S.K()); err != nil {
+		p.Close()
 		return nil, err
 	}
-	return &Prepared{idx: idx, s: s}, nil
+	return &Prepared{p: p, idx: idx}, nil
 }
 
 // Run searches once, on res's stream: the results are ready once res is
@@ -61,67 +53,41 @@ func (idx *Index) Prepare(queries, neighbors, distances dlpack.TensorMut, filter
 // C call, cuvsStreamSync; see Build); Hellinger's square roots are taken of
 // the bound queries themselves, which SetQueries rewrites anyway.
 func (p *Prepared) Run(res *safe.Resources) error {
-	if p == nil || p.s == nil {
-		return errZero("bruteforce.Prepared.Run")
-	}
 	const op = "bruteforce.Prepared.Run"
-	s := p.s
-	if !s.Enter() {
-		return s.Closed()
+	if p != nil && p.idx != nil && p.idx.excl != nil {
+		// The metric rewrites the dataset (rewrite.go): one search of the
+		// index at a time, until its stream is done, taken before res as
+		// Search takes it. The bound queries, held by the Prepared alone,
+		// take Hellinger's rewrite themselves.
+		p.idx.excl.mu.Lock()
+		defer p.idx.excl.mu.Unlock()
 	}
-	if err := p.idx.life.Enter(op); err != nil {
-		s.Leave()
+	h, err := p.core().Enter(op, res)
+	if err != nil {
 		return err
 	}
-	if e := p.idx.excl; e != nil {
-		// The metric rewrites the dataset (rewrite.go): one search of the
-		// index at a time, until its stream is done. The bound queries,
-		// held by the Prepared alone, take Hellinger's rewrite themselves.
-		e.mu.Lock()
-		defer e.mu.Unlock()
+	s := p.p.S
+	err = generated.CuvsBruteForceSearch(h, p.idx.c.H, s.Queries, s.Neighbors, s.Distances, s.Filter)
+	if p.idx.excl != nil {
+		err = errors.Join(err, generated.CuvsStreamSync(h))
 	}
-	h, err := s.Lock(op, res)
-	if err == nil {
-		err = generated.CuvsBruteForceSearch(h, p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
-		if p.idx.excl != nil {
-			err = errors.Join(err, generated.CuvsStreamSync(h))
-		}
-		kit.Unlock(res)
-		err = kit.Wrap(op, err)
-	}
-	p.idx.life.Leave()
-	s.Leave()
+	err = p.p.Unlock(op, res, err)
+	p.p.Leave()
 	return err
 }
 
 // SetQueries copies src (the prepared queries' shape and element type; host
 // or device memory) into the bound queries and waits for the copy.
 func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
-	if p == nil || p.s == nil {
-		return errZero("bruteforce.Prepared.SetQueries")
-	}
-	return p.s.SetQueries(res, src)
+	return p.core().SetQueries(kind.Op.Prepared, res, src)
 }
 
 // Results copies the last results into neighbors and distances (either may
 // be nil) and waits for the search and the copies.
 func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
-	if p == nil || p.s == nil {
-		return errZero("bruteforce.Prepared.Results")
-	}
-	return p.s.Results(res, neighbors, distances)
+	return p.core().Results(kind.Op.Prepared, res, neighbors, distances)
 }
 
 // Close ends the Prepared's borrows, waiting for a Run or copy in flight.
 // Closing twice is harmless.
-func (p *Prepared) Close() error {
-	if p == nil || p.s == nil {
-		return nil
-	}
-	return p.s.Close()
-}
-
-// errZero is the error of a method of a Prepared not made by Prepare.
-func errZero(op string) error {
-	return fmt.Errorf("%s: %w: the zero value, never built (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
-}
+func (p *Prepared) Close() error { return p.core().Close() }

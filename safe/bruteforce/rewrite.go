@@ -50,11 +50,11 @@ func (idx *Index) searchRewriting(op string, c dlpack.Call, res *safe.Resources,
 	defer e.mu.Unlock()
 	q := t.Queries
 	if e.queries {
-		p, err := kit.DeviceScratch(res, &e.q, t.N*idx.dim*int64(idx.dtype.Bits/8))
+		p, err := kit.DeviceScratch(res, &e.q, t.N*idx.c.Dim*int64(idx.dtype.Bits/8))
 		if err != nil {
 			return kit.Wrap(op, err)
 		}
-		e.shape = [2]int64{t.N, idx.dim}
+		e.shape = [2]int64{t.N, idx.c.Dim}
 		if q, err = kit.OutRaw(c, p, t.Device, &e.shape, idx.dtype); err != nil {
 			return kit.Wrap(op, err)
 		}
@@ -69,7 +69,7 @@ func (idx *Index) searchRewriting(op string, c dlpack.Call, res *safe.Resources,
 			return kit.Wrap(op, err)
 		}
 	}
-	err = generated.CuvsBruteForceSearch(h, idx.h, q, t.Neighbors, t.Distances, f)
+	err = generated.CuvsBruteForceSearch(h, idx.c.H, q, t.Neighbors, t.Distances, f)
 	// The stream's work (the copy, the rewrite, the distances, the undoing)
 	// must be done before another search may rewrite the dataset.
 	return kit.Wrap(op, errors.Join(err, generated.CuvsStreamSync(h)))

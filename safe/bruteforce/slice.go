@@ -3,8 +3,7 @@ package bruteforce
 import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 )
 
 // SearchSlice is the one-call search from Go memory: queries holds n×Dim()
@@ -33,27 +32,19 @@ func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, queries []T, k
 // SearchSliceInto is SearchSlice writing into out, whose slices are reused
 // when large enough.
 func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, queries []T, k int, filter *safe.Filter, out *safe.Results) error {
-	const op = "bruteforce.SearchSlice"
-	if idx == nil {
-		return kit.Argf(op, "idx", "nil *Index")
+	var dt []dlpack.DataType
+	if idx != nil {
+		dt = []dlpack.DataType{idx.dtype}
 	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
-		return err
-	}
-	spec := hostsearch.Spec{
-		Dim: int(idx.dim), Rows: int(idx.rows), DTypes: []dlpack.DataType{idx.dtype},
-		Check: func(n, k int) error {
-			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
-				return err
-			}
-			if err := kit.CheckFilter(filter, op, idx.rows, int64(n), safe.Bitset, safe.Bitmap); err != nil {
-				return err
-			}
-			return idx.checkSearch(op, filter, int64(k))
+	s := core.Slice{
+		DTypes: dt, Filter: filter, Kinds: filterKinds,
+		Check: func(op string, k int64) error { return idx.checkSearch(op, filter, k) },
+		Search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, q, n, d, filter)
 		},
 	}
-	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
-		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, q, n, d, filter)
-		}, out)
+	return core.SearchSliceInto(&kind, res, idx, queries, k, &s, out)
 }
+
+// filterKinds is the filter kinds a search takes.
+var filterKinds = []safe.FilterKind{safe.Bitset, safe.Bitmap}

@@ -4,7 +4,6 @@ import (
 	"io"
 
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // SerializeTo writes the index to w in the format Serialize writes to a
@@ -13,13 +12,7 @@ import (
 // directory while a goroutine copies it to w, so nothing reaches the disk.
 // If w fails, the rest of cuVS's output is dropped and w's error returned.
 func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
-	if idx == nil {
-		return 0, kit.NilIndex("bruteforce.Index.SerializeTo")
-	}
-	if err := idx.life.Built("bruteforce.Index.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
-		return 0, err
-	}
-	return kit.SerializeTo("bruteforce.Index.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
+	return kind.SerializeTo(idx, res, w)
 }
 
 // DeserializeFrom reads an index written by Serialize or SerializeTo from
@@ -31,5 +24,5 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 // temporary directory under $TMPDIR). safe.MaxBytes bounds the stream: a
 // longer one is refused, naming the limit, after at most limit+1 bytes.
 func DeserializeFrom(res *safe.Resources, r io.Reader, opts ...safe.DeserializeOption) (*Index, error) {
-	return kit.DeserializeFrom("bruteforce.DeserializeFrom", r, opts, func(path string) (*Index, error) { return Deserialize(res, path) })
+	return kind.DeserializeFrom(res, r, opts)
 }

@@ -41,7 +41,7 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 	}
 	s := core.Slice{
 		DTypes: dt, Filter: filter, Kinds: bitset,
-		Params: func(op string) error { _, err := params.resolve(op); return err },
+		Check: func(op string, _ int64) error { _, err := params.resolve(op); return err },
 		Search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, params, q, n, d, filter)
 		},

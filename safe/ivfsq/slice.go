@@ -38,7 +38,7 @@ func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, params *Search
 func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, filter *safe.Filter, out *safe.Results) error {
 	s := core.Slice{
 		DTypes: elemTypes, Filter: filter, Kinds: bitset,
-		Params: func(op string) error { _, err := params.resolve(op); return err },
+		Check: func(op string, _ int64) error { _, err := params.resolve(op); return err },
 		Search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return idx.Search(res, params, q, n, d, filter)
 		},

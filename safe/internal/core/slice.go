@@ -9,11 +9,11 @@ import (
 
 // Slice is what a package's one-call search adds to the core's checks.
 type Slice struct {
-	DTypes []dlpack.DataType     // the query element types the index takes now
-	Params func(op string) error // checks the search's params; nil: none
-	Filter *safe.Filter          // the search's filter, nil for none
-	Kinds  []safe.FilterKind     // the filter kinds the search takes
-	Search hostsearch.Searcher   // the package's device search (its Index.Search)
+	DTypes []dlpack.DataType              // the query element types the index takes now
+	Check  func(op string, k int64) error // the package's own checks (params, the filter against k); nil: none
+	Filter *safe.Filter                   // the search's filter, nil for none
+	Kinds  []safe.FilterKind              // the filter kinds the search takes
+	Search hostsearch.Searcher            // the package's device search (its Index.Search)
 }
 
 // SearchSliceInto is every package's SearchSliceInto (hostsearch.Search
@@ -32,16 +32,17 @@ func SearchSliceInto[Q dlpack.DType, T any, H ~uintptr](k *Kind[T, H], res *safe
 	rows := c.Rows.Load()
 	spec := hostsearch.Spec{
 		Dim: int(c.Dim), Rows: int(rows), DTypes: s.DTypes,
-		Check: func(n, _ int) error {
+		Check: func(n, kk int) error {
 			if err := kit.CheckIndexDevice(res, op, c.Dev); err != nil {
 				return err
 			}
-			if s.Params != nil {
-				if err := s.Params(op); err != nil {
-					return err
-				}
+			if err := kit.CheckFilter(s.Filter, op, rows, int64(n), s.Kinds...); err != nil {
+				return err
 			}
-			return kit.CheckFilter(s.Filter, op, rows, int64(n), s.Kinds...)
+			if s.Check != nil {
+				return s.Check(op, int64(kk))
+			}
+			return nil
 		},
 	}
 	return hostsearch.Search(op, res, &c.Slices, &spec, queries, kk, s.Search, out)
