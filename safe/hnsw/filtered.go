@@ -31,7 +31,7 @@ func SearchFiltered[T dlpack.DType](res *safe.Resources, idx *Index, params *Sea
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+	if err := idx.c.Life.Built(op); err != nil { // a zero index says so, before its arguments are checked
 		return err
 	}
 	if dlpack.DataTypeOf[T]() != idx.DType() {

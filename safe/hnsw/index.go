@@ -3,15 +3,14 @@ package hnsw
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
-	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/cagra"
 	"github.com/cuvs-go/cuvs/safe/internal/cagraref"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
@@ -59,32 +58,38 @@ func wrap(op string, err error) error {
 // is loaded by its first search, which runs alone. Extend needs the index
 // alone; Close waits for everything.
 type Index struct {
-	h         generated.CuvsHnswIndex_t // C memory
-	rows      atomic.Int64              // changed by Extend
-	dim       int64
+	c         core.Index[generated.CuvsHnswIndex_t] // Rows kept by the package: the C API has no getter
 	dtype     dlpack.DataType
 	metric    safe.Metric
 	hierarchy Hierarchy
 
 	gate efGate // concurrent searches share one ef: hnswlib's ef_ is per index
-	life kit.Life
 }
 
+// kind is HNSW for the index core. Deserialize is the package's own: it
+// takes what the file does not hold (dimension, element type, metric).
+var kind = core.Kind[Index, generated.CuvsHnswIndex_t]{
+	Name: "hnsw", Create: generated.CuvsHnswIndexCreate, Destroy: generated.CuvsHnswIndexDestroy, Wrap: wrap,
+	SerializeC: func(h generated.CuvsResources_t, p *byte, idx generated.CuvsHnswIndex_t) error {
+		// saveIndex (or the copy of an index left on disk) only reads the
+		// index: it runs beside the searches, whatever their ef.
+		return wrapMissing(generated.CuvsHnswSerialize(h, p, idx))
+	},
+	Core: func(i *Index) *core.Index[generated.CuvsHnswIndex_t] { return &i.c },
+}
+
+func init() { kind.Init() }
+
 func newIndex(op string, res *safe.Resources) (*Index, error) {
-	var h generated.CuvsHnswIndex_t
-	if err := generated.CuvsHnswIndexCreate(&h); err != nil {
-		return nil, wrap(op, err)
+	idx, err := kind.New(op, res)
+	if err != nil {
+		return nil, err
 	}
-	idx := &Index{h: h}
 	idx.gate.init(false)
-	kit.Start(&idx.life, idx, "hnsw.Index(%p)", liveIndexes, func() error { return generated.CuvsHnswIndexDestroy(h) })
-	// The build, deserialization or merge that follows runs on res and
-	// refuses it as Keep would: Keep's error is theirs.
-	_ = idx.life.Keep(res, op)
 	return idx, nil
 }
 
-func (idx *Index) fail() { idx.life.Fail() }
+func (idx *Index) fail() { kind.Fail(idx) }
 
 // Build builds an HNSW index from dataset (rows × dim, float32, float16,
 // int8 or uint8, row-major, in host memory: CPU, pinned or managed) with
@@ -155,13 +160,13 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	cp := p.cValue()
 	cp.AceParams = ap
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsHnswBuild(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), t[0], idx.h)
+		return generated.CuvsHnswBuild(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), t[0], idx.c.H)
 	}); err != nil {
 		idx.fail()
 		return nil, rewrap(op, err)
 	}
-	idx.rows.Store(dv.Dim(0))
-	idx.dim, idx.dtype, idx.metric, idx.hierarchy = dv.Dim(1), dv.DType(), p.Metric, p.Hierarchy
+	idx.c.Rows.Store(dv.Dim(0))
+	idx.c.Dim, idx.dtype, idx.metric, idx.hierarchy = dv.Dim(1), dv.DType(), p.Metric, p.Hierarchy
 	idx.gate.cold = ace.UseDisk // loaded from BuildDir by its first search
 	return idx, nil
 }
@@ -274,16 +279,16 @@ func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dl
 		}
 		if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			if t[0] != nil {
-				return generated.CuvsHnswFromCagraWithDataset(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), ch, idx.h, t[0])
+				return generated.CuvsHnswFromCagraWithDataset(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), ch, idx.c.H, t[0])
 			}
-			return generated.CuvsHnswFromCagra(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), ch, idx.h)
+			return generated.CuvsHnswFromCagra(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), ch, idx.c.H)
 		}); err != nil {
 			idx.fail()
 			idx = nil
 			return rewrap(op, err)
 		}
-		idx.rows.Store(info.Rows)
-		idx.dim, idx.dtype, idx.hierarchy = dim, info.DType, p.Hierarchy
+		idx.c.Rows.Store(info.Rows)
+		idx.c.Dim, idx.dtype, idx.hierarchy = dim, info.DType, p.Hierarchy
 		idx.metric = info.Metric
 		idx.gate.cold = info.OnDisk // loaded from hnsw_index.bin by its first search
 		return nil
@@ -296,20 +301,10 @@ func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dl
 
 // Rows returns the number of vectors in the index (kept by the package:
 // the C API has no getter).
-func (idx *Index) Rows() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.rows.Load())
-}
+func (idx *Index) Rows() int { return kind.Rows(idx) }
 
 // Dim returns the vectors' dimension.
-func (idx *Index) Dim() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.dim)
-}
+func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // DType returns the vectors' element type.
 func (idx *Index) DType() dlpack.DataType {
@@ -355,7 +350,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 	if idx == nil {
 		return kit.NilIndex("hnsw.Index.Extend")
 	}
-	if err := idx.life.Built("hnsw.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+	if err := idx.c.Life.Built("hnsw.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
 		return err
 	}
 	const op = "hnsw.Index.Extend"
@@ -373,8 +368,8 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 	if vv.DType() != idx.dtype {
 		return kit.Argf(op, "vectors", "dtype %s, the index holds %s", vv.DType(), idx.dtype)
 	}
-	if vv.Dim(1) != idx.dim {
-		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.dim)
+	if vv.Dim(1) != idx.c.Dim {
+		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.c.Dim)
 	}
 	if vv.Dim(0) < 1 {
 		return kit.Argf(op, "vectors", "no rows")
@@ -383,15 +378,15 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 		return kit.Argf(op, "index", "an index of HierarchyNone cannot be extended (no upper layers: make it with HierarchyCPU)")
 	}
 	cp := generated.CuvsHnswExtendParams{NumThreads: pd.NumThreads}
-	return idx.life.Exclusive(op, func() error {
-		if err := idx.life.Keep(res, op); err != nil {
+	return idx.c.Life.Exclusive(op, func() error {
+		if err := idx.c.Life.Keep(res, op); err != nil {
 			return err
 		}
 		err := kit.CallWith(op, res, []*dlpack.View{&vv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			return generated.CuvsHnswExtend(h, kit.Params[generated.CuvsHnswExtendParams_t](res, &cp), t[0], idx.h)
+			return generated.CuvsHnswExtend(h, kit.Params[generated.CuvsHnswExtendParams_t](res, &cp), t[0], idx.c.H)
 		})
 		if err == nil {
-			idx.rows.Add(vv.Dim(0))
+			idx.c.Rows.Add(vv.Dim(0))
 			idx.gate.warm() // cuvsHnswExtend loads an index left on disk
 		}
 		return rewrap(op, err)
@@ -425,10 +420,10 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 		return kit.NilIndex("hnsw.Index.Search")
 	}
 	const op = "hnsw.Index.Search"
-	if err := idx.life.Enter(op); err != nil {
+	if err := idx.c.Life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.life.Leave()
+	defer idx.c.Life.Leave()
 	c := dlpack.Begin(op)
 	defer c.End()
 	sp, err := params.resolve(op)
@@ -436,7 +431,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 		return err
 	}
 	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.dim, idx.rows.Load(), &t); err != nil {
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.c.Dim, idx.c.Rows.Load(), &t); err != nil {
 		return err
 	}
 	if qv, err := queries.View(); err == nil {
@@ -450,7 +445,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 		return err
 	}
 	idx.gate.enter(cp.Ef)
-	err = generated.CuvsHnswSearch(h, kit.Params[generated.CuvsHnswSearchParams_t](res, &cp), idx.h, t.Queries, t.Neighbors, t.Distances)
+	err = generated.CuvsHnswSearch(h, kit.Params[generated.CuvsHnswSearchParams_t](res, &cp), idx.c.H, t.Queries, t.Neighbors, t.Distances)
 	idx.gate.leave(err == nil)
 	kit.Unlock(res)
 	return wrap(op, err)
@@ -462,15 +457,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 // does Deserialize given the dimension, element type and metric, which
 // the file does not hold.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
-	if idx == nil {
-		return kit.NilIndex("hnsw.Index.Serialize")
-	}
-	const op = "hnsw.Index.Serialize"
-	// saveIndex (or the copy of an index left on disk) only reads the
-	// index: it runs beside the searches, whatever their ef.
-	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
-		return wrapMissing(generated.CuvsHnswSerialize(h, p, idx.h))
-	})
+	return kind.Serialize(idx, res, path)
 }
 
 // wrapMissing marks a missing symbol before kit wraps the error.
@@ -551,28 +538,20 @@ func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataTyp
 	if err != nil {
 		return nil, err
 	}
-	idx.h.Ref().Dtype = generated.DLDataType{Code: uint8(dtype.Code), Bits: dtype.Bits, Lanes: 1}
+	idx.c.H.Ref().Dtype = generated.DLDataType{Code: uint8(dtype.Code), Bits: dtype.Bits, Lanes: 1}
 	cp := p.cValue()
 	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, fp *byte) error {
-		return wrapMissing(generated.CuvsHnswDeserialize(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), fp, int32(dim), kit.CMetric(metric), idx.h))
+		return wrapMissing(generated.CuvsHnswDeserialize(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), fp, int32(dim), kit.CMetric(metric), idx.c.H))
 	}); err != nil {
 		idx.fail()
 		return nil, err
 	}
-	idx.rows.Store(info.count)
-	idx.dim, idx.dtype, idx.metric, idx.hierarchy = int64(dim), dtype, metric, p.Hierarchy
+	idx.c.Rows.Store(info.count)
+	idx.c.Dim, idx.dtype, idx.metric, idx.hierarchy = int64(dim), dtype, metric, p.Hierarchy
 	return idx, nil
 }
 
 // Close frees the index, waiting for the searches and the Extend in
 // flight. Closing twice, or closing the zero Index, is harmless; if freeing
 // fails, a later Close tries again. C call: cuvsHnswIndexDestroy.
-func (idx *Index) Close() error {
-	if idx == nil {
-		return nil
-	}
-	return idx.life.Close("hnsw.Index.Close")
-}
-
-// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
-var liveIndexes = live.New("hnsw.Index")
+func (idx *Index) Close() error { return kind.Close(idx) }

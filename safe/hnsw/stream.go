@@ -13,13 +13,7 @@ import (
 // names: cuvsHnswSerialize writes into a named pipe in a private temporary
 // directory while a goroutine copies it to w, so nothing reaches the disk.
 func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
-	if idx == nil {
-		return 0, kit.NilIndex("hnsw.Index.SerializeTo")
-	}
-	if err := idx.life.Built("hnsw.Index.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
-		return 0, err
-	}
-	return kit.SerializeTo("hnsw.Index.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
+	return kind.SerializeTo(idx, res, w)
 }
 
 // DeserializeFrom reads an hnswlib index from r, to its end, and checks it

@@ -56,6 +56,8 @@ type Kind[T any, H ~uintptr] struct {
 
 	Create  func(*H) error // cuvs...IndexCreate
 	Destroy func(H) error  // cuvs...IndexDestroy
+	// Wrap wraps Create's error for an operation; nil is kit.Wrap.
+	Wrap func(op string, err error) error
 
 	// SerializeC and DeserializeC are the C calls that write and read a
 	// file (cuvs...Serialize, cuvs...Deserialize).
@@ -114,6 +116,9 @@ func (k *Kind[T, H]) Init() *Kind[T, H] {
 func (k *Kind[T, H]) New(op string, res *safe.Resources) (*T, error) {
 	var h H
 	if err := k.Create(&h); err != nil {
+		if k.Wrap != nil {
+			return nil, k.Wrap(op, err)
+		}
 		return nil, kit.Wrap(op, err)
 	}
 	t := new(T)
