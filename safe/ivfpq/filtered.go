@@ -3,11 +3,11 @@ package ivfpq
 import (
 	"math"
 	"sync"
-	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/ivffilter"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
@@ -158,19 +158,17 @@ type Filtered struct {
 // C calls: cuvsMatrixCopy, cuvsStreamSync, cuvsRMMAlloc (the buffers),
 // cuvsBruteForceIndexCreate and cuvsBruteForceBuild (with a dataset).
 func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter *safe.Filter, dataset dlpack.Tensor, metric safe.Metric, maxQueries, k int) (*Filtered, error) {
-	if idx == nil {
-		return nil, kit.NilIndex("ivfpq.Index.NewFiltered")
-	}
 	const op = "ivfpq.Index.NewFiltered"
-	if err := idx.life.Enter(op); err != nil {
+	c, err := kind.Enter(idx, op)
+	if err != nil {
 		return nil, err
 	}
-	defer idx.life.Leave()
+	defer c.Leave()
 	sp, err := idx.checkSearch(op, params)
 	if err != nil {
 		return nil, err
 	}
-	rows := idx.rows.Load()
+	rows := c.Rows.Load()
 	if filter == nil {
 		return nil, kit.Argf(op, "filter", "nil: use Search for an unfiltered search")
 	}
@@ -202,8 +200,8 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 		if err := searchRules.Queries.CheckOn(op, res, &dv); err != nil {
 			return nil, kit.Argf(op, "dataset", "%v", err)
 		}
-		if dv.Dim(0) != rows || dv.Dim(1) != idx.dim {
-			return nil, kit.Argf(op, "dataset", "shape %v, the index holds %d × %d", dv.Shape(), rows, idx.dim)
+		if dv.Dim(0) != rows || dv.Dim(1) != c.Dim {
+			return nil, kit.Argf(op, "dataset", "shape %v, the index holds %d × %d", dv.Shape(), rows, c.Dim)
 		}
 		if dt := idx.DType(); dt != (dlpack.DataType{}) && dv.DType() != dt {
 			return nil, kit.Argf(op, "dataset", "dtype %s, the index holds %s", dv.DType(), dt)
@@ -470,20 +468,20 @@ func (f *Filtered) Search(res *safe.Resources, queries dlpack.Tensor, neighbors,
 		return kit.Argf(op, "f", "closed")
 	}
 	idx := f.idx
-	if err := idx.life.Enter(op); err != nil {
+	if err := idx.c.Life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.life.Leave()
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	defer idx.c.Leave()
+	if err := kit.CheckIndexDevice(res, op, idx.c.Dev); err != nil {
 		return err
 	}
-	if rows := idx.rows.Load(); rows != f.rows {
+	if rows := idx.c.Rows.Load(); rows != f.rows {
 		return kit.Argf(op, "index", "made for %d rows, the index has %d since Extend: make it again", f.rows, rows)
 	}
 	c := dlpack.Begin(op)
 	defer c.End()
 	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, f.rows, &t); err != nil {
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.c.Dim, f.rows, &t); err != nil {
 		return err
 	}
 	if t.N > f.maxN {
@@ -500,7 +498,7 @@ func (f *Filtered) Search(res *safe.Resources, queries dlpack.Tensor, neighbors,
 			*mt.DlTensor.Shape = f.maxN
 		}
 	}()
-	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: rowBytes(t.Queries)}
+	ft := ivffilter.Tensors{Q: t.Queries, N: t.Neighbors, D: t.Distances, Rows: t.N, K: t.K, QRowSize: core.RowBytes(t.Queries)}
 	switch {
 	case f.plain:
 		return f.pq(op, res, f.cp, t.Queries, t.Neighbors, t.Distances)
@@ -550,7 +548,7 @@ func (f *Filtered) pq(op string, res *safe.Resources, cp *generated.CuvsIvfPqSea
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, cp), f.idx.h, q, n, d)
+	err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, cp), f.idx.c.H, q, n, d)
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }
@@ -732,11 +730,4 @@ func seen(ids []int64, id int64) bool {
 		}
 	}
 	return false
-}
-
-// rowBytes is the size of one row of a bound, packed row-major matrix.
-func rowBytes(mt *generated.DLManagedTensor) int64 {
-	dl := &mt.DlTensor
-	cols := *(*int64)(unsafe.Add(unsafe.Pointer(dl.Shape), 8))
-	return cols * int64(dl.Dtype.Bits) / 8 * int64(max(dl.Dtype.Lanes, 1))
 }

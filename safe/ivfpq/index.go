@@ -7,9 +7,8 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
-	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
@@ -24,7 +23,6 @@ var (
 	vectorsRule    = kit.Rule{Arg: "vectors", Memory: kit.AnyMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	idsRule        = kit.Rule{Arg: "ids", Memory: kit.AnyMemory, DTypes: []dlpack.DataType{dlpack.Int64}, Rank: 1, RowMajor: true}
 	pqCentersRule  = kit.Rule{Arg: "pqCenters", Memory: kit.DeviceMemory, DTypes: f32, Rank: 3, RowMajor: true}
-	centersDstRule = kit.Rule{Arg: "dst", Memory: kit.AnyMemory, DTypes: f32, Rank: 2}
 	centersRule    = kit.Rule{Arg: "centers", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
 	centersRotRule = kit.Rule{Arg: "centersRot", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
 	rotationRule   = kit.Rule{Arg: "rotation", Memory: kit.DeviceMemory, DTypes: f32, Rank: 2, RowMajor: true}
@@ -42,35 +40,26 @@ var (
 // each with its own safe.Resources; Extend needs it alone (it waits its
 // turn, and searches wait for it), and Close waits for both.
 type Index struct {
-	dev   dlpack.Device              // where the index keeps its memory: the device of the resources that made it
-	h     generated.CuvsIvfPqIndex_t // C memory
-	rows  atomic.Int64               // changed by Extend
-	dtype atomic.Uint32              // packed dlpack.DataType; 0 while unknown
-	dim   int64
+	c     core.Index[generated.CuvsIvfPqIndex_t] // Rows read from the library, changed by Extend; Life guards the views too
+	dtype atomic.Uint32                          // packed dlpack.DataType; 0 while unknown
 	// read from the library when the index is made
 	nLists, pqDim, pqBits, pqLen int64
 	layout                       CodesLayout
 	layoutKnown                  bool // false after Deserialize: the C API has no getter
-
-	life   kit.Life        // Close, cleanup, searches, Extend, the views
-	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
-func newIndex(op string, res *safe.Resources) (*Index, error) {
-	var h generated.CuvsIvfPqIndex_t
-	if err := generated.CuvsIvfPqIndexCreate(&h); err != nil {
-		return nil, kit.Wrap(op, err)
-	}
-	idx := &Index{h: h}
-	kit.Start(&idx.life, idx, "ivfpq.Index(%p)", liveIndexes, func() error { return generated.CuvsIvfPqIndexDestroy(h) })
-	// The build, deserialization or merge that follows runs on res and
-	// refuses it as Keep would: Keep's error is theirs.
-	_ = idx.life.Keep(res, op)
-	return idx, nil
+// kind is IVF-PQ for the index core.
+var kind = core.Kind[Index, generated.CuvsIvfPqIndex_t]{
+	Name: "ivfpq", Create: generated.CuvsIvfPqIndexCreate, Destroy: generated.CuvsIvfPqIndexDestroy,
+	SerializeC: generated.CuvsIvfPqSerialize, DeserializeC: generated.CuvsIvfPqDeserialize,
+	CheckFile: func(op, path string) error { return kit.CheckItems(op, path, false, new(pqLayout).visit) },
+	Core:      func(i *Index) *core.Index[generated.CuvsIvfPqIndex_t] { return &i.c },
 }
 
-// fail destroys a half-made index.
-func (idx *Index) fail() { idx.life.Fail() }
+func init() {
+	kind.Refresh = (*Index).refresh
+	kind.Init()
+}
 
 func packDType(d dlpack.DataType) uint32 {
 	return uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16
@@ -85,7 +74,7 @@ func unpackDType(v uint32) dlpack.DataType {
 // 1); code 0 and bits 0 is cuVS's "not known yet" (after
 // cuvsIvfPqBuildPrecomputed or cuvsIvfPqDeserialize, until Extend).
 func (idx *Index) readDType() {
-	d := idx.h.Ref().Dtype
+	d := idx.c.H.Ref().Dtype
 	if d.Code == 0 && d.Bits == 0 {
 		idx.dtype.Store(0)
 		return
@@ -108,13 +97,13 @@ func (idx *Index) refresh(op string) error {
 	}
 	for i, get := range gets {
 		var x int64
-		if err := get(idx.h, &x); err != nil {
+		if err := get(idx.c.H, &x); err != nil {
 			return kit.Wrap(op, err)
 		}
 		v[i] = x
 	}
-	idx.rows.Store(v[0])
-	idx.dim, idx.nLists, idx.pqDim, idx.pqBits, idx.pqLen = v[1], v[2], v[3], v[4], v[5]
+	idx.c.Rows.Store(v[0])
+	idx.c.Dim, idx.nLists, idx.pqDim, idx.pqBits, idx.pqLen = v[1], v[2], v[3], v[4], v[5]
 	idx.readDType()
 	return nil
 }
@@ -164,23 +153,17 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	defer generated.CuvsIvfPqIndexParamsDestroy(cp)
-	idx, err := newIndex(op, res)
+	idx, err := kind.New(op, res)
 	if err != nil {
 		return nil, err
 	}
-	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfPqBuild(h, cp, t[0], idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
+	err = kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfPqBuild(h, cp, t[0], idx.c.H)
+	})
+	if idx, err = kind.Made(op, res, idx, err); err == nil {
+		idx.layout, idx.layoutKnown = p.CodesLayout, true
 	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	idx.layout, idx.layoutKnown = p.CodesLayout, true
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	return idx, err
 }
 
 // BuildPrecomputed makes an index from a model trained elsewhere, with no
@@ -259,50 +242,34 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		return nil, err
 	}
 	defer generated.CuvsIvfPqIndexParamsDestroy(cp)
-	idx, err := newIndex(op, res)
+	idx, err := kind.New(op, res)
 	if err != nil {
 		return nil, err
 	}
 	for i := range vs {
-		r, err := vs[i].Retain(idx.life.Label())
+		r, err := vs[i].Retain(idx.c.Life.Label())
 		if err != nil {
-			idx.fail()
+			kind.Fail(idx)
 			return nil, kit.Argf(op, rules[i].Arg, "%w", err)
 		}
-		idx.life.Borrow(r)
+		idx.c.Life.Borrow(r)
 	}
 	in := []*dlpack.View{&vs[0], &vs[1], &vs[2], &vs[3]}
-	if err := kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsIvfPqBuildPrecomputed(h, cp, uint32(dim), t[0], t[1], t[2], t[3], idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
+	err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		return generated.CuvsIvfPqBuildPrecomputed(h, cp, uint32(dim), t[0], t[1], t[2], t[3], idx.c.H)
+	})
+	if idx, err = kind.Made(op, res, idx, err); err == nil {
+		idx.layout, idx.layoutKnown = p.CodesLayout, true
 	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	idx.layout, idx.layoutKnown = p.CodesLayout, true
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	return idx, err
 }
 
 // Rows returns the number of rows indexed (cuvsIvfPqIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Rows() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.rows.Load())
-}
+func (idx *Index) Rows() int { return kind.Rows(idx) }
 
 // Dim returns the vectors' dimension (cuvsIvfPqIndexGetDim).
-func (idx *Index) Dim() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.dim)
-}
+func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // NLists returns the number of inverted lists (cuvsIvfPqIndexGetNLists).
 func (idx *Index) NLists() int {
@@ -396,14 +363,12 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 // those of safe.DeviceVectorFrom and its Close (cuvsRMMAlloc,
 // cuvsMatrixCopy, cuvsStreamSync, cuvsRMMFree).
 func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error {
-	if idx == nil {
-		return kit.NilIndex("ivfpq.Index.Extend")
-	}
-	if err := idx.life.Built("ivfpq.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+	op := kind.Op.Extend
+	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
+	if err != nil {
 		return err
 	}
-	const op = "ivfpq.Index.Extend"
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	if err := kit.CheckIndexDevice(res, op, c.Dev); err != nil {
 		return err
 	}
 	vv, err := vectorsRule.Take(op, res, vectors)
@@ -413,8 +378,8 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 	if err := idx.checkDType(op, "vectors", vv.DType()); err != nil {
 		return err
 	}
-	if vv.Dim(1) != idx.dim {
-		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), idx.dim)
+	if vv.Dim(1) != c.Dim {
+		return kit.Argf(op, "vectors", "%d columns, the index has dimension %d", vv.Dim(1), c.Dim)
 	}
 	n := vv.Dim(0)
 	if n < 1 {
@@ -435,14 +400,14 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 			return kit.Argf(op, "ids", "%s memory with vectors in %s memory: both must be host or both device memory", iv.Device(), vv.Device())
 		}
 	}
-	return idx.life.Exclusive(op, func() error {
-		if err := idx.life.Keep(res, op); err != nil {
+	return c.Life.Exclusive(op, func() error {
+		if err := c.Life.Keep(res, op); err != nil {
 			return err
 		}
 		iv := iv
 		if ids == nil {
 			gen := make([]int64, n)
-			base := idx.rows.Load()
+			base := c.Rows.Load()
 			for i := range gen {
 				gen[i] = base + int64(i)
 			}
@@ -459,7 +424,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 		}
 		extended := false
 		err := kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			err := generated.CuvsIvfPqExtend(h, t[0], t[1], idx.h)
+			err := generated.CuvsIvfPqExtend(h, t[0], t[1], c.H)
 			extended = err == nil
 			return err
 		})
@@ -467,7 +432,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 			// cuVS added exactly the new rows, and set the dtype if it was
 			// unknown; the count must follow even if the sync after it
 			// failed.
-			idx.rows.Add(n)
+			c.Rows.Add(n)
 			idx.readDType()
 		}
 		return err
@@ -501,17 +466,10 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // which cuVS copies).
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
-	if idx == nil {
-		return kit.NilIndex("ivfpq.Index.Search")
-	}
-	const op = "ivfpq.Index.Search"
-	if err := idx.life.Enter(op); err != nil {
-		return err
-	}
-	defer idx.life.Leave()
-	c := dlpack.Begin(op)
-	defer c.End()
-	return idx.search(op, c, res, params, queries, neighbors, distances)
+	op := kind.Op.Search
+	return kind.Search(idx, op, func(c dlpack.Call) error {
+		return idx.search(op, c, res, params, queries, neighbors, distances)
+	})
 }
 
 // searchDType is the element type a search binds queries with: the index's,
@@ -541,7 +499,7 @@ func (idx *Index) checkSearch(op string, params *SearchParams) (SearchParams, er
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	if err := kit.CheckIndexDevice(res, op, idx.c.Dev); err != nil {
 		return err
 	}
 	sp, err := idx.checkSearch(op, params)
@@ -549,7 +507,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		return err
 	}
 	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.dim, idx.rows.Load(), &t); err != nil {
+	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.searchDType(queries), idx.c.Dim, idx.c.Rows.Load(), &t); err != nil {
 		return err
 	}
 	cp := sp.cValue()
@@ -557,7 +515,7 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, &cp), idx.h, t.Queries, t.Neighbors, t.Distances)
+	err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, &cp), idx.c.H, t.Queries, t.Neighbors, t.Distances)
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
 }
@@ -567,20 +525,18 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // nearest list, codes (n × CodeBytes() uint8) its packed PQ codes. All in
 // device memory; ready once res is synchronized.
 func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, codes dlpack.TensorMut) error {
-	if idx == nil {
-		return kit.NilIndex("ivfpq.Index.Transform")
-	}
-	if err := idx.life.Built("ivfpq.Index.Transform"); err != nil { // a zero index says so, before its arguments are checked
+	const op = "ivfpq.Index.Transform"
+	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
+	if err != nil {
 		return err
 	}
-	const op = "ivfpq.Index.Transform"
 	if input == nil || labels == nil || codes == nil {
 		return kit.Argf(op, "input/labels/codes", "nil tensor")
 	}
-	if err := idx.life.Enter(op); err != nil {
+	if err := c.Life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.life.Leave()
+	defer c.Leave()
 	iv, err := input.View()
 	if err != nil {
 		return kit.Argf(op, "input", "%w", err)
@@ -599,8 +555,8 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if err := idx.checkDType(op, "input", iv.DType()); err != nil {
 		return err
 	}
-	if iv.Dim(1) != idx.dim {
-		return kit.Argf(op, "input", "%d columns, the index has dimension %d", iv.Dim(1), idx.dim)
+	if iv.Dim(1) != c.Dim {
+		return kit.Argf(op, "input", "%d columns, the index has dimension %d", iv.Dim(1), c.Dim)
 	}
 	if err := labelsRule.CheckMut(op, &lm); err != nil {
 		return err
@@ -615,17 +571,17 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if cm.Dim(0) != n || cm.Dim(1) != int64(idx.CodeBytes()) {
 		return kit.Argf(op, "codes", "shape %v, want [%d %d]", cm.Shape(), n, idx.CodeBytes())
 	}
-	c := dlpack.Begin(op)
-	defer c.End()
-	it, err := c.In(&iv)
+	call := dlpack.Begin(op)
+	defer call.End()
+	it, err := call.In(&iv)
 	if err != nil {
 		return kit.Argf(op, "input", "%w", err)
 	}
-	lt, err := c.Out(&lm)
+	lt, err := call.Out(&lm)
 	if err != nil {
 		return kit.Argf(op, "labels", "%w", err)
 	}
-	ct, err := c.Out(&cm)
+	ct, err := call.Out(&cm)
 	if err != nil {
 		return kit.Argf(op, "codes", "%w", err)
 	}
@@ -634,28 +590,26 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 		return err
 	}
 	defer kit.Unlock(res)
-	return kit.Wrap(op, generated.CuvsIvfPqTransform(h, idx.h, it, lt, ct))
+	return kit.Wrap(op, generated.CuvsIvfPqTransform(h, c.H, it, lt, ct))
 }
 
 // ListSizesToHost returns the number of rows in each list, read from the
 // index (cuvsIvfPqIndexGetListSizes, then cuvsMatrixCopy and
 // cuvsStreamSync into Go memory).
 func (idx *Index) ListSizesToHost(res *safe.Resources) ([]uint32, error) {
-	if idx == nil {
-		return nil, kit.NilIndex("ivfpq.Index.ListSizesToHost")
-	}
 	const op = "ivfpq.Index.ListSizesToHost"
-	if err := idx.life.Enter(op); err != nil {
+	c, err := kind.Enter(idx, op)
+	if err != nil {
 		return nil, err
 	}
-	defer idx.life.Leave()
+	defer c.Leave()
 	return idx.listSizes(op, res)
 }
 
 func (idx *Index) listSizes(op string, res *safe.Resources) ([]uint32, error) {
 	mt := cDLManaged()
 	defer cFree(unsafe.Pointer(mt))
-	if err := generated.CuvsIvfPqIndexGetListSizes(idx.h, mt); err != nil {
+	if err := generated.CuvsIvfPqIndexGetListSizes(idx.c.H, mt); err != nil {
 		return nil, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
@@ -687,20 +641,18 @@ func (idx *Index) listSizes(op string, res *safe.Resources) ([]uint32, error) {
 // C calls: cuvsIvfPqIndexGetListSizes, cuvsMatrixCopy, cuvsStreamSync (to
 // check the range), cuvsIvfPqIndexUnpackContiguousListData.
 func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, codes dlpack.TensorMut) error {
-	if idx == nil {
-		return kit.NilIndex("ivfpq.Index.UnpackListCodes")
-	}
-	if err := idx.life.Built("ivfpq.Index.UnpackListCodes"); err != nil { // a zero index says so, before its arguments are checked
+	const op = "ivfpq.Index.UnpackListCodes"
+	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
+	if err != nil {
 		return err
 	}
-	const op = "ivfpq.Index.UnpackListCodes"
 	if codes == nil {
 		return kit.Argf(op, "codes", "nil")
 	}
-	if err := idx.life.Enter(op); err != nil {
+	if err := c.Life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.life.Leave()
+	defer c.Leave()
 	if int64(label) >= idx.nLists {
 		return kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
@@ -717,7 +669,7 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if cm.Dim(1) != int64(idx.CodeBytes()) {
 		return kit.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.CodeBytes())
 	}
-	if idx.rows.Load() == 0 {
+	if c.Rows.Load() == 0 {
 		return kit.Argf(op, "label", "the index holds no rows")
 	}
 	sizes, err := idx.listSizes(op, res)
@@ -727,9 +679,9 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if int64(offset)+cm.Dim(0) > int64(sizes[label]) {
 		return kit.Argf(op, "offset", "rows %d..%d of list %d, which holds %d", offset, int64(offset)+cm.Dim(0), label, sizes[label])
 	}
-	c := dlpack.Begin(op)
-	defer c.End()
-	ct, err := c.Out(&cm)
+	call := dlpack.Begin(op)
+	defer call.End()
+	ct, err := call.Out(&cm)
 	if err != nil {
 		return kit.Argf(op, "codes", "%w", err)
 	}
@@ -738,18 +690,12 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 		return err
 	}
 	defer kit.Unlock(res)
-	return kit.Wrap(op, generated.CuvsIvfPqIndexUnpackContiguousListData(h, idx.h, ct, label, offset))
+	return kit.Wrap(op, generated.CuvsIvfPqIndexUnpackContiguousListData(h, c.H, ct, label, offset))
 }
 
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
-	if idx == nil {
-		return kit.NilIndex("ivfpq.Index.Serialize")
-	}
-	const op = "ivfpq.Index.Serialize"
-	return kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsIvfPqSerialize(h, p, idx.h)
-	})
+	return kind.Serialize(idx, res, path)
 }
 
 // Deserialize reads an index written by Serialize. The index owns its data.
@@ -767,29 +713,7 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // C calls: cuvsIvfPqIndexCreate, cuvsIvfPqDeserialize, and the getters as
 // Build.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	const op = "ivfpq.Deserialize"
-	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
-		return nil, err
-	}
-	if err := kit.CheckItems(op, path, false, new(pqLayout).visit); err != nil {
-		return nil, err
-	}
-	idx, err := newIndex(op, res)
-	if err != nil {
-		return nil, err
-	}
-	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsIvfPqDeserialize(h, p, idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
-		return nil, err
-	}
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
-	return idx, nil
+	return kind.Deserialize(res, path)
 }
 
 // Centers copies the coarse cluster centres, NLists() × Dim() float32,
@@ -803,33 +727,7 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 // C calls: cuvsIvfPqIndexGetCenters, cuvsMatrixCopy, cuvsStreamSync, and
 // the view's deleter.
 func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
-	if idx == nil {
-		return kit.NilIndex("ivfpq.Index.Centers")
-	}
-	if err := idx.life.Built("ivfpq.Index.Centers"); err != nil { // a zero index says so, before its arguments are checked
-		return err
-	}
-	const op = "ivfpq.Index.Centers"
-	if dst == nil {
-		return kit.Argf(op, "dst", "nil")
-	}
-	dm, err := dst.ViewMut()
-	if err != nil {
-		return kit.Argf(op, "dst", "%w", err)
-	}
-	if err := centersDstRule.CheckMut(op, &dm); err != nil {
-		return err
-	}
-	if err := idx.life.Enter(op); err != nil {
-		return err
-	}
-	defer idx.life.Leave()
-	if dm.Dim(0) != idx.nLists || dm.Dim(1) != idx.dim {
-		return kit.Argf(op, "dst", "shape %v, want [%d %d]", dm.Shape(), idx.nLists, idx.dim)
-	}
-	return kit.CopyOut(op, res, &dm, func(mt *generated.DLManagedTensor) error {
-		return generated.CuvsIvfPqIndexGetCenters(idx.h, mt)
-	})
+	return kind.Centers(idx, "ivfpq.Index.Centers", res, dst, func() int64 { return idx.nLists }, generated.CuvsIvfPqIndexGetCenters)
 }
 
 // CentersPadded returns a view of the centres as the index stores them,
@@ -884,17 +782,15 @@ func (idx *Index) ListSizes() (dlpack.View, error) {
 // are cuVS's filler. The index must hold rows (cuVS allocates no lists
 // before).
 func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
-	if idx == nil {
-		return dlpack.View{}, kit.NilIndex("ivfpq.Index.ListIndices")
-	}
-	if err := idx.life.Built("ivfpq.Index.ListIndices"); err != nil { // a zero index says so, before its arguments are checked
+	const op = "ivfpq.Index.ListIndices"
+	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
+	if err != nil {
 		return dlpack.View{}, err
 	}
-	const op = "ivfpq.Index.ListIndices"
 	if int64(label) >= idx.nLists {
 		return dlpack.View{}, kit.Argf(op, "label", "%d, the index has %d lists", label, idx.nLists)
 	}
-	if idx.rows.Load() == 0 {
+	if c.Rows.Load() == 0 {
 		return dlpack.View{}, kit.Argf(op, "label", "the index holds no rows: cuVS has no lists yet")
 	}
 	return idx.internalView(op, func(h generated.CuvsIvfPqIndex_t, mt *generated.DLManagedTensor) error {
@@ -903,7 +799,7 @@ func (idx *Index) ListIndices(label uint32) (dlpack.View, error) {
 }
 
 func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
-	return idx.life.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
+	return idx.c.Life.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.c.H, mt) })
 }
 
 // Close frees the index, waiting for the searches and the Extend in
@@ -912,12 +808,4 @@ func (idx *Index) internalView(op string, get func(generated.CuvsIvfPqIndex_t, *
 // call, or retained by another index). Closing twice, or closing the zero
 // Index, is harmless; if freeing the index fails, the index keeps its
 // borrows and a later Close tries again. C call: cuvsIvfPqIndexDestroy.
-func (idx *Index) Close() error {
-	if idx == nil {
-		return nil
-	}
-	return idx.life.Close("ivfpq.Index.Close", func() { _ = idx.slices.Close() })
-}
-
-// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
-var liveIndexes = live.New("ivfpq.Index")
+func (idx *Index) Close() error { return kind.Close(idx) }

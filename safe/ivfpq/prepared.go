@@ -1,12 +1,11 @@
 package ivfpq
 
 import (
-	"fmt"
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
-	"github.com/cuvs-go/cuvs/safe/internal/prepared"
 )
 
 // Prepared is a search checked and bound once and run many times, as in
@@ -19,9 +18,16 @@ import (
 // batch of queries with SetQueries and read the results with Results. Close
 // ends the borrows. A Prepared is used by one goroutine at a time.
 type Prepared struct {
+	p      core.Prepared[generated.CuvsIvfPqIndex_t]
 	idx    *Index
-	params *generated.CuvsIvfPqSearchParams // Go memory without pointers, copied by C
-	s      *prepared.Search
+	params generated.CuvsIvfPqSearchParams // Go memory without pointers, copied by C
+}
+
+func (p *Prepared) core() *core.Prepared[generated.CuvsIvfPqIndex_t] {
+	if p == nil {
+		return nil
+	}
+	return &p.p
 }
 
 // Prepare checks a search of queries (n × Dim(), device memory) into
@@ -31,56 +37,47 @@ type Prepared struct {
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut) (*Prepared, error) {
 	if idx == nil {
-		return nil, kit.NilIndex("ivfpq.Index.Prepare")
+		return nil, kit.NilIndex(kind.Op.Prepare)
 	}
-	const op = "ivfpq.Index.Prepare"
-	if err := idx.life.Enter(op); err != nil {
-		return nil, err
-	}
-	defer idx.life.Leave()
-	sp, err := idx.checkSearch(op, params)
-	if err != nil {
-		return nil, err
-	}
-	dt := idx.DType()
+	op := kind.Op.Prepare
+	dt := idx.DType() // the index's, or while unknown the queries' own (whose rule still limits it)
 	if dt == (dlpack.DataType{}) && queries != nil {
 		if qm, err := queries.ViewMut(); err == nil {
 			dt = qm.DType()
 		}
 	}
-	s, err := prepared.New(op, "ivfpq.Prepared", &searchRules, queries, neighbors, distances, dt, idx.dim, idx.rows.Load(), nil)
+	var sp SearchParams
+	p, err := kind.Prepare(idx, &searchRules, queries, neighbors, distances, dt, nil, nil, func(*core.Index[generated.CuvsIvfPqIndex_t]) error {
+		var err error
+		if sp, err = idx.checkSearch(op, params); err != nil {
+			return err
+		}
+		if now := idx.DType(); now != (dlpack.DataType{}) && dt != (dlpack.DataType{}) && now != dt {
+			// dt, the queries' own, was read before the use began, and an
+			// Extend set the index's since: refused as prepared.New would
+			return kit.Argf(op, searchRules.Queries.Arg, "dtype %s, the index holds %s", dt, now)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	s.IndexDevice = idx.dev
-	cp := sp.cValue()
-	return &Prepared{idx: idx, params: &cp, s: s}, nil
+	return &Prepared{p: p, idx: idx, params: sp.cValue()}, nil
 }
 
 // Run searches once, on res's stream: the results are ready once res is
 // synchronized (Results does it). It allocates nothing and makes one C call
 // (cuvsIvfPqSearch).
 func (p *Prepared) Run(res *safe.Resources) error {
-	if p == nil || p.s == nil {
-		return errZero("ivfpq.Prepared.Run")
-	}
 	const op = "ivfpq.Prepared.Run"
-	s := p.s
-	if !s.Enter() {
-		return s.Closed()
-	}
-	if err := p.idx.life.Enter(op); err != nil {
-		s.Leave()
+	h, err := p.core().Enter(op, res)
+	if err != nil {
 		return err
 	}
-	h, err := s.Lock(op, res)
-	if err == nil {
-		err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, p.params), p.idx.h, s.Queries, s.Neighbors, s.Distances)
-		kit.Unlock(res)
-		err = kit.Wrap(op, err)
-	}
-	p.idx.life.Leave()
-	s.Leave()
+	s := p.p.S
+	err = generated.CuvsIvfPqSearch(h, kit.Params[generated.CuvsIvfPqSearchParams_t](res, &p.params), p.idx.c.H, s.Queries, s.Neighbors, s.Distances)
+	err = p.p.Unlock(op, res, err)
+	p.p.Leave()
 	return err
 }
 
@@ -88,32 +85,16 @@ func (p *Prepared) Run(res *safe.Resources) error {
 // or device memory) into the bound queries and waits for the copy
 // (cuvsMatrixCopy, cuvsStreamSync).
 func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
-	if p == nil || p.s == nil {
-		return errZero("ivfpq.Prepared.SetQueries")
-	}
-	return p.s.SetQueries(res, src)
+	return p.core().SetQueries(kind.Op.Prepared, res, src)
 }
 
 // Results copies the last results into neighbors and distances (either may
 // be nil; the prepared shapes and element types; host or device memory) and
 // waits for the search and the copies.
 func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
-	if p == nil || p.s == nil {
-		return errZero("ivfpq.Prepared.Results")
-	}
-	return p.s.Results(res, neighbors, distances)
+	return p.core().Results(kind.Op.Prepared, res, neighbors, distances)
 }
 
 // Close ends the Prepared's borrows, waiting for a Run or copy in flight.
 // Closing twice is harmless.
-func (p *Prepared) Close() error {
-	if p == nil || p.s == nil {
-		return nil
-	}
-	return p.s.Close()
-}
-
-// errZero is the error of a method of a Prepared not made by Prepare.
-func errZero(op string) error {
-	return fmt.Errorf("%s: %w: the zero value, never built (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
-}
+func (p *Prepared) Close() error { return p.core().Close() }

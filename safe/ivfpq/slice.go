@@ -3,6 +3,7 @@ package ivfpq
 import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
@@ -36,31 +37,18 @@ func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, params *Search
 // SearchSliceInto is SearchSlice writing into out, whose slices are reused
 // when large enough.
 func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, out *safe.Results) error {
-	const op = "ivfpq.SearchSlice"
-	if idx == nil {
-		return kit.Argf(op, "idx", "nil *Index")
-	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
-		return err
-	}
 	dtypes := elemTypes
 	if dt := idx.DType(); dt != (dlpack.DataType{}) {
 		dtypes = []dlpack.DataType{dt}
 	}
-	spec := hostsearch.Spec{
-		Dim: int(idx.dim), Rows: int(idx.rows.Load()), DTypes: dtypes,
-		Check: func(n, k int) error {
-			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
-				return err
-			}
-			_, err := idx.checkSearch(op, params)
-			return err
+	s := core.Slice{
+		DTypes: dtypes,
+		Check:  func(op string, _ int64) error { _, err := idx.checkSearch(op, params); return err },
+		Search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, params, q, n, d)
 		},
 	}
-	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
-		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, params, q, n, d)
-		}, out)
+	return core.SearchSliceInto(&kind, res, idx, queries, k, &s, out)
 }
 
 // SearchSliceFiltered is SearchSliceInto for a filtered search made by
@@ -80,15 +68,15 @@ func SearchSliceFiltered[T dlpack.DType](res *safe.Resources, f *Filtered, queri
 		dtypes = []dlpack.DataType{dt}
 	}
 	spec := hostsearch.Spec{
-		Dim: int(idx.dim), Rows: int(idx.rows.Load()), DTypes: dtypes,
+		Dim: int(idx.c.Dim), Rows: int(idx.c.Rows.Load()), DTypes: dtypes,
 		Check: func(n, k int) error {
 			if int64(n) > f.maxN {
 				return kit.Argf(op, "queries", "%d queries, the Filtered was made for at most %d", n, f.maxN)
 			}
-			return kit.CheckIndexDevice(res, op, idx.dev)
+			return kit.CheckIndexDevice(res, op, idx.c.Dev)
 		},
 	}
-	return hostsearch.Search(op, res, &idx.slices, &spec, queries, int(f.k),
+	return hostsearch.Search(op, res, &idx.c.Slices, &spec, queries, int(f.k),
 		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
 			return f.Search(res, q, n, d)
 		}, out)

@@ -2,12 +2,10 @@ package ivfpq
 
 import (
 	"fmt"
-
-	"github.com/cuvs-go/cuvs/safe/internal/npy"
 	"io"
 
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 
 // SerializeTo writes the index to w in the format Serialize writes to a
@@ -16,13 +14,7 @@ import (
 // directory while a goroutine copies it to w, so nothing reaches the disk.
 // If w fails, the rest of cuVS's output is dropped and w's error returned.
 func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
-	if idx == nil {
-		return 0, kit.NilIndex("ivfpq.Index.SerializeTo")
-	}
-	if err := idx.life.Built("ivfpq.Index.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
-		return 0, err
-	}
-	return kit.SerializeTo("ivfpq.Index.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
+	return kind.SerializeTo(idx, res, w)
 }
 
 // DeserializeFrom reads an index written by Serialize or SerializeTo from
@@ -34,7 +26,7 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 // temporary directory under $TMPDIR). safe.MaxBytes bounds the stream: a
 // longer one is refused, naming the limit, after at most limit+1 bytes.
 func DeserializeFrom(res *safe.Resources, r io.Reader, opts ...safe.DeserializeOption) (*Index, error) {
-	return kit.DeserializeFrom("ivfpq.DeserializeFrom", r, opts, func(path string) (*Index, error) { return Deserialize(res, path) })
+	return kind.DeserializeFrom(res, r, opts)
 }
 
 // pqLayout checks the sequence of a cuVS IVF-PQ file's .npy items
