@@ -1,6 +1,7 @@
 package safe
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sync"
@@ -50,6 +51,8 @@ type Filter struct {
 	allowed  int64   // bitset: rows let through; bitmap: the fewest any query sees
 	perQuery []int64 // bitmap: rows each query sees
 	words    *DeviceVector[uint32]
+
+	holds atomic.Int64 // requests queued or searching with it (hold), and closedHold once closed
 
 	hostMu sync.Mutex               // held while the host copy is made
 	host   atomic.Pointer[[]uint32] // a bitset's words on the host, copied on first use (hostWords)
@@ -256,12 +259,23 @@ func (f *Filter) hostWords(op string, res *Resources) ([]uint32, error) {
 	return host, nil
 }
 
-// Close frees the filter's device memory; it refuses while a search uses it.
+// Close frees the filter's device memory; it refuses while a search uses
+// it, or a batch.Batcher's requests with it wait or search (a
+// *dlpack.BorrowedError, matching dlpack.ErrBorrowed).
 func (f *Filter) Close() error {
 	if f == nil || f.words == nil {
 		return nil
 	}
-	return f.words.Close()
+	if !f.holds.CompareAndSwap(0, closedHold) {
+		if n := f.holds.Load(); n&closedHold == 0 {
+			return fmt.Errorf("safe.Filter.Close: %w", &dlpack.BorrowedError{Owner: "safe.Filter", Op: "close", By: []string{fmt.Sprintf("%d batched requests", n)}})
+		}
+	}
+	if err := f.words.Close(); err != nil {
+		f.holds.CompareAndSwap(closedHold, 0) // still open
+		return err
+	}
+	return nil
 }
 
 // bind checks f (not nil) against an index of rows rows searched with

@@ -25,4 +25,6 @@ func init() {
 	base.FilterHostWords = func(f any, op string, res any) ([]uint32, error) {
 		return f.(*Filter).hostWords(op, res.(*Resources))
 	}
+	base.HoldFilter = func(f any, op string) error { return f.(*Filter).hold(op) }
+	base.ReleaseFilter = func(f any) { f.(*Filter).release() }
 }

@@ -43,7 +43,8 @@ const (
 // batch refers to it; one cancelled while in a batch is left to the
 // garbage collector.
 type request[T dlpack.DType, N Neighbor] struct {
-	q       []T // a copy of the caller's queries: the caller may leave early
+	q       []T          // a copy of the caller's queries: the caller may leave early
+	filter  *safe.Filter // its filter (nil: none), held (filterHold) until the caller returns
 	rows, k int
 	nb      []N // the caller's buffers, written only in state stDelivering
 	dist    []float32
@@ -52,6 +53,7 @@ type request[T dlpack.DType, N Neighbor] struct {
 	err     error
 	done    chan struct{} // one value per delivery
 	row     int           // its first row in its batch's staging
+	seen    int64         // the batches taken before it was queued (batcher.batches)
 	// Set when a batch's fan-out wakes it (fan.wakeBelow): its caller wakes
 	// the requests below position pos. nil when woken by the slot's own
 	// goroutine.
@@ -63,9 +65,11 @@ type request[T dlpack.DType, N Neighbor] struct {
 
 type batcher[T dlpack.DType, N Neighbor] struct {
 	s                   Searcher
-	light               twoKernels // s, when it has a light-load kernel (else nil)
-	lightUpTo           int        // the load up to which batches use it
-	lightStreams        int        // the batches in flight then
+	fs                  FilterSearcher // s, when requests may carry filters (else nil)
+	fl                  filters        // s's checks of a request's filter, when it has them
+	light               twoKernels     // s, when it has a light-load kernel (else nil)
+	lightUpTo           int            // the load up to which batches use it
+	lightStreams        int            // the batches in flight then
 	dim, maxK, maxBatch int
 	maxWait             time.Duration
 	slots               []*slot[T, N]
@@ -95,6 +99,8 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	closing      bool
 	batches      int64
 	lightBatches int64
+	filtered     int64 // batches with a request's filter
+	passed       int64 // the most batches taken while a request waited (Stats.MaxPassed)
 	queries      int64
 	sizes        []int64 // sizes[n]: batches of n rows
 	times        Times   // summed over batches (Queue: over requests)
@@ -138,6 +144,14 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 		b.light = tk
 		b.lightUpTo, b.lightStreams = tk.lightLoad()
 	}
+	if fs, ok := s.(FilterSearcher); ok {
+		b.fs = fs
+		if fl, ok := s.(filters); ok {
+			if b.fl = fl; !fl.perRequestFilters() {
+				b.fs = nil
+			}
+		}
+	}
 	b.idle.L = &b.mu
 	b.pool.New = func() any { return &request[T, N]{done: make(chan struct{}, 1)} }
 	b.fans.New = func() any { return &fan[T, N]{pool: &b.fans} }
@@ -178,7 +192,20 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 // by SearchInto. It allocates the results; SearchInto writes ids of type
 // N into the caller's buffers and allocates nothing.
 func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (*safe.Results, error) {
-	const op = "batch.Batcher.Search"
+	return b.searchResults(ctx, "batch.Batcher.Search", nil, queries, k)
+}
+
+// SearchFiltered is Search restricted to the rows filter lets through (a
+// bitset over the index's rows; nil searches every row), for a Searcher
+// that takes a filter per request (FilterSearcher: the adapters made
+// without a filter of their own). Requests with the same filter share
+// batches; requests with different filters never do (see the package
+// documentation, "Filters").
+func (b *Batcher[T, N]) SearchFiltered(ctx context.Context, filter *safe.Filter, queries []T, k int) (*safe.Results, error) {
+	return b.searchResults(ctx, "batch.Batcher.SearchFiltered", filter, queries, k)
+}
+
+func (b *Batcher[T, N]) searchResults(ctx context.Context, op string, filter *safe.Filter, queries []T, k int) (*safe.Results, error) {
 	if b == nil || b.b == nil {
 		return nil, errZero(op)
 	}
@@ -191,7 +218,7 @@ func (b *Batcher[T, N]) Search(ctx context.Context, queries []T, k int) (*safe.R
 	}
 	rows := len(queries) / in.dim
 	neighbors, distances := make([]N, rows*k), make([]float32, rows*k)
-	if err := in.search(ctx, op, queries, neighbors, distances); err != nil {
+	if err := in.search(ctx, op, filter, queries, neighbors, distances); err != nil {
 		return nil, err
 	}
 	out := &safe.Results{K: k, Distances: distances}
@@ -229,7 +256,17 @@ func (b *Batcher[T, N]) SearchInto(ctx context.Context, queries []T, neighbors [
 	if b == nil || b.b == nil {
 		return errZero("batch.Batcher.SearchInto")
 	}
-	return b.b.search(ctx, "batch.Batcher.SearchInto", queries, neighbors, distances)
+	return b.b.search(ctx, "batch.Batcher.SearchInto", nil, queries, neighbors, distances)
+}
+
+// SearchIntoFiltered is SearchInto restricted to the rows filter lets
+// through, as SearchFiltered is Search. It allocates nothing on the Go
+// heap either.
+func (b *Batcher[T, N]) SearchIntoFiltered(ctx context.Context, filter *safe.Filter, queries []T, neighbors []N, distances []float32) error {
+	if b == nil || b.b == nil {
+		return errZero("batch.Batcher.SearchIntoFiltered")
+	}
+	return b.b.search(ctx, "batch.Batcher.SearchIntoFiltered", filter, queries, neighbors, distances)
 }
 
 // Dim returns the width of a query.
@@ -261,7 +298,7 @@ func errZero(op string) error {
 	return fmt.Errorf("%s: %w (a Batcher not made by New)", op, safe.ErrClosed)
 }
 
-func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neighbors []N, distances []float32) error {
+func (b *batcher[T, N]) search(ctx context.Context, op string, filter *safe.Filter, queries []T, neighbors []N, distances []float32) error {
 	if b.dim < 1 || len(queries) == 0 || len(queries)%b.dim != 0 {
 		return kit.Argf(op, "queries", "len %d is not a positive multiple of the dimension %d", len(queries), b.dim)
 	}
@@ -282,9 +319,20 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neig
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	if filter != nil {
+		if err := b.checkFilter(op, filter); err != nil {
+			return err
+		}
+		// Held until this call returns: Close of the filter is refused
+		// while a request of it waits or searches.
+		if err := kit.HoldFilter(filter, op); err != nil {
+			return err
+		}
+		defer kit.ReleaseFilter(filter)
+	}
 	r := b.pool.Get().(*request[T, N])
 	r.q = append(r.q[:0], queries...)
-	r.rows, r.k, r.nb, r.dist, r.op = rows, k, neighbors, distances, op
+	r.rows, r.k, r.nb, r.dist, r.op, r.filter = rows, k, neighbors, distances, op, filter
 	r.state.Store(stPending)
 	r.enq = time.Now()
 
@@ -299,6 +347,7 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neig
 			b.put(r)
 			return fmt.Errorf("%s: %w", op, safe.ErrClosed)
 		}
+		r.seen = b.batches
 		b.pending = append(b.pending, r)
 		b.pendRows += rows
 		if len(b.pending) == 1 && b.waking == 0 && len(b.free) > 0 && b.due(b.running, r.enq) && b.running < b.streamCap() && b.gathered(b.running) {
@@ -337,6 +386,26 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, queries []T, neig
 	err := r.err
 	b.put(r)
 	return err
+}
+
+// checkFilter refuses a request's filter that its batch could not be
+// searched with: the Searcher takes none per request, a bitmap (its bits
+// belong to query positions, which change from batch to batch), a bitset
+// for another row count, or one the index would refuse for a search of
+// MaxK neighbours.
+func (b *batcher[T, N]) checkFilter(op string, f *safe.Filter) error {
+	switch {
+	case b.fs == nil:
+		return kit.Argf(op, "filter", "the Searcher takes no filter per request (it was made with a filter of its own, or its index takes none): make it without one")
+	case f.Kind() != safe.Bitset:
+		return kit.Argf(op, "filter", "a %s: a batch's rows belong to different requests each time, so only a bitset can be shared", f.Kind())
+	case f.Rows() != b.s.Rows():
+		return kit.Argf(op, "filter", "made for %d rows, the index has %d", f.Rows(), b.s.Rows())
+	}
+	if b.fl != nil {
+		return b.fl.checkFilter(op, f, b.maxK)
+	}
+	return nil
 }
 
 // Close stops accepting requests (Search then returns an error wrapping

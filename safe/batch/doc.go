@@ -7,15 +7,17 @@
 // its own safe.Resources, which also stops scaling at thousands of
 // goroutines.
 //
-// A Batcher wraps a Searcher (an index with its search parameters and
-// filter fixed: CAGRA and BruteForce adapt this module's indexes; others
-// plug in by implementing the interface) and is shared by every goroutine:
+// A Batcher wraps a Searcher (an index with its search parameters fixed:
+// CAGRA, BruteForce, IVFFlat, IVFSQ and IVFPQ adapt this module's indexes;
+// others plug in by implementing the interface) and is shared by every
+// goroutine:
 //
 //	s, _ := batch.CAGRA(idx, nil, nil) // cuVS's defaults, the kernel picked by load
 //	b, _ := batch.New[float32, uint32](s, batch.Options{MaxK: 10})
 //	defer b.Close()
 //	// in any number of goroutines:
 //	err := b.SearchInto(ctx, query, neighbors, distances) // or b.Search(ctx, query, k)
+//	err = b.SearchIntoFiltered(ctx, tenantFilter, query, neighbors, distances)
 //
 // # When a batch is searched
 //
@@ -120,11 +122,34 @@
 //
 // # Filters
 //
-// A request carries no filter: the Searcher's filter, fixed when it was
-// made, applies to every batch, and only a bitset can be shared by
-// requests (a brute-force bitmap's bits belong to query positions, which
-// change from batch to batch: the adapters refuse it). For requests with
-// different filters, make one Batcher per filter, or search directly.
+// Each request may carry its own filter (SearchFiltered,
+// SearchIntoFiltered: a bitset over the index's rows, nil for none), so
+// that one Batcher serves many tenants, access lists or predicates. The
+// Searcher must take filters per request: CAGRA, BruteForce, IVFFlat and
+// IVFSQ made with a nil filter do (FilterSearcher); one made with a filter
+// applies it to every batch and refuses requests' filters; IVFPQ takes
+// none (its filtered search, IVFPQFiltered, is bound to one filter). Only
+// a bitset can be shared by a batch's requests (a bitmap's bits belong to
+// query positions, which change from batch to batch).
+//
+// cuVS searches a batch with one filter, so requests with the same filter
+// (the same *safe.Filter) share batches and requests with different
+// filters never do; batches of different filters search side by side on
+// the slots. A batch is led by the oldest queued request and takes the
+// queued requests of its filter, oldest first, up to MaxBatch rows, the
+// others keeping their place: a request waits, in batches taken before
+// its own, at most for one batch of each other filter queued ahead of it
+// (while no filter has more than MaxBatch rows ahead of it), however
+// skewed the traffic. Stats.MaxPassed reports the most batches that
+// passed one request. Each batch follows its index's filtered-search rules
+// (CAGRA's and the IVF packages' FilterPath, brute force's refusal of a
+// filter that cannot fill k: a brute-force request's filter must let
+// MaxK rows through).
+//
+// A filter cannot be closed while a request with it waits or searches
+// (its Close returns an error matching dlpack.ErrBorrowed); a request
+// with a closed filter is refused with safe.ErrClosed. A filtered request
+// allocates nothing, as an unfiltered one.
 //
 // # Cancellation and Close
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // push puts r in the intake.
@@ -51,6 +52,7 @@ func (b *batcher[T, N]) drain(now time.Time) {
 	}
 	for _, r := range b.pending[i:] {
 		b.pendRows += r.rows
+		r.seen = b.batches
 	}
 }
 
@@ -88,7 +90,7 @@ func (b *batcher[T, N]) combine() {
 // put returns r to the pool, without its references to the caller's
 // memory.
 func (b *batcher[T, N]) put(r *request[T, N]) {
-	r.nb, r.dist, r.err = nil, nil, nil
+	r.nb, r.dist, r.err, r.filter = nil, nil, nil, nil
 	b.pool.Put(r)
 }
 
@@ -235,26 +237,51 @@ func (b *batcher[T, N]) maybeIdle() {
 	}
 }
 
-// take moves the oldest pending requests, up to MaxBatch rows, into s's
-// batch and returns their rows. b.mu is held.
+// take moves the oldest pending request into s's batch, with the pending
+// requests that share its filter, oldest first, up to MaxBatch rows, and
+// returns their rows. The others keep their order. So a request waits, in
+// batches taken before its own, at most for those led by the requests
+// older than it: one batch per other filter, while no filter has more
+// than MaxBatch rows queued ahead of it (Stats.MaxPassed counts it). The
+// batch holds its filter (kit.HoldFilter) until it has searched
+// (release). b.mu is held.
 func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 	s.light = b.lightAt(b.load())
-	rows, i := 0, 0
-	for ; i < len(b.pending) && rows+b.pending[i].rows <= b.maxBatch; i++ {
+	rows, n := 0, 0
+	var f *safe.Filter
+	if len(b.pending) > 0 {
+		f = b.pending[0].filter
+	}
+	i := 0
+	for ; i < len(b.pending); i++ {
 		r := b.pending[i]
+		if r.filter != f {
+			b.pending[n] = r // stays: compacted in order
+			n++
+			continue
+		}
+		if rows+r.rows > b.maxBatch {
+			break // full: a later, smaller request does not pass it
+		}
 		r.state.Store(stTaken)
 		rows += r.rows
 		b.times.Queue += now.Sub(r.enq)
+		b.passed = max(b.passed, b.batches-r.seen)
 		s.reqs = append(s.reqs, r)
 	}
-	b.times.Requests += int64(i)
-	n := copy(b.pending, b.pending[i:])
+	b.times.Requests += int64(len(s.reqs))
+	n += copy(b.pending[n:], b.pending[i:])
 	clear(b.pending[n:])
 	b.pending = b.pending[:n]
 	b.pendRows -= rows
 	b.flight += rows
 	b.decay()
 	if rows > 0 {
+		s.filter = f
+		if f != nil {
+			_ = kit.HoldFilter(f, "batch.Batcher") // its requests hold it: this cannot fail
+			b.filtered++
+		}
 		b.batches++
 		if s.light {
 			b.lightBatches++

@@ -39,23 +39,61 @@ type Searcher interface {
 	SearchBatch(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error
 }
 
+// FilterSearcher is a Searcher that can search a batch with a filter of
+// its requests (Batcher.SearchFiltered, SearchIntoFiltered): requests with
+// one filter share a batch, and the batch is searched with it. CAGRA,
+// BruteForce, IVFFlat and IVFSQ made without a filter are FilterSearchers.
+type FilterSearcher interface {
+	Searcher
+	// SearchBatchFiltered is SearchBatch restricted to the rows filter
+	// lets through: a bitset over Rows() rows, not nil.
+	SearchBatchFiltered(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error
+}
+
 // index is what the adapters need of an index of this module.
 type index interface {
 	DType() dlpack.DataType
 	Dim() int
 }
 
-// searchFunc is a search of a batch, as Searcher.SearchBatch.
-type searchFunc func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+// searchFunc is a search of a batch with a filter (nil: none), as
+// FilterSearcher.SearchBatchFiltered.
+type searchFunc func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error
 
 // adapter is a Searcher made of an index and its search, with the
-// parameters and filter bound.
+// parameters and the Searcher's filter bound.
 type adapter struct {
 	idx    index
 	rows   func() int
 	types  []dlpack.DataType
 	search searchFunc
-	device bool // the search wants device memory: the Batcher gives its slots device buffers
+	filter *safe.Filter // the Searcher's filter, for every batch; nil: none, or the requests'
+	device bool         // the search wants device memory: the Batcher gives its slots device buffers
+	// perRequest: requests may carry filters (SearchFiltered): the index
+	// takes a bitset and the Searcher has no filter of its own.
+	perRequest bool
+	// fillsK: the index refuses a filter letting fewer than k rows through
+	// (brute force: cuVS returns garbage there), so a request's filter
+	// must let the Batcher's MaxK through.
+	fillsK bool
+}
+
+// filters is what a Searcher of this package says of per-request filters.
+type filters interface {
+	// perRequestFilters reports whether requests may carry filters.
+	perRequestFilters() bool
+	// checkFilter refuses a request's filter the index would refuse for a
+	// batch searched for maxK neighbours.
+	checkFilter(op string, f *safe.Filter, maxK int) error
+}
+
+func (a *adapter) perRequestFilters() bool { return a.perRequest }
+
+func (a *adapter) checkFilter(op string, f *safe.Filter, maxK int) error {
+	if a.fillsK && f.Allowed() < maxK {
+		return kit.Argf(op, "filter", "lets %d rows through, fewer than the Batcher's MaxK %d (brute force refuses a filter that cannot fill k)", f.Allowed(), maxK)
+	}
+	return nil
 }
 
 // twoKernels is what a Searcher implements that has a kernel for light
@@ -67,7 +105,7 @@ type twoKernels interface {
 	// which batches search with searchLight, and how many batches may
 	// then be in flight at once.
 	lightLoad() (upTo, streams int)
-	searchLight(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error
+	searchLight(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error
 }
 
 // twoKernelAdapter is an adapter with a light-load search.
@@ -78,8 +116,11 @@ type twoKernelAdapter struct {
 }
 
 func (a *twoKernelAdapter) lightLoad() (int, int) { return a.upTo, a.streams }
-func (a *twoKernelAdapter) searchLight(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-	return a.light(res, q, n, d)
+func (a *twoKernelAdapter) searchLight(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {
+	if f == nil {
+		f = a.filter
+	}
+	return a.light(res, q, n, d, f)
 }
 
 // The CAGRA kernels' regimes under AutoAlgo, measured on the real H200
@@ -111,7 +152,18 @@ func (a *adapter) Dim() int                         { return a.idx.Dim() }
 func (a *adapter) Rows() int                        { return a.rows() }
 func (a *adapter) NeighborTypes() []dlpack.DataType { return a.types }
 func (a *adapter) SearchBatch(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-	return a.search(res, q, n, d)
+	return a.search(res, q, n, d, a.filter)
+}
+
+// SearchBatchFiltered searches with f, a request's filter; a Searcher made
+// with a filter of its own refuses one.
+func (a *adapter) SearchBatchFiltered(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {
+	if f == nil {
+		f = a.filter
+	} else if !a.perRequest {
+		return kit.Argf("batch.Searcher.SearchBatchFiltered", "filter", "this Searcher takes no filter per batch (it was made with one, or its index takes none)")
+	}
+	return a.search(res, q, n, d, f)
 }
 
 var int64Only = []dlpack.DataType{dlpack.Int64}
@@ -143,8 +195,9 @@ func checkBitset(op string, filter *safe.Filter) error {
 // SingleCTA, MultiCTA or MultiKernel every batch uses that kernel. Note
 // that cagra.DefaultSearchParams returns cuVS's C default, SingleCTA.
 //
-// Neighbor ids may be uint32 or int64. One filter serves every request: for requests with different filters, make one
-// Batcher per filter. Filtered batches follow cagra's filter policy
+// Neighbor ids may be uint32 or int64. With filter nil, requests may carry
+// filters of their own (Batcher.SearchFiltered); with a filter, it serves
+// every request. Filtered batches follow cagra's filter policy
 // (cagra.SearchParams.FilterPath): a batch is exact or graph search as its
 // size decides, and the queries a graph search left short are searched
 // again exactly. The index must outlive the Batcher (close the Batcher
@@ -164,11 +217,11 @@ func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (S
 		p = *params
 	}
 	with := func(p *cagra.SearchParams) searchFunc {
-		return func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, p, q, n, d, filter)
+		return func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {
+			return idx.Search(res, p, q, n, d, f)
 		}
 	}
-	a := adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, search: with(&p)}
+	a := adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, search: with(&p), filter: filter, perRequest: filter == nil}
 	if p.Algo != cagra.AutoAlgo || p.Persistent || p.HashmapMode == cagra.HashSmall || p.ITopKSize > 512 {
 		// A kernel chosen, or params only one kernel takes (cuVS's AUTO
 		// then picks multi-CTA above an internal top-k of 512, and
@@ -186,6 +239,9 @@ func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (S
 // refused). Neighbor ids are int64. The index must outlive the Batcher
 // (close the Batcher first).
 //
+// With filter nil, requests may carry filters of their own
+// (Batcher.SearchFiltered), each letting at least MaxK rows through.
+//
 // Brute force is exact: a query's neighbors from a batch are those of a
 // search of that query alone (distances may differ in the last bits, as
 // the GPU's matrix products depend on the batch's shape).
@@ -199,17 +255,18 @@ func BruteForce(idx *bruteforce.Index, filter *safe.Filter) (Searcher, error) {
 	if err := checkBitset(op, filter); err != nil {
 		return nil, err
 	}
-	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
-		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, q, n, d, filter)
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, filter: filter, perRequest: filter == nil, fillsK: true,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {
+			return idx.Search(res, q, n, d, f)
 		}}, nil
 }
 
 // IVFFlat adapts an IVF-Flat index for a Batcher: every batch is searched
 // with params (copied; nil: cuVS's defaults) and filter, a bitset for the
-// index's rows or nil. Neighbor ids are int64. The index must outlive the
-// Batcher; it may be extended while it serves (a batch then waits for the
-// Extend, and a filter must still match the index's rows).
+// index's rows or nil (then requests may carry filters of their own,
+// Batcher.SearchFiltered). Neighbor ids are int64. The index must outlive
+// the Batcher; it may be extended while it serves (a batch then waits for
+// the Extend, and a filter must still match the index's rows).
 //
 // C calls: cuvsIvfFlatSearch, per batch.
 func IVFFlat(idx *ivfflat.Index, params *ivfflat.SearchParams, filter *safe.Filter) (Searcher, error) {
@@ -225,9 +282,9 @@ func IVFFlat(idx *ivfflat.Index, params *ivfflat.SearchParams, filter *safe.Filt
 		return nil, err
 	}
 	sp := *p
-	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
-		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, &sp, q, n, d, filter)
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, filter: filter, perRequest: filter == nil,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {
+			return idx.Search(res, &sp, q, n, d, f)
 		}}, nil
 }
 
@@ -253,7 +310,7 @@ func IVFPQ(idx *ivfpq.Index, params *ivfpq.SearchParams) (Searcher, error) {
 	// staging of a batch now and then (the first searches of a process),
 	// so its batches search device buffers.
 	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, device: true,
-		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, _ *safe.Filter) error {
 			return idx.Search(res, &sp, q, n, d)
 		}}, nil
 }
@@ -274,16 +331,17 @@ func IVFPQFiltered(f *ivfpq.Filtered) (Searcher, error) {
 	}
 	idx := f.Index()
 	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, device: true, // as IVFPQ's
-		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, _ *safe.Filter) error {
 			return f.Search(res, q, n, d)
 		}}, nil
 }
 
 // IVFSQ adapts an IVF-SQ index for a Batcher: every batch is searched with
 // params (copied; nil: cuVS's defaults) and filter, a bitset for the
-// index's rows or nil. Neighbor ids are int64. The index must outlive the
-// Batcher; it may be extended while it serves (a batch then waits for the
-// Extend, and a filter must still match the index's rows).
+// index's rows or nil (then requests may carry filters of their own,
+// Batcher.SearchFiltered). Neighbor ids are int64. The index must outlive
+// the Batcher; it may be extended while it serves (a batch then waits for
+// the Extend, and a filter must still match the index's rows).
 //
 // An IVF-SQ index deserialized and not yet extended has no element type
 // (DType is the zero DataType) and takes float32 or float16 queries.
@@ -302,8 +360,8 @@ func IVFSQ(idx *ivfsq.Index, params *ivfsq.SearchParams, filter *safe.Filter) (S
 		return nil, err
 	}
 	sp := *p
-	return &adapter{idx: idx, rows: idx.Rows, types: int64Only,
-		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, &sp, q, n, d, filter)
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, filter: filter, perRequest: filter == nil,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {
+			return idx.Search(res, &sp, q, n, d, f)
 		}}, nil
 }

@@ -30,6 +30,7 @@ type slot[T dlpack.DType, N Neighbor] struct {
 	wake               chan struct{} // a batch to take; closed by Close
 	dispatched         time.Time     // when kick last woke it (under the batcher's mu)
 	light              bool          // its batch searches with the light-load kernel (set by take)
+	filter             *safe.Filter  // its batch's requests' filter (set by take, held until released), or nil
 	sleep              bool          // its searches are waited for asleep (Options.Wait WaitSleep: Resources.SyncBlocking)
 	dim, maxK, maxRows int
 }
@@ -171,18 +172,18 @@ func firstRows(m matrix, n int) (dlpack.View, error) {
 // synchronized whatever failed, so that nothing still reads or writes the
 // staging buffers when search returns. The wait spins (Resources.Sync)
 // unless the slot waits asleep (s.sleep: Resources.SyncBlocking).
-func (s *slot[T, N]) search(search searchFunc, n int) error {
+func (s *slot[T, N]) search(search searchFunc, n int, f *safe.Filter) error {
 	const op = "batch.Batcher.Search"
 	v, err := s.rows(n)
 	if err != nil {
 		return kit.Wrap(op, err)
 	}
 	if s.devQ == nil {
-		return errors.Join(search(s.res, &v.pinQ, &v.pinN, &v.pinD), s.wait())
+		return errors.Join(search(s.res, &v.pinQ, &v.pinN, &v.pinD, f), s.wait())
 	}
 	err = s.copy(op, &v.pinQ, &v.devQ, nil, nil)
 	if err == nil {
-		err = search(s.res, &v.devQv, &v.devN, &v.devD)
+		err = search(s.res, &v.devQv, &v.devN, &v.devD, f)
 	}
 	if err == nil {
 		err = s.copy(op, &v.devNv, &v.pinN, &v.devDv, &v.pinD)

@@ -6,11 +6,19 @@ import (
 
 // Stats counts the batches a Batcher has run, and where their time went.
 type Stats struct {
-	Batches int64   // searches run
-	Light   int64   // of them, searched with the light-load kernel (CAGRA with AutoAlgo: multi-CTA)
-	Queries int64   // query rows searched, those of cancelled requests included
-	Sizes   []int64 // Sizes[n] is the number of batches of n rows
-	Times   Times
+	Batches int64 // searches run
+	Light   int64 // of them, searched with the light-load kernel (CAGRA with AutoAlgo: multi-CTA)
+	// Filtered is the batches searched with their requests' filter
+	// (SearchFiltered, SearchIntoFiltered).
+	Filtered int64
+	// MaxPassed is the most batches taken while one request waited in the
+	// queue: with requests of several filters, at most one per other filter
+	// whose queued rows ahead of it fit in MaxBatch (see Filters in the
+	// package documentation).
+	MaxPassed int64
+	Queries   int64   // query rows searched, those of cancelled requests included
+	Sizes     []int64 // Sizes[n] is the number of batches of n rows
+	Times     Times
 }
 
 // Times is where a Batcher's time went, summed: a request's life is Queue
@@ -79,5 +87,5 @@ func (b *Batcher[T, N]) Stats() Stats {
 	in := b.b
 	in.mu.Lock()
 	defer in.unlock()
-	return Stats{Batches: in.batches, Light: in.lightBatches, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
+	return Stats{Batches: in.batches, Light: in.lightBatches, Filtered: in.filtered, MaxPassed: in.passed, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // worker runs s's batches: woken by kick, it takes the pending requests
@@ -79,11 +81,20 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 		row += r.rows
 	}
 	t1 := time.Now()
-	search := b.s.SearchBatch
-	if s.light {
+	var search searchFunc
+	switch {
+	case s.light:
 		search = b.light.searchLight
+	case s.filter != nil:
+		search = b.fs.SearchBatchFiltered
+	default:
+		search = b.searchPlain
 	}
-	err := s.search(search, rows)
+	err := s.search(search, rows, s.filter)
+	if s.filter != nil {
+		kit.ReleaseFilter(s.filter) // held by take
+		s.filter = nil
+	}
 	t2 := time.Now()
 	if len(s.reqs) <= fanRoot {
 		for _, r := range s.reqs {
@@ -116,6 +127,11 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 	return Times{Stage: t1.Sub(t0), Search: t2.Sub(t1), Deliver: time.Since(t2)}
 }
 
+// searchPlain is the Searcher's SearchBatch, as a searchFunc (f is nil).
+func (b *batcher[T, N]) searchPlain(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, _ *safe.Filter) error {
+	return b.s.SearchBatch(res, q, n, d)
+}
+
 // WarmUp searches, on every slot not busy, a batch of one all-zero query
 // and one of MaxBatch (on each kernel, for a CAGRA Searcher that picks it
 // by load), and waits for them: the first searches of a process
@@ -141,9 +157,9 @@ func (b *Batcher[T, N]) WarmUp() error {
 	var err error
 	for _, s := range got {
 		clear(s.pinQ.Data())
-		err = errors.Join(err, s.search(in.s.SearchBatch, 1), s.search(in.s.SearchBatch, in.maxBatch))
+		err = errors.Join(err, s.search(in.searchPlain, 1, nil), s.search(in.searchPlain, in.maxBatch, nil))
 		if in.light != nil {
-			err = errors.Join(err, s.search(in.light.searchLight, 1), s.search(in.light.searchLight, in.maxBatch))
+			err = errors.Join(err, s.search(in.light.searchLight, 1, nil), s.search(in.light.searchLight, in.maxBatch, nil))
 		}
 	}
 	in.mu.Lock()

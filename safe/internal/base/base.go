@@ -40,6 +40,10 @@ var (
 	// FilterHostWords returns a *safe.Filter's bitset words in host
 	// memory (read-only, copied once with the *safe.Resources given).
 	FilterHostWords func(f any, op string, res any) ([]uint32, error)
+	// HoldFilter keeps a *safe.Filter from being closed until
+	// ReleaseFilter (a Batcher's queued requests); it refuses a closed one.
+	HoldFilter    func(f any, op string) error
+	ReleaseFilter func(f any)
 	// Retain keeps a *safe.Resources from being destroyed (its C handle
 	// and its stream) until the returned release is called, Close
 	// notwithstanding: for C objects made with it, whose memory cuVS

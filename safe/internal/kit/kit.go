@@ -115,6 +115,14 @@ func FilterHostWords(f *safe.Filter, op string, res *safe.Resources) ([]uint32, 
 	return base.FilterHostWords(f, op, res)
 }
 
+// HoldFilter keeps f from being closed until ReleaseFilter: Close of f
+// refuses meanwhile. It refuses a closed f (safe.ErrClosed) and allocates
+// nothing.
+func HoldFilter(f *safe.Filter, op string) error { return base.HoldFilter(f, op) }
+
+// ReleaseFilter ends a HoldFilter.
+func ReleaseFilter(f *safe.Filter) { base.ReleaseFilter(f) }
+
 // CheckFilter makes BindFilter's checks of f without binding it: its kind
 // against kinds, its rows against the index's, a bitmap's queries against
 // nQueries. A nil f passes.
