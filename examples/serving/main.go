@@ -28,7 +28,12 @@
 // instead: each calls SearchInto with its queries and result buffers in Go
 // memory, and the Batcher gathers concurrent requests into GPU batches
 // (-max-batch, -max-wait-us, -slots, -wait spin|sleep: Options.Wait,
-// -device-buffers: Options.DeviceBuffers). Each row is then followed by a
+// -device-buffers: Options.DeviceBuffers). With -tenants N every goroutine
+// searches with a filter (goroutine i with filter i mod N, each letting
+// -tenant-allow of the rows through): in -mode batch through
+// SearchIntoFiltered, every result checked against its filter (a comment
+// line per row: requests checked, ids outside their filter, filtered
+// batches, Stats.MaxPassed), in -mode direct as filtered searches. Each row is then followed by a
 // comment line with the batch sizes formed (mean, p99). Every row is
 // followed by the cores the process kept busy in its timed window
 // ("# cpu at N goroutines": user and system CPU time per second; a thread

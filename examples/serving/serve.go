@@ -44,6 +44,11 @@ type config struct {
 	slots    int
 	wait     batch.Wait // -wait: spin or sleep
 	devBufs  bool       // -device-buffers: Options.DeviceBuffers
+
+	// -tenants: each goroutine searches with one of this many filters
+	// (0: none), each letting -tenant-allow of the rows through.
+	tenants     int
+	tenantAllow float64
 }
 
 // maxGoroutines bounds -goroutines.
@@ -76,6 +81,8 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.slots, "slots", batch.DefaultSlots, "-mode batch: batches in flight, each with its own Resources")
 	fs.BoolVar(&c.devBufs, "device-buffers", false, "-mode batch: give the Batcher's slots device buffers (Options.DeviceBuffers): queries copied to the device before each search, results back after")
 	fs.StringVar(&wait, "wait", "spin", "-mode batch: how the Batcher's slots wait for their searches: spin (Options.Wait WaitSpin, the default) or sleep (WaitSleep)")
+	fs.IntVar(&c.tenants, "tenants", 0, "filters: goroutine i searches with filter i mod this (0: no filter); -mode batch through SearchIntoFiltered, with every result checked against its filter")
+	fs.Float64Var(&c.tenantAllow, "tenant-allow", 0.5, "-tenants: the fraction of the rows each filter lets through (random, seeded)")
 	fs.StringVar(&c.lib, "lib", "", "libcuvs_c.so (else $CUVS_LIBRARY, the loader's search, $CONDA_PREFIX/lib)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -129,6 +136,12 @@ func parseConfig(args []string, stderr io.Writer) (config, error) {
 	case 0, 64, 128, 256, 512, 1024:
 	default:
 		return c, fmt.Errorf("-block: %d, want 0, 64, 128, 256, 512 or 1024", c.block)
+	}
+	if c.tenants < 0 || c.tenants > maxGoroutines {
+		return c, fmt.Errorf("-tenants: %d, want 0..%d", c.tenants, maxGoroutines)
+	}
+	if !(c.tenantAllow > 0 && c.tenantAllow <= 1) {
+		return c, fmt.Errorf("-tenant-allow: %v, want a fraction in (0, 1]", c.tenantAllow)
 	}
 	if c.recall < 0 {
 		return c, fmt.Errorf("-recall: %d, want at least 0", c.recall)
@@ -323,6 +336,11 @@ func serve[T elem](c config, out io.Writer, res *safe.Resources) (err error) {
 		fmt.Fprintf(out, "# search: k %d, itopk %d, batch %d, algo %s, block %d, persistent kernel %s, uint32 neighbors; search + stream sync per call, %.2f s per step\n",
 			c.k, c.itopk, c.batch, algoName(c.algo), c.block, persistent, c.duration.Seconds())
 	}
+	ts, err := newTenants(res, c)
+	defer closeInto(&err, ts)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
 	if err := idx.WarmUp(res, &sp, c.batch, c.k, dlpack.Uint32); err != nil {
 		return err
@@ -334,9 +352,9 @@ func serve[T elem](c config, out io.Writer, res *safe.Resources) (err error) {
 	for _, g := range c.goroutines {
 		var r result
 		if c.batched {
-			r, err = stepBatch[T](idx, &sp, c, g)
+			r, err = stepBatch[T](idx, &sp, c, g, ts)
 		} else {
-			r, err = step[T](idx, &sp, c, g)
+			r, err = step[T](idx, &sp, c, g, ts)
 		}
 		if err != nil {
 			return err
@@ -348,6 +366,7 @@ func serve[T elem](c config, out io.Writer, res *safe.Resources) (err error) {
 			fmt.Fprintf(out, "# batches at %d goroutines: %d searched (%d multi-CTA), mean %.1f queries, p99 %d; mean queue %.0f µs per request; per batch: handoff %.0f, stage %.0f, search %.0f, deliver %.0f µs\n",
 				g, st.Batches, st.Light, st.Mean(), st.Percentile(99), us(st.MeanQueue()), us(st.PerBatch(st.Times.Handoff)), us(st.PerBatch(st.Times.Stage)), us(st.PerBatch(st.Times.Search)), us(st.PerBatch(st.Times.Deliver)))
 		}
+		tenantLine(out, c, g, r.checked, r.outside, r.batches)
 		allocs += r.allocs
 		gcs += r.gcs
 	}
@@ -417,8 +436,9 @@ type worker[T elem] struct {
 	neighbors *safe.DeviceMatrix[uint32]
 	distances *safe.DeviceMatrix[float32]
 	batch     rowsTensor[T]
-	size, nb  int // queries per batch, batches
-	next      int // the next batch searched
+	filter    *safe.Filter // -tenants: this goroutine's
+	size, nb  int          // queries per batch, batches
+	next      int          // the next batch searched
 	timing
 }
 
@@ -474,7 +494,7 @@ func (w *worker[T]) search(idx *cagra.Index, sp *cagra.SearchParams) error {
 	if w.next++; w.next == w.nb {
 		w.next = 0
 	}
-	if err := idx.Search(w.res, sp, &w.batch, w.neighbors, w.distances, nil); err != nil {
+	if err := idx.Search(w.res, sp, &w.batch, w.neighbors, w.distances, w.filter); err != nil {
 		return err
 	}
 	return w.res.Sync()
@@ -514,10 +534,12 @@ type result struct {
 	// cores kept busy (a thread spinning in a stream sync counts).
 	cpuUser, cpuSys float64
 	batches         batch.Stats
+	checked         int64 // -tenants, -mode batch: requests whose ids were checked against their filter
+	outside         int64 // of their ids, those the filter forbids
 }
 
 // step runs n goroutines searching idx for c.duration.
-func step[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, err error) {
+func step[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config, n int, ts *tenantSet) (r result, err error) {
 	ws := make([]*worker[T], 0, n)
 	defer func() {
 		for _, w := range ws {
@@ -529,15 +551,16 @@ func step[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r 
 		if err != nil {
 			return r, fmt.Errorf("%d goroutines: setting up goroutine %d: %w", n, i, err)
 		}
+		w.filter, _ = ts.of(i)
 		ws = append(ws, w)
 	}
-	ts := make([]*timing, n)
+	tm := make([]*timing, n)
 	searches := make([]func() error, n)
 	for i, w := range ws {
-		ts[i] = &w.timing
+		tm[i] = &w.timing
 		searches[i] = func() error { return w.search(idx, sp) }
 	}
-	return measure(c, ts, searches)
+	return measure(c, tm, searches)
 }
 
 // measure runs searches[i] in a goroutine each, timed into ts[i], for
@@ -614,6 +637,10 @@ type batchWorker[T elem] struct {
 	size, nb  int
 	next      int
 	dim       int
+	filter    *safe.Filter // -tenants: this goroutine's filter, and its bits
+	allow     []uint64
+	checked   int64
+	outside   int64
 	timing
 }
 
@@ -624,7 +651,15 @@ func (w *batchWorker[T]) search() error {
 	if w.next++; w.next == w.nb {
 		w.next = 0
 	}
-	return w.b.SearchInto(context.Background(), q, w.neighbors, w.distances)
+	if w.filter == nil {
+		return w.b.SearchInto(context.Background(), q, w.neighbors, w.distances)
+	}
+	if err := w.b.SearchIntoFiltered(context.Background(), w.filter, q, w.neighbors, w.distances); err != nil {
+		return err
+	}
+	w.checked++
+	w.outside += outside(w.neighbors, w.allow)
+	return nil
 }
 
 // newBatcher makes the Batcher of -mode batch and warms up its slots.
@@ -645,21 +680,29 @@ func newBatcher[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config) (*ba
 
 // stepBatch runs n goroutines searching idx through one Batcher for
 // c.duration; the Batcher is made (and warmed up) before the clock starts.
-func stepBatch[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config, n int) (r result, err error) {
+func stepBatch[T elem](idx *cagra.Index, sp *cagra.SearchParams, c config, n int, ts *tenantSet) (r result, err error) {
+	tenants := ts
 	b, err := newBatcher[T](idx, sp, c)
 	if err != nil {
 		return r, fmt.Errorf("%d goroutines: %w", n, err)
 	}
 	defer closeInto(&err, b)
-	ts := make([]*timing, n)
+	tm := make([]*timing, n)
 	searches := make([]func() error, n)
+	ws := make([]*batchWorker[T], 0, n)
 	for i := range n {
 		w := &batchWorker[T]{b: b, size: c.batch, nb: queryBatches(c), dim: c.dim,
 			neighbors: make([]uint32, c.batch*c.k), distances: make([]float32, c.batch*c.k)}
 		w.queries = quantize[T](randomMatrix(querySeed(c.seed, i), w.nb*c.batch, c.dim))
-		ts[i], searches[i] = &w.timing, w.search
+		w.filter, w.allow = tenants.of(i)
+		ws = append(ws, w)
+		tm[i], searches[i] = &w.timing, w.search
 	}
-	r, err = measure(c, ts, searches)
+	r, err = measure(c, tm, searches)
 	r.batches = b.Stats()
+	for _, w := range ws {
+		r.checked += w.checked
+		r.outside += w.outside
+	}
 	return r, err
 }

@@ -373,11 +373,11 @@ func TestSearchesRunInParallel(t *testing.T) {
 	// load of the machine running the test.
 	ctl.SetInstant(true)
 	t.Cleanup(func() { ctl.SetInstant(false) })
-	one, err := step[float32](idx, &sp, c, 1)
+	one, err := step[float32](idx, &sp, c, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	four, err := step[float32](idx, &sp, c, 4)
+	four, err := step[float32](idx, &sp, c, 4, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,5 +547,42 @@ func TestRandom(t *testing.T) {
 	}
 	if querySeed(42, 0) == querySeed(42, 1) {
 		t.Error("two workers share queries")
+	}
+}
+
+// TestServeTenants: -tenants with -mode batch searches each goroutine's
+// requests with its filter through one Batcher, checks every result, and
+// finds no id outside its request's filter; -mode direct searches with the
+// same filters.
+func TestServeTenants(t *testing.T) {
+	safetest.Check(t)
+	c := tiny()
+	c.tenants, c.tenantAllow = 4, 0.5
+	c.goroutines = []int{1, 16}
+	for _, batched := range []bool{true, false} {
+		c.batched, c.maxBatch, c.slots = batched, 64, 3
+		var out bytes.Buffer
+		if err := run(c, &out); err != nil {
+			t.Fatal(err)
+		}
+		tab := checkTable(t, out.String(), c.goroutines)
+		all := strings.Join(tab.Comments, "\n")
+		re := regexp.MustCompile(`(?m)^tenants at (\d+) goroutines: 4 filters \(50% of the rows each\), goroutine i on filter i mod 4(; (\d+) requests checked, (\d+) ids outside their request's filter; (\d+) filtered batches of (\d+), a request passed by at most (\d+))?$`)
+		m := re.FindAllStringSubmatch(all, -1)
+		if len(m) != len(c.goroutines) {
+			t.Fatalf("batched %v: %d tenant lines, want %d:\n%s", batched, len(m), len(c.goroutines), out.String())
+		}
+		for _, l := range m {
+			if !batched {
+				if l[2] != "" {
+					t.Errorf("direct mode reports batches: %q", l[0])
+				}
+				continue
+			}
+			checked, _ := strconv.Atoi(l[3])
+			if checked < 1 || l[4] != "0" || l[5] != l[6] {
+				t.Errorf("%q: want requests checked, 0 ids outside, every batch filtered", l[0])
+			}
+		}
 	}
 }
