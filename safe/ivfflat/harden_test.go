@@ -3,53 +3,12 @@ package ivfflat_test
 import (
 	"math"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 )
-
-// Refusals come before any device memory is taken, name the argument the
-// caller passed (k, not a neighbors tensor it never saw), and give a nil
-// result.
-func TestSearchSliceRefusedBeforeAllocation(t *testing.T) {
-	safetest.Check(t)
-	f := newFixture(t, rows, nq, k)
-	idx := f.build(t, params(t))
-	other, err := safe.NewBitsetFilterAllowing(f.res, rows+1, []int64{1})
-	must(t, err)
-	safetest.Close(t, other)
-	nan := append([]float32(nil), f.qs[:3*dim]...)
-	nan[2*dim+1] = float32(math.NaN())
-	for _, c := range []struct {
-		name, arg, why string
-		queries        []float32
-		k              int
-		filter         *safe.Filter
-	}{
-		{"k = 0", "k", "", f.qs, 0, nil},
-		{"k above the rows", "k", "exceeds", f.qs, rows + 1, nil},
-		{"k = 1<<24", "k", "exceeds", f.qs, 1 << 24, nil},
-		{"k = 1<<40", "k", "exceeds", f.qs, 1 << 40, nil},
-		{"NaN query", "queries", "row 2 holds NaN", nan, k, nil},
-		{"a filter for other rows", "filter", "rows", f.qs, k, other},
-	} {
-		safetest.Refused(t, c.name, c.arg, c.why, func() error {
-			r, err := ivfflat.SearchSlice(f.res, idx, nil, c.queries, c.k, c.filter)
-			if r != nil {
-				t.Errorf("%s: a result with error %v", c.name, err)
-			}
-			return err
-		})
-	}
-	safetest.Refused(t, "float64 queries", "queries", "float64", func() error {
-		_, err := ivfflat.SearchSlice(f.res, idx, nil, make([]float64, dim), 1, nil)
-		return err
-	})
-}
 
 // The real library's fill (H200, v26.06: 100 rows, 20 lists, one probe,
 // k 10 gave [0 59 68 5 10 21 0 0 0 0]): slots the probed list cannot fill
@@ -120,23 +79,5 @@ func TestSearchSliceUnfilled(t *testing.T) {
 	}
 	if !safetest.Conformance() && !slices.Contains(rawN[:kk], first) {
 		t.Errorf("the double's fill of query 0 is %v, want the excluded first row %d repeated", rawN[:kk], first)
-	}
-}
-
-// Build and Extend from Go memory refuse NaN and infinite values, naming
-// the argument and the first bad row (once the package builds from host
-// memory).
-func TestHostInputsNonFinite(t *testing.T) {
-	safetest.Check(t)
-	res := safetest.Resources(t)
-	data := safetest.Random(3, 200, dim)
-	data[17*dim+3] = float32(math.Inf(1))
-	m, err := dlpack.NewHostMatrix(data, 200, dim)
-	must(t, err)
-	p := params(t)
-	p.NLists = 4
-	_, err = ivfflat.Build(res, m, &p)
-	if !safetest.IsArg(err, "dataset") || !strings.Contains(err.Error(), "row 17 holds +Inf") {
-		t.Errorf("Build +Inf: %v", err)
 	}
 }

@@ -235,35 +235,6 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-func TestSerializeRoundTrip(t *testing.T) {
-	safetest.Check(t)
-	f := newFixture(t, rows, nq, k)
-	idx := f.build(t, params(t))
-	nb1, ds1 := f.search(t, idx, 8, nil)
-	path := filepath.Join(t.TempDir(), "ivfflat.bin")
-	must(t, idx.Serialize(f.res, path))
-	back, err := ivfflat.Deserialize(f.res, path)
-	must(t, err)
-	safetest.Close(t, back)
-	if back.Rows() != idx.Rows() || back.Dim() != idx.Dim() || back.NLists() != idx.NLists() || back.DType() != idx.DType() {
-		t.Fatalf("deserialized %d×%d, %d lists, %s; want %d×%d, %d lists, %s", back.Rows(), back.Dim(), back.NLists(), back.DType(), idx.Rows(), idx.Dim(), idx.NLists(), idx.DType())
-	}
-	nb2, ds2 := f.search(t, back, 8, nil)
-	for i := range nb1 {
-		if nb1[i] != nb2[i] || ds1[i] != ds2[i] {
-			t.Fatalf("slot %d: %d/%g before, %d/%g after the round trip", i, nb1[i], ds1[i], nb2[i], ds2[i])
-		}
-	}
-}
-
-func TestDeserializeBadFiles(t *testing.T) {
-	safetest.Check(t)
-	res := safetest.Resources(t)
-	if _, err := ivfflat.Deserialize(res, filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Error("a missing file was read")
-	}
-}
-
 func TestExtend(t *testing.T) {
 	safetest.Check(t)
 	f := newFixture(t, rows, nq, k)
@@ -327,46 +298,6 @@ func TestCenters(t *testing.T) {
 	must(t, err)
 	if err := idx.Centers(f.res, bad); !errors.Is(err, safe.ErrInvalidArgument) {
 		t.Errorf("Centers into 2 rows for 1 list: %v", err)
-	}
-}
-
-func TestPrepared(t *testing.T) {
-	safetest.Check(t)
-	f := newFixture(t, rows, nq, k)
-	idx := f.build(t, params(t))
-	nb1, ds1 := f.search(t, idx, 4, nil)
-	p, err := idx.Prepare(&ivfflat.SearchParams{NProbes: 4}, f.queries, f.neighbors, f.distances, nil)
-	must(t, err)
-	must(t, p.Run(f.res))
-	nb2 := make([]int64, nq*k)
-	ds2 := make([]float32, nq*k)
-	hn, err := dlpack.NewHostMatrix(nb2, nq, k)
-	must(t, err)
-	hd, err := dlpack.NewHostMatrix(ds2, nq, k)
-	must(t, err)
-	must(t, p.Results(f.res, hn, hd))
-	must(t, p.Close())
-	for i := range nb1 {
-		if nb1[i] != nb2[i] || ds1[i] != ds2[i] {
-			t.Fatalf("slot %d: Search %d/%g, Prepared %d/%g", i, nb1[i], ds1[i], nb2[i], ds2[i])
-		}
-	}
-}
-
-func TestClosed(t *testing.T) {
-	safetest.Check(t)
-	f := newFixture(t, 100, 1, 1)
-	p := params(t)
-	p.NLists = 4
-	idx, err := ivfflat.Build(f.res, f.dataset, &p)
-	must(t, err)
-	must(t, idx.Close())
-	must(t, idx.Close())
-	if err := idx.Search(f.res, &ivfflat.SearchParams{NProbes: 1}, f.queries, f.neighbors, f.distances, nil); !errors.Is(err, safe.ErrClosed) {
-		t.Errorf("search after Close: %v", err)
-	}
-	if err := idx.Extend(f.res, f.dataset, nil); !errors.Is(err, safe.ErrClosed) {
-		t.Errorf("extend after Close: %v", err)
 	}
 }
 

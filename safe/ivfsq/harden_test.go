@@ -1,12 +1,10 @@
 package ivfsq_test
 
 import (
-	"math"
 	"testing"
 
 	"github.com/x448/float16"
 
-	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
@@ -54,40 +52,6 @@ func TestSearchSliceBothElementTypes(t *testing.T) {
 	})
 }
 
-// Refusals come before any device memory is taken, name the argument the
-// caller passed, and give a nil result.
-func TestSearchSliceRefusedBeforeAllocation(t *testing.T) {
-	safetest.Check(t)
-	f := newFixture(t, rows, nq, k)
-	idx := f.build(t, params(t))
-	other, err := safe.NewBitsetFilterAllowing(f.res, rows+1, []int64{1})
-	must(t, err)
-	safetest.Close(t, other)
-	nan := append([]float32(nil), f.qs[:3*dim]...)
-	nan[2*dim+1] = float32(math.NaN())
-	for _, c := range []struct {
-		name, arg, why string
-		queries        []float32
-		k              int
-		filter         *safe.Filter
-	}{
-		{"k = 0", "k", "", f.qs, 0, nil},
-		{"k above the rows", "k", "exceeds", f.qs, rows + 1, nil},
-		{"k = 1<<24", "k", "exceeds", f.qs, 1 << 24, nil},
-		{"k = 1<<40", "k", "exceeds", f.qs, 1 << 40, nil},
-		{"NaN query", "queries", "row 2 holds NaN", nan, k, nil},
-		{"a filter for other rows", "filter", "rows", f.qs, k, other},
-	} {
-		safetest.Refused(t, c.name, c.arg, c.why, func() error {
-			r, err := ivfsq.SearchSlice(f.res, idx, nil, c.queries, c.k, c.filter)
-			if r != nil {
-				t.Errorf("%s: a result with error %v", c.name, err)
-			}
-			return err
-		})
-	}
-}
-
 // The real library's fill (H200, v26.06): with fewer rows in the probed
 // lists than k (100 rows, 20 lists, one probe, k 10), the device outputs
 // hold math.MaxInt64 with +Inf; SearchSlice's results hold
@@ -114,44 +78,5 @@ func TestSearchSliceUnfilled(t *testing.T) {
 	must(t, err)
 	if safetest.CheckUnfilled(t, rawN, rawD, kk, got, safetest.FillMaxInt64) == 0 {
 		t.Errorf("no slot unfilled with %d rows in %d lists, one probe, k %d", n, lists, kk)
-	}
-}
-
-// Build and Extend from Go memory refuse NaN and infinite values (float32
-// and float16), naming the argument and the first bad row.
-func TestHostInputsNonFinite(t *testing.T) {
-	safetest.Check(t)
-	res := safetest.Resources(t)
-	data := safetest.Random(3, 200, dim)
-	bad := append([]float32(nil), data...)
-	bad[17*dim+3] = float32(math.Inf(1))
-	p := params(t)
-	p.NLists = 4
-	host := func(x []float32) *dlpack.HostMatrix[float32] {
-		m, err := dlpack.NewHostMatrix(x, len(x)/dim, dim)
-		must(t, err)
-		return m
-	}
-	safetest.Refused(t, "Build +Inf", "dataset", "row 17 holds +Inf", func() error {
-		idx, err := ivfsq.Build(res, host(bad), &p)
-		if idx != nil {
-			idx.Close()
-		}
-		return err
-	})
-	h := toHalf(bad)
-	h[17*dim+3] = float16.NaN()
-	hm, err := dlpack.NewHostMatrix(h, 200, dim)
-	must(t, err)
-	if _, err := ivfsq.Build(res, hm, &p); !safetest.IsArg(err, "dataset") {
-		t.Errorf("Build float16 NaN: %v", err)
-	}
-	idx, err := ivfsq.Build(res, host(data), &p)
-	must(t, err)
-	safetest.Close(t, idx)
-	more := safetest.Random(4, 10, dim)
-	more[9*dim] = float32(math.NaN())
-	if err := idx.Extend(res, host(more), nil); !safetest.IsArg(err, "vectors") {
-		t.Errorf("Extend NaN: %v", err)
 	}
 }

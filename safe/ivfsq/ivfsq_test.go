@@ -245,38 +245,6 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-func TestSerializeRoundTrip(t *testing.T) {
-	safetest.Check(t)
-	f := newFixture(t, rows, nq, k)
-	idx := f.build(t, params(t))
-	nb1, ds1 := f.search(t, idx, 8, nil)
-	path := filepath.Join(t.TempDir(), "ivfsq.bin")
-	must(t, idx.Serialize(f.res, path))
-	back, err := ivfsq.Deserialize(f.res, path)
-	must(t, err)
-	safetest.Close(t, back)
-	if back.Rows() != idx.Rows() || back.Dim() != idx.Dim() || back.NLists() != idx.NLists() {
-		t.Fatalf("deserialized %d×%d, %d lists; want %d×%d, %d lists", back.Rows(), back.Dim(), back.NLists(), idx.Rows(), idx.Dim(), idx.NLists())
-	}
-	if back.DType() != (dlpack.DataType{}) {
-		t.Errorf("deserialized DType %s, cuVS zeroes it", back.DType())
-	}
-	nb2, ds2 := f.search(t, back, 8, nil)
-	for i := range nb1 {
-		if nb1[i] != nb2[i] || ds1[i] != ds2[i] {
-			t.Fatalf("slot %d: %d/%g before, %d/%g after the round trip", i, nb1[i], ds1[i], nb2[i], ds2[i])
-		}
-	}
-}
-
-func TestDeserializeBadFiles(t *testing.T) {
-	safetest.Check(t)
-	res := safetest.Resources(t)
-	if _, err := ivfsq.Deserialize(res, filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Error("a missing file was read")
-	}
-}
-
 func TestExtend(t *testing.T) {
 	safetest.Check(t)
 	f := newFixture(t, rows, nq, k)
@@ -344,46 +312,6 @@ func TestCenters(t *testing.T) {
 	must(t, err)
 	if err := idx.Centers(f.res, bad); !errors.Is(err, safe.ErrInvalidArgument) {
 		t.Errorf("Centers into 2 rows for 1 list: %v", err)
-	}
-}
-
-func TestPrepared(t *testing.T) {
-	safetest.Check(t)
-	f := newFixture(t, rows, nq, k)
-	idx := f.build(t, params(t))
-	nb1, ds1 := f.search(t, idx, 4, nil)
-	p, err := idx.Prepare(&ivfsq.SearchParams{NProbes: 4}, f.queries, f.neighbors, f.distances, nil)
-	must(t, err)
-	must(t, p.Run(f.res))
-	nb2 := make([]int64, nq*k)
-	ds2 := make([]float32, nq*k)
-	hn, err := dlpack.NewHostMatrix(nb2, nq, k)
-	must(t, err)
-	hd, err := dlpack.NewHostMatrix(ds2, nq, k)
-	must(t, err)
-	must(t, p.Results(f.res, hn, hd))
-	must(t, p.Close())
-	for i := range nb1 {
-		if nb1[i] != nb2[i] || ds1[i] != ds2[i] {
-			t.Fatalf("slot %d: Search %d/%g, Prepared %d/%g", i, nb1[i], ds1[i], nb2[i], ds2[i])
-		}
-	}
-}
-
-func TestClosed(t *testing.T) {
-	safetest.Check(t)
-	f := newFixture(t, 100, 1, 1)
-	p := params(t)
-	p.NLists = 4
-	idx, err := ivfsq.Build(f.res, f.dataset, &p)
-	must(t, err)
-	must(t, idx.Close())
-	must(t, idx.Close())
-	if err := idx.Search(f.res, &ivfsq.SearchParams{NProbes: 1}, f.queries, f.neighbors, f.distances, nil); !errors.Is(err, safe.ErrClosed) {
-		t.Errorf("search after Close: %v", err)
-	}
-	if err := idx.Extend(f.res, f.dataset, nil); !errors.Is(err, safe.ErrClosed) {
-		t.Errorf("extend after Close: %v", err)
 	}
 }
 
