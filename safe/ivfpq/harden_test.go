@@ -1,13 +1,11 @@
 package ivfpq_test
 
 import (
-	"math"
 	"path/filepath"
 	"testing"
 
 	"github.com/x448/float16"
 
-	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 )
@@ -70,38 +68,6 @@ func TestSearchSliceAfterDeserialize(t *testing.T) {
 	})
 }
 
-// Refusals come before any device memory is taken, name the argument the
-// caller passed, and give a nil result.
-func TestSearchSliceRefusedBeforeAllocation(t *testing.T) {
-	f := setup(t)
-	idx := build(t, f.res, f.dataset, params(t))
-	nan := append([]float32(nil), f.qs[:3*dim]...)
-	nan[dim] = float32(math.Inf(-1))
-	badLUT := f.sp
-	badLUT.LUTDtype = 12345
-	for _, c := range []struct {
-		name, arg, why string
-		sp             *ivfpq.SearchParams
-		queries        []float32
-		k              int
-	}{
-		{"k = 0", "k", "", &f.sp, f.qs, 0},
-		{"k above the rows", "k", "exceeds", &f.sp, f.qs, rows + 1},
-		{"k = 1<<24", "k", "exceeds", &f.sp, f.qs, 1 << 24},
-		{"k = 1<<40", "k", "exceeds", &f.sp, f.qs, 1 << 40},
-		{"-Inf query", "queries", "row 1 holds -Inf", &f.sp, nan, k},
-		{"bad params", "params.LUTDtype", "", &badLUT, f.qs, k},
-	} {
-		safetest.Refused(t, c.name, c.arg, c.why, func() error {
-			r, err := ivfpq.SearchSlice(f.res, idx, c.sp, c.queries, c.k)
-			if r != nil {
-				t.Errorf("%s: a result with error %v", c.name, err)
-			}
-			return err
-		})
-	}
-}
-
 // The real library's fill (H200, v26.06): with fewer rows in the probed
 // lists than k (100 rows, 20 lists, one probe, k 10), the device outputs
 // hold math.MaxInt64 with +Inf; SearchSlice's results hold
@@ -141,51 +107,5 @@ func TestSearchSliceUnfilled(t *testing.T) {
 	}
 	if safetest.CheckUnfilled(t, rawN, rawD, kk, got, safetest.FillMaxInt64) == 0 {
 		t.Errorf("no slot unfilled with %d rows in %d lists, one probe, k %d", n, lists, kk)
-	}
-}
-
-// Build (IVF-PQ's training: NaN rows there poison every later search) and
-// Extend from Go memory refuse NaN and infinite values, float16 too,
-// naming the argument and the first bad row.
-func TestHostInputsNonFinite(t *testing.T) {
-	safetest.Check(t)
-	res := safetest.Resources(t)
-	data := clustered(3, 400, dim)
-	bad := append([]float32(nil), data...)
-	bad[123*dim] = float32(math.NaN())
-	p := params(t)
-	p.NLists = 4
-	host := func(x []float32) *dlpack.HostMatrix[float32] {
-		m, err := dlpack.NewHostMatrix(x, len(x)/dim, dim)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	safetest.Refused(t, "Build NaN", "dataset", "row 123 holds NaN", func() error {
-		idx, err := ivfpq.Build(res, host(bad), &p)
-		if idx != nil {
-			idx.Close()
-		}
-		return err
-	})
-	h := half(data)
-	h[5*dim+2] = float16.Inf(-1)
-	hm, err := dlpack.NewHostMatrix(h, 400, dim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Refused(t, "Build float16 -Inf", "dataset", "row 5 holds -Inf", func() error {
-		idx, err := ivfpq.Build(res, hm, &p)
-		if idx != nil {
-			idx.Close()
-		}
-		return err
-	})
-	idx := build(t, res, host(data), p)
-	more := clustered(4, 10, dim)
-	more[4*dim+1] = float32(math.Inf(1))
-	if err := idx.Extend(res, host(more), nil); !safetest.IsArg(err, "vectors") {
-		t.Errorf("Extend +Inf: %v", err)
 	}
 }
