@@ -508,10 +508,13 @@ static int bf_write_prefix(FILE* f, DLDataType dt, int64_t n, int64_t dim, int m
 }
 
 /* the scalars after the dtype */
-static int bf_read_scalars(FILE* f)
+/* bf_read_scalars reads the prefix's scalars (version, rows, dim, metric,
+ * metric_arg), keeping rows and dim: cuVS sizes the dataset it reads from
+ * them, and raft's deserialize_mdspan refuses a matrix of another shape. */
+static int bf_read_scalars(FILE* f, uint64_t* rows, uint64_t* dim)
 {
   uint64_t v;
-  return npy_read_scalar(f, 4, &v) && npy_read_scalar(f, 8, &v) && npy_read_scalar(f, 8, &v) &&
+  return npy_read_scalar(f, 4, &v) && npy_read_scalar(f, 8, rows) && npy_read_scalar(f, 8, dim) &&
          npy_read_scalar(f, 4, &v) && npy_read_scalar(f, 4, &v);
 }
 
@@ -621,11 +624,19 @@ static cuvsError_t bf_deserialize(const char* filename, cuvsBruteForceIndex_t in
                      (int)index->dtype.bits);
   }
   bf_file_header h;
-  if (!bf_read_scalars(f) || fread(&h, sizeof h, 1, f) != 1 ||
+  uint64_t rows = 0, dim = 0;
+  if (!bf_read_scalars(f, &rows, &dim) || fread(&h, sizeof h, 1, f) != 1 ||
       memcmp(h.magic, BF_FILE_MAGIC, 8) != 0) {
     fclose(f);
     return RAFT_FAIL("cuvsdouble: %s is not a brute-force index file written by the test double",
                      filename);
+  }
+  if ((uint64_t)h.n != rows || (uint64_t)h.dim != dim) {
+    /* cuVS reads a rows × dim matrix (the scalars' shape) and raft's
+     * deserialize_mdspan refuses the stored one's other shape */
+    fclose(f);
+    return RAFT_FAIL("Shape mismatch: the matrix stored is %lld x %lld, the index has %llu x %llu",
+                     (long long)h.n, (long long)h.dim, (unsigned long long)rows, (unsigned long long)dim);
   }
   DLDataType dt = {h.code, h.bits, 1};
   if (!((h.metric >= 0 && h.metric <= 20) || h.metric == 100 || h.metric == 101)) {
