@@ -341,6 +341,9 @@ func serve[T elem](c config, out io.Writer, res *safe.Resources) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := printTenantRecall[T](out, res, idx, sp, c, ts); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	if err := idx.WarmUp(res, &sp, c.batch, c.k, dlpack.Uint32); err != nil {
 		return err

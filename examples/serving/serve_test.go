@@ -557,7 +557,7 @@ func TestRandom(t *testing.T) {
 func TestServeTenants(t *testing.T) {
 	safetest.Check(t)
 	c := tiny()
-	c.tenants, c.tenantAllow = 4, 0.5
+	c.tenants, c.tenantAllow, c.recall = 4, 0.5, 40
 	c.goroutines = []int{1, 16}
 	for _, batched := range []bool{true, false} {
 		c.batched, c.maxBatch, c.slots = batched, 64, 3
@@ -567,6 +567,12 @@ func TestServeTenants(t *testing.T) {
 		}
 		tab := checkTable(t, out.String(), c.goroutines)
 		all := strings.Join(tab.Comments, "\n")
+		rec := regexp.MustCompile(`(?m)^filtered recall@\d+ of 40 queries \(filter 0, 50% of the rows\) against filtered brute force: direct one by one ([0-9.]+), batched ([0-9.]+) \(\d+ batches, mean [0-9.]+ queries\); 0 ids outside the filter$`)
+		if m := rec.FindStringSubmatch(all); m == nil {
+			t.Errorf("no filtered recall line with 0 ids outside the filter:\n%s", out.String())
+		} else if d, _ := strconv.ParseFloat(m[1], 64); d < 0.5 {
+			t.Errorf("filtered recall %q: direct below 0.5", m[0])
+		}
 		re := regexp.MustCompile(`(?m)^tenants at (\d+) goroutines: 4 filters \(50% of the rows each\), goroutine i on filter i mod 4(; (\d+) requests checked, (\d+) ids outside their request's filter; (\d+) filtered batches of (\d+), a request passed by at most (\d+))?$`)
 		m := re.FindAllStringSubmatch(all, -1)
 		if len(m) != len(c.goroutines) {
