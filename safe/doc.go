@@ -201,9 +201,12 @@
 // (Func), cuVS's reason (Reason, the first line of its text without the
 // source location) and its full text with the stack trace (Text);
 // errors.Is(err, ErrCuvs) holds. An argument refused before any C call is
-// an *ArgError (errors.Is(err, ErrInvalidArgument)). The other sentinels:
-// ErrClosed, ErrBusy (a handle in use where waiting is not possible),
-// ErrVersion, ErrNotLoaded, ErrLibraryNotFound and ErrMissingSymbol (the
-// loaded library lacks a function: an older release, or a build without an
-// algorithm).
+// an *ArgError (errors.Is(err, ErrInvalidArgument)). A call the loaded
+// library's release does not have is a *NotInReleaseError
+// (errors.Is(err, ErrNotInRelease)), which names the releases that have
+// it. The other sentinels: ErrClosed, ErrVersion, ErrNotLoaded,
+// ErrLibraryNotFound and ErrMissingSymbol (the loaded library lacks a
+// function: a build without an algorithm). An index in use is waited
+// for, not refused: searches run together, an Extend waits its turn and
+// runs alone, and Close waits for the calls in flight.
 package safe

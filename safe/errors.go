@@ -13,7 +13,8 @@ var (
 	// ErrNotLoaded: Load has not succeeded yet.
 	ErrNotLoaded = generated.ErrNotLoaded
 	// ErrNotInRelease: the function is not in the loaded library's cuVS
-	// release (Release); the error names the releases that have it.
+	// release (Release); the error is a *NotInReleaseError, which names the
+	// releases that have it.
 	ErrNotInRelease = generated.ErrNotInRelease
 	// ErrLibraryNotFound: Load found no libcuvs_c.
 	ErrLibraryNotFound = generated.ErrLibraryNotFound
@@ -30,15 +31,25 @@ var (
 	ErrClosed = errors.New("use of a closed handle")
 	// ErrInvalidArgument: an argument failed validation before any C call.
 	ErrInvalidArgument = errors.New("invalid argument")
-	// ErrBusy: the handle is in use (e.g. an index closed or rebuilt while
-	// searches are in flight).
-	ErrBusy = errors.New("handle busy")
 	// ErrOutOfMemory: cuVS could not allocate device (or pinned host) memory:
 	// RMM's out_of_memory, a pool at its maximum size, or CUDA's
 	// cudaErrorMemoryAllocation. A service may shed load on it. The *Error
 	// that carries it also satisfies errors.Is(err, ErrCuvs).
 	ErrOutOfMemory = errors.New("out of device memory")
 )
+
+// NotInReleaseError is the error of a call that the loaded library's cuVS
+// release does not have (errors.Is(err, ErrNotInRelease)): the C function
+// (Symbol), the loaded release (Release) and the releases that have it
+// (In). It is package generated's type, returned alike by the safe layer's
+// refusals before any C call and by package generated's functions, so one
+// errors.As matches both:
+//
+//	var nr *safe.NotInReleaseError
+//	if errors.As(err, &nr) {
+//		log.Printf("%s needs cuVS %s", nr.Symbol, strings.Join(nr.In, " or "))
+//	}
+type NotInReleaseError = generated.NotInReleaseError
 
 // Error is a failed cuVS call.
 type Error struct {
@@ -89,14 +100,15 @@ func (e *ArgError) Is(target error) bool { return target == ErrInvalidArgument }
 func (e *ArgError) Unwrap() error { return e.Err }
 
 // argf returns an *ArgError; an error given for a %w verb is its cause.
-// (safe/internal/kit.Argf is the algorithm packages' twin.)
+// The algorithm packages call it as kit.Argf (through base.Argf).
 func argf(op, arg, format string, args ...any) error {
 	reason, cause := base.Arg(format, args...)
 	return &ArgError{Op: op, Arg: arg, Reason: reason, Err: cause}
 }
 
 // wrap turns an error from package generated into an *Error for op; other
-// errors are wrapped with op. nil stays nil. (kit.Wrap is its twin.)
+// errors are wrapped with op. nil stays nil. The algorithm packages call it
+// as kit.Wrap (through base.Wrap).
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil

@@ -18,6 +18,8 @@ func init() {
 	}
 	base.DeviceID = func(res any, op string) (int32, error) { return res.(*Resources).deviceID(op) }
 	base.InRelease = inRelease
+	base.Argf = argf
+	base.Wrap = wrap
 	base.BindFilter = func(f any, op string, c dlpack.Call, rows, nQueries int64) (generated.CuvsFilter, error) {
 		return f.(*Filter).bind(op, c, rows, nQueries)
 	}

@@ -295,32 +295,41 @@ func checkErrorText() error {
 	return nil
 }
 
-// LogLevel is cuVS's logging threshold.
-type LogLevel = generated.CuvsLogLevel_t
+// LogLevel is cuVS's logging threshold (cuvsLogLevel_t).
+type LogLevel int32
 
-// Log levels.
+// Log levels, from the most verbose.
 const (
-	LogTrace    = generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_TRACE
-	LogDebug    = generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_DEBUG
-	LogInfo     = generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_INFO
-	LogWarn     = generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_WARN
-	LogError    = generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_ERROR
-	LogCritical = generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_CRITICAL
-	LogOff      = generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_OFF
+	LogTrace    = LogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_TRACE)
+	LogDebug    = LogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_DEBUG)
+	LogInfo     = LogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_INFO)
+	LogWarn     = LogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_WARN)
+	LogError    = LogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_ERROR)
+	LogCritical = LogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_CRITICAL)
+	LogOff      = LogLevel(generated.CuvsLogLevel_t_CUVS_LOG_LEVEL_OFF)
 )
+
+// String returns cuVS's name of the level, e.g. "CUVS_LOG_LEVEL_WARN", or
+// "LogLevel(n)" for a value that is none of them.
+func (l LogLevel) String() string {
+	if l < LogTrace || l > LogOff {
+		return fmt.Sprintf("LogLevel(%d)", int32(l))
+	}
+	return generated.CuvsLogLevel_t(l).String()
+}
 
 // SetLogLevel sets cuVS's logging threshold (process-wide).
 func SetLogLevel(l LogLevel) error {
 	if l < LogTrace || l > LogOff {
 		return argf("safe.SetLogLevel", "level", "%d is not a log level", int(l))
 	}
-	return wrap("safe.SetLogLevel", generated.CuvsSetLogLevel(l))
+	return wrap("safe.SetLogLevel", generated.CuvsSetLogLevel(generated.CuvsLogLevel_t(l)))
 }
 
 // GetLogLevel returns cuVS's logging threshold.
 func GetLogLevel() (LogLevel, error) {
 	l, err := generated.CuvsGetLogLevel()
-	return l, wrap("safe.GetLogLevel", err)
+	return LogLevel(l), wrap("safe.GetLogLevel", err)
 }
 
 // EnableMemoryPool switches the process's device memory resource to a pool

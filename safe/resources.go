@@ -143,8 +143,9 @@ type releaseKey struct{ release, cName string }
 // inReleaseOK remembers the functions found in the loaded release.
 var inReleaseOK sync.Map
 
-// inRelease refuses a C function the loaded release lacks, naming the
-// releases that have it.
+// inRelease refuses a C function the loaded release lacks with a
+// *NotInReleaseError (package generated's, as its functions return),
+// wrapped with op: it names the releases that have the function.
 func inRelease(op, cName string) error {
 	rel := generated.Release()
 	key := releaseKey{rel, cName}
@@ -159,8 +160,13 @@ func inRelease(op, cName string) error {
 	if rel == "" {
 		return fmt.Errorf("%s: %w", op, ErrNotLoaded)
 	}
-	return fmt.Errorf("%s: %w: %s is in cuVS %s, the loaded library is cuVS %s",
-		op, ErrNotInRelease, cName, strings.Join(in, ", "), rel)
+	// Func is the Go function that binds cName as the releases in have it:
+	// its name in the first of them, which has no variant suffix.
+	fn := cName
+	if fn != "" {
+		fn = strings.ToUpper(fn[:1]) + fn[1:]
+	}
+	return fmt.Errorf("%s: %w", op, &NotInReleaseError{Func: fn, Symbol: cName, Release: rel, In: in})
 }
 
 // cudaStreamLegacy is the CUDA runtime's handle of the legacy default stream.

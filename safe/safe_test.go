@@ -147,6 +147,12 @@ func TestLogLevel(t *testing.T) {
 		t.Errorf("invalid level: %v", err)
 	}
 	safe.SetLogLevel(safe.LogInfo)
+	for l, want := range map[safe.LogLevel]string{safe.LogTrace: "CUVS_LOG_LEVEL_TRACE", safe.LogWarn: "CUVS_LOG_LEVEL_WARN",
+		safe.LogOff: "CUVS_LOG_LEVEL_OFF", safe.LogLevel(42): "LogLevel(42)"} {
+		if l.String() != want {
+			t.Errorf("%d.String() = %q, want %q", int32(l), l.String(), want)
+		}
+	}
 }
 
 func TestMemoryPoolArguments(t *testing.T) {

@@ -167,6 +167,10 @@ func TestResourcesOptionsByRelease(t *testing.T) {
 			if !errors.Is(err, safe.ErrNotInRelease) || !strings.Contains(err.Error(), "26.08") {
 				t.Errorf("on %s: %v, want ErrNotInRelease naming 26.08", safe.Release(), err)
 			}
+			var nr *safe.NotInReleaseError
+			if !errors.As(err, &nr) || nr.Release != safe.Release() || !slices.Contains(nr.In, "26.08") || !strings.HasPrefix(nr.Symbol, "cuvsResources") {
+				t.Errorf("on %s: %v, want a *safe.NotInReleaseError of a cuvsResources function in 26.08 (%+v)", safe.Release(), err, nr)
+			}
 			continue
 		}
 		if err != nil {

@@ -133,7 +133,7 @@ func BenchmarkIVFFiltered(b *testing.B) {
 				case "_refine":
 					fs, err = idx.NewFiltered(res, nil, filters[name], dataset, safe.L2Expanded, nq, k)
 				case "_index": // the caller's probes, not raised
-					fs, err = idx.NewFiltered(res, &ivfpq.SearchParams{FilterPath: ivfpq.FilterIndex}, filters[name], nil, safe.L2Expanded, nq, k)
+					fs, err = idx.NewFiltered(res, &ivfpq.SearchParams{FilterPath: safe.FilterIndex}, filters[name], nil, safe.L2Expanded, nq, k)
 				default:
 					fs, err = idx.NewFiltered(res, nil, filters[name], nil, safe.L2Expanded, nq, k)
 				}

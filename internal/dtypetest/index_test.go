@@ -154,7 +154,7 @@ func testIvfFlat[T elem](t *testing.T, d *data[T]) {
 		must(t, err)
 		safetest.Close(t, f)
 		fc := &check[T]{t: t, what: "ivfflat filtered", d: d, queries: d.queries, e: exactKNN(m, d.rows, d.queries, k, ok), allowed: ok}
-		fr, err := ivfflat.SearchSlice(res, idx, &ivfflat.SearchParams{FilterPath: ivfflat.FilterExact}, d.queries, k, f)
+		fr, err := ivfflat.SearchSlice(res, idx, &ivfflat.SearchParams{FilterPath: safe.FilterExact}, d.queries, k, f)
 		must(t, err)
 		fc.recall(fr.Neighbors, fr.Distances, k, 1e-5, nil)
 		fc.exactly(fr.Neighbors, k)

@@ -95,7 +95,7 @@ func testRefusals[T elem](t *testing.T, d *data[T]) {
 	f, err := safe.NewBitsetFilterAllowing(res, rows, allowed)
 	must(t, err)
 	safetest.Close(t, f)
-	_, err = cagra.SearchSlice(res, ci, &cagra.SearchParams{FilterPath: cagra.FilterExact}, d.queries, k, f)
+	_, err = cagra.SearchSlice(res, ci, &cagra.SearchParams{FilterPath: safe.FilterExact}, d.queries, k, f)
 	argRefused(t, "cagra FilterExact", err, "params.FilterPath", "brute force (the exact path) takes float32 or float16 data, the index holds "+name)
 	// queries of another type
 	_, err = cagra.SearchSlice(res, ci, nil, make([]float32, nq*dim), k, nil)

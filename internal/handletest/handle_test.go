@@ -72,7 +72,7 @@ func TestNoFreedHandleAfterClose(t *testing.T) {
 			// index of the dataset with the CAGRA index until Close.
 			idx := cagraIndex(t, res)
 			f := filter(t, res, rows/2)
-			_, err := cagra.SearchSlice(res, idx, &cagra.SearchParams{FilterPath: cagra.FilterExact}, safetest.Random(2, nq, dim), k, f)
+			_, err := cagra.SearchSlice(res, idx, &cagra.SearchParams{FilterPath: safe.FilterExact}, safetest.Random(2, nq, dim), k, f)
 			must(t, err)
 			return idx, idx.Close
 		}},

@@ -399,7 +399,7 @@ func (s *IndexSuite[I, P]) buildFromHost(t *testing.T) {
 // Extend under search traffic: 8 goroutines search (each query is a row
 // of the index) while Extend adds rows far from every query, 20 times.
 // Every Extend succeeds (it waits its turn), no search fails (a search
-// waits for an Extend rather than fail with ErrBusy), the row count
+// waits for an Extend rather than fail), the row count
 // follows, and every result stays right (with FindsRows, each query's
 // nearest is itself).
 func (s *IndexSuite[I, P]) extendUnderLoad(t *testing.T) {

@@ -3,6 +3,7 @@ package safetest
 import (
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -28,20 +29,17 @@ type IVFPrepared interface {
 
 // IVFFilter is one IVF package's side of the filter tests (Recall,
 // Refused, SecondPass, Allocs), which IVF-Flat and IVF-SQ share: I is its
-// *Index, P its SearchParams, R its *Prepared and F its FilterPath.
-type IVFFilter[I IVFIndex[P, R], P any, R IVFPrepared, F ~int] struct {
+// *Index, P its SearchParams and R its *Prepared.
+type IVFFilter[I IVFIndex[P, R], P any, R IVFPrepared] struct {
 	// Build builds an index of dataset: with nil params (cuVS's
 	// defaults) when lists is 0, otherwise with DefaultIndexParams but
 	// NLists = lists.
 	Build func(res *safe.Resources, dataset dlpack.Tensor, lists uint32) (I, error)
 	// Params returns SearchParams{NProbes: probes, FilterPath: path}.
-	Params func(probes uint32, path F) *P
+	Params func(probes uint32, path safe.FilterPath) *P
 	// SearchSlice and SearchSliceInto are the package's, for float32.
 	SearchSlice     func(res *safe.Resources, idx I, params *P, queries []float32, k int, filter *safe.Filter) (*safe.Results, error)
 	SearchSliceInto func(res *safe.Resources, idx I, params *P, queries []float32, k int, filter *safe.Filter, out *safe.Results) error
-	// FilterIndex and FilterExact are the package's FilterPath values
-	// (FilterExact the last one).
-	FilterIndex, FilterExact F
 	// ExactRecall is the least recall@10 FilterExact (every list probed)
 	// must reach at 10% allowed; ExactNote, if not empty, says why it is
 	// below 0.99 (it ends the failure's parenthesis).
@@ -129,7 +127,7 @@ func newIVFFixture(t *testing.T) *ivfFixture {
 	return f
 }
 
-func (a *IVFFilter[I, P, R, F]) build(t *testing.T, f *ivfFixture, lists uint32) I {
+func (a *IVFFilter[I, P, R]) build(t *testing.T, f *ivfFixture, lists uint32) I {
 	t.Helper()
 	idx, err := a.Build(f.res, f.dataset, lists)
 	must(t, err)
@@ -138,7 +136,7 @@ func (a *IVFFilter[I, P, R, F]) build(t *testing.T, f *ivfFixture, lists uint32)
 }
 
 // search runs idx.Search into outputs and copies them to the host.
-func (a *IVFFilter[I, P, R, F]) search(t *testing.T, res *safe.Resources, idx I, sp *P, queries *safe.DeviceMatrix[float32], neighbors *safe.DeviceMatrix[int64], distances *safe.DeviceMatrix[float32], filter *safe.Filter) ([]int64, []float32) {
+func (a *IVFFilter[I, P, R]) search(t *testing.T, res *safe.Resources, idx I, sp *P, queries *safe.DeviceMatrix[float32], neighbors *safe.DeviceMatrix[int64], distances *safe.DeviceMatrix[float32], filter *safe.Filter) ([]int64, []float32) {
 	t.Helper()
 	must(t, idx.Search(res, sp, queries, neighbors, distances, filter))
 	nb, err := neighbors.ToHost(res)
@@ -155,7 +153,7 @@ func (a *IVFFilter[I, P, R, F]) search(t *testing.T, res *safe.Resources, idx I,
 // at least k rows are allowed. cuVS's own filtered search (FilterIndex)
 // falls far below it on the same data: the test means something. One
 // subtest per FilterSizes.
-func (a *IVFFilter[I, P, R, F]) Recall(t *testing.T) {
+func (a *IVFFilter[I, P, R]) Recall(t *testing.T) {
 	for _, n := range FilterSizes {
 		t.Run(fmt.Sprintf("N=%d", n), func(t *testing.T) { a.recallN(t, n) })
 	}
@@ -172,7 +170,7 @@ type recallFixture[I any] struct {
 	distances *safe.DeviceMatrix[float32]
 }
 
-func (a *IVFFilter[I, P, R, F]) newRecallFixture(t *testing.T, n int) *recallFixture[I] {
+func (a *IVFFilter[I, P, R]) newRecallFixture(t *testing.T, n int) *recallFixture[I] {
 	fd := filteredDataN(n)
 	f := &recallFixture[I]{fd: fd, res: Resources(t)}
 	ds, err := safe.DeviceMatrixFrom(f.res, fd.Data, fd.N, fd.D)
@@ -193,7 +191,7 @@ func (a *IVFFilter[I, P, R, F]) newRecallFixture(t *testing.T, n int) *recallFix
 	return f
 }
 
-func (a *IVFFilter[I, P, R, F]) recallN(t *testing.T, n int) {
+func (a *IVFFilter[I, P, R]) recallN(t *testing.T, n int) {
 	Check(t)
 	f := a.newRecallFixture(t, n)
 	fd, res, idx := f.fd, f.res, f.idx
@@ -244,11 +242,11 @@ func (a *IVFFilter[I, P, R, F]) recallN(t *testing.T, n int) {
 		check("SearchSlice", out.Neighbors, out.Distances)
 
 		if c.Name == "10%" {
-			ids, _ := search(a.Params(0, a.FilterIndex), filter)
+			ids, _ := search(a.Params(0, safe.FilterIndex), filter)
 			if r := Recall(ids, fd.K, exact); r >= floor {
 				t.Errorf("10%% FilterIndex: recall %.3f, the double was seen to lose recall there (0.27)", r)
 			}
-			ids, _ = search(a.Params(0, a.FilterExact), filter)
+			ids, _ = search(a.Params(0, safe.FilterExact), filter)
 			if r := Recall(ids, fd.K, exact); r < a.ExactRecall {
 				t.Errorf("10%% FilterExact: recall %.3f, want ~1 (every list probed%s)", r, a.ExactNote)
 			}
@@ -259,7 +257,7 @@ func (a *IVFFilter[I, P, R, F]) recallN(t *testing.T, n int) {
 
 // Refused: a filter for another row count, and FilterPath out of range,
 // are refused naming the argument, on every path.
-func (a *IVFFilter[I, P, R, F]) Refused(t *testing.T) {
+func (a *IVFFilter[I, P, R]) Refused(t *testing.T) {
 	Check(t)
 	f := newIVFFixture(t)
 	idx := a.build(t, f, nLists)
@@ -275,10 +273,11 @@ func (a *IVFFilter[I, P, R, F]) Refused(t *testing.T) {
 	if _, err := a.SearchSlice(f.res, idx, nil, f.qs, k, short); !IsArg(err, "filter") {
 		t.Errorf("SearchSlice with a filter for %d rows: %v", rows-1, err)
 	}
-	for _, fp := range []F{-1, a.FilterExact + 1} {
+	for _, fp := range []safe.FilterPath{-1, safe.FilterExact + 1} {
 		sp := a.Params(0, fp)
-		if err := idx.Search(f.res, sp, f.queries, f.neighbors, f.distances, nil); !IsArg(err, "params.FilterPath") {
-			t.Errorf("Search with FilterPath %d: %v", fp, err)
+		if err := idx.Search(f.res, sp, f.queries, f.neighbors, f.distances, nil); !IsArg(err, "params.FilterPath") ||
+			!strings.Contains(err.Error(), "want FilterAuto, FilterIndex or FilterExact") {
+			t.Errorf("Search with FilterPath %d: %v, want a refusal naming the valid paths", fp, err)
 		}
 		if _, err := idx.Prepare(sp, f.queries, f.neighbors, f.distances, nil); !IsArg(err, "params.FilterPath") {
 			t.Errorf("Prepare with FilterPath %d: %v", fp, err)
@@ -300,7 +299,7 @@ func (a *IVFFilter[I, P, R, F]) Refused(t *testing.T) {
 // leave every slot unfilled. (A filter on the uniform data, rows with a
 // first coordinate above 0.9, filled every query on the real library with
 // the same probes: its lists mix such rows with the others.)
-func (a *IVFFilter[I, P, R, F]) SecondPass(t *testing.T) {
+func (a *IVFFilter[I, P, R]) SecondPass(t *testing.T) {
 	Check(t)
 	f := newIVFFixture(t)
 	const far, lists = 200, 64
@@ -315,7 +314,7 @@ func (a *IVFFilter[I, P, R, F]) SecondPass(t *testing.T) {
 	filter, err := safe.NewBitsetFilterAllowing(f.res, rows, c.Allowed)
 	must(t, err)
 	Close(t, filter)
-	sp := a.Params(1, 0)
+	sp := a.Params(1, safe.FilterAuto)
 	nb, ds := a.search(t, f.res, idx, sp, f.queries, f.neighbors, f.distances, filter)
 	CheckFilled(t, "Auto", nb, ds, k, &c)
 	// the plan's probes (safe/internal/ivffilter Decide): 1 × rows/allowed,
@@ -328,7 +327,7 @@ func (a *IVFFilter[I, P, R, F]) SecondPass(t *testing.T) {
 	if near := lists * (rows - far) / rows; int(probes) >= near-4 {
 		t.Fatalf("%d probes reach the far lists (about %d lists hold the near rows)", probes, near)
 	}
-	_, ds = a.search(t, f.res, idx, a.Params(probes, a.FilterIndex), f.queries, f.neighbors, f.distances, filter)
+	_, ds = a.search(t, f.res, idx, a.Params(probes, safe.FilterIndex), f.queries, f.neighbors, f.distances, filter)
 	short := 0
 	for q := 0; q < nq; q++ {
 		if math.IsInf(float64(ds[q*k+k-1]), 0) {
@@ -351,7 +350,7 @@ func (a *IVFFilter[I, P, R, F]) SecondPass(t *testing.T) {
 // Allocs: the filtered paths allocate nothing on the Go heap per search:
 // the raised-probes search with its second pass (Search, Prepared.Run)
 // and the every-list one.
-func (a *IVFFilter[I, P, R, F]) Allocs(t *testing.T) {
+func (a *IVFFilter[I, P, R]) Allocs(t *testing.T) {
 	if a.Race {
 		t.Skip("the race detector allocates")
 	}
@@ -365,7 +364,7 @@ func (a *IVFFilter[I, P, R, F]) Allocs(t *testing.T) {
 	filter, err := safe.NewBitsetFilterAllowing(f.res, rows, allowed)
 	must(t, err)
 	Close(t, filter)
-	for _, sp := range []*P{a.Params(1, 0), a.Params(1, a.FilterExact), nil} {
+	for _, sp := range []*P{a.Params(1, safe.FilterAuto), a.Params(1, safe.FilterExact), nil} {
 		must(t, idx.Search(f.res, sp, f.queries, f.neighbors, f.distances, filter))
 		if allocs := testing.AllocsPerRun(20, func() {
 			if err := idx.Search(f.res, sp, f.queries, f.neighbors, f.distances, filter); err != nil {
@@ -375,7 +374,7 @@ func (a *IVFFilter[I, P, R, F]) Allocs(t *testing.T) {
 			t.Errorf("Search %+v: %v allocations per call", sp, allocs)
 		}
 	}
-	p, err := idx.Prepare(a.Params(1, 0), f.queries, f.neighbors, f.distances, filter)
+	p, err := idx.Prepare(a.Params(1, safe.FilterAuto), f.queries, f.neighbors, f.distances, filter)
 	must(t, err)
 	defer p.Close()
 	must(t, p.Run(f.res))

@@ -698,7 +698,7 @@ func TestExtendBusy(t *testing.T) {
 	all = append(all, more...)
 
 	// An Extend in flight: searches and serialization wait for it, then
-	// succeed (never ErrBusy).
+	// succeed (none fails).
 	done = hold("cuvsCagraExtend", func() error { return idx.Extend(sres, moreDev, &ep) })
 	serr := idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil)
 	werr := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"), true)
@@ -1452,7 +1452,7 @@ func TestFaults(t *testing.T) {
 	// the graph path: the policy would send this filter to the exact path,
 	// whose brute-force index, built once, has no faults to inject later
 	graphSP := f.sp
-	graphSP.FilterPath = cagra.FilterGraph
+	graphSP.FilterPath = safe.FilterIndex
 	ops := []struct {
 		name string
 		op   func() error

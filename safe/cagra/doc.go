@@ -35,7 +35,7 @@
 // the allowed fraction (on the real library, 20,000 × 64: 0.985 with every
 // row allowed, 0.709 at 10%, 0.250 at 2%, degree 64, itopk 64; slots it
 // cannot fill hold SentinelID). This package adds a policy
-// (SearchParams.FilterPath, FilterAuto by default): exact brute force
+// (SearchParams.FilterPath, safe.FilterAuto by default): exact brute force
 // (cuvsBruteForceSearch over the index's own dataset) or graph search with
 // the internal top-k raised for the allowed fraction (from 45% to 75%
 // allowed, an unfiltered graph search for 2k/f candidates filtered on the
@@ -44,8 +44,8 @@
 // back short. On the test double fitted to the real
 // library its recall stays within 0.03 of the unfiltered search from 100%
 // down to a single allowed row, and no slot is left unfilled while at
-// least k rows are allowed. FilterGraph and
-// FilterExact force either path.
+// least k rows are allowed. safe.FilterIndex (the graph search) and
+// safe.FilterExact force either path.
 //
 // For a serving loop that searches batch after batch into the same
 // buffers, Prepare checks and binds the tensors once and Prepared.Run is

@@ -136,7 +136,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 		return 0, fmt.Errorf("%s: the index's dataset: %w", op, err)
 	}
 	if v.NDim() != 2 || v.Dim(0) != idx.rows.Load() || v.Dim(1) != idx.dim {
-		return 0, kit.Argf(op, "params.FilterPath", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterPath to FilterGraph to search the graph anyway", v.Shape())
+		return 0, kit.Argf(op, "params.FilterPath", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterPath to safe.FilterIndex to search the graph anyway", v.Shape())
 	}
 	call := dlpack.Begin(op) // ends before a failed build's release
 	defer call.End()

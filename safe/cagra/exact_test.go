@@ -2,6 +2,7 @@ package cagra_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cuvs-go/cuvs/safe"
@@ -126,6 +127,14 @@ func TestExactFilter(t *testing.T) {
 	sp.FilterExactBelow = 1.5
 	if err := idx.Search(f.res, &sp, f.queries, f.n64, f.dist, nil); !isArg(err, "params.FilterExactBelow") {
 		t.Errorf("FilterExactBelow 1.5: %v", err)
+	}
+	for _, p := range []safe.FilterPath{-1, safe.FilterExact + 1} {
+		sp := f.sp
+		sp.FilterPath = p
+		err := idx.Search(f.res, &sp, f.queries, f.n64, f.dist, nil)
+		if !isArg(err, "params.FilterPath") || !strings.Contains(err.Error(), "want FilterAuto, FilterIndex or FilterExact") {
+			t.Errorf("FilterPath %d: %v, want a refusal naming the valid paths", p, err)
+		}
 	}
 }
 

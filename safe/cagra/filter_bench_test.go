@@ -62,15 +62,15 @@ func BenchmarkFilteredSearch(b *testing.B) {
 	for _, c := range []struct {
 		name   string
 		filter *safe.Filter
-		path   cagra.FilterPath
+		path   safe.FilterPath
 		below  float64
 	}{
-		{"unfiltered", nil, cagra.FilterAuto, 0},
-		{"100pct_auto", fAll, cagra.FilterAuto, 0},
-		{"50pct_auto", fHalf, cagra.FilterAuto, 0},
-		{"50pct_policy_graph", fHalf, cagra.FilterAuto, 1e-9},
-		{"50pct_graph_forced", fHalf, cagra.FilterGraph, 0},
-		{"50pct_exact_forced", fHalf, cagra.FilterExact, 0},
+		{"unfiltered", nil, safe.FilterAuto, 0},
+		{"100pct_auto", fAll, safe.FilterAuto, 0},
+		{"50pct_auto", fHalf, safe.FilterAuto, 0},
+		{"50pct_policy_graph", fHalf, safe.FilterAuto, 1e-9},
+		{"50pct_graph_forced", fHalf, safe.FilterIndex, 0},
+		{"50pct_exact_forced", fHalf, safe.FilterExact, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			sp := cagra.SearchParams{FilterPath: c.path, FilterExactBelow: c.below}

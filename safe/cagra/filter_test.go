@@ -221,14 +221,14 @@ func TestFilterAllocs(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		allowed []int64
-		path    cagra.FilterPath
+		path    safe.FilterPath
 		below   float64
 	}{
-		{"3 rows, exact", []int64{1, 100, 150}, cagra.FilterAuto, 0},
-		{"half, auto", every, cagra.FilterAuto, 0},
-		{"half, policy's graph path", every, cagra.FilterAuto, 1e-9},
-		{"half, forced graph", every, cagra.FilterGraph, 0},
-		{"half, forced exact", every, cagra.FilterExact, 0},
+		{"3 rows, exact", []int64{1, 100, 150}, safe.FilterAuto, 0},
+		{"half, auto", every, safe.FilterAuto, 0},
+		{"half, policy's graph path", every, safe.FilterAuto, 1e-9},
+		{"half, forced graph", every, safe.FilterIndex, 0},
+		{"half, forced exact", every, safe.FilterExact, 0},
 	} {
 		filter, err := safe.NewBitsetFilterAllowing(f.res, rows, c.allowed)
 		if err != nil {
@@ -332,7 +332,7 @@ func TestFilterSecondPass(t *testing.T) {
 				}
 				return out
 			}
-			graph := run(&cagra.SearchParams{FilterPath: cagra.FilterGraph})
+			graph := run(&cagra.SearchParams{FilterPath: safe.FilterIndex})
 			got := run(&cagra.SearchParams{FilterExactBelow: 1e-9})
 			short := 0
 			for qi := 0; qi < nq; qi++ {

@@ -1,45 +1,10 @@
 package cagra
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/cuvs-go/cuvs/safe"
 )
-
-// FilterPath chooses how a bitset-filtered search runs (SearchParams.FilterPath).
-type FilterPath int32
-
-// The filtered-search paths.
-const (
-	// FilterAuto (the zero value, the default) lets the policy choose (see
-	// SearchParams): exact brute force or graph search with a raised
-	// internal top-k (from 45% to 75% allowed an unfiltered graph search
-	// whose candidates are filtered on the host), whichever the cost model
-	// finds cheaper, with an exact second pass for the queries a graph
-	// search left short.
-	FilterAuto FilterPath = iota
-	// FilterGraph always runs cuVS's graph search with the caller's
-	// parameters as they are (no raised top-k, no second pass): cuVS's own
-	// behaviour, slots it cannot fill holding SentinelID.
-	FilterGraph
-	// FilterExact always runs exact brute force over the index's dataset
-	// (cuvsBruteForceSearch with the same bitset).
-	FilterExact
-)
-
-// String names the path ("auto", "graph", "exact").
-func (p FilterPath) String() string {
-	switch p {
-	case FilterAuto:
-		return "auto"
-	case FilterGraph:
-		return "graph"
-	case FilterExact:
-		return "exact"
-	}
-	return fmt.Sprintf("FilterPath(%d)", int32(p))
-}
 
 // MaxFilterITopK is the largest internal top-k the policy raises a
 // filtered graph search to; a filter that would need more takes the exact
@@ -240,9 +205,9 @@ func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, degree, k, batch in
 	}
 	a := int64(f.Allowed())
 	switch {
-	case s.FilterPath == FilterGraph || s.FilterExactBelow < 0:
+	case s.FilterPath == safe.FilterIndex || s.FilterExactBelow < 0:
 		return plan
-	case s.FilterPath == FilterExact:
+	case s.FilterPath == safe.FilterExact:
 		plan.exact = true
 		return plan
 	case a >= rows:

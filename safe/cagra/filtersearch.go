@@ -184,7 +184,7 @@ func (s *scratchSlot) release() {
 // nothing on the Go heap once the index's scratch has the batch's shape.
 func (idx *Index) searchExact(op string, res *safe.Resources, t *kit.SearchTensors, f generated.CuvsFilter, allowed int64) error {
 	if why := idx.noExact(); why != "" {
-		return kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterPath to FilterGraph to search the graph anyway (CAGRA then fills slots it cannot reach with SentinelID)", allowed, idx.rows.Load(), why)
+		return kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterPath to safe.FilterIndex to search the graph anyway (CAGRA then fills slots it cannot reach with SentinelID)", allowed, idx.rows.Load(), why)
 	}
 	bf, err := idx.exactIndex(op, res)
 	if err != nil {

@@ -203,8 +203,8 @@ func (m HashMode) String() string { return generated.CuvsCagraHashMode(m).String
 // among the allowed rows fell from 0.985 (all allowed) to 0.887 at 20%,
 // 0.709 at 10% (114 of 2,000 slots empty) and 0.250 at 2%; with 3 or 50
 // rows allowed only the query's own row came back. With FilterPath
-// FilterAuto (the zero value) a filtered search follows this package's
-// policy instead:
+// safe.FilterAuto (the zero value, the default) a filtered search follows
+// this package's policy instead:
 //   - fewer rows allowed than k: exact brute force over the index's
 //     dataset (cuvsBruteForceBuild once, kept until Extend or Close;
 //     cuvsBruteForceSearch with the same bitset), SentinelID /
@@ -230,40 +230,44 @@ func (m HashMode) String() string { return generated.CuvsCagraHashMode(m).String
 //
 // On the double fitted to the real library this keeps recall@10 within
 // 0.03 of the unfiltered search at every fraction from 100% to 3 rows
-// (TestFilterRecallFloor). FilterGraph is cuVS's graph search with the
-// parameters as given, FilterExact always brute force. FilterExactBelow, if
-// positive, replaces the model by a fixed threshold: exact below that
-// fraction of Rows() (or below k rows), the policy's graph search above; a
-// negative value means FilterGraph; above 1 is refused. The exact path
+// (TestFilterRecallFloor). safe.FilterIndex (the graph) always runs
+// cuVS's graph search with the caller's parameters as they are (no raised
+// top-k, no second pass): cuVS's own behaviour, slots it cannot fill
+// holding SentinelID. safe.FilterExact always runs exact brute force over
+// the index's dataset (cuvsBruteForceSearch with the same bitset).
+// FilterExactBelow, if positive, replaces the model by a fixed threshold:
+// exact below that fraction of Rows() (or below k rows), the policy's
+// graph search above; a negative value means safe.FilterIndex; above 1 is
+// refused. The exact path
 // needs the index's dataset in float32 or float16 and the L2Expanded
 // metric, known to this package (not so for an index deserialized from a
 // file in another format, a compressed one, one serialized without its
-// dataset or one ACE left on disk): FilterAuto then searches the graph
-// (with the raised top-k, up to MaxFilterITopK), FilterExact and a
-// positive FilterExactBelow refuse with an *safe.ArgError. The exact path
+// dataset or one ACE left on disk): safe.FilterAuto then searches the
+// graph (with the raised top-k, up to MaxFilterITopK), safe.FilterExact and
+// a positive FilterExactBelow refuse with an *safe.ArgError. The exact path
 // copies the dataset once if its rows are padded to 16 bytes, and
 // synchronizes the stream unless neighbors are int64 and at least k rows
 // are allowed; it keeps its scratch memory with the index, so that a
 // search allocates nothing on the Go heap on any path.
 type SearchParams struct {
-	MaxQueries            int        // queries per batch; 0 lets cuVS choose
-	ITopKSize             int        // size of the internal top-k list (at least k): raise for recall
-	MaxIterations         int        // 0 lets cuVS choose
-	Algo                  SearchAlgo // search kernel
-	TeamSize              int        // threads per distance computation; 0 lets cuVS choose
-	SearchWidth           int        // graph nodes expanded per iteration
-	MinIterations         int        // iterations before the search may stop
-	ThreadBlockSize       int        // 0 lets cuVS choose, else 64 to 1024, a power of two
-	HashmapMode           HashMode   // visited-set hashmap
-	HashmapMinBitlen      int        // hashmap size: at least 2^HashmapMinBitlen (≤ 20); 0 lets cuVS choose
-	HashmapMaxFillRate    float32    // in [0.1, 0.9)
-	NumRandomSamplings    uint32     // random starting nodes sampled per query
-	RandXORMask           uint64     // seed of that sampling
-	Persistent            bool       // use the persistent kernel (see above)
-	PersistentLifetime    float32    // seconds the persistent kernel outlives the last search
-	PersistentDeviceUsage float32    // fraction of the device the persistent kernel uses, in (0, 1]
-	FilterExactBelow      float64    // if positive, the fraction of rows allowed below which a filtered search is exact (see above)
-	FilterPath            FilterPath // how a filtered search runs: FilterAuto (the policy, see above), FilterGraph or FilterExact
+	MaxQueries            int             // queries per batch; 0 lets cuVS choose
+	ITopKSize             int             // size of the internal top-k list (at least k): raise for recall
+	MaxIterations         int             // 0 lets cuVS choose
+	Algo                  SearchAlgo      // search kernel
+	TeamSize              int             // threads per distance computation; 0 lets cuVS choose
+	SearchWidth           int             // graph nodes expanded per iteration
+	MinIterations         int             // iterations before the search may stop
+	ThreadBlockSize       int             // 0 lets cuVS choose, else 64 to 1024, a power of two
+	HashmapMode           HashMode        // visited-set hashmap
+	HashmapMinBitlen      int             // hashmap size: at least 2^HashmapMinBitlen (≤ 20); 0 lets cuVS choose
+	HashmapMaxFillRate    float32         // in [0.1, 0.9)
+	NumRandomSamplings    uint32          // random starting nodes sampled per query
+	RandXORMask           uint64          // seed of that sampling
+	Persistent            bool            // use the persistent kernel (see above)
+	PersistentLifetime    float32         // seconds the persistent kernel outlives the last search
+	PersistentDeviceUsage float32         // fraction of the device the persistent kernel uses, in (0, 1]
+	FilterExactBelow      float64         // if positive, the fraction of rows allowed below which a filtered search is exact (see above)
+	FilterPath            safe.FilterPath // how a filtered search runs: safe.FilterAuto (the policy, see above), safe.FilterIndex (the graph) or safe.FilterExact
 }
 
 // DefaultIndexParams returns cuVS's defaults, read from the loaded library
@@ -576,8 +580,8 @@ func (s *SearchParams) validate(op string) error {
 	if !(s.PersistentLifetime > 0) || math.IsInf(float64(s.PersistentLifetime), 0) {
 		return kit.Argf(op, "params.PersistentLifetime", "%g, want a positive number of seconds", s.PersistentLifetime)
 	}
-	if s.FilterPath != FilterAuto && s.FilterPath != FilterGraph && s.FilterPath != FilterExact {
-		return kit.Argf(op, "params.FilterPath", "%d is not a filter path", s.FilterPath)
+	if err := kit.CheckFilterPath(op, s.FilterPath); err != nil {
+		return err
 	}
 	if math.IsNaN(s.FilterExactBelow) || s.FilterExactBelow > 1 {
 		return kit.Argf(op, "params.FilterExactBelow", "%g, want a fraction of the rows at most 1 (0: the default, negative: never)", s.FilterExactBelow)

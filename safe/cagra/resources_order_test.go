@@ -41,7 +41,7 @@ func TestCloseAfterResources(t *testing.T) {
 	}
 	defer filter.Close()
 	sp := f.sp
-	sp.FilterPath = cagra.FilterExact
+	sp.FilterPath = safe.FilterExact
 	if err := idx.Search(searched, &sp, f.queries, f.n32, f.dist, filter); err != nil {
 		t.Fatal(err)
 	}

@@ -29,13 +29,13 @@
 //
 // An IVF search sees only the rows of the lists it probes, so a selective
 // filter with few probes loses recall and leaves slots unfilled. With the
-// zero SearchParams.FilterPath (FilterAuto) a filtered Search, Prepared.Run
-// or SearchSlice raises the probes with the fraction of rows the filter
-// allows, probes every list when that passes half of them, and searches
-// again, with every list, the queries that came back short (that second
-// pass reads the distances: such a search waits for the device). See
-// FilterPath for the numbers; FilterIndex is cuVS's own filtered search,
-// FilterExact probes every list.
+// zero SearchParams.FilterPath (safe.FilterAuto) a filtered Search,
+// Prepared.Run or SearchSlice raises the probes with the fraction of rows
+// the filter allows, probes every list when that passes half of them, and
+// searches again, with every list, the queries that came back short (that
+// second pass reads the distances: such a search waits for the device).
+// See SearchParams.FilterPath for the numbers; safe.FilterIndex is cuVS's
+// own filtered search, safe.FilterExact probes every list.
 //
 // # What the C API does not say
 //

@@ -12,7 +12,7 @@ import (
 
 // filterTests is IVF-Flat's side of the IVF filter tests
 // (safetest.IVFFilter, shared with the other IVF package).
-var filterTests = &safetest.IVFFilter[*ivfflat.Index, ivfflat.SearchParams, *ivfflat.Prepared, ivfflat.FilterPath]{
+var filterTests = &safetest.IVFFilter[*ivfflat.Index, ivfflat.SearchParams, *ivfflat.Prepared]{
 	Build: func(res *safe.Resources, dataset dlpack.Tensor, lists uint32) (*ivfflat.Index, error) {
 		if lists == 0 {
 			return ivfflat.Build(res, dataset, nil)
@@ -24,13 +24,11 @@ var filterTests = &safetest.IVFFilter[*ivfflat.Index, ivfflat.SearchParams, *ivf
 		p.NLists = lists
 		return ivfflat.Build(res, dataset, &p)
 	},
-	Params: func(probes uint32, path ivfflat.FilterPath) *ivfflat.SearchParams {
+	Params: func(probes uint32, path safe.FilterPath) *ivfflat.SearchParams {
 		return &ivfflat.SearchParams{NProbes: probes, FilterPath: path}
 	},
 	SearchSlice:     ivfflat.SearchSlice[float32],
 	SearchSliceInto: ivfflat.SearchSliceInto[float32],
-	FilterIndex:     ivfflat.FilterIndex,
-	FilterExact:     ivfflat.FilterExact,
 	ExactRecall:     0.99,
 	ExactNote:       "",
 	Race:            race.Enabled,

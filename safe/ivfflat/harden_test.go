@@ -23,8 +23,8 @@ func TestSearchSliceUnfilled(t *testing.T) {
 	p := params(t)
 	p.NLists = lists
 	idx := f.build(t, p)
-	sp := ivfflat.SearchParams{NProbes: 1, FilterPath: ivfflat.FilterIndex} // cuVS's own fill, no second pass
-	queries := f.data[:q*dim]                                               // rows of the index: their own list is probed
+	sp := ivfflat.SearchParams{NProbes: 1, FilterPath: safe.FilterIndex} // cuVS's own fill, no second pass
+	queries := f.data[:q*dim]                                            // rows of the index: their own list is probed
 	qd, err := safe.DeviceMatrixFrom(f.res, queries, q, dim)
 	must(t, err)
 	safetest.Close(t, qd)

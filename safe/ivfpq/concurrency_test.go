@@ -52,7 +52,7 @@ func TestConcurrentSearch(t *testing.T) {
 	}
 }
 
-// A search in flight: Extend waits for it (no ErrBusy), then succeeds,
+// A search in flight: Extend waits for it (it does not fail), then succeeds,
 // and the search completes.
 func TestExtendWaitsForSearch(t *testing.T) {
 	f := setup(t)

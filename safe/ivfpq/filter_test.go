@@ -181,7 +181,7 @@ func TestFilteredRefused(t *testing.T) {
 			return idx.NewFiltered(f.res, nil, bitmap, nil, safe.L2Expanded, nq, k)
 		}},
 		{"exact without dataset", "params.FilterPath", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: ivfpq.FilterExact}, filter, nil, safe.L2Expanded, nq, k)
+			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: safe.FilterExact}, filter, nil, safe.L2Expanded, nq, k)
 		}},
 		{"bad FilterPath", "params.FilterPath", func() (*ivfpq.Filtered, error) {
 			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: 7}, filter, nil, safe.L2Expanded, nq, k)
@@ -306,7 +306,7 @@ func TestFilterIndexKeepsProbes(t *testing.T) {
 	must(t, idx.Search(f.res, &sp, f.queries, cn, cd))
 	cand, err := cn.ToHost(f.res)
 	must(t, err)
-	run := func(path ivfpq.FilterPath) []int64 {
+	run := func(path safe.FilterPath) []int64 {
 		t.Helper()
 		p := sp
 		p.FilterPath = path
@@ -318,7 +318,7 @@ func TestFilterIndexKeepsProbes(t *testing.T) {
 		must(t, err)
 		return ids
 	}
-	got := run(ivfpq.FilterIndex)
+	got := run(safe.FilterIndex)
 	full := 0
 	for q := 0; q < nq; q++ {
 		var ref []int64
@@ -341,7 +341,7 @@ func TestFilterIndexKeepsProbes(t *testing.T) {
 		t.Fatalf("only %d of %d queries filled from the first search", full, nq)
 	}
 	want := exactAllowed(f.data, f.qs, set)
-	ri, ra := safetest.Recall(got, k, want), safetest.Recall(run(ivfpq.FilterAuto), k, want)
+	ri, ra := safetest.Recall(got, k, want), safetest.Recall(run(safe.FilterAuto), k, want)
 	t.Logf("2 of %d probes, 50%% allowed: recall@%d %.3f with FilterIndex, %.3f with FilterAuto", nLists, k, ri, ra)
 	if ra < ri {
 		t.Errorf("FilterAuto's recall %.3f below FilterIndex's %.3f", ra, ri)
@@ -385,7 +385,7 @@ func TestFilterDeeperSecondPass(t *testing.T) {
 	must(t, err)
 	safetest.Close(t, filter)
 	sp := f.sp
-	sp.NProbes, sp.FilterPath = 4, ivfpq.FilterIndex
+	sp.NProbes, sp.FilterPath = 4, safe.FilterIndex
 	fs, err := idx.NewFiltered(f.res, &sp, filter, nil, safe.L2Expanded, nq, k)
 	must(t, err)
 	defer fs.Close()

@@ -12,34 +12,9 @@ import (
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
-// FilterPath chooses how a filtered search (Index.NewFiltered) runs.
-// cuVS's IVF-PQ search takes no filter (v26.06 and v26.08: its C search
-// has no filter argument; cuVS PR #1478 would add one): the package
-// filters the candidates itself.
-type FilterPath int
-
-// The filter paths.
-const (
-	// FilterAuto (the zero value): exact brute force over the dataset
-	// (when one was given) for selective filters, the over-fetch path
-	// otherwise; see Index.NewFiltered.
-	FilterAuto FilterPath = iota
-	// FilterIndex always takes the over-fetch path (with refine when a
-	// dataset was given) with the caller's NProbes, not raised: it costs
-	// what the unfiltered search does and loses recall as the filter gets
-	// selective (allowed rows in unprobed lists are never seen). On the
-	// double (20,000 × 64 uniform, 1,024 lists, 20 probes, 100 queries,
-	// k 10) recall@10 at 50% allowed was 0.381 against the unfiltered
-	// 0.450; FilterAuto's 29 probes gave 0.429 (1.3 times the cost).
-	FilterIndex
-	// FilterExact always takes the exact path: brute force with the
-	// filter over the dataset, which must be given.
-	FilterExact
-)
-
 // The filtered search's constants.
 const (
-	// FilterExactBelow: with a dataset, FilterAuto searches exactly when
+	// FilterExactBelow: with a dataset, safe.FilterAuto searches exactly when
 	// the filter allows at most this fraction of the rows. On the real
 	// library (H200, issue 18's table) brute force with a filter allowing
 	// 1% of the rows took 135/161/213 µs (100k rows, batch 1/16/256) and
@@ -124,7 +99,7 @@ type Filtered struct {
 // the index's metric, for those (the C API has no getter; zero:
 // L2Expanded). The dataset and the filter are borrowed until Close.
 //
-// What a search does (FilterAuto):
+// What a search does (safe.FilterAuto):
 //   - every row allowed: the plain search (cuvsIvfPqSearch), one C call;
 //   - with a dataset, when at most FilterExactBelow of the rows, or fewer
 //     than k, are allowed, or the over-fetch would pass MaxOverFetch:
@@ -132,7 +107,7 @@ type Filtered struct {
 //     an index cuvsBruteForceBuild made once here): exact;
 //   - otherwise the over-fetch path: cuvsIvfPqSearch for k' = 2k/f
 //     candidates (f: the fraction allowed; at most MaxOverFetch) probing
-//     the lists package ivfflat's FilterAuto would (NProbes / f, at
+//     the lists package ivfflat's safe.FilterAuto would (NProbes / f, at
 //     least 8k × lists / allowed); the candidates' ids (and distances) are
 //     copied to pinned host memory and the disallowed ones dropped there,
 //     on the host, against the bitset's host copy (taken once and kept
@@ -214,8 +189,8 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 			return nil, kit.Argf(op, "dataset", "%w", err)
 		}
 	}
-	if sp.FilterPath == FilterExact && f.ds == nil {
-		return nil, kit.Argf(op, "params.FilterPath", "FilterExact needs the dataset")
+	if sp.FilterPath == safe.FilterExact && f.ds == nil {
+		return nil, kit.Argf(op, "params.FilterPath", "safe.FilterExact needs the dataset")
 	}
 	if f.fl, err = kit.BindFilter(filter, op, f.call, rows, f.maxN, safe.Bitset); err != nil {
 		return nil, err
@@ -224,7 +199,7 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 		return nil, err
 	}
 	path := ivffilter.Auto
-	if sp.FilterPath == FilterIndex {
+	if sp.FilterPath == safe.FilterIndex {
 		path = ivffilter.Index // the caller's probes
 	}
 	plan := ivffilter.Decide(path, sp.NProbes, idx.nLists, rows, f.allowed, f.k, true)
@@ -232,9 +207,9 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 	f.kc = overFetch(f.k, f.allowed, rows)
 	f.c = min(f.kc, maxRefine)
 	switch {
-	case sp.FilterPath == FilterExact:
+	case sp.FilterPath == safe.FilterExact:
 		f.exact = true
-	case sp.FilterPath == FilterIndex:
+	case sp.FilterPath == safe.FilterIndex:
 	case f.allowed >= rows:
 		f.plain = true
 	case f.ds != nil && (float64(f.allowed) <= FilterExactBelow*float64(rows) || f.allowed < f.k ||

@@ -12,7 +12,7 @@ import (
 
 // filterTests is IVF-SQ's side of the IVF filter tests
 // (safetest.IVFFilter, shared with the other IVF package).
-var filterTests = &safetest.IVFFilter[*ivfsq.Index, ivfsq.SearchParams, *ivfsq.Prepared, ivfsq.FilterPath]{
+var filterTests = &safetest.IVFFilter[*ivfsq.Index, ivfsq.SearchParams, *ivfsq.Prepared]{
 	Build: func(res *safe.Resources, dataset dlpack.Tensor, lists uint32) (*ivfsq.Index, error) {
 		if lists == 0 {
 			return ivfsq.Build(res, dataset, nil)
@@ -24,13 +24,11 @@ var filterTests = &safetest.IVFFilter[*ivfsq.Index, ivfsq.SearchParams, *ivfsq.P
 		p.NLists = lists
 		return ivfsq.Build(res, dataset, &p)
 	},
-	Params: func(probes uint32, path ivfsq.FilterPath) *ivfsq.SearchParams {
+	Params: func(probes uint32, path safe.FilterPath) *ivfsq.SearchParams {
 		return &ivfsq.SearchParams{NProbes: probes, FilterPath: path}
 	},
 	SearchSlice:     ivfsq.SearchSlice[float32],
 	SearchSliceInto: ivfsq.SearchSliceInto[float32],
-	FilterIndex:     ivfsq.FilterIndex,
-	FilterExact:     ivfsq.FilterExact,
 	ExactRecall:     0.95,
 	ExactNote:       "; the codes may swap near ties",
 	Race:            race.Enabled,

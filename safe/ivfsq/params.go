@@ -43,9 +43,33 @@ type SearchParams struct {
 	// default); cuVS uses min(NProbes, NLists). Even NProbes = NLists is
 	// approximate: distances are computed to the 8-bit codes.
 	NProbes uint32
-	// FilterPath chooses how a filtered search runs (see FilterPath);
-	// the zero value is FilterAuto.
-	FilterPath FilterPath
+	// FilterPath chooses how a search with a filter runs; the zero value
+	// is safe.FilterAuto. An IVF search sees only the rows of the lists it
+	// probes: with a selective filter, the nearest allowed rows are mostly
+	// in lists that NProbes does not reach, and recall falls (on the test
+	// double, N = 20,000, D = 64, 1,024 lists, 20 probes: recall@10 0.421
+	// unfiltered, 0.273 with 10% of the rows allowed, 0.050 with 0.1%),
+	// and slots stay unfilled though enough rows are allowed.
+	//
+	// safe.FilterAuto (the zero value) keeps the filtered search's recall
+	// near the unfiltered one's at every fraction f of the rows the filter
+	// allows. It probes NProbes / f lists (cuVS drops the rejected rows
+	// inside each probed list, so a probe brings f times the rows), and at
+	// least enough for 8 × k allowed rows on average (8 × k × NLists /
+	// allowed); when that is more than half the lists, it probes them all
+	// (every list probed: the nearest allowed rows as the 8-bit codes rank them, the best this index can do); otherwise it then reads the distances (a copy to pinned
+	// host memory and a stream sync: the search waits) and searches again,
+	// with every list, the queries that came back with fewer than
+	// min(k, allowed) slots filled. With every row allowed it is the plain
+	// search. The numbers were fitted on the test double (package doc of
+	// safe/internal/ivffilter): on the double, filtered recall@10 stays
+	// within 0.03 of unfiltered at 100, 50, 20, 10, 2, 0.1% and 3 rows
+	// allowed, with no unfilled slot while at least k rows are allowed.
+	// They have not been measured on the real library.
+	//
+	// safe.FilterIndex is cuVS's own filtered search with NProbes, one C
+	// call, nothing added. safe.FilterExact probes every list: the nearest allowed rows as the 8-bit codes rank them, the best this index can do.
+	FilterPath safe.FilterPath
 }
 
 // DefaultIndexParams returns cuVS's defaults, read from the loaded library
@@ -110,8 +134,8 @@ func (p *IndexParams) cValue() generated.CuvsIvfSqIndexParams {
 }
 
 func (s *SearchParams) validate(op string) error {
-	if s.FilterPath < FilterAuto || s.FilterPath > FilterExact {
-		return kit.Argf(op, "params.FilterPath", "%d, want FilterAuto, FilterIndex or FilterExact", int(s.FilterPath))
+	if err := kit.CheckFilterPath(op, s.FilterPath); err != nil {
+		return err
 	}
 	if s.NProbes < 1 {
 		return kit.Argf(op, "params.NProbes", "0, want at least 1")
@@ -140,38 +164,3 @@ func (s *SearchParams) resolve(op string) (SearchParams, error) {
 // searchDefaults are DefaultSearchParams, read once: what a nil
 // *SearchParams means.
 var searchDefaults = kit.Defaults[SearchParams]{Read: DefaultSearchParams}
-
-// FilterPath chooses how a search with a filter runs. An IVF search sees
-// only the rows of the lists it probes: with a selective filter, the
-// nearest allowed rows are mostly in lists that NProbes does not reach,
-// and recall falls (on the test double, N = 20,000, D = 64, 1,024 lists,
-// 20 probes: recall@10 0.421 unfiltered, 0.273 with 10% of the rows
-// allowed, 0.050 with 0.1%), and slots stay unfilled though enough rows
-// are allowed.
-type FilterPath int
-
-// The filter paths.
-const (
-	// FilterAuto (the zero value) keeps the filtered search's recall near
-	// the unfiltered one's at every fraction f of the rows the filter
-	// allows. It probes NProbes / f lists (cuVS drops the rejected rows
-	// inside each probed list, so a probe brings f times the rows), and at
-	// least enough for 8 × k allowed rows on average (8 × k × NLists /
-	// allowed); when
-	// that is more than half the lists, it probes them all (every list probed: the nearest allowed rows as the 8-bit codes rank them, the best this index can do);
-	// otherwise it then reads the distances (a copy to pinned host memory
-	// and a stream sync: the search waits) and searches again, with every
-	// list, the queries that came back with fewer than min(k, allowed)
-	// slots filled. With every row allowed it is the plain search. The
-	// numbers were fitted on the test double (package doc of
-	// safe/internal/ivffilter): on the double, filtered recall@10 stays
-	// within 0.03 of unfiltered at 100, 50, 20, 10, 2, 0.1% and 3 rows
-	// allowed, with no unfilled slot while at least k rows are allowed.
-	// They have not been measured on the real library.
-	FilterAuto FilterPath = iota
-	// FilterIndex is cuVS's own filtered search with NProbes, one C call,
-	// nothing added.
-	FilterIndex
-	// FilterExact probes every list: the nearest allowed rows as the 8-bit codes rank them, the best this index can do.
-	FilterExact
-)

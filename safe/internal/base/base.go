@@ -49,6 +49,13 @@ var (
 	// notwithstanding: for C objects made with it, whose memory cuVS
 	// frees on that stream and through that handle's memory resources.
 	Retain func(res any, op string) (release func(), err error)
+	// Argf returns a *safe.ArgError, its cause the error given for a %w
+	// verb; Wrap turns a *generated.Error into a *safe.Error for op and
+	// wraps other errors with op (nil stays nil). They are package safe's
+	// argf and wrap, which kit.Argf and kit.Wrap call: the safe layer's one
+	// implementation of each.
+	Argf func(op, arg, format string, args ...any) error
+	Wrap func(op string, err error) error
 )
 
 // location matches the source-location prefixes of cuVS's error texts:

@@ -61,14 +61,15 @@ import (
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
-// Path is a package's FilterPath value: 0 Auto, 1 Index, 2 Exact.
+// Path is a SearchParams.FilterPath (a safe.FilterPath) as the policy
+// takes it: Path(sp.FilterPath).
 type Path int
 
-// The paths.
+// The paths, safe's values.
 const (
-	Auto Path = iota
-	Index
-	Exact
+	Auto  = Path(safe.FilterAuto)
+	Index = Path(safe.FilterIndex)
+	Exact = Path(safe.FilterExact)
 )
 
 // The policy's constants (see the package doc for where they come from).

@@ -6,8 +6,6 @@
 package kit
 
 import (
-	"errors"
-	"fmt"
 	"sync"
 	"unsafe"
 
@@ -18,25 +16,18 @@ import (
 )
 
 // Argf returns a *safe.ArgError. As with fmt.Errorf, an error given for a
-// %w verb is kept as the cause (safe.ArgError.Err).
-func Argf(op, arg, format string, args ...any) error {
-	reason, cause := base.Arg(format, args...)
-	return &safe.ArgError{Op: op, Arg: arg, Reason: reason, Err: cause}
-}
+// %w verb is kept as the cause (safe.ArgError.Err). It is package safe's
+// own (through base.Argf): one implementation for the whole safe layer.
+func Argf(op, arg, format string, args ...any) error { return base.Argf(op, arg, format, args...) }
 
 // Wrap turns an error from package generated into the safe layer's: a
 // *generated.Error becomes a *safe.Error for op; other errors are wrapped
-// with op. nil stays nil.
+// with op. nil stays nil. It is package safe's own (through base.Wrap).
 func Wrap(op string, err error) error {
 	if err == nil {
-		return nil
+		return nil // without the hook's call: the common case
 	}
-	var ge *generated.Error
-	if errors.As(err, &ge) {
-		text := base.Quote(ge.Text) // it may quote a damaged file's bytes
-		return &safe.Error{Op: op, Func: ge.Func, Reason: base.Reason(text), Text: text, OutOfMemory: base.OutOfMemory(text)}
-	}
-	return fmt.Errorf("%s: %w", op, err)
+	return base.Wrap(op, err)
 }
 
 // Reason extracts the human part of a cuVS error text: its first line,
