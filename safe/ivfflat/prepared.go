@@ -48,7 +48,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 
 // Run searches once, on res's stream: the results are ready once res is
 // synchronized (Results does it). It allocates nothing and makes one C call
-// (cuvsIvfFlatSearch), or, when its filter takes FilterAuto's second look (see
+// (cuvsIvfFlatSearch), or, when its filter takes safe.FilterAuto's second look (see
 // Index.Search), a copy of the distances, a sync and a C call per run of
 // short queries.
 func (p *Prepared) Run(res *safe.Resources) error {

@@ -459,7 +459,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 // CodesLayout is Flat: Search refuses it when the layout is known.
 //
 // While an Extend runs or waits for the searches in flight, a new search
-// waits for it (never failing with safe.ErrBusy): at most the duration of
+// waits for it (it does not fail for it): at most the duration of
 // one Extend, since the searches that waited go in before the next one.
 //
 // C calls: cuvsIvfPqSearch (the parameters are handed to C as a Go value,

@@ -279,16 +279,16 @@ func queryDTypeMut(queries dlpack.TensorMut) dlpack.DataType {
 // safe.SentinelID64 with +Inf there.
 //
 // While an Extend runs or waits for the searches in flight, a new search
-// waits for it (never failing with safe.ErrBusy): at most the duration of
+// waits for it (it does not fail for it): at most the duration of
 // one Extend, since the searches that waited go in before the next one.
 //
-// With a filter, SearchParams.FilterPath decides how it runs: FilterAuto
+// With a filter, SearchParams.FilterPath decides how it runs: safe.FilterAuto
 // (the default) may probe more lists than NProbes and, when it keeps some
 // lists unprobed, reads the distances and searches the queries that came
 // back short again with every list; that second look waits for the
 // device (the results are still ready only after res.Sync).
 //
-// C calls: cuvsIvfSqSearch; FilterAuto's second look also cuvsMatrixCopy
+// C calls: cuvsIvfSqSearch; safe.FilterAuto's second look also cuvsMatrixCopy
 // and cuvsStreamSync (into pinned memory, cuvsRMMHostAlloc, kept by the
 // index).
 // Nil params means cuVS's defaults (DefaultSearchParams).
