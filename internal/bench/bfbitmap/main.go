@@ -141,7 +141,6 @@ func run(lib string, n, dim, nq, k int, allow float64, streams int, dur time.Dur
 	// grouped: one search per query and filter, on streams Resources.
 	type lane struct {
 		res *safe.Resources
-		q   *safe.DeviceMatrix[float32]
 		nb  *safe.DeviceMatrix[int64]
 		dd  *safe.DeviceMatrix[float32]
 		qs  []int
