@@ -31,19 +31,16 @@ type DatasetInfo struct {
 // cuvsDatasetGetLayout, cuvsDatasetGetIsOwning.
 func (idx *Index) DatasetInfo() (DatasetInfo, error) {
 	const op = "cagra.Index.DatasetInfo"
-	if idx == nil {
-		return DatasetInfo{}, kit.NilIndex(op)
-	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+	if _, err := kind.Of(idx, op); err != nil { // a zero index says so, before its arguments are checked
 		return DatasetInfo{}, err
 	}
 	if err := kit.InRelease(op, "cuvsDatasetGetIsOwning"); err != nil {
 		return DatasetInfo{}, err
 	}
-	if err := idx.life.Enter(op); err != nil {
+	if err := idx.c.Life.Enter(op); err != nil {
 		return DatasetInfo{}, err
 	}
-	defer idx.life.Leave()
+	defer idx.c.Life.Leave()
 	if idx.ds == nil || idx.ds.ds == 0 {
 		return DatasetInfo{}, fmt.Errorf("%s: %w", op, ErrNoDataset)
 	}

@@ -110,7 +110,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 	}
 	// bf's norms are allocated on res's stream and freed there when the
 	// index is closed: res must outlive it (safe.Resources.Close).
-	if err := idx.life.Keep(res, op); err != nil {
+	if err := idx.c.Life.Keep(res, op); err != nil {
 		return 0, err
 	}
 	e := &exactState{mt: cDLManaged()}
@@ -120,7 +120,7 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 			e.release()
 		}
 	}()
-	if err := generated.CuvsCagraIndexGetDataset(idx.h, e.mt); err != nil {
+	if err := generated.CuvsCagraIndexGetDataset(idx.c.H, e.mt); err != nil {
 		return 0, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(e.mt)
@@ -130,12 +130,12 @@ func (idx *Index) exactIndex(op string, res *safe.Resources) (generated.CuvsBrut
 	e.view = im
 	v, err := im.View()
 	if err == nil {
-		v, err = logicalRows(op, v, idx.dim) // 26.08: [rows, row width] without strides
+		v, err = logicalRows(op, v, idx.c.Dim) // 26.08: [rows, row width] without strides
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%s: the index's dataset: %w", op, err)
 	}
-	if v.NDim() != 2 || v.Dim(0) != idx.rows.Load() || v.Dim(1) != idx.dim {
+	if v.NDim() != 2 || v.Dim(0) != idx.c.Rows.Load() || v.Dim(1) != idx.c.Dim {
 		return 0, kit.Argf(op, "params.FilterPath", "the index holds no dataset (compressed, or deserialized without it; dataset shape %v): the exact path for selective filters needs one; set FilterPath to safe.FilterIndex to search the graph anyway", v.Shape())
 	}
 	call := dlpack.Begin(op) // ends before a failed build's release

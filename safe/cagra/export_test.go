@@ -17,7 +17,7 @@ func PlanOf(idx *Index, sp SearchParams, filter *safe.Filter, k, n int) (exact b
 	if sp, err = sp.withDefaults("PlanOf"); err != nil {
 		return false, 0, 0, err
 	}
-	p := sp.planFilter(filter, idx.rows.Load(), idx.dim, idx.degree.Load(), int64(k), int64(n), idx.noExact())
+	p := sp.planFilter(filter, idx.c.Rows.Load(), idx.c.Dim, idx.degree.Load(), int64(k), int64(n), idx.noExact())
 	return p.exact, int(p.itopk), int(p.post), nil
 }
 

@@ -184,7 +184,7 @@ func (s *scratchSlot) release() {
 // nothing on the Go heap once the index's scratch has the batch's shape.
 func (idx *Index) searchExact(op string, res *safe.Resources, t *kit.SearchTensors, f generated.CuvsFilter, allowed int64) error {
 	if why := idx.noExact(); why != "" {
-		return kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterPath to safe.FilterIndex to search the graph anyway (CAGRA then fills slots it cannot reach with SentinelID)", allowed, idx.rows.Load(), why)
+		return kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterPath to safe.FilterIndex to search the graph anyway (CAGRA then fills slots it cannot reach with SentinelID)", allowed, idx.c.Rows.Load(), why)
 	}
 	bf, err := idx.exactIndex(op, res)
 	if err != nil {
@@ -392,9 +392,9 @@ func (idx *Index) secondPass(op string, res *safe.Resources, s *filterScratch, b
 	call := dlpack.Begin(op)
 	defer call.End()
 	n, k := t.N, t.K
-	d, qdt := idx.dim, idx.dtype // the queries' shape and type (checked against the index)
+	d, qdt := idx.c.Dim, idx.dtype // the queries' shape and type (checked against the index)
 	rowBytes := d * qdt.ElemSize()
-	dev := dlpack.Device{Type: dlpack.CUDA, ID: idx.dev.ID}
+	dev := dlpack.Device{Type: dlpack.CUDA, ID: idx.c.Dev.ID}
 	// the short queries, gathered on the host and copied up
 	s.shapeQ, s.shapeS = [2]int64{n, d}, [2]int64{m, d}
 	hq := s.hostQ.grow(uintptr(n * rowBytes))
@@ -507,7 +507,7 @@ func (idx *Index) searchGraph(op string, res *safe.Resources, cp *generated.Cuvs
 	if err != nil {
 		return err
 	}
-	err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, cp), idx.h, t.Queries, t.Neighbors, t.Distances, f)
+	err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, cp), idx.c.H, t.Queries, t.Neighbors, t.Distances, f)
 	kit.Unlock(res)
 	if err != nil || !plan.second {
 		return kit.Wrap(op, err)
@@ -566,8 +566,8 @@ func (idx *Index) searchPost(op string, res *safe.Resources, cp *generated.CuvsC
 func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, cp *generated.CuvsCagraSearchParams, t *kit.SearchTensors, words []uint32, kc, allowed int64) (int64, error) {
 	call := dlpack.Begin(op)
 	defer call.End()
-	n, k, rows := t.N, t.K, idx.rows.Load()
-	dev := dlpack.Device{Type: dlpack.CUDA, ID: idx.dev.ID}
+	n, k, rows := t.N, t.K, idx.c.Rows.Load()
+	dev := dlpack.Device{Type: dlpack.CUDA, ID: idx.c.Dev.ID}
 	s.shapeP = [2]int64{n, kc}
 	pi, err := kit.DeviceScratch(res, &s.devPI, n*kc*8)
 	if err != nil {
@@ -589,7 +589,7 @@ func (idx *Index) postFilter(op string, res *safe.Resources, s *filterScratch, c
 	if err != nil {
 		return 0, err
 	}
-	err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, cp), idx.h, t.Queries, di, dd, generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER})
+	err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, cp), idx.c.H, t.Queries, di, dd, generated.CuvsFilter{Type: generated.CuvsFilterType_NO_FILTER})
 	kit.Unlock(res)
 	if err != nil {
 		return 0, kit.Wrap(op, err)

@@ -21,7 +21,7 @@ const noDatasetHelp = "to search it, make an index of its graph (Graph) and the 
 // On 26.08 cuvsCagraDeserializeGraph keeps the file's dimension, and
 // noDataset says it instead.
 func (idx *Index) graphOnly() bool {
-	return idx.noDataset || (idx.dim == 0 && idx.rows.Load() > 0)
+	return idx.noDataset || (idx.c.Dim == 0 && idx.c.Rows.Load() > 0)
 }
 
 // refuseGraphOnly refuses, before any C call, what cuVS cannot do with an

@@ -10,9 +10,8 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
-	"github.com/cuvs-go/cuvs/internal/live"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/release"
 )
@@ -35,11 +34,8 @@ var (
 // each with its own safe.Resources; Extend needs it alone (it waits its
 // turn, and searches wait for it), and Close waits for both.
 type Index struct {
-	dev    dlpack.Device              // where the index keeps its memory: the device of the resources that made it
-	h      generated.CuvsCagraIndex_t // C memory
-	rows   atomic.Int64               // changed by Extend
+	c      core.Index[generated.CuvsCagraIndex_t] // Rows changed by Extend; Life also holds the dataset and graph views
 	degree atomic.Int64
-	dim    int64
 	dtype  dlpack.DataType
 
 	metric      safe.Metric // as built; for the exact path
@@ -48,11 +44,24 @@ type Index struct {
 	noDataset   bool       // 26.08: deserialized without its dataset (cuvsCagraDeserializeGraph), until UpdateDataset
 	exactMu     sync.Mutex // builds left.exact
 
-	life    kit.Life        // Close, cleanup, searches, Extend, the dataset and graph views
-	exact   *exactSlot      // the exact path's brute-force index, once built; released with the index
-	scratch *scratchSlot    // the exact path's and the second pass's scratch memory; freed with the index
-	ds      *dsSlot         // on cuVS 26.08: the dataset the index references, destroyed after it
-	slices  hostsearch.Pool // SearchSlice's device buffers
+	exact   *exactSlot   // the exact path's brute-force index, once built; released with the index
+	scratch *scratchSlot // the exact path's and the second pass's scratch memory; freed with the index
+	ds      *dsSlot      // on cuVS 26.08: the dataset the index references, destroyed after it
+}
+
+// kind is CAGRA for the index core. It has no SerializeC or DeserializeC:
+// Serialize takes includeDataset and, like Deserialize, picks its C call
+// by release (see those). Its own buffers (exact, scratch, ds) are freed
+// through the life's OnRelease and Own, which also run when an Index is
+// dropped without Close, so it has no Release.
+var kind = core.Kind[Index, generated.CuvsCagraIndex_t]{
+	Name: "cagra", Create: generated.CuvsCagraIndexCreate, Destroy: generated.CuvsCagraIndexDestroy,
+	Core: func(i *Index) *core.Index[generated.CuvsCagraIndex_t] { return &i.c },
+}
+
+func init() {
+	kind.Refresh = (*Index).refresh
+	kind.Init()
 }
 
 // exactSlot holds the exact path's index apart from the Index, so that the
@@ -64,20 +73,18 @@ func (s *exactSlot) release() {
 	s.e = nil
 }
 
+// newIndex is kind.New with CAGRA's own slots, released with the index
+// (by Close, or the cleanup of an Index dropped without it).
 func newIndex(op string, res *safe.Resources) (*Index, error) {
-	var h generated.CuvsCagraIndex_t
-	if err := generated.CuvsCagraIndexCreate(&h); err != nil {
-		return nil, kit.Wrap(op, err)
+	idx, err := kind.New(op, res)
+	if err != nil {
+		return nil, err
 	}
 	ds := &dsSlot{}
-	idx := &Index{h: h, exact: &exactSlot{}, scratch: &scratchSlot{s: new(filterScratch)}, ds: ds}
-	kit.Start(&idx.life, idx, "cagra.Index(%p)", liveIndexes, func() error { return generated.CuvsCagraIndexDestroy(h) })
-	// The build, deserialization or merge that follows runs on res and
-	// refuses it as Keep would: Keep's error is theirs.
-	_ = idx.life.Keep(res, op)
-	idx.life.OnRelease(idx.exact.release)
-	idx.life.OnRelease(idx.scratch.release)
-	idx.life.Own(func() error { ds.release(); return nil })
+	idx.exact, idx.scratch, idx.ds = &exactSlot{}, &scratchSlot{s: new(filterScratch)}, ds
+	idx.c.Life.OnRelease(idx.exact.release)
+	idx.c.Life.OnRelease(idx.scratch.release)
+	idx.c.Life.Own(func() error { ds.release(); return nil })
 	return idx, nil
 }
 
@@ -86,21 +93,21 @@ func newIndex(op string, res *safe.Resources) (*Index, error) {
 // passed to C.
 func (idx *Index) refresh(op string) error {
 	var rows, dim, degree int64
-	if err := generated.CuvsCagraIndexGetSize(idx.h, &rows); err != nil {
+	if err := generated.CuvsCagraIndexGetSize(idx.c.H, &rows); err != nil {
 		return kit.Wrap(op, err)
 	}
-	if err := generated.CuvsCagraIndexGetDims(idx.h, &dim); err != nil {
+	if err := generated.CuvsCagraIndexGetDims(idx.c.H, &dim); err != nil {
 		return kit.Wrap(op, err)
 	}
-	if err := generated.CuvsCagraIndexGetGraphDegree(idx.h, &degree); err != nil {
+	if err := generated.CuvsCagraIndexGetGraphDegree(idx.c.H, &degree); err != nil {
 		return kit.Wrap(op, err)
 	}
-	idx.rows.Store(rows)
-	idx.dim = dim
+	idx.c.Rows.Store(rows)
+	idx.c.Dim = dim
 	idx.degree.Store(degree)
 	// Only code and bits: cuvsCagraDeserialize (and maybe other paths of
 	// the real library) leave lanes at the 0 cuvsCagraIndexCreate wrote.
-	d := idx.h.Ref().Dtype
+	d := idx.c.H.Ref().Dtype
 	idx.dtype = kit.DataType(d)
 	return nil
 }
@@ -110,7 +117,7 @@ func (idx *Index) refresh(op string) error {
 func (idx *Index) graphRows(op string) (int64, error) {
 	mt := cDLManaged()
 	defer cFree(unsafe.Pointer(mt))
-	if err := generated.CuvsCagraIndexGetGraph(idx.h, mt); err != nil {
+	if err := generated.CuvsCagraIndexGetGraph(idx.c.H, mt); err != nil {
 		return 0, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
@@ -132,9 +139,6 @@ func (idx *Index) refuseOnDisk(op string) error {
 	}
 	return kit.Argf(op, "index", "%w: %s", ErrOnDisk, onDiskHelp)
 }
-
-// fail destroys a half-made index.
-func (idx *Index) fail() { idx.life.Fail() }
 
 // keepsReference reports whether cuVS keeps a pointer to v's memory rather
 // than a copy: device-accessible memory whose rows are a multiple of 16
@@ -228,28 +232,21 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	if release.Has(release.CagraDataset) {
-		if err := idx.build2608(op, res, &dv, cp.p.p08); err != nil {
-			idx.fail()
-			return nil, err
-		}
+		err = idx.build2608(op, res, &dv, cp.p.p08)
 	} else {
 		if p.Compression == nil && keepsReference(&dv) {
-			r, err := dv.Retain(idx.life.Label())
+			r, err := dv.Retain(idx.c.Life.Label())
 			if err != nil {
-				idx.fail()
+				kind.Fail(idx)
 				return nil, kit.Argf(op, "dataset", "%w", err)
 			}
-			idx.life.Borrow(r)
+			idx.c.Life.Borrow(r)
 		}
-		if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			return generated.CuvsCagraBuild(h, cp.p.p06, t[0], idx.h)
-		}); err != nil {
-			idx.fail()
-			return nil, err
-		}
+		err = kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			return generated.CuvsCagraBuild(h, cp.p.p06, t[0], idx.c.H)
+		})
 	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
+	if idx, err = kind.Made(op, res, idx, err); err != nil {
 		return nil, err
 	}
 	idx.metric, idx.metricKnown = p.Metric, true
@@ -258,12 +255,11 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		// device memory is short: ask the index.
 		g, err := idx.graphRows(op)
 		if err != nil {
-			idx.fail()
+			kind.Fail(idx)
 			return nil, err
 		}
-		idx.onDisk = (p.ACE != nil && p.ACE.UseDisk) || (g == 0 && idx.rows.Load() > 0)
+		idx.onDisk = (p.ACE != nil && p.ACE.UseDisk) || (g == 0 && idx.c.Rows.Load() > 0)
 	}
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -322,53 +318,37 @@ func IndexFromArgs(res *safe.Resources, metric safe.Metric, graph, dataset dlpac
 		if v == &dv && !keepsReference(v) || v == &dv && release.Has(release.CagraDataset) && !(deviceMemory(v.Device().Type) && padded(v)) {
 			continue
 		}
-		r, err := v.Retain(idx.life.Label())
+		r, err := v.Retain(idx.c.Life.Label())
 		if err != nil {
-			idx.fail()
+			kind.Fail(idx)
 			return nil, kit.Argf(op, "graph/dataset", "%w", err)
 		}
-		idx.life.Borrow(r)
+		idx.c.Life.Borrow(r)
 	}
 	if release.Has(release.CagraDataset) {
-		if err := idx.fromArgs2608(op, res, metric, &gv, &dv); err != nil {
-			idx.fail()
-			return nil, err
-		}
-	} else if err := kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
-	}); err != nil {
-		idx.fail()
-		return nil, err
+		err = idx.fromArgs2608(op, res, metric, &gv, &dv)
+	} else {
+		err = kit.CallWith(op, res, []*dlpack.View{&gv, &dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+			return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.c.H)
+		})
 	}
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
+	if idx, err = kind.Made(op, res, idx, err); err != nil {
 		return nil, err
 	}
 	idx.metric, idx.metricKnown = metric, true
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
 // Rows returns the number of rows indexed (cuvsCagraIndexGetSize, read
 // when the index was made and kept up to date by Extend).
-func (idx *Index) Rows() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.rows.Load())
-}
+func (idx *Index) Rows() int { return kind.Rows(idx) }
 
 // Dim returns the vectors' dimension (cuvsCagraIndexGetDims). On cuVS
 // 26.06 it is 0 for an index deserialized from a file written without its
 // dataset: cuVS reports the dimension of the dataset it holds, and it holds
 // none; on 26.08 it may be the file's (such an index is refused by Search,
 // Prepare and Extend with ErrNoDataset either way).
-func (idx *Index) Dim() int {
-	if idx == nil {
-		return 0
-	}
-	return int(idx.dim)
-}
+func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // GraphDegree returns the graph's degree (cuvsCagraIndexGetGraphDegree):
 // the degree cuVS built, which is below IndexParams.GraphDegree when the
@@ -414,14 +394,12 @@ func (idx *Index) DType() dlpack.DataType {
 // cuvsStreamSync (on 26.08 also the calls above, cuvsDatasetDestroy).
 // Nil params means cuVS's defaults (DefaultExtendParams).
 func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *ExtendParams) error {
-	if idx == nil {
-		return kit.NilIndex("cagra.Index.Extend")
-	}
-	if err := idx.life.Built("cagra.Index.Extend"); err != nil { // a zero index says so, before its arguments are checked
+	op := kind.Op.Extend
+	c, err := kind.Of(idx, op) // a zero index says so, before its arguments are checked
+	if err != nil {
 		return err
 	}
-	const op = "cagra.Index.Extend"
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	if err := kit.CheckIndexDevice(res, op, c.Dev); err != nil {
 		return err
 	}
 	pd, perr := kit.Or(params, DefaultExtendParams)
@@ -436,8 +414,8 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 	if err != nil {
 		return err
 	}
-	if av.DType() != idx.dtype || av.Dim(1) != idx.dim {
-		return kit.Argf(op, "additional", "%s × %d columns, the index holds %s × %d", av.DType(), av.Dim(1), idx.dtype, idx.dim)
+	if av.DType() != idx.dtype || av.Dim(1) != idx.c.Dim {
+		return kit.Argf(op, "additional", "%s × %d columns, the index holds %s × %d", av.DType(), av.Dim(1), idx.dtype, idx.c.Dim)
 	}
 	if av.Dim(0) < 1 {
 		return kit.Argf(op, "additional", "no rows")
@@ -446,8 +424,8 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		return err
 	}
 	added := av.Dim(0)
-	return idx.life.Exclusive(op, func() error {
-		if err := idx.life.Keep(res, op); err != nil {
+	return idx.c.Life.Exclusive(op, func() error {
+		if err := idx.c.Life.Keep(res, op); err != nil {
 			return err
 		}
 		// The exact path's brute-force index reads the old dataset.
@@ -461,13 +439,13 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		if release.Has(release.CagraDataset) {
 			extended, err := idx.extend2608(op, res, cp, &av)
 			if extended {
-				idx.rows.Add(added)
+				idx.c.Rows.Add(added)
 			}
 			return err
 		}
 		extended := false
 		err := kit.CallWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-			err := generated.CuvsCagraExtend(h, cp, t[0], idx.h)
+			err := generated.CuvsCagraExtend(h, cp, t[0], idx.c.H)
 			extended = err == nil
 			return err
 		})
@@ -475,7 +453,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 			// cuVS appended exactly the new rows and kept the graph degree;
 			// the count must follow even if the stream sync after it
 			// failed, or filters would be sized for the old count.
-			idx.rows.Add(added)
+			idx.c.Rows.Add(added)
 		}
 		return err
 	})
@@ -515,23 +493,16 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // cuvsMatrixCopy/cuvsStreamSync where results pass through the host.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if idx == nil {
-		return kit.NilIndex("cagra.Index.Search")
-	}
-	const op = "cagra.Index.Search"
-	if err := idx.life.Enter(op); err != nil {
-		return err
-	}
-	defer idx.life.Leave()
-	c := dlpack.Begin(op)
-	defer c.End()
-	// The work is in search, whose many returns would make these defers
-	// the slower, heap-style kind.
-	return idx.search(op, c, res, params, queries, neighbors, distances, filter)
+	op := kind.Op.Search
+	// The work is in search, whose many returns would make the shell's
+	// defers the slower, heap-style kind.
+	return kind.Search(idx, op, func(c dlpack.Call) error {
+		return idx.search(op, c, res, params, queries, neighbors, distances, filter)
+	})
 }
 
 func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	if err := kit.CheckIndexDevice(res, op, idx.c.Dev); err != nil {
 		return err
 	}
 	if params == nil {
@@ -550,9 +521,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err := idx.refuseGraphOnly(op); err != nil {
 		return err
 	}
-	rows := idx.rows.Load()
+	rows := idx.c.Rows.Load()
 	var t kit.SearchTensors
-	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.dim, rows, &t); err != nil {
+	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.c.Dim, rows, &t); err != nil {
 		return err
 	}
 	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset)
@@ -568,12 +539,12 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 		if err != nil {
 			return err
 		}
-		err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, &cp), idx.h, t.Queries, t.Neighbors, t.Distances, f)
+		err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, &cp), idx.c.H, t.Queries, t.Neighbors, t.Distances, f)
 		kit.Unlock(res)
 		return kit.Wrap(op, err)
 	}
 	allowed := int64(filter.Allowed())
-	plan := sp.planFilter(filter, rows, idx.dim, idx.degree.Load(), t.K, t.N, idx.noExact())
+	plan := sp.planFilter(filter, rows, idx.c.Dim, idx.degree.Load(), t.K, t.N, idx.noExact())
 	if plan.exact {
 		return idx.searchExact(op, res, &t, f, allowed)
 	}
@@ -596,18 +567,18 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // written on one release is refused, as safe.ErrCorruptIndex, by
 // Deserialize on the other. Re-serialize after upgrading.
 func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
+	op := kind.Op.Serialize
 	if idx == nil {
-		return kit.NilIndex("cagra.Index.Serialize")
+		return kit.NilIndex(op)
 	}
-	const op = "cagra.Index.Serialize"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		switch {
 		case !release.Has(release.CagraDataset):
-			return generated.CuvsCagraSerialize(h, p, idx.h, includeDataset)
+			return generated.CuvsCagraSerialize(h, p, idx.c.H, includeDataset)
 		case includeDataset:
-			return generated.CuvsCagraSerializeGraphAndDataset(h, p, idx.h)
+			return generated.CuvsCagraSerializeGraphAndDataset(h, p, idx.c.H)
 		default:
-			return generated.CuvsCagraSerializeGraph(h, p, idx.h)
+			return generated.CuvsCagraSerializeGraph(h, p, idx.c.H)
 		}
 	})
 }
@@ -620,15 +591,15 @@ func (idx *Index) SerializeToHnswlib(res *safe.Resources, path string) error {
 	}
 	const op = "cagra.Index.SerializeToHnswlib"
 	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
-		return generated.CuvsCagraSerializeToHnswlib(h, p, idx.h)
+		return generated.CuvsCagraSerializeToHnswlib(h, p, idx.c.H)
 	})
 }
 
 func (idx *Index) write(op string, res *safe.Resources, path string, f func(generated.CuvsResources_t, *byte) error) error {
-	if err := idx.life.Enter(op); err != nil {
+	if err := idx.c.Life.Enter(op); err != nil {
 		return err
 	}
-	defer idx.life.Leave()
+	defer idx.c.Life.Leave()
 	if err := idx.refuseOnDisk(op); err != nil {
 		return err
 	}
@@ -655,7 +626,7 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // cuvsCagraDeserializeGraph[AndDataset] (26.08), and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	const op = "cagra.Deserialize"
+	op := kind.Op.Deserialize
 	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
@@ -667,29 +638,24 @@ func Deserialize(res *safe.Resources, path string) (*Index, error) {
 		return nil, err
 	}
 	noDataset := false
-	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+	err = kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		if !release.Has(release.CagraDataset) {
-			return generated.CuvsCagraDeserialize(h, p, idx.h)
+			return generated.CuvsCagraDeserialize(h, p, idx.c.H)
 		}
 		if has, _ := fileHasDataset(path); !has {
 			noDataset = true
-			return generated.CuvsCagraDeserializeGraph(h, p, idx.h)
+			return generated.CuvsCagraDeserializeGraph(h, p, idx.c.H)
 		}
 		var ds generated.CuvsDataset_t
-		err := generated.CuvsCagraDeserializeGraphAndDataset(h, p, idx.h, &ds)
+		err := generated.CuvsCagraDeserializeGraphAndDataset(h, p, idx.c.H, &ds)
 		idx.ds.replace(dsSlot{ds: ds})
 		return err
-	}); err != nil {
-		idx.fail()
-		return nil, err
-	}
+	})
 	idx.noDataset = noDataset
-	if err := idx.refresh(op); err != nil {
-		idx.fail()
+	if idx, err = kind.Made(op, res, idx, err); err != nil {
 		return nil, err
 	}
 	idx.metric, idx.metricKnown = readMetric(path)
-	idx.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return idx, nil
 }
 
@@ -732,18 +698,18 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		if x == nil {
 			return nil, kit.Argf(op, "indexes", "entry %d is nil", i)
 		}
-		if err := x.life.Enter(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
+		if err := x.c.Life.Enter(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
 			return nil, err
 		}
-		defer x.life.Leave()
+		defer x.c.Life.Leave()
 		if err := x.refuseOnDisk(fmt.Sprintf("%s: indexes[%d]", op, i)); err != nil {
 			return nil, err
 		}
-		if x.dtype != indexes[0].dtype || x.dim != indexes[0].dim {
-			return nil, kit.Argf(op, "indexes", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.dim, indexes[0].dtype, indexes[0].dim)
+		if x.dtype != indexes[0].dtype || x.c.Dim != indexes[0].c.Dim {
+			return nil, kit.Argf(op, "indexes", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.c.Dim, indexes[0].dtype, indexes[0].c.Dim)
 		}
-		hs[i] = x.h
-		total += x.rows.Load()
+		hs[i] = x.c.H
+		total += x.c.Rows.Load()
 	}
 	kept, arg := total, "indexes"
 	if filter != nil {
@@ -754,7 +720,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 	if err := p.checkRows(op, arg, kept); err != nil {
 		return nil, err
 	}
-	if err := p.checkCompression(op, kept, indexes[0].dim); err != nil {
+	if err := p.checkCompression(op, kept, indexes[0].c.Dim); err != nil {
 		return nil, err
 	}
 	c := dlpack.Begin(op)
@@ -774,7 +740,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 	}
 	h, err := kit.Lock(res, op)
 	if err != nil {
-		out.fail()
+		kind.Fail(out)
 		return nil, err
 	}
 	if release.Has(release.CagraDataset) {
@@ -784,26 +750,20 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		var merged generated.CuvsDataset_t
 		if err = generated.CuvsDatasetCreate(&merged); err == nil {
 			out.ds.replace(dsSlot{ds: merged})
-			err = generated.CuvsCagraMerge_v2608(h, cp.p.p08, &hs[0], uint64(len(hs)), f, merged, out.h)
+			err = generated.CuvsCagraMerge_v2608(h, cp.p.p08, &hs[0], uint64(len(hs)), f, merged, out.c.H)
 		}
 		if err == nil {
 			err = generated.CuvsStreamSync(h)
 		}
 	} else {
-		err = generated.CuvsCagraMerge(h, cp.p.p06, &hs[0], uint64(len(hs)), f, out.h)
+		err = generated.CuvsCagraMerge(h, cp.p.p06, &hs[0], uint64(len(hs)), f, out.c.H)
 	}
 	kit.Unlock(res)
 	runtime.KeepAlive(hs)
-	if err != nil {
-		out.fail()
-		return nil, kit.Wrap(op, err)
-	}
-	if err := out.refresh(op); err != nil {
-		out.fail()
+	if out, err = kind.Made(op, res, out, kit.Wrap(op, err)); err != nil {
 		return nil, err
 	}
 	out.metric, out.metricKnown = p.Metric, true
-	out.dev, _ = kit.DeviceOf(res, op) // unknown (zero) if it cannot be read: then not checked
 	return out, nil
 }
 
@@ -821,7 +781,7 @@ func (idx *Index) Dataset() (dlpack.View, error) {
 	if err != nil {
 		return v, err
 	}
-	return logicalRows("cagra.Index.Dataset", v, idx.dim)
+	return logicalRows("cagra.Index.Dataset", v, idx.c.Dim)
 }
 
 // logicalRows is the dataset view v of cuvsCagraIndexGetDataset as rows ×
@@ -861,7 +821,7 @@ func (idx *Index) Graph() (dlpack.View, error) {
 }
 
 func (idx *Index) internalView(op string, get func(generated.CuvsCagraIndex_t, *generated.DLManagedTensor) error) (dlpack.View, error) {
-	return idx.life.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.h, mt) })
+	return idx.c.Life.View(op, func(mt *generated.DLManagedTensor) error { return get(idx.c.H, mt) })
 }
 
 // Close frees the index, waiting for the searches and the Extend in
@@ -870,12 +830,7 @@ func (idx *Index) internalView(op string, get func(generated.CuvsCagraIndex_t, *
 // retained by another index). Closing twice, or closing the zero Index, is
 // harmless; if freeing the index fails, the index keeps its borrows and a
 // later Close tries again. C call: cuvsCagraIndexDestroy.
-func (idx *Index) Close() error {
-	if idx == nil {
-		return nil
-	}
-	return idx.life.Close("cagra.Index.Close", func() { _ = idx.slices.Close() })
-}
+func (idx *Index) Close() error { return kind.Close(idx) }
 
 // ErrOnDisk is wrapped by the refusals of an index that an ACE build left
 // on disk (ACE's disk mode): cuVS cannot search, extend, merge or serialize
@@ -883,6 +838,3 @@ func (idx *Index) Close() error {
 var ErrOnDisk = errors.New("cagra: the index is stored on disk (ACE disk mode)")
 
 const onDiskHelp = "to search it, convert it to an HNSW index with hnsw.FromCagra (package safe/hnsw: cuvsHnswFromCagra writes hnsw_index.bin next to the graph and loads it at the first search)"
-
-// liveIndexes counts the indexes not yet destroyed, for tests' leak checks.
-var liveIndexes = live.New("cagra.Index")

@@ -1,12 +1,11 @@
 package cagra
 
 import (
-	"fmt"
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
-	"github.com/cuvs-go/cuvs/safe/internal/prepared"
 )
 
 // Prepared is a search checked and bound once and run many times: the
@@ -23,13 +22,20 @@ import (
 // Prepared is used by one goroutine at a time; give each serving goroutine
 // its own, with its own Resources and buffers.
 type Prepared struct {
+	p      core.Prepared[generated.CuvsCagraIndex_t]
 	idx    *Index
 	params *generated.CuvsCagraSearchParams // Go memory without pointers, read by C
-	s      *prepared.Search
 
 	plan    filterPlan // how the filtered search runs (SearchParams.FilterPath)
 	allowed int64      // rows the filter allows
 	n, k    int64
+}
+
+func (p *Prepared) core() *core.Prepared[generated.CuvsCagraIndex_t] {
+	if p == nil {
+		return nil
+	}
+	return &p.p
 }
 
 // Prepare checks a search of queries (n × Dim(), device memory) into
@@ -43,42 +49,45 @@ type Prepared struct {
 // the Go heap.
 // Nil params means cuVS's defaults (DefaultSearchParams).
 func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dlpack.TensorMut, filter *safe.Filter) (*Prepared, error) {
-	if idx == nil {
-		return nil, kit.NilIndex("cagra.Index.Prepare")
+	op := kind.Op.Prepare
+	var dt dlpack.DataType
+	if idx != nil {
+		dt = idx.dtype
 	}
-	const op = "cagra.Index.Prepare"
-	if err := idx.life.Enter(op); err != nil {
-		return nil, err
-	}
-	defer idx.life.Leave()
-	if params == nil {
-		params = &zeroSearchParams // its zeros are cuVS's defaults
-	}
-	sp, err := params.withDefaults(op)
+	var (
+		sp     SearchParams
+		dim, d int64
+	)
+	pc, err := kind.Prepare(idx, &searchRules, queries, neighbors, distances, dt, filter, bitset, func(c *core.Index[generated.CuvsCagraIndex_t]) error {
+		if params == nil {
+			params = &zeroSearchParams // its zeros are cuVS's defaults
+		}
+		var err error
+		if sp, err = params.withDefaults(op); err != nil {
+			return err
+		}
+		if err := sp.validate(op); err != nil {
+			return err
+		}
+		if err := idx.refuseOnDisk(op); err != nil {
+			return err
+		}
+		if err := idx.refuseGraphOnly(op); err != nil {
+			return err
+		}
+		dim, d = c.Dim, idx.degree.Load() // read in the use, as the rows are
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := sp.validate(op); err != nil {
-		return nil, err
-	}
-	if err := idx.refuseOnDisk(op); err != nil {
-		return nil, err
-	}
-	if err := idx.refuseGraphOnly(op); err != nil {
-		return nil, err
-	}
-	rows := idx.rows.Load()
-	s, err := prepared.New(op, "cagra.Prepared", &searchRules, queries, neighbors, distances, idx.dtype, idx.dim, rows, filter, safe.Bitset)
-	if err != nil {
-		return nil, err
-	}
-	s.IndexDevice = idx.dev
-	nv, _ := neighbors.ViewMut() // checked by prepared.New
-	p := &Prepared{idx: idx, s: s, n: nv.Dim(0), k: nv.Dim(1)}
+	s := pc.S
+	rows := s.Rows
+	p := &Prepared{p: pc, idx: idx, n: s.N(), k: s.K()}
 	p.plan = filterPlan{itopk: int64(sp.ITopKSize)}
 	if filter != nil {
 		p.allowed = int64(filter.Allowed())
-		p.plan = sp.planFilter(filter, rows, idx.dim, idx.degree.Load(), p.k, p.n, idx.noExact())
+		p.plan = sp.planFilter(filter, rows, dim, d, p.k, p.n, idx.noExact())
 	}
 	if p.plan.exact {
 		if why := idx.noExact(); why != "" {
@@ -101,43 +110,42 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 // synchronized (Results does it). It allocates nothing and makes one C call
 // (cuvsCagraSearch), except on the exact path (see Prepare).
 func (p *Prepared) Run(res *safe.Resources) error {
-	if p == nil || p.s == nil {
-		return errZero("cagra.Prepared.Run")
+	// Not core.Prepared.Enter: a filtered Prepared refuses a changed index
+	// with its own words, and the exact path and the second pass lock res
+	// themselves.
+	if p == nil || p.p.S == nil {
+		return core.NeverPrepared("cagra.Prepared.Run")
 	}
 	const op = "cagra.Prepared.Run"
-	s := p.s
+	s, c := p.p.S, p.p.Index
 	if !s.Enter() {
 		return s.Closed()
 	}
-	if err := p.idx.life.Enter(op); err != nil {
+	if err := c.Life.Enter(op); err != nil {
 		s.Leave()
 		return err
 	}
-	if s.Filtered && p.idx.rows.Load() != s.Rows {
-		p.idx.life.Leave()
-		s.Leave()
-		return kit.Argf(op, "filter", "made for %d rows, the index has %d since Extend: prepare again", s.Rows, p.idx.rows.Load())
+	if s.Filtered && c.Rows.Load() != s.Rows {
+		p.p.Leave()
+		return kit.Argf(op, "filter", "made for %d rows, the index has %d since Extend: prepare again", s.Rows, c.Rows.Load())
 	}
 	if p.plan.exact || p.plan.second {
 		t := kit.SearchTensors{Queries: s.Queries, Neighbors: s.Neighbors, Distances: s.Distances, N: p.n, K: p.k}
 		var err error
 		if p.plan.exact {
 			err = p.idx.searchExact(op, res, &t, s.Filter, p.allowed)
-		} else if err = kit.CheckIndexDevice(res, op, p.idx.dev); err == nil {
+		} else if err = kit.CheckIndexDevice(res, op, c.Dev); err == nil {
 			err = p.idx.searchGraph(op, res, p.params, &t, s.Filter, p.plan, p.allowed)
 		}
-		p.idx.life.Leave()
-		s.Leave()
+		p.p.Leave()
 		return err
 	}
 	h, err := s.Lock(op, res)
 	if err == nil {
-		err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, p.params), p.idx.h, s.Queries, s.Neighbors, s.Distances, s.Filter)
-		kit.Unlock(res)
-		err = kit.Wrap(op, err)
+		err = generated.CuvsCagraSearch(h, kit.Params[generated.CuvsCagraSearchParams_t](res, p.params), c.H, s.Queries, s.Neighbors, s.Distances, s.Filter)
+		err = p.p.Unlock(op, res, err)
 	}
-	p.idx.life.Leave()
-	s.Leave()
+	p.p.Leave()
 	return err
 }
 
@@ -145,32 +153,16 @@ func (p *Prepared) Run(res *safe.Resources) error {
 // or device memory) into the bound queries and waits for the copy
 // (cuvsMatrixCopy, cuvsStreamSync).
 func (p *Prepared) SetQueries(res *safe.Resources, src dlpack.Tensor) error {
-	if p == nil || p.s == nil {
-		return errZero("cagra.Prepared.SetQueries")
-	}
-	return p.s.SetQueries(res, src)
+	return p.core().SetQueries(kind.Op.Prepared, res, src)
 }
 
 // Results copies the last results into neighbors and distances (either may
 // be nil; the prepared shapes and element types; host or device memory) and
 // waits for the search and the copies.
 func (p *Prepared) Results(res *safe.Resources, neighbors, distances dlpack.TensorMut) error {
-	if p == nil || p.s == nil {
-		return errZero("cagra.Prepared.Results")
-	}
-	return p.s.Results(res, neighbors, distances)
+	return p.core().Results(kind.Op.Prepared, res, neighbors, distances)
 }
 
 // Close ends the Prepared's borrows, waiting for a Run or copy in flight.
 // Closing twice is harmless.
-func (p *Prepared) Close() error {
-	if p == nil || p.s == nil {
-		return nil
-	}
-	return p.s.Close()
-}
-
-// errZero is the error of a method of a Prepared not made by Prepare.
-func errZero(op string) error {
-	return fmt.Errorf("%s: %w: the zero value, never built (a Prepared not made by Index.Prepare)", op, safe.ErrClosed)
-}
+func (p *Prepared) Close() error { return p.core().Close() }

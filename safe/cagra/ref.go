@@ -14,14 +14,14 @@ func init() {
 		if idx == nil {
 			return kit.Argf(op, arg, "nil *cagra.Index")
 		}
-		if err := idx.life.Enter(op); err != nil {
+		if err := idx.c.Life.Enter(op); err != nil {
 			return err
 		}
-		defer idx.life.Leave()
-		return f(idx.h, cagraref.Info{
-			Rows: idx.rows.Load(), Dim: idx.dim, Degree: idx.degree.Load(), DType: idx.dtype,
+		defer idx.c.Life.Leave()
+		return f(idx.c.H, cagraref.Info{
+			Rows: idx.c.Rows.Load(), Dim: idx.c.Dim, Degree: idx.degree.Load(), DType: idx.dtype,
 			Metric: idx.metric, MetricKnown: idx.metricKnown, OnDisk: idx.onDisk, GraphOnly: idx.graphOnly(),
-			Device: idx.dev,
+			Device: idx.c.Dev,
 		})
 	}
 }

@@ -174,8 +174,8 @@ func (idx *Index) build2608(op string, res *safe.Resources, dv *dlpack.View, p g
 		}
 		v, own = &cv, free
 	}
-	slot, err := deviceDataset(op, res, v, idx.life.Label(), own, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
-		return generated.CuvsCagraBuild_v2608(h, p, ds, idx.h)
+	slot, err := deviceDataset(op, res, v, idx.c.Life.Label(), own, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
+		return generated.CuvsCagraBuild_v2608(h, p, ds, idx.c.H)
 	})
 	idx.ds.replace(slot)
 	return err
@@ -191,7 +191,7 @@ func (idx *Index) build2608(op string, res *safe.Resources, dv *dlpack.View, p g
 func (idx *Index) extend2608(op string, res *safe.Resources, cp generated.CuvsCagraExtendParams_t, av *dlpack.View) (bool, error) {
 	mt := cDLManaged()
 	defer cFree(unsafe.Pointer(mt))
-	if err := generated.CuvsCagraIndexGetDataset(idx.h, mt); err != nil {
+	if err := generated.CuvsCagraIndexGetDataset(idx.c.H, mt); err != nil {
 		return false, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
@@ -200,14 +200,14 @@ func (idx *Index) extend2608(op string, res *safe.Resources, cp generated.CuvsCa
 	}
 	old, err := im.View()
 	if err == nil {
-		old, err = logicalRows(op, old, idx.dim) // [rows, row width]: the padding is not copied
+		old, err = logicalRows(op, old, idx.c.Dim) // [rows, row width]: the padding is not copied
 	}
 	if err != nil {
 		im.Close()
 		return false, kit.Wrap(op, err)
 	}
 	nOld, nNew := old.Dim(0), av.Dim(0)
-	m, free, err := deviceRows(res, idx.dtype, nOld+nNew, idx.dim)
+	m, free, err := deviceRows(res, idx.dtype, nOld+nNew, idx.c.Dim)
 	if err != nil {
 		im.Close()
 		return false, kit.Wrap(op, err)
@@ -233,8 +233,8 @@ func (idx *Index) extend2608(op string, res *safe.Resources, cp generated.CuvsCa
 		return false, kit.Wrap(op, err)
 	}
 	extended := false
-	slot, err := deviceDataset(op, res, &whole, idx.life.Label(), free, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
-		err := generated.CuvsCagraExtend_v2608(h, cp, ds, nOld, idx.h)
+	slot, err := deviceDataset(op, res, &whole, idx.c.Life.Label(), free, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
+		err := generated.CuvsCagraExtend_v2608(h, cp, ds, nOld, idx.c.H)
 		extended = err == nil
 		return err
 	})
@@ -291,7 +291,7 @@ func (idx *Index) fromArgs2608(op string, res *safe.Resources, metric safe.Metri
 		again = up
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{gv, v}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
-		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.h)
+		return generated.CuvsCagraIndexFromArgs(h, kit.CMetric(metric), t[0], t[1], idx.c.H)
 	}); err != nil {
 		if own != nil {
 			_ = own()
@@ -302,8 +302,8 @@ func (idx *Index) fromArgs2608(op string, res *safe.Resources, metric safe.Metri
 		idx.ds.replace(dsSlot{mem: own}) // the index references v's rows
 		return nil
 	}
-	slot, err := deviceDataset(op, res, &again, idx.life.Label(), own, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
-		return generated.CuvsCagraUpdateDataset(h, ds, idx.h)
+	slot, err := deviceDataset(op, res, &again, idx.c.Life.Label(), own, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
+		return generated.CuvsCagraUpdateDataset(h, ds, idx.c.H)
 	})
 	idx.ds.replace(slot)
 	return err
@@ -320,7 +320,7 @@ func (idx *Index) ace2608(op string, res *safe.Resources, dv *dlpack.View, p gen
 		if err := generated.CuvsDatasetMakeStandardView(h, t[0], &host); err != nil {
 			return err
 		}
-		if err := generated.CuvsCagraBuild_v2608(h, p, host, idx.h); err != nil {
+		if err := generated.CuvsCagraBuild_v2608(h, p, host, idx.c.H); err != nil {
 			return err
 		}
 		if g, err := idx.graphRows(op); err != nil || g == 0 {
@@ -336,14 +336,14 @@ func (idx *Index) ace2608(op string, res *safe.Resources, dv *dlpack.View, p gen
 		if err := generated.CuvsDatasetMakePadded(h, t[0], generated.CuvsDatasetMemType_t_CUVS_DATASET_MEM_TYPE_DEVICE, &dev); err != nil {
 			return err
 		}
-		return generated.CuvsCagraUpdateDataset(h, dev, idx.h)
+		return generated.CuvsCagraUpdateDataset(h, dev, idx.c.H)
 	})
 	idx.ds.replace(dsSlot{ds: dev})
 	if host != 0 {
 		if err != nil {
 			// The index may reference the host view's rows: destroy it
 			// with the index.
-			idx.life.Own(func() error { return generated.CuvsDatasetDestroy(host) })
+			idx.c.Life.Own(func() error { return generated.CuvsDatasetDestroy(host) })
 		} else {
 			_ = generated.CuvsDatasetDestroy(host)
 		}
@@ -372,16 +372,10 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 	if err := kit.InRelease(op, "cuvsCagraUpdateDataset"); err != nil {
 		return err
 	}
-	if idx == nil {
-		return kit.NilIndex(op)
-	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
+	if _, err := kind.Of(idx, op); err != nil { // a zero index says so, before its arguments are checked
 		return err
 	}
-	if idx == nil {
-		return kit.NilIndex(op)
-	}
-	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	if err := kit.CheckIndexDevice(res, op, idx.c.Dev); err != nil {
 		return err
 	}
 	if err := idx.refuseOnDisk(op); err != nil {
@@ -391,15 +385,15 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 	if err != nil {
 		return err
 	}
-	if dv.DType() != idx.dtype || (idx.dim != 0 && dv.Dim(1) != idx.dim) {
-		return kit.Argf(op, "dataset", "%s × %d columns, the index holds %s × %d", dv.DType(), dv.Dim(1), idx.dtype, idx.dim)
+	if dv.DType() != idx.dtype || (idx.c.Dim != 0 && dv.Dim(1) != idx.c.Dim) {
+		return kit.Argf(op, "dataset", "%s × %d columns, the index holds %s × %d", dv.DType(), dv.Dim(1), idx.dtype, idx.c.Dim)
 	}
-	if rows := idx.rows.Load(); dv.Dim(0) != rows {
+	if rows := idx.c.Rows.Load(); dv.Dim(0) != rows {
 		// cuVS does not check: its graph would refer to rows that are not there.
 		return kit.Argf(op, "dataset", "%d rows, the index's graph has %d", dv.Dim(0), rows)
 	}
-	return idx.life.Exclusive(op, func() error {
-		if err := idx.life.Keep(res, op); err != nil {
+	return idx.c.Life.Exclusive(op, func() error {
+		if err := idx.c.Life.Keep(res, op); err != nil {
 			return err
 		}
 		idx.exact.release() // it reads the old rows
@@ -411,8 +405,8 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 			}
 			v, own = &up, free
 		}
-		slot, err := deviceDataset(op, res, v, idx.life.Label(), own, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
-			return generated.CuvsCagraUpdateDataset(h, ds, idx.h)
+		slot, err := deviceDataset(op, res, v, idx.c.Life.Label(), own, func(h generated.CuvsResources_t, ds generated.CuvsDataset_t) error {
+			return generated.CuvsCagraUpdateDataset(h, ds, idx.c.H)
 		})
 		if err != nil {
 			slot.release()
@@ -420,11 +414,11 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 		}
 		idx.ds.replace(slot)
 		idx.noDataset = false
-		if idx.dim == 0 {
+		if idx.c.Dim == 0 {
 			// A graph-only index that reported no dimension: the rows'
 			// is its own now. (Otherwise nothing changes: the shape was
 			// checked, and Dim may be read concurrently.)
-			idx.dim = dv.Dim(1)
+			idx.c.Dim = dv.Dim(1)
 		}
 		return nil
 	})
@@ -486,18 +480,18 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 	entered := 0
 	defer func() {
 		for _, x := range partitions[:entered] {
-			x.life.Leave()
+			x.c.Life.Leave()
 		}
 	}()
 	for i, x := range partitions {
 		if x == nil {
 			return kit.Argf(op, "partitions", "entry %d is nil", i)
 		}
-		if err := x.life.Enter(op); err != nil {
+		if err := x.c.Life.Enter(op); err != nil {
 			return err
 		}
 		entered++
-		if err := kit.CheckIndexDevice(res, op, x.dev); err != nil {
+		if err := kit.CheckIndexDevice(res, op, x.c.Dev); err != nil {
 			return err
 		}
 		if err := x.refuseOnDisk(op); err != nil {
@@ -506,8 +500,8 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 		if err := x.refuseGraphOnly(op); err != nil {
 			return err
 		}
-		if x.dtype != first.dtype || x.dim != first.dim {
-			return kit.Argf(op, "partitions", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.dim, first.dtype, first.dim)
+		if x.dtype != first.dtype || x.c.Dim != first.c.Dim {
+			return kit.Argf(op, "partitions", "entry %d holds %s × %d, entry 0 %s × %d", i, x.dtype, x.c.Dim, first.dtype, first.c.Dim)
 		}
 		// cuVS sizes the search by partition 0 and refuses the others'
 		// differences (search_multi_partition); partitions over few rows
@@ -518,13 +512,13 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 		if d, d0 := x.degree.Load(), first.degree.Load(); d != d0 {
 			return kit.Argf(op, "partitions", "entry %d has graph degree %d, entry 0 %d: cuVS: All partitions must use the same graph degree for multi-partition search", i, d, d0)
 		}
-		hs = append(hs, x.h)
-		total += x.rows.Load()
+		hs = append(hs, x.c.H)
+		total += x.c.Rows.Load()
 	}
 	c := dlpack.Begin(op)
 	defer c.End()
 	var t kit.SearchTensors
-	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, first.dtype, first.dim, total, &t); err != nil {
+	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, first.dtype, first.c.Dim, total, &t); err != nil {
 		return err
 	}
 	if partitionIDs == nil {
@@ -550,7 +544,7 @@ func SearchMultiPartition(res *safe.Resources, params *SearchParams, partitions 
 		if filters != nil {
 			f = filters[i]
 		}
-		cf, err := kit.BindFilter(f, op, c, x.rows.Load(), t.N, safe.Bitset)
+		cf, err := kit.BindFilter(f, op, c, x.c.Rows.Load(), t.N, safe.Bitset)
 		if err != nil {
 			return fmt.Errorf("filters[%d]: %w", i, err)
 		}

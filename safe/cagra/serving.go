@@ -23,13 +23,10 @@ import (
 // a max latency of seconds in its first step). WarmUp is a search: it may
 // run while other goroutines search.
 func (idx *Index) WarmUp(res *safe.Resources, params *SearchParams, batch, k int, neighbors dlpack.DataType) error {
-	if idx == nil {
-		return kit.NilIndex("cagra.Index.WarmUp")
-	}
-	if err := idx.life.Built("cagra.Index.WarmUp"); err != nil { // a zero index says so, before its arguments are checked
+	const op = "cagra.Index.WarmUp"
+	if _, err := kind.Of(idx, op); err != nil { // a zero index says so, before its arguments are checked
 		return err
 	}
-	const op = "cagra.Index.WarmUp"
 	if batch < 1 {
 		return kit.Argf(op, "batch", "%d, want at least 1", batch)
 	}

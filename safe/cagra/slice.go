@@ -3,7 +3,7 @@ package cagra
 import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/hostsearch"
+	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
@@ -36,23 +36,18 @@ func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, params *Search
 // SearchSliceInto is SearchSlice writing into out, whose slices are reused
 // when large enough.
 func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, filter *safe.Filter, out *safe.Results) error {
-	const op = "cagra.SearchSlice"
-	if idx == nil {
-		return kit.Argf(op, "idx", "nil *Index")
-	}
-	if err := idx.life.Built(op); err != nil { // a zero index says so, before its arguments are checked
-		return err
-	}
-	if err := idx.refuseGraphOnly(op); err != nil {
-		return err
-	}
-	rows := idx.rows.Load()
-	spec := hostsearch.Spec{
-		Dim: int(idx.dim), Rows: int(rows), DTypes: []dlpack.DataType{idx.dtype},
-		Check: func(n, k int) error {
-			if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
+	var dt []dlpack.DataType
+	if idx != nil {
+		if idx.c.Life.Built(kind.Op.SearchSlice) == nil { // the core refuses a nil or zero index first
+			if err := idx.refuseGraphOnly(kind.Op.SearchSlice); err != nil {
 				return err
 			}
+		}
+		dt = []dlpack.DataType{idx.dtype}
+	}
+	s := core.Slice{
+		DTypes: dt,
+		Checks: func(op string, rows, n, k int64) error {
 			p := params
 			if p == nil {
 				p = &zeroSearchParams
@@ -67,13 +62,13 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 			if err := idx.refuseOnDisk(op); err != nil {
 				return err
 			}
-			if err := kit.CheckFilter(filter, op, rows, int64(n), safe.Bitset); err != nil {
+			if err := kit.CheckFilter(filter, op, rows, n, bitset...); err != nil {
 				return err
 			}
 			if filter == nil {
-				return sp.checkFiltered(op, false, int64(k))
+				return sp.checkFiltered(op, false, k)
 			}
-			plan := sp.planFilter(filter, rows, idx.dim, idx.degree.Load(), int64(k), int64(n), idx.noExact())
+			plan := sp.planFilter(filter, rows, idx.c.Dim, idx.degree.Load(), k, n, idx.noExact())
 			if plan.exact {
 				if why := idx.noExact(); why != "" {
 					return kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s", filter.Allowed(), rows, why)
@@ -81,11 +76,14 @@ func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *Se
 				return nil
 			}
 			sp.ITopKSize = int(plan.itopk)
-			return sp.checkFiltered(op, true, int64(k))
+			return sp.checkFiltered(op, true, k)
+		},
+		Search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
+			return idx.Search(res, params, q, n, d, filter)
 		},
 	}
-	return hostsearch.Search(op, res, &idx.slices, &spec, queries, k,
-		func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut) error {
-			return idx.Search(res, params, q, n, d, filter)
-		}, out)
+	return core.SearchSliceInto(&kind, res, idx, queries, k, &s, out)
 }
+
+// bitset is the filter kinds a search takes.
+var bitset = []safe.FilterKind{safe.Bitset}

@@ -13,13 +13,12 @@ import (
 // directory while a goroutine copies it to w, so nothing reaches the disk.
 // If w fails, the rest of cuVS's output is dropped and w's error returned.
 func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer, includeDataset bool) (int64, error) {
-	if idx == nil {
-		return 0, kit.NilIndex("cagra.Index.SerializeTo")
-	}
-	if err := idx.life.Built("cagra.Index.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
+	// Not kind.SerializeTo: Serialize takes includeDataset.
+	op := kind.Op.SerializeTo
+	if _, err := kind.Of(idx, op); err != nil { // a zero index says so, before its arguments are checked
 		return 0, err
 	}
-	return kit.SerializeTo("cagra.Index.SerializeTo", w, func(path string) error { return idx.Serialize(res, path, includeDataset) })
+	return kit.SerializeTo(op, w, func(path string) error { return idx.Serialize(res, path, includeDataset) })
 }
 
 // DeserializeFrom reads an index written by Serialize or SerializeTo from
@@ -31,5 +30,6 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer, includeDataset b
 // temporary directory under $TMPDIR). safe.MaxBytes bounds the stream: a
 // longer one is refused, naming the limit, after at most limit+1 bytes.
 func DeserializeFrom(res *safe.Resources, r io.Reader, opts ...safe.DeserializeOption) (*Index, error) {
-	return kit.DeserializeFrom("cagra.DeserializeFrom", r, opts, func(path string) (*Index, error) { return Deserialize(res, path) })
+	// Not kind.DeserializeFrom: Deserialize is CAGRA's own (see it).
+	return kit.DeserializeFrom(kind.Op.DeserializeFrom, r, opts, func(path string) (*Index, error) { return Deserialize(res, path) })
 }

@@ -14,6 +14,12 @@ type Slice struct {
 	Filter *safe.Filter                   // the search's filter, nil for none
 	Kinds  []safe.FilterKind              // the filter kinds the search takes
 	Search hostsearch.Searcher            // the package's device search (its Index.Search)
+
+	// Checks, if set, replaces the filter check and Check, for a package
+	// whose checks take another order or the queries' count (CAGRA's:
+	// its params before the filter, its filter plan per n queries); rows
+	// is the index's, as the core read it.
+	Checks func(op string, rows, n, k int64) error
 }
 
 // SearchSliceInto is every package's SearchSliceInto (hostsearch.Search
@@ -35,6 +41,9 @@ func SearchSliceInto[Q dlpack.DType, T any, H ~uintptr](k *Kind[T, H], res *safe
 		Check: func(n, kk int) error {
 			if err := kit.CheckIndexDevice(res, op, c.Dev); err != nil {
 				return err
+			}
+			if s.Checks != nil {
+				return s.Checks(op, rows, int64(n), int64(kk))
 			}
 			if err := kit.CheckFilter(s.Filter, op, rows, int64(n), s.Kinds...); err != nil {
 				return err
