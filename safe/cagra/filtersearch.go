@@ -45,10 +45,9 @@ func slice[T any](b *cbuf, n int64) []T {
 
 // filterScratch is the memory the exact path and the second pass reuse
 // from one search to the next: device matrices for brute force's results
-// and host buffers for what passes through the host. One set per index;
-// a search that finds it taken uses a set of its own, freed after.
+// and host buffers for what passes through the host. An index keeps idle
+// sets for its searches (takeScratch).
 type filterScratch struct {
-	mu     sync.Mutex
 	ids    *safe.DeviceMatrix[int64]   // brute force's neighbors, n × kk
 	dists  *safe.DeviceMatrix[float32] // brute force's distances when kk < k
 	hostA  cbuf                        // n × kk ids (int64), or the graph's ids read back
@@ -149,32 +148,59 @@ func devOut[T dlpack.DType](call dlpack.Call, m *safe.DeviceMatrix[T]) (*generat
 	return call.Out(&mv)
 }
 
-// takeScratch returns the index's scratch, or a fresh set if another
-// search holds it; give it back with putScratch.
+// takeScratch returns an idle scratch set of the index, or a new one when
+// every set is in use (concurrent filtered searches, a Batcher's slots);
+// give it back with putScratch. The index keeps up to maxIdleScratch idle
+// sets, so that concurrent searches reuse their memory instead of
+// allocating and freeing a set each (on the real H200 that cost a 256-slot
+// filtered load most of its throughput).
 func (idx *Index) takeScratch() *filterScratch {
-	s := idx.scratch.s
-	if s.mu.TryLock() {
+	sl := idx.scratch
+	sl.mu.Lock()
+	if n := len(sl.free); n > 0 {
+		s := sl.free[n-1]
+		sl.free[n-1] = nil
+		sl.free = sl.free[:n-1]
+		sl.mu.Unlock()
 		return s
 	}
+	sl.mu.Unlock()
 	return new(filterScratch)
 }
 
 func (idx *Index) putScratch(s *filterScratch) {
-	if s == idx.scratch.s {
-		s.mu.Unlock()
+	sl := idx.scratch
+	sl.mu.Lock()
+	if !sl.closed && len(sl.free) < maxIdleScratch {
+		sl.free = append(sl.free, s)
+		sl.mu.Unlock()
 		return
 	}
+	sl.mu.Unlock()
 	s.release()
 }
 
-// scratchSlot holds the scratch apart from the Index, so that the cleanup
-// of an Index dropped without Close can free it.
-type scratchSlot struct{ s *filterScratch }
+// maxIdleScratch is the most idle scratch sets an index keeps: a Batcher's
+// default slots.
+const maxIdleScratch = 32
 
-func (s *scratchSlot) release() {
-	s.s.mu.Lock()
-	s.s.release()
-	s.s.mu.Unlock()
+// scratchSlot holds the idle scratch sets apart from the Index, so that the
+// cleanup of an Index dropped without Close can free them.
+type scratchSlot struct {
+	mu     sync.Mutex
+	free   []*filterScratch
+	closed bool
+}
+
+func (sl *scratchSlot) release() {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	sl.closed = true
+	for i, s := range sl.free {
+		s.release()
+		sl.free[i] = nil
+	}
+	sl.free = nil
 }
 
 // searchExact runs a filtered search as exact brute force over the index's

@@ -81,7 +81,7 @@ func newIndex(op string, res *safe.Resources) (*Index, error) {
 		return nil, err
 	}
 	ds := &dsSlot{}
-	idx.exact, idx.scratch, idx.ds = &exactSlot{}, &scratchSlot{s: new(filterScratch)}, ds
+	idx.exact, idx.scratch, idx.ds = &exactSlot{}, &scratchSlot{}, ds
 	idx.c.Life.OnRelease(idx.exact.release)
 	idx.c.Life.OnRelease(idx.scratch.release)
 	idx.c.Life.Own(func() error { ds.release(); return nil })
@@ -469,7 +469,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // uint32 and int64 neighbors alike) and SentinelDistance (last in its row;
 // see Valid and Trim; SearchSlice's results hold safe.SentinelID64 with
 // +Inf there instead, as every package's): with a filter that allows fewer
-// rows than k, or, with FilterPath FilterGraph, whose allowed rows graph
+// rows than k, or, with FilterPath safe.FilterIndex, whose allowed rows graph
 // search cannot reach. A filtered search follows the policy of
 // SearchParams.FilterPath: exact brute force over the index's dataset or
 // graph search with a raised internal top-k, whichever costs less, with an
@@ -485,7 +485,7 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // that cuVS only reads during the call), so a search makes one C call.
 //
 // While an Extend runs or waits for the searches in flight, a new search
-// waits for it (never failing with safe.ErrBusy): at most the duration of
+// waits for it (it does not fail for it): at most the duration of
 // one Extend, since the searches that waited go in before the next one.
 //
 // C calls: cuvsCagraSearch; on the exact path cuvsCagraIndexGetDataset,

@@ -92,7 +92,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 	if p.plan.exact {
 		if why := idx.noExact(); why != "" {
 			s.Close()
-			return nil, kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterPath to FilterGraph to search the graph anyway", p.allowed, rows, why)
+			return nil, kit.Argf(op, "params.FilterPath", "a filter allowing %d of %d rows needs the exact path, but %s; set FilterPath to safe.FilterIndex to search the graph anyway", p.allowed, rows, why)
 		}
 	} else {
 		sp.ITopKSize = int(p.plan.itopk)
