@@ -343,9 +343,6 @@ func (c cParams) fromC() IndexParams {
 	}
 }
 
-// is2608 reports whether the loaded library is of cuVS 26.08, whose CAGRA
-// calls take the Dataset API and 48-byte index params.
-
 // compressionNotInRelease refuses CompressionParams on 26.08: its
 // cuvsCagraIndexParams lost the compression member and no call of its C
 // API takes cuvsCagraCompressionParams (cuvsCagraCompressionParamsCreate
