@@ -95,12 +95,10 @@ var kind = core.Kind[Index, generated.CuvsBruteForceIndex_t]{
 			i.excl.free()
 		}
 	},
+	Loaded: (*Index).loaded,
 }
 
-func init() {
-	kind.Loaded = (*Index).loaded
-	kind.Init()
-}
+func init() { kind.Init() }
 
 // set records what the index holds, as Build or the file says.
 func (idx *Index) set(rows, dim int64, dtype dlpack.DataType, metric safe.Metric) {

@@ -56,13 +56,11 @@ type Index struct {
 // dropped without Close, so it has no Release.
 var kind = core.Kind[Index, generated.CuvsCagraIndex_t]{
 	Name: "cagra", Create: generated.CuvsCagraIndexCreate, Destroy: generated.CuvsCagraIndexDestroy,
-	Core: func(i *Index) *core.Index[generated.CuvsCagraIndex_t] { return &i.c },
+	Core:    func(i *Index) *core.Index[generated.CuvsCagraIndex_t] { return &i.c },
+	Refresh: (*Index).refresh,
 }
 
-func init() {
-	kind.Refresh = (*Index).refresh
-	kind.Init()
-}
+func init() { kind.Init() }
 
 // exactSlot holds the exact path's index apart from the Index, so that the
 // cleanup of an Index dropped without Close can release it.

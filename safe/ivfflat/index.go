@@ -48,13 +48,11 @@ var kind = core.Kind[Index, generated.CuvsIvfFlatIndex_t]{
 	CheckFile: checkFile,
 	Core:      func(i *Index) *core.Index[generated.CuvsIvfFlatIndex_t] { return &i.c },
 	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
+	Refresh:   (*Index).refresh,
+	Loaded:    (*Index).loaded,
 }
 
-func init() {
-	kind.Refresh = (*Index).refresh
-	kind.Loaded = (*Index).loaded
-	kind.Init()
-}
+func init() { kind.Init() }
 
 // refresh reads the lists and dimension from the library, and the dtype
 // from the handle, lanes 0 read as 1 (cuvsIvfFlatDeserialize sets code and

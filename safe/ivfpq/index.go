@@ -54,12 +54,10 @@ var kind = core.Kind[Index, generated.CuvsIvfPqIndex_t]{
 	SerializeC: generated.CuvsIvfPqSerialize, DeserializeC: generated.CuvsIvfPqDeserialize,
 	CheckFile: func(op, path string) error { return kit.CheckItems(op, path, false, new(pqLayout).visit) },
 	Core:      func(i *Index) *core.Index[generated.CuvsIvfPqIndex_t] { return &i.c },
+	Refresh:   (*Index).refresh,
 }
 
-func init() {
-	kind.Refresh = (*Index).refresh
-	kind.Init()
-}
+func init() { kind.Init() }
 
 func packDType(d dlpack.DataType) uint32 {
 	return uint32(d.Code) | uint32(d.Bits)<<8 | uint32(d.Lanes)<<16

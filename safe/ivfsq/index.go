@@ -50,12 +50,10 @@ var kind = core.Kind[Index, generated.CuvsIvfSqIndex_t]{
 	CheckFile: func(op, path string) error { return kit.CheckItems(op, path, true, nil) },
 	Core:      func(i *Index) *core.Index[generated.CuvsIvfSqIndex_t] { return &i.c },
 	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
+	Refresh:   (*Index).refresh,
 }
 
-func init() {
-	kind.Refresh = (*Index).refresh
-	kind.Init()
-}
+func init() { kind.Init() }
 
 // refresh reads size, lists and dimension from the library and the dtype
 // from the handle.
