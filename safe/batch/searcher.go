@@ -12,7 +12,8 @@ import (
 )
 
 // Searcher is what a Batcher searches: an index with its search parameters
-// and filter fixed. A Batcher calls SearchBatch from one goroutine per slot,
+// fixed, and its filter, if it has one (a FilterSearcher takes the
+// requests' filters instead). A Batcher calls SearchBatch from one goroutine per slot,
 // each slot with its own Resources, so SearchBatch must allow concurrent
 // calls on different Resources (every index of the safe layer does).
 //
