@@ -22,17 +22,8 @@ import (
 // For int8 and uint8 the ground truth is brute force over the same values
 // as float32 (widen): the same squared L2 distances.
 func printRecall[T elem](out io.Writer, res *safe.Resources, idx *cagra.Index, sp cagra.SearchParams, c config) (err error) {
-	data, err := dlpack.NewHostMatrix(widen(quantize[T](randomMatrix(c.seed, c.rows, c.dim))), c.rows, c.dim)
-	if err != nil {
-		return err
-	}
-	bf, err := bruteforce.Build(res, data, nil)
-	if err != nil {
-		return err
-	}
-	defer closeInto(&err, bf)
 	queries := quantize[T](randomMatrix(querySeed(c.seed, -2), c.recall, c.dim))
-	truth, err := bruteforce.SearchSlice(res, bf, widen(queries), c.k, nil)
+	truth, err := groundTruth[T](res, c, queries, nil)
 	if err != nil {
 		return err
 	}
@@ -58,6 +49,22 @@ func printRecall[T elem](out io.Writer, res *safe.Resources, idx *cagra.Index, s
 	}
 	fmt.Fprintln(out)
 	return nil
+}
+
+// groundTruth is brute force's k nearest rows of the index's data to
+// queries, with filter (nil: none). For int8 and uint8 it searches the
+// same values as float32 (widen): the same squared L2 distances.
+func groundTruth[T elem](res *safe.Resources, c config, queries []T, filter *safe.Filter) (truth *safe.Results, err error) {
+	data, err := dlpack.NewHostMatrix(widen(quantize[T](randomMatrix(c.seed, c.rows, c.dim))), c.rows, c.dim)
+	if err != nil {
+		return nil, err
+	}
+	bf, err := bruteforce.Build(res, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer closeInto(&err, bf)
+	return bruteforce.SearchSlice(res, bf, widen(queries), c.k, filter)
 }
 
 // recallOf is the fraction of truth's rows (Len()×K ids) found in the same
@@ -89,17 +96,8 @@ func printTenantRecall[T elem](out io.Writer, res *safe.Resources, idx *cagra.In
 	if f == nil || c.recall == 0 {
 		return nil
 	}
-	data, err := dlpack.NewHostMatrix(widen(quantize[T](randomMatrix(c.seed, c.rows, c.dim))), c.rows, c.dim)
-	if err != nil {
-		return err
-	}
-	bf, err := bruteforce.Build(res, data, nil)
-	if err != nil {
-		return err
-	}
-	defer closeInto(&err, bf)
 	queries := quantize[T](randomMatrix(querySeed(c.seed, -3), c.recall, c.dim))
-	truth, err := bruteforce.SearchSlice(res, bf, widen(queries), c.k, f)
+	truth, err := groundTruth[T](res, c, queries, f)
 	if err != nil {
 		return err
 	}

@@ -61,34 +61,7 @@ func newFixture(t *testing.T) *fixture {
 // Search: what every batched request must get.
 func (f *fixture) direct(t testing.TB, queries []float32, k int) ([]int64, []float32) {
 	t.Helper()
-	rows := len(queries) / dim
-	q, err := safe.DeviceMatrixFrom(f.res, queries, rows, dim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	n, err := safe.NewDeviceMatrix[int64](f.res, rows, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	d, err := safe.NewDeviceMatrix[float32](f.res, rows, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if err := f.idx.Search(f.res, q, n, d, nil); err != nil {
-		t.Fatal(err)
-	}
-	ids, err := n.ToHost(f.res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := d.ToHost(f.res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ids, ds
+	return f.directFiltered(t, queries, k, nil)
 }
 
 // same reports whether batched results equal direct ones: ids exactly,

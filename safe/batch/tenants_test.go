@@ -50,7 +50,8 @@ func tenants(t *testing.T, res *safe.Resources, rows, n int, frac float64, seed 
 }
 
 // directFiltered is the fixture's brute-force search of queries alone,
-// for k neighbours, with filter: what every batched request must get.
+// for k neighbours, with filter (nil: none): what every batched request
+// must get.
 func (f *fixture) directFiltered(t testing.TB, queries []float32, k int, filter *safe.Filter) ([]int64, []float32) {
 	t.Helper()
 	rows := len(queries) / dim
