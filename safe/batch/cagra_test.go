@@ -292,3 +292,102 @@ func buildCAGRA(t *testing.T, res *safe.Resources, data []float32, rows, d, degr
 	safetest.Close(t, idx)
 	return idx
 }
+
+// TestCAGRAFilteredAsAlone: a batch of 24 one-query requests with one
+// filter (50% allowed, a degree-32 graph of 128 dimensions, where cagra's
+// policy searches one query exactly and 24 on the graph) gives each request
+// what a direct filtered search of its query alone gives: the adapter
+// plans the batch as one query (cagra.SearchParams.FilterPlanQueries).
+func TestCAGRAFilteredAsAlone(t *testing.T) {
+	safetest.Check(t)
+	const rows, d, k, nq = 2000, 128, 10, 24
+	res := safetest.Resources(t)
+	idx := buildCAGRA(t, res, safetest.Random(41, rows, d), rows, d, 32)
+	var half []int64
+	for i := int64(1); i < rows; i += 2 {
+		half = append(half, i)
+	}
+	filter, err := safe.NewBitsetFilterAllowing(res, rows, half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, filter)
+	sp := cagraDefaults(t)
+	s, err := CAGRA(idx, sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateF(s)
+	b, err := New[float32, int64](g, Options{MaxK: k, MaxBatch: 32, Slots: 1, MaxWait: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeBatcher(t, b)
+	ctx := context.Background()
+	type req struct {
+		q    []float32
+		n    []int64
+		d    []float32
+		err  error
+		done chan struct{}
+	}
+	run := func(q []float32, f *safe.Filter) *req {
+		r := &req{q: q, n: make([]int64, k), d: make([]float32, k), done: make(chan struct{})}
+		go func() {
+			defer close(r.done)
+			r.err = b.SearchIntoFiltered(ctx, f, q, r.n, r.d)
+		}()
+		return r
+	}
+	blocker := run(safetest.Random(42, 1, d), nil)
+	<-g.filters
+	<-g.entered
+	var reqs []*req
+	for i := range nq {
+		reqs = append(reqs, run(safetest.Random(uint64(100+i), 1, d), filter))
+		waitFor(b, func(in *batcher[float32, int64]) bool { return len(in.pending) == i+1 })
+	}
+	g.release()
+	<-blocker.done
+	if got := <-g.filters; got != filter {
+		t.Fatal("the second batch is not the filtered one")
+	}
+	if n := <-g.entered; n != nq {
+		t.Fatalf("the filtered batch holds %d requests, want %d", n, nq)
+	}
+	g.release()
+	q1, err := safe.NewDeviceMatrix[float32](res, 1, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, q1)
+	n1, err := safe.NewDeviceMatrix[int64](res, 1, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, n1)
+	d1, err := safe.NewDeviceMatrix[float32](res, 1, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, d1)
+	for i, r := range reqs {
+		<-r.done
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if err := q1.CopyFromHost(res, r.q); err != nil {
+			t.Fatal(err)
+		}
+		if err := idx.Search(res, sp, q1, n1, d1, filter); err != nil {
+			t.Fatal(err)
+		}
+		alone, err := n1.ToHost(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(r.n, alone) {
+			t.Errorf("request %d batched: %v; its query alone: %v", i, r.n, alone)
+		}
+	}
+}

@@ -199,10 +199,13 @@ func checkBitset(op string, filter *safe.Filter) error {
 // Neighbor ids may be uint32 or int64. With filter nil, requests may carry
 // filters of their own (Batcher.SearchFiltered); with a filter, it serves
 // every request. Filtered batches follow cagra's filter policy
-// (cagra.SearchParams.FilterPath): a batch is exact or graph search as its
-// size decides, and the queries a graph search left short are searched
-// again exactly. The index must outlive the Batcher (close the Batcher
-// first).
+// (cagra.SearchParams.FilterPath) planned as for one query
+// (params.FilterPlanQueries, 1 unless params set it): a batch takes the
+// path (exact or graph, and the graph's top-k) a search of one of its
+// queries alone would take, so that a batched filtered request gets the
+// recall of its caller's direct search, and the queries a graph search
+// left short are searched again exactly. The index must outlive the
+// Batcher (close the Batcher first).
 //
 // C calls: cuvsCagraSearch, per batch.
 func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (Searcher, error) {
@@ -216,6 +219,9 @@ func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (S
 	p := cagra.SearchParams{Algo: cagra.AutoAlgo} // zero otherwise: cuVS's defaults
 	if params != nil {
 		p = *params
+	}
+	if p.FilterPlanQueries == 0 {
+		p.FilterPlanQueries = 1 // a batched query takes the path it would take alone
 	}
 	with := func(p *cagra.SearchParams) searchFunc {
 		return func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {

@@ -196,10 +196,13 @@ type filterPlan struct {
 
 // planFilter chooses the path of a search of batch queries for k neighbors
 // with filter f over rows rows of an index whose graph has degree degree
-// (see SearchParams). canExact is "" when the index can take the exact
-// path, else why not.
+// (see SearchParams); a positive FilterPlanQueries replaces batch. canExact
+// is "" when the index can take the exact path, else why not.
 func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, degree, k, batch int64, canExact string) filterPlan {
 	plan := filterPlan{itopk: int64(s.ITopKSize)}
+	if s.FilterPlanQueries > 0 {
+		batch = int64(s.FilterPlanQueries)
+	}
 	if f == nil || f.Kind() != safe.Bitset {
 		return plan
 	}

@@ -238,7 +238,14 @@ func (m HashMode) String() string { return generated.CuvsCagraHashMode(m).String
 // FilterExactBelow, if positive, replaces the model by a fixed threshold:
 // exact below that fraction of Rows() (or below k rows), the policy's
 // graph search above; a negative value means safe.FilterIndex; above 1 is
-// refused. The exact path
+// refused. FilterPlanQueries, if positive, makes the policy plan a search
+// as it would plan one of that many queries, whatever the search's own
+// count: batch.CAGRA sets 1, so that a query searched in a batch of other
+// callers' queries takes the path (exact or graph, and the graph's top-k)
+// its caller's search of it alone would take, and gets the same recall;
+// the policy's cost model would otherwise move a batch to the graph path
+// where one query alone goes exact (at 50% allowed and degree 32: one query
+// exact, 16 and more the graph). Negative is refused. The exact path
 // needs the index's dataset in float32 or float16 and the L2Expanded
 // metric, known to this package (not so for an index deserialized from a
 // file in another format, a compressed one, one serialized without its
@@ -268,6 +275,7 @@ type SearchParams struct {
 	PersistentDeviceUsage float32         // fraction of the device the persistent kernel uses, in (0, 1]
 	FilterExactBelow      float64         // if positive, the fraction of rows allowed below which a filtered search is exact (see above)
 	FilterPath            safe.FilterPath // how a filtered search runs: safe.FilterAuto (the policy, see above), safe.FilterIndex (the graph) or safe.FilterExact
+	FilterPlanQueries     int             // if positive, the policy plans a filtered search as one of this many queries (see above)
 }
 
 // DefaultIndexParams returns cuVS's defaults, read from the loaded library
@@ -585,6 +593,9 @@ func (s *SearchParams) validate(op string) error {
 	}
 	if math.IsNaN(s.FilterExactBelow) || s.FilterExactBelow > 1 {
 		return kit.Argf(op, "params.FilterExactBelow", "%g, want a fraction of the rows at most 1 (0: the default, negative: never)", s.FilterExactBelow)
+	}
+	if s.FilterPlanQueries < 0 {
+		return kit.Argf(op, "params.FilterPlanQueries", "%d, want 0 (the search's own count) or a positive number of queries", s.FilterPlanQueries)
 	}
 	return nil
 }
