@@ -66,8 +66,8 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return err
 	}
-	rows, ann := idx.rows.Load(), idx.annRows.Load()
-	fr := rows - ann
+	rows, stored, ann := idx.rows.Load(), idx.stored.Load(), idx.annRows.Load()
+	fr := stored - ann
 	qv, err := viewOf(op, "queries", queries)
 	if err != nil {
 		return err
@@ -91,13 +91,16 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	if err != nil {
 		return err
 	}
-	if filter == nil && fr == 0 {
+	// one deletion state for the whole search: it sees a Delete or not
+	dead := idx.st.dead.Load()
+	plain := idx.st.ids == nil && dead.count() == 0 // positions are ids, none deleted
+	if plain && filter == nil && fr == 0 {
 		return idx.searchANN(op, res, &sp, size, &qv, &nv, &dv, nil, ann)
 	}
-	if filter == nil && ann == 0 {
+	if plain && filter == nil && ann == 0 {
 		return idx.st.freshBF.Search(res, queries, neighbors, distances, nil)
 	}
-	return idx.composed(op, res, &sp, size, queries, &qv, &nv, &dv, qv.Dim(0), k, filter)
+	return idx.composed(op, res, &sp, size, queries, &qv, &nv, &dv, qv.Dim(0), k, filter, dead, plain)
 }
 
 func viewOf(op, arg string, t dlpack.Tensor) (dlpack.View, error) {
@@ -195,75 +198,53 @@ func (idx *Index) annExactIndex(op string, res *safe.Resources, ann int64) (*bru
 	if err := idx.life.Keep(res, op); err != nil {
 		return nil, err
 	}
-	bf, err := idx.freshIndex(op, res, st.annData, ann)
+	bf, err := freshIndex(res, idx.p.Metric, st.annData, ann)
 	if err != nil {
-		return nil, err
+		return nil, kit.Wrap(op, err)
 	}
 	st.annExact = bf
 	return bf, nil
 }
 
-// composed searches the tiers apart and merges on the host.
-func (idx *Index) composed(op string, res *safe.Resources, sp *cSearch, size uintptr, queries dlpack.Tensor, qv *dlpack.View, nv, dv *dlpack.ViewMut, n, k int64, filter *safe.Filter) error {
+// composed searches the tiers apart and merges on the host, mapping
+// positions to ids; dead is the search's deletion state, plain whether
+// positions are ids with none deleted.
+func (idx *Index) composed(op string, res *safe.Resources, sp *cSearch, size uintptr, queries dlpack.Tensor, qv *dlpack.View, nv, dv *dlpack.ViewMut, n, k int64, filter *safe.Filter, dead *deletions, plain bool) error {
 	st := idx.st
-	rows, ann := idx.rows.Load(), idx.annRows.Load()
-	fr := rows - ann
+	stored, ann := idx.stored.Load(), idx.annRows.Load()
+	fr := stored - ann
 	kA, kF := min(k, ann), min(k, fr)
-	fA, fF := filter, filter
+	var fA, fF *safe.Filter
+	var wA, wF []uint32
+	want := min(k, stored) // valid results per query a full search gives
 	exact := false
-	if filter != nil {
-		d, err := idx.derive(op, res, filter)
+	if filter != nil || !plain {
+		d, err := idx.derive(op, res, filter, dead)
 		if err != nil {
 			return err
 		}
-		if fr > 0 && ann > 0 {
-			fA, fF = d.ann, d.fresh
-		}
+		defer idx.release(d)
+		fA, fF = d.ann.of(filter), d.fresh.of(filter)
+		wA, wF = d.ann.words, d.fresh.words
 		if ann > 0 {
-			if d.allowedANN == 0 {
+			if d.ann.allowed == 0 {
 				kA = 0
-			} else if frac := float64(d.allowedANN) / float64(ann); frac < ExactBelow || d.allowedANN <= k {
-				exact, kA = true, min(kA, d.allowedANN)
-			} else {
-				idx.raise(sp, frac, k)
-			}
-		}
-		kF = min(kF, d.allowedFresh)
-	}
-	var hA, hF tierOut
-	if kA > 0 {
-		nb, ds, err := scratch(res, n, kA)
-		if err != nil {
-			return kit.Wrap(op, err)
-		}
-		defer nb.Close()
-		defer ds.Close()
-		if exact {
-			bf, err := idx.annExactIndex(op, res, ann)
-			if err != nil {
-				return err
-			}
-			if err := bf.Search(res, queries, nb, ds, fA); err != nil {
-				return err
-			}
-		} else {
-			nbv, _ := nb.ViewMut()
-			dsv, _ := ds.ViewMut()
-			if err := idx.searchANN(op, res, sp, size, qv, &nbv, &dsv, fA, ann); err != nil {
-				return err
-			}
-		}
-		if hA, err = toHost(res, nb, ds, n, kA); err != nil {
-			return kit.Wrap(op, err)
-		}
-		if !exact && idx.p.Backend == IVFPQ && idx.p.Metric == safe.CosineExpanded {
-			// IVF-PQ's cosine is -cos (cuVS leaves its score), the fresh
-			// tier's brute force 1 - cos: one scale before the merge.
-			for i, d := range hA.dists {
-				if !math.IsInf(float64(d), 0) {
-					hA.dists[i] = d + 1
+			} else if wA != nil {
+				if frac := float64(d.ann.allowed) / float64(ann); frac < ExactBelow || d.ann.allowed <= k {
+					exact, kA = true, min(kA, d.ann.allowed)
+				} else {
+					idx.raise(sp, frac, k)
 				}
 			}
+		}
+		kF = min(kF, d.fresh.allowed)
+		want = min(k, d.ann.allowed+d.fresh.allowed)
+	}
+	var hA, hF tierOut
+	var err error
+	if kA > 0 {
+		if hA, err = idx.annCandidates(op, res, sp, size, queries, qv, n, kA, fA, ann, exact); err != nil {
+			return err
 		}
 	}
 	if kF > 0 {
@@ -282,7 +263,18 @@ func (idx *Index) composed(op string, res *safe.Resources, sp *cSearch, size uin
 	}
 	ids := make([]int64, n*k)
 	dists := make([]float32, n*k)
-	mergeLists(ids, dists, n, k, &hA, ann, 0, &hF, fr, ann, idx.p.Metric == safe.InnerProduct)
+	larger := idx.p.Metric == safe.InnerProduct
+	a := tierSrc{o: &hA, rows: ann, from: 0, words: wA}
+	b := tierSrc{o: &hF, rows: fr, from: ann, words: wF}
+	if short := mergeLists(ids, dists, n, k, st.ids, &a, &b, want, larger); short && fA != nil && !exact && kA > 0 {
+		// The ANN index's filtered search left a query short of the rows
+		// the filter and the deletions allow: search its tier exactly.
+		kA = min(k, int64(popcount(wA)))
+		if hA, err = idx.annCandidates(op, res, sp, size, queries, qv, n, kA, fA, ann, true); err != nil {
+			return err
+		}
+		mergeLists(ids, dists, n, k, st.ids, &a, &b, want, larger)
+	}
 	hi, err := dlpack.NewHostMatrix(ids, int(n), int(k))
 	if err != nil {
 		return kit.Wrap(op, err)
@@ -297,6 +289,48 @@ func (idx *Index) composed(op string, res *safe.Resources, sp *cSearch, size uin
 		return kit.Wrap(op, err)
 	}
 	return kit.Wrap(op, safe.Copy(res, &hdv, dv))
+}
+
+// annCandidates searches the ANN tier (ann rows) for kA neighbors of each
+// query into device scratch, by its ANN index or, exact, by brute force
+// over its rows, filtered by f (over its positions; nil: none), and copies
+// them to the host.
+func (idx *Index) annCandidates(op string, res *safe.Resources, sp *cSearch, size uintptr, queries dlpack.Tensor, qv *dlpack.View, n, kA int64, f *safe.Filter, ann int64, exact bool) (tierOut, error) {
+	nb, ds, err := scratch(res, n, kA)
+	if err != nil {
+		return tierOut{}, kit.Wrap(op, err)
+	}
+	defer nb.Close()
+	defer ds.Close()
+	if exact {
+		bf, err := idx.annExactIndex(op, res, ann)
+		if err != nil {
+			return tierOut{}, err
+		}
+		if err := bf.Search(res, queries, nb, ds, f); err != nil {
+			return tierOut{}, err
+		}
+	} else {
+		nbv, _ := nb.ViewMut()
+		dsv, _ := ds.ViewMut()
+		if err := idx.searchANN(op, res, sp, size, qv, &nbv, &dsv, f, ann); err != nil {
+			return tierOut{}, err
+		}
+	}
+	h, err := toHost(res, nb, ds, n, kA)
+	if err != nil {
+		return tierOut{}, kit.Wrap(op, err)
+	}
+	if !exact && idx.p.Backend == IVFPQ && idx.p.Metric == safe.CosineExpanded {
+		// IVF-PQ's cosine is -cos (cuVS leaves its score), the fresh
+		// tier's brute force 1 - cos: one scale before the merge.
+		for i, d := range h.dists {
+			if !math.IsInf(float64(d), 0) {
+				h.dists[i] = d + 1
+			}
+		}
+	}
+	return h, nil
 }
 
 // tierOut is one tier's candidates in host memory: n rows of k.
@@ -337,26 +371,34 @@ func valid(id int64, d float32, rows int64) bool {
 	return !(id == math.MaxInt32 && d == math.MaxFloat32)
 }
 
+// tierSrc is one tier's candidates for the merge: rows rows at storage
+// positions from.., of which words (nil: all) are allowed.
+type tierSrc struct {
+	o          *tierOut
+	rows, from int64
+	words      []uint32
+}
+
 // mergeLists writes into ids/dists (n × k) the best k of each query's
-// candidates in a and b (their ids shifted by offA/offB), unfilled slots
-// holding safe.SentinelID64 and +Inf.
-func mergeLists(ids []int64, dists []float32, n, k int64, a *tierOut, rowsA, offA int64, b *tierOut, rowsB, offB int64, larger bool) {
+// candidates in a and b, each a tier position mapped to its row's id (pos
+// the id of each stored position; nil: the position), unfilled slots
+// holding safe.SentinelID64 and +Inf. A candidate its tier's words do not
+// allow is dropped. It reports whether a query got fewer than want rows.
+func mergeLists(ids []int64, dists []float32, n, k int64, pos []int64, a, b *tierSrc, want int64, larger bool) bool {
 	type cand struct {
 		id int64
 		d  float32
 	}
-	buf := make([]cand, 0, a.k+b.k)
+	buf := make([]cand, 0, a.o.k+b.o.k)
 	inf := float32(math.Inf(1))
+	short := false
 	for q := range n {
 		buf = buf[:0]
-		for _, t := range []struct {
-			o         *tierOut
-			rows, off int64
-		}{{a, rowsA, offA}, {b, rowsB, offB}} {
+		for _, t := range []*tierSrc{a, b} {
 			for j := range t.o.k {
-				id, d := t.o.ids[q*t.o.k+j], t.o.dists[q*t.o.k+j]
-				if valid(id, d, t.rows) {
-					buf = append(buf, cand{id + t.off, d})
+				p, d := t.o.ids[q*t.o.k+j], t.o.dists[q*t.o.k+j]
+				if valid(p, d, t.rows) && allows(t.words, p) {
+					buf = append(buf, cand{idAt(pos, t.from+p), d})
 				}
 			}
 		}
@@ -382,8 +424,10 @@ func mergeLists(ids []int64, dists []float32, n, k int64, a *tierOut, rowsA, off
 				w++
 			}
 		}
+		short = short || int64(w) < want
 		for ; w < int(k); w++ {
 			out[w], od[w] = safe.SentinelID64, inf
 		}
 	}
+	return short
 }

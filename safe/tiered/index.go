@@ -35,40 +35,61 @@ var (
 
 // Index is a growable index: an ANN index (CAGRA, IVF-Flat or IVF-PQ, a
 // cuVS tiered index holding exactly those rows) over its first ANNRows()
-// rows, and a fresh tier, searched by brute force, over the rows added
-// since. It owns a copy of every row in device memory: nothing the caller
-// passed is referenced.
+// stored rows, and a fresh tier, searched by brute force, over the rows
+// added since. It owns a copy of every row in device memory: nothing the
+// caller passed is referenced.
+//
+// Ids: a row's id is the number of rows added before it (Build's rows 0
+// to n-1, each Extend's next ones, Merge's as it says), and it keeps that
+// id for its life: Delete, Compact, the ANN rebuild, Merge and a
+// serialization move rows in storage, never renumber them, and an id is
+// never given again. Rows() counts the ids given, Live() the rows not
+// deleted, Stored() the rows held.
 //
 // Any number of goroutines may search it at once, each with its own
-// safe.Resources; Extend needs it alone (it waits its turn); Close waits.
+// safe.Resources; Delete runs beside them; Extend and Compact need it
+// alone to swap their storage in (they wait their turn); Close waits.
 type Index struct {
 	st      *parts
-	rows    atomic.Int64
-	annRows atomic.Int64
+	rows    atomic.Int64 // ids given: the next row's id
+	stored  atomic.Int64 // rows held (both tiers), deleted ones until compacted
+	annRows atomic.Int64 // stored rows under the ANN index: positions 0..annRows-1
+	live    atomic.Int64 // rows not deleted
 	dim     int64
 	p       IndexParams // as built (Metric, Backend, MinANNRows, CreateANNIndexOnExtend)
 	dev     dlpack.Device
 
 	life   kit.Life
-	grow   sync.Mutex      // held by Extend: one at a time
+	grow   sync.Mutex      // held by Extend and Compact: one at a time
+	del    sync.Mutex      // held by Delete: one at a time
 	slices hostsearch.Pool // SearchSlice's device buffers
 }
 
 // parts is what the index holds, shared with its Life's destroy function
-// (which must hold no pointer to the Index).
+// (which must hold no pointer to the Index). Its storage is by position:
+// the ANN rows (positions 0..annRows-1), then the fresh rows; ids maps a
+// position to the row's id. What a search reads changes only while the
+// index is held alone, except dead (a new state published by Delete).
 type parts struct {
 	// ann is the C tiered index over annData's rows, never extended: its
 	// searches are the ANN index's (cuVS searches a tiered index without
 	// fresh rows with its ANN index alone, the filter by id). Zero while
 	// no ANN index is built.
 	ann     generated.CuvsTieredIndex_t
-	annData *safe.DeviceMatrix[float32] // the ANN rows, ids 0..annRows-1 (ann was built from it)
-	fresh   *safe.DeviceMatrix[float32] // the fresh rows in its first rows-annRows rows (capacity: its Rows())
+	annData *safe.DeviceMatrix[float32] // the ANN rows (ann was built from it)
+	fresh   *safe.DeviceMatrix[float32] // the fresh rows in its first stored-annRows rows (capacity: its Rows())
 	freshBF *bruteforce.Index           // brute force over the fresh rows
+
+	// ids is the id of each stored row by position, ascending (ids only
+	// grow and storage keeps their order); nil while every id given is
+	// stored, position p holding id p.
+	ids  []int64
+	dead atomic.Pointer[deletions] // the deleted stored rows; nil: none
 
 	mu       sync.Mutex        // annExact and filters, made during searches
 	annExact *bruteforce.Index // brute force over annData, for selective filters (made on first use)
 	filters  map[weak.Pointer[safe.Filter]]*derived
+	noFilter *derived // the deletions alone, for searches without a filter
 }
 
 // free releases everything; the first error is returned, the rest freed
@@ -184,44 +205,129 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		_ = data.Close()
 		return nil, kit.Wrap(op, err)
 	}
-	return build(op, res, &p, data, dv.Dim(0))
+	return build(op, res, &p, data, dv.Dim(1), dv.Dim(0), dv.Dim(0), nil)
 }
 
-// build makes an index of data's first n rows (the index takes data).
-func build(op string, res *safe.Resources, p *IndexParams, data *safe.DeviceMatrix[float32], n int64) (*Index, error) {
-	idx, err := newIndex(op, res)
+// build makes an index of data's first n rows (the index takes data; nil
+// for none) of dimension dim, rows ids given, ids those of data's rows
+// (nil: 0..n-1, rows being n).
+func build(op string, res *safe.Resources, p *IndexParams, data *safe.DeviceMatrix[float32], dim, n, rows int64, ids []int64) (*Index, error) {
+	lay, err := makeLayout(op, res, p, data, n)
 	if err != nil {
-		_ = data.Close()
 		return nil, err
 	}
-	idx.dim, idx.p = int64(data.Cols()), *p
-	st := idx.st
-	if n > p.MinANNRows {
-		st.annData = data
-		if st.ann, err = newTiered(op, res, p, data); err != nil {
-			idx.life.Fail()
-			return nil, err
-		}
-		idx.annRows.Store(n)
-	} else {
-		st.fresh = data
-		if st.freshBF, err = idx.freshIndex(op, res, data, n); err != nil {
-			idx.life.Fail()
-			return nil, err
-		}
+	lay.ids = ids
+	return newWith(op, res, p, dim, rows, &lay)
+}
+
+// newWith makes an index of lay (it takes it), rows ids given, every
+// stored row live.
+func newWith(op string, res *safe.Resources, p *IndexParams, dim, rows int64, lay *layout) (*Index, error) {
+	idx, err := newIndex(op, res)
+	if err != nil {
+		lay.free()
+		return nil, err
 	}
-	idx.rows.Store(n)
+	idx.dim, idx.p = dim, *p
+	idx.rows.Store(rows)
+	idx.live.Store(lay.stored)
+	idx.install(lay, nil)
 	idx.dev, _ = kit.DeviceOf(res, op)
 	return idx, nil
 }
 
+// layout is the index's storage: the ANN tier, the fresh tier, the id of
+// each stored row (nil: its position).
+type layout struct {
+	ann             generated.CuvsTieredIndex_t
+	annData         *safe.DeviceMatrix[float32]
+	fresh           *safe.DeviceMatrix[float32]
+	freshBF         *bruteforce.Index
+	annRows, stored int64
+	ids             []int64
+}
+
+// makeLayout builds over data's first n rows (it takes data) as Build
+// does: an ANN index over them above p.MinANNRows, else a fresh tier.
+// Zero rows make an empty layout (data nil).
+func makeLayout(op string, res *safe.Resources, p *IndexParams, data *safe.DeviceMatrix[float32], n int64) (layout, error) {
+	l := layout{stored: n}
+	var err error
+	switch {
+	case n == 0:
+		if data != nil {
+			_ = data.Close()
+		}
+	case n > p.MinANNRows:
+		l.annData, l.annRows = data, n
+		if l.ann, err = newTiered(op, res, p, data); err != nil {
+			l.free()
+			return layout{}, err
+		}
+	default:
+		l.fresh = data
+		if l.freshBF, err = freshIndex(res, p.Metric, data, n); err != nil {
+			l.free()
+			return layout{}, err
+		}
+	}
+	return l, nil
+}
+
+// free releases a layout the index has not taken.
+func (l *layout) free() {
+	if l.freshBF != nil {
+		_ = l.freshBF.Close()
+	}
+	if l.ann != 0 {
+		_ = generated.CuvsTieredIndexDestroy(l.ann)
+	}
+	for _, m := range []*safe.DeviceMatrix[float32]{l.annData, l.fresh} {
+		if m != nil {
+			_ = m.Close()
+		}
+	}
+	*l = layout{}
+}
+
+// install makes lay the index's storage, freeing the one it replaces (the
+// index held alone, or not yet shared). gathered is the deletion state
+// lay was gathered under (nil for none): the rows deleted since are
+// carried to their new positions.
+func (idx *Index) install(lay *layout, gathered *deletions) {
+	st := idx.st
+	cur := st.dead.Load()
+	var next *deletions
+	if cur != gathered {
+		next = remap(cur, st.ids, idx.stored.Load(), lay.ids)
+	}
+	st.mu.Lock()
+	if st.annExact != nil {
+		_ = st.annExact.Close()
+		st.annExact = nil
+	}
+	st.dropFilters()
+	st.mu.Unlock()
+	old := layout{ann: st.ann, annData: st.annData, fresh: st.fresh, freshBF: st.freshBF}
+	st.ann, st.annData, st.fresh, st.freshBF = lay.ann, lay.annData, lay.fresh, lay.freshBF
+	st.ids = lay.ids
+	if st.ids != nil && int64(len(st.ids)) == idx.rows.Load() {
+		st.ids = nil // every id stored: position p holds id p
+	}
+	st.dead.Store(next)
+	idx.annRows.Store(lay.annRows)
+	idx.stored.Store(lay.stored)
+	*lay = layout{}
+	old.free()
+}
+
 // freshIndex builds brute force over data's first n rows (it borrows them).
-func (idx *Index) freshIndex(op string, res *safe.Resources, data *safe.DeviceMatrix[float32], n int64) (*bruteforce.Index, error) {
+func freshIndex(res *safe.Resources, metric safe.Metric, data *safe.DeviceMatrix[float32], n int64) (*bruteforce.Index, error) {
 	v, err := data.RowsView(0, int(n))
 	if err != nil {
-		return nil, kit.Wrap(op, err)
+		return nil, err
 	}
-	return bruteforce.Build(res, v, &bruteforce.BuildParams{Metric: idx.p.Metric, MetricArg: 2})
+	return bruteforce.Build(res, v, &bruteforce.BuildParams{Metric: metric, MetricArg: 2})
 }
 
 // copyRows copies src (a row-major matrix, host or device) into dst's rows
@@ -252,8 +358,10 @@ func (p *IndexParams) checkANNRows(op, arg string, rows int64) error {
 	return nil
 }
 
-// Rows returns the number of rows (both tiers): the largest k a search
-// takes.
+// Rows returns the number of ids given (every row ever added, deleted or
+// not): the next row's id, the rows a filter covers (its bits are ids),
+// and the largest k a search takes (slots past the live rows hold the
+// sentinel). Live() counts the rows not deleted.
 func (idx *Index) Rows() int {
 	if idx == nil {
 		return 0
@@ -261,8 +369,9 @@ func (idx *Index) Rows() int {
 	return int(idx.rows.Load())
 }
 
-// ANNRows returns the rows under the ANN index (the first ones); the rest
-// are in the fresh tier.
+// ANNRows returns the stored rows under the ANN index (deleted ones
+// included until a compaction); the other Stored() rows are in the fresh
+// tier.
 func (idx *Index) ANNRows() int {
 	if idx == nil {
 		return 0
@@ -309,9 +418,9 @@ func (idx *Index) Params() IndexParams {
 // doubling. With CreateANNIndexOnExtend, once the tier holds more than
 // MinANNRows rows the ANN index is rebuilt over every row and the tier
 // emptied: by cuVS's own extend of the tiered index with the fresh rows
-// (cuvsTieredIndexExtend, which then compacts), or, with no ANN index yet,
-// a new tiered index built from a copy of all rows. It needs the index
-// alone.
+// (cuvsTieredIndexExtend, which then compacts), or, with no ANN index yet
+// or with deleted rows stored, a new tiered index built from a copy of
+// the live rows (a compaction: see Compact). It needs the index alone.
 //
 // If the ANN rebuild fails, the rows stay added (in the fresh tier) and
 // the error is returned.
@@ -352,14 +461,14 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 	if err := idx.life.Enter(op); err != nil {
 		return err
 	}
-	rows, ann := idx.rows.Load(), idx.annRows.Load()
-	rebuild := idx.p.CreateANNIndexOnExtend && rows-ann+n > idx.p.MinANNRows
+	rows, stored, ann := idx.rows.Load(), idx.stored.Load(), idx.annRows.Load()
+	rebuild := idx.p.CreateANNIndexOnExtend && stored-ann+n > idx.p.MinANNRows
 	var next freshTier
 	if rebuild {
-		err = idx.p.checkANNRows(op, "vectors", rows+n)
+		err = idx.p.checkANNRows(op, "vectors", stored-idx.st.dead.Load().count()+n)
 	}
 	if err == nil {
-		next, err = idx.grownFresh(op, res, &vv, rows-ann)
+		next, err = idx.grownFresh(op, res, &vv, stored-ann)
 	}
 	idx.life.Leave()
 	if err != nil {
@@ -381,7 +490,14 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor) error {
 		st.mu.Lock()
 		st.dropFilters()
 		st.mu.Unlock()
+		if st.ids != nil {
+			for id := rows; id < rows+n; id++ {
+				st.ids = append(st.ids, id)
+			}
+		}
 		idx.rows.Store(rows + n)
+		idx.stored.Store(stored + n)
+		idx.live.Add(n)
 		if rebuild {
 			return idx.compact(op, res)
 		}
@@ -439,7 +555,7 @@ func (idx *Index) grownFresh(op string, res *safe.Resources, vv *dlpack.View, f 
 		t.free()
 		return freshTier{}, kit.Wrap(op, err)
 	}
-	bf, err := idx.freshIndex(op, res, t.m, f+n)
+	bf, err := freshIndex(res, idx.p.Metric, t.m, f+n)
 	if err == nil {
 		t.bf = bf
 		err = kit.Wrap(op, res.Sync())
@@ -451,24 +567,34 @@ func (idx *Index) grownFresh(op string, res *safe.Resources, vv *dlpack.View, f 
 	return t, nil
 }
 
-// compact rebuilds the ANN index over every row and empties the fresh
-// tier (the index held alone).
+// compact rebuilds the ANN index over every stored row and empties the
+// fresh tier, or, with deleted rows stored, builds anew over the live rows
+// (the index held alone).
 func (idx *Index) compact(op string, res *safe.Resources) error {
 	st := idx.st
-	rows := idx.rows.Load()
-	all, err := idx.gather(res, rows)
+	if st.dead.Load().count() > 0 {
+		lay, snap, err := idx.liveLayout(op, res)
+		if err != nil {
+			return err
+		}
+		idx.install(&lay, snap)
+		return nil
+	}
+	stored := idx.stored.Load()
+	all, err := idx.gather(res, stored)
 	if err != nil {
 		return kit.Wrap(op, err)
 	}
-	var h generated.CuvsTieredIndex_t
+	lay := layout{annData: all, annRows: stored, stored: stored, ids: st.ids}
 	if st.ann != 0 && idx.p.CreateANNIndexOnExtend {
 		// cuVS's own extend: it appends the fresh rows to the tiered
 		// index's storage and, the brute-force tier then holding more than
 		// MinANNRows rows with create_ann_index_on_extend set, compacts:
 		// the ANN index is rebuilt over every row and the tier emptied
 		// (cpp/src/neighbors/detail/tiered_index.cuh, extend and compact,
-		// both releases), so the C index again holds ANN rows only.
-		fv, err := st.fresh.RowsView(0, int(rows-idx.annRows.Load()))
+		// both releases), so the C index again holds ANN rows only, in
+		// the order of their positions.
+		fv, err := st.fresh.RowsView(0, int(stored-idx.annRows.Load()))
 		if err == nil {
 			err = kit.CallWith(op, res, []*dlpack.View{&fv}, func(r generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 				return generated.CuvsTieredIndexExtend(r, t[0], st.ann)
@@ -478,43 +604,17 @@ func (idx *Index) compact(op string, res *safe.Resources) error {
 			_ = all.Close()
 			return err
 		}
-		h = st.ann // extended in place
-	} else if h, err = newTiered(op, res, &idx.p, all); err != nil {
+		lay.ann, st.ann = st.ann, 0 // extended in place: moved to the new layout
+	} else if lay.ann, err = newTiered(op, res, &idx.p, all); err != nil {
 		_ = all.Close()
 		return err
 	}
-	old, oldData := st.ann, st.annData
-	if old == h {
-		old = 0
-	}
-	st.ann, st.annData = h, all
-	st.mu.Lock()
-	if st.annExact != nil {
-		_ = st.annExact.Close()
-		st.annExact = nil
-	}
-	st.dropFilters()
-	st.mu.Unlock()
-	if st.freshBF != nil {
-		_ = st.freshBF.Close()
-		st.freshBF = nil
-	}
-	if st.fresh != nil {
-		_ = st.fresh.Close()
-		st.fresh = nil
-	}
-	idx.annRows.Store(rows)
-	if old != 0 {
-		_ = generated.CuvsTieredIndexDestroy(old)
-	}
-	if oldData != nil {
-		_ = oldData.Close()
-	}
+	idx.install(&lay, nil)
 	return nil
 }
 
-// gather copies the index's rows, in id order, into a new device matrix of
-// rows rows (the index held).
+// gather copies the index's stored rows, by position, into a new device
+// matrix of rows rows (the index held).
 func (idx *Index) gather(res *safe.Resources, rows int64) (*safe.DeviceMatrix[float32], error) {
 	all, err := safe.NewDeviceMatrix[float32](res, int(rows), int(idx.dim))
 	if err != nil {
@@ -527,10 +627,10 @@ func (idx *Index) gather(res *safe.Resources, rows int64) (*safe.DeviceMatrix[fl
 	return all, nil
 }
 
-// copyInto copies the index's rows into dst from row at on.
+// copyInto copies the index's stored rows into dst from row at on.
 func (idx *Index) copyInto(res *safe.Resources, dst *safe.DeviceMatrix[float32], at int64) error {
 	st := idx.st
-	rows, ann := idx.rows.Load(), idx.annRows.Load()
+	rows, ann := idx.stored.Load(), idx.annRows.Load()
 	if ann > 0 {
 		v, err := st.annData.RowsView(0, int(ann))
 		if err == nil {
@@ -552,17 +652,20 @@ func (idx *Index) copyInto(res *safe.Resources, dst *safe.DeviceMatrix[float32],
 	return nil
 }
 
-// Merge makes a new index of the rows of indexes (at least two, one
+// Merge makes a new index of the live rows of indexes (at least two, one
 // backend, one dimension), in their order: index 0's rows first, then
-// index 1's, ... (ids shifted accordingly), built as Build builds: an ANN
-// index over every row when there are more than params.MinANNRows of them,
-// otherwise all rows in the fresh tier. params (nil: DefaultIndexParams
-// with the indexes' backend and metric) configures that build; its
-// Backend must be theirs. The inputs are left as they were.
+// index 1's, ..., built as Build builds: an ANN index over every row when
+// there are more than params.MinANNRows of them, otherwise all rows in
+// the fresh tier. Ids: index i's id x is Rows(0) + ... + Rows(i-1) + x in
+// the merged index (index 0's ids unchanged), whose Rows() is the sum of
+// theirs; a deleted row is not copied and its id stays deleted. params
+// (nil: DefaultIndexParams with the indexes' backend and metric)
+// configures that build; its Backend must be theirs. The inputs are left
+// as they were.
 //
 // C calls: cuvsRMMAlloc/cuvsMatrixCopy (the rows), then those of Build;
-// when every input's rows are all under its ANN index and the rows past
-// index 0's exceed MinANNRows, cuvsTieredIndexCreate and
+// when every input's rows are all under its ANN index, none deleted, and
+// the rows past index 0's exceed MinANNRows, cuvsTieredIndexCreate and
 // cuvsTieredIndexMerge instead of the build (cuVS merges and rebuilds).
 func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index, error) {
 	const op = "tiered.Merge"
@@ -617,29 +720,62 @@ func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index,
 			x.life.Leave()
 		}
 	}()
-	var rows int64
-	for _, x := range indexes {
-		rows += x.rows.Load()
+	// each input's live rows: one deletion state read per input
+	var rows, stored int64
+	type input struct {
+		spans []span
+		live  int64
+		dead  bool
 	}
-	if err := p.checkANNRows(op, "indexes", rows); err != nil {
+	ins := make([]input, len(indexes))
+	for i, x := range indexes {
+		d := x.st.dead.Load()
+		ins[i].spans, ins[i].live = liveSpans(d, x.stored.Load())
+		ins[i].dead = d.count() > 0
+		rows += x.rows.Load()
+		stored += ins[i].live
+	}
+	if err := p.checkANNRows(op, "indexes", stored); err != nil {
 		return nil, err
 	}
-	all, err := safe.NewDeviceMatrix[float32](res, int(rows), int(indexes[0].dim))
-	if err != nil {
-		return nil, kit.Wrap(op, err)
+	dim := indexes[0].dim
+	var all *safe.DeviceMatrix[float32]
+	if stored > 0 {
+		var err error
+		if all, err = safe.NewDeviceMatrix[float32](res, int(stored), int(dim)); err != nil {
+			return nil, kit.Wrap(op, err)
+		}
 	}
-	var at int64
-	for _, x := range indexes {
-		if err := x.copyInto(res, all, at); err != nil {
+	var ids []int64
+	if stored != rows {
+		ids = make([]int64, 0, stored)
+	}
+	var at, off int64
+	for i, x := range indexes {
+		var err error
+		if ins[i].dead {
+			err = x.copySpans(res, ins[i].spans, ins[i].live, all, at)
+		} else if ins[i].live > 0 {
+			err = x.copyInto(res, all, at)
+		}
+		if err != nil {
 			_ = all.Close()
 			return nil, kit.Wrap(op, err)
 		}
-		at += x.rows.Load()
+		if ids != nil {
+			for _, s := range ins[i].spans {
+				for q := s.from; q < s.from+s.n; q++ {
+					ids = append(ids, off+idAt(x.st.ids, q))
+				}
+			}
+		}
+		at += ins[i].live
+		off += x.rows.Load()
 	}
-	if mergeInC(indexes, &p, rows) {
+	if ids == nil && mergeInC(indexes, &p, rows) {
 		return mergeC(op, res, &p, indexes, all, rows)
 	}
-	return build(op, res, &p, all, rows)
+	return build(op, res, &p, all, dim, stored, rows, ids)
 }
 
 // mergeInC reports whether cuVS's own merge gives what Merge promises: an
@@ -651,7 +787,7 @@ func Merge(res *safe.Resources, params *IndexParams, indexes ...*Index) (*Index,
 // count (cpp/src/neighbors/detail/tiered_index.cuh, merge, both releases).
 func mergeInC(indexes []*Index, p *IndexParams, rows int64) bool {
 	for _, x := range indexes {
-		if x.st.ann == 0 || x.annRows.Load() != x.rows.Load() {
+		if x.st.ann == 0 || x.st.ids != nil || x.st.dead.Load().count() > 0 || x.annRows.Load() != x.rows.Load() {
 			return false
 		}
 	}
@@ -707,6 +843,8 @@ func mergeC(op string, res *safe.Resources, p *IndexParams, indexes []*Index, al
 		return nil, kit.Wrap(op, err)
 	}
 	idx.annRows.Store(rows)
+	idx.stored.Store(rows)
+	idx.live.Store(rows)
 	idx.rows.Store(rows)
 	idx.dev, _ = kit.DeviceOf(res, op)
 	return idx, nil

@@ -10,15 +10,20 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // The stream format (cuVS's tiered index has no serialization): the magic,
-// a little-endian header (fileHeader), then every row, float32
-// little-endian, in id order (the ANN rows, then the fresh ones).
-const magic = "cuvs-go/tiered\x00\x01"
+// a little-endian header (fileHeader; from version 2 then the ids given,
+// an int64), every row, float32 little-endian, the ANN rows then the fresh
+// ones, each tier in id order; from version 2, when fewer rows than ids
+// given are written (rows deleted), the id of each row, int64, ascending.
+// Version 1 (written before deletions) holds ids 0..Rows-1; it is read.
+const (
+	magic   = "cuvs-go/tiered\x00\x02"
+	magicV1 = "cuvs-go/tiered\x00\x01"
+)
 
 type fileHeader struct {
 	Backend, Metric                      int32
@@ -32,11 +37,14 @@ type fileHeader struct {
 	Dim, Rows, ANNRows                   int64
 }
 
-// SerializeTo writes the index to w: its parameters, its tier split and
-// every row (Rows() × Dim() float32, copied from the device), and returns
-// the bytes written. The ANN index itself is not written (the C API has no
-// serializer for a tiered index): DeserializeFrom rebuilds it over the
-// same rows. A shared use: it runs beside searches, not beside Extend.
+// SerializeTo writes the index to w: its parameters, its tier split, its
+// live rows (Live() × Dim() float32, copied from the device) and, when
+// rows were deleted, their ids; it returns the bytes written. Deleted rows
+// are not written (their ids stay deleted in the index read back). The ANN
+// index itself is not written (the C API has no serializer for a tiered
+// index): DeserializeFrom rebuilds it over the same rows. A shared use: it
+// runs beside searches and Deletes, not beside Extend; it writes one
+// deletion state.
 //
 // C calls: cuvsMatrixCopy, cuvsStreamSync.
 func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
@@ -57,14 +65,39 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 	if err := kit.CheckIndexDevice(res, op, idx.dev); err != nil {
 		return 0, err
 	}
-	rows, ann := idx.rows.Load(), idx.annRows.Load()
+	rows, stored, ann := idx.rows.Load(), idx.stored.Load(), idx.annRows.Load()
+	dead := idx.st.dead.Load()
+	host, err := idx.hostRows(res, stored)
+	if err != nil {
+		return 0, kit.Wrap(op, err)
+	}
+	// the live rows and their ids, packed
+	spans, live := liveSpans(dead, stored)
+	var ids []int64
+	if live != rows {
+		ids = make([]int64, 0, live)
+	}
+	packed := host[:0]
+	var liveANN int64
+	for _, s := range spans {
+		packed = append(packed, host[s.from*idx.dim:(s.from+s.n)*idx.dim]...)
+		liveANN += max(0, min(s.from+s.n, ann)-s.from)
+		if ids != nil {
+			for p := s.from; p < s.from+s.n; p++ {
+				ids = append(ids, idAt(idx.st.ids, p))
+			}
+		}
+	}
 	p := idx.p
+	if liveANN <= p.MinANNRows || p.annLists() > liveANN {
+		liveANN = 0 // too few left for an ANN index: every row fresh
+	}
 	h := fileHeader{
 		Backend: int32(p.Backend), Metric: int32(p.Metric), MinANNRows: p.MinANNRows,
 		GraphDegree: p.CAGRA.GraphDegree, IntermediateGraphDegree: p.CAGRA.IntermediateGraphDegree,
 		FlatLists: p.IVFFlat.NLists, FlatIters: p.IVFFlat.KMeansNIters,
 		PQLists: p.IVFPQ.NLists, PQIters: p.IVFPQ.KMeansNIters, PQBits: p.IVFPQ.PQBits, PQDim: p.IVFPQ.PQDim,
-		Dim: idx.dim, Rows: rows, ANNRows: ann,
+		Dim: idx.dim, Rows: live, ANNRows: liveANN,
 	}
 	if p.CreateANNIndexOnExtend {
 		h.CreateANNIndexOnExtend = 1
@@ -72,43 +105,20 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 	if p.IVFFlat.AdaptiveCenters {
 		h.AdaptiveCenters = 1
 	}
-	host := make([]float32, rows*idx.dim)
-	st := idx.st
-	if ann > 0 {
-		if err := st.annData.CopyToHost(res, host[:ann*idx.dim]); err != nil {
-			return 0, kit.Wrap(op, err)
-		}
-	}
-	if fr := rows - ann; fr > 0 {
-		part := host[ann*idx.dim:]
-		if int64(st.fresh.Rows()) == fr {
-			if err := st.fresh.CopyToHost(res, part); err != nil {
-				return 0, kit.Wrap(op, err)
-			}
-		} else {
-			v, err := st.fresh.RowsView(0, int(fr))
-			if err == nil {
-				var hm *dlpack.HostMatrix[float32]
-				if hm, err = dlpack.NewHostMatrix(part, int(fr), int(idx.dim)); err == nil {
-					hv, _ := hm.ViewMut()
-					err = safe.Copy(res, &v, &hv)
-				}
-			}
-			if err != nil {
-				return 0, kit.Wrap(op, err)
-			}
-		}
-	}
 	cw := &countingWriter{w: w}
 	bw := bufio.NewWriter(cw)
 	if _, err := bw.WriteString(magic); err != nil {
 		return cw.n, fmt.Errorf("%s: %w", op, err)
 	}
-	if err := binary.Write(bw, binary.LittleEndian, &h); err != nil {
-		return cw.n, fmt.Errorf("%s: %w", op, err)
+	for _, v := range []any{&h, rows, packed} {
+		if err := binary.Write(bw, binary.LittleEndian, v); err != nil {
+			return cw.n, fmt.Errorf("%s: %w", op, err)
+		}
 	}
-	if err := binary.Write(bw, binary.LittleEndian, host); err != nil {
-		return cw.n, fmt.Errorf("%s: %w", op, err)
+	if ids != nil {
+		if err := binary.Write(bw, binary.LittleEndian, ids); err != nil {
+			return cw.n, fmt.Errorf("%s: %w", op, err)
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return cw.n, fmt.Errorf("%s: %w", op, err)
@@ -164,9 +174,13 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 }
 
 // DeserializeFrom reads an index written by SerializeTo from r: the same
-// rows, ids, tier split and parameters; the ANN index is rebuilt over the
-// ANN rows (cuvsTieredIndexBuild), so its searches match the original's
-// approximately (exactly for the fresh tier). A stream that is not one
+// live rows, ids (the deleted ones staying deleted), tier split and
+// parameters (the deleted rows' storage freed: the ANN tier's live rows
+// stay under the ANN index when more than MinANNRows, else every row is
+// fresh); the ANN index is rebuilt over the ANN rows
+// (cuvsTieredIndexBuild), so its searches match the original's
+// approximately (exactly for the fresh tier). A stream of the package's
+// version 1 (written before Delete existed) is read too. A stream that is not one
 // (bad magic, header, length, a non-finite value) is safe.ErrCorruptIndex;
 // safe.MaxBytes bounds its length, checked from the header before the
 // rows are read.
@@ -190,12 +204,19 @@ func deserialize(op string, res *safe.Resources, r io.Reader, opts []safe.Deseri
 	}
 	br := bufio.NewReader(r)
 	m := make([]byte, len(magic))
-	if _, err := io.ReadFull(br, m); err != nil || string(m) != magic {
+	if _, err := io.ReadFull(br, m); err != nil || (string(m) != magic && string(m) != magicV1) {
 		return nil, kit.Corrupt(op, errors.New("not a tiered index stream (magic)"))
 	}
+	v1 := string(m) == magicV1
 	var h fileHeader
 	if err := binary.Read(br, binary.LittleEndian, &h); err != nil {
 		return nil, kit.Corrupt(op, fmt.Errorf("header: %w", err))
+	}
+	ids := h.Rows // ids given
+	if !v1 {
+		if err := binary.Read(br, binary.LittleEndian, &ids); err != nil {
+			return nil, kit.Corrupt(op, fmt.Errorf("header: %w", err))
+		}
 	}
 	p := IndexParams{
 		Backend: Backend(h.Backend), Metric: safe.Metric(h.Metric), MinANNRows: h.MinANNRows,
@@ -207,11 +228,17 @@ func deserialize(op string, res *safe.Resources, r io.Reader, opts []safe.Deseri
 	if err := p.validate(op); err != nil {
 		return nil, kit.Corrupt(op, err)
 	}
-	if h.Dim < 1 || h.Rows < 1 || h.ANNRows < 0 || h.ANNRows > h.Rows || (h.ANNRows > 0 && h.ANNRows <= p.MinANNRows) ||
-		h.Rows > math.MaxInt64/4/h.Dim {
-		return nil, kit.Corrupt(op, fmt.Errorf("shape %d × %d with %d ANN rows", h.Rows, h.Dim, h.ANNRows))
+	if h.Dim < 1 || h.Rows < 0 || (v1 && h.Rows < 1) || ids < max(1, h.Rows) || h.ANNRows < 0 || h.ANNRows > h.Rows ||
+		(h.ANNRows > 0 && h.ANNRows <= p.MinANNRows) || h.Rows > math.MaxInt64/8/h.Dim {
+		return nil, kit.Corrupt(op, fmt.Errorf("shape %d × %d with %d ANN rows, %d ids", h.Rows, h.Dim, h.ANNRows, ids))
 	}
 	size := int64(len(magic)) + int64(unsafe.Sizeof(h)) + h.Rows*h.Dim*4
+	if !v1 {
+		size += 8
+		if ids != h.Rows {
+			size += h.Rows * 8
+		}
+	}
 	if lim.MaxBytes > 0 && size > lim.MaxBytes {
 		return nil, kit.Argf(op, "r", "a tiered index of %d bytes, over the limit of %d (safe.MaxBytes)", size, lim.MaxBytes)
 	}
@@ -219,48 +246,66 @@ func deserialize(op string, res *safe.Resources, r io.Reader, opts []safe.Deseri
 	if err := binary.Read(br, binary.LittleEndian, host); err != nil {
 		return nil, kit.Corrupt(op, fmt.Errorf("rows: %w", err))
 	}
+	var idList []int64
+	if ids != h.Rows {
+		idList = make([]int64, h.Rows)
+		if err := binary.Read(br, binary.LittleEndian, idList); err != nil {
+			return nil, kit.Corrupt(op, fmt.Errorf("ids: %w", err))
+		}
+		if !ascending(idList, ids) {
+			return nil, kit.Corrupt(op, fmt.Errorf("ids: not ascending in [0, %d)", ids))
+		}
+	}
 	if n, _ := br.Read(make([]byte, 1)); n != 0 {
 		return nil, kit.Corrupt(op, errors.New("bytes after the index"))
 	}
 	if err := kit.CheckFiniteSlice(op, "rows", host, int(h.Dim)); err != nil {
 		return nil, kit.Corrupt(op, err)
 	}
-	return assemble(op, res, &p, host, h.Dim, h.Rows, h.ANNRows)
+	return assemble(op, res, &p, host, h.Dim, h.Rows, h.ANNRows, ids, idList)
 }
 
-// assemble makes an index of rows (host, rows × dim) whose first ann are
-// under the ANN index (0: none).
-func assemble(op string, res *safe.Resources, p *IndexParams, rows []float32, dim, n, ann int64) (*Index, error) {
+// assemble makes an index of rows (host, n × dim) whose first ann are
+// under the ANN index (0: none), rows ids given, ids those of the rows
+// (nil: 0..n-1).
+func assemble(op string, res *safe.Resources, p *IndexParams, host []float32, dim, n, ann, rows int64, ids []int64) (*Index, error) {
+	upload := func(from, to int64) (*safe.DeviceMatrix[float32], error) {
+		if to == from {
+			return nil, nil
+		}
+		m, err := safe.DeviceMatrixFrom(res, host[from*dim:to*dim], int(to-from), int(dim))
+		return m, kit.Wrap(op, err)
+	}
 	if ann == n || ann == 0 {
-		data, err := safe.DeviceMatrixFrom(res, rows, int(n), int(dim))
+		data, err := upload(0, n)
 		if err != nil {
-			return nil, kit.Wrap(op, err)
+			return nil, err
 		}
 		q := *p
 		if ann == 0 {
 			q.MinANNRows = max(q.MinANNRows, n) // all fresh
 		}
-		idx, err := build(op, res, &q, data, n)
+		idx, err := build(op, res, &q, data, dim, n, rows, ids)
 		if idx != nil {
 			idx.p = *p
 		}
 		return idx, err
 	}
-	annData, err := safe.DeviceMatrixFrom(res, rows[:ann*dim], int(ann), int(dim))
+	annData, err := upload(0, ann)
 	if err != nil {
+		return nil, err
+	}
+	lay, err := makeLayout(op, res, p, annData, ann)
+	if err != nil {
+		return nil, err
+	}
+	if lay.fresh, err = upload(ann, n); err == nil {
+		lay.freshBF, err = freshIndex(res, p.Metric, lay.fresh, n-ann)
+	}
+	if err != nil {
+		lay.free()
 		return nil, kit.Wrap(op, err)
 	}
-	idx, err := build(op, res, p, annData, ann)
-	if err != nil {
-		return nil, err
-	}
-	hm, err := dlpack.NewHostMatrix(rows[ann*dim:], int(n-ann), int(dim))
-	if err == nil {
-		err = idx.Extend(res, hm)
-	}
-	if err != nil {
-		_ = idx.Close()
-		return nil, err
-	}
-	return idx, nil
+	lay.stored, lay.ids = n, ids
+	return newWith(op, res, p, dim, rows, &lay)
 }
