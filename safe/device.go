@@ -98,13 +98,14 @@ func cudaError(op string, err error) error {
 type ResourcesOption func(*resourcesConfig)
 
 type resourcesConfig struct {
-	bound     bool // OnDevice was given
-	device    int
-	pool      bool  // WithWorkspacePool was given
-	workspace int64 // its bytes
-	trackCSV  string
-	trackMS   int64
-	tracking  bool
+	bound      bool // OnDevice was given
+	device     int
+	pool       bool  // WithWorkspacePool was given
+	workspace  int64 // its bytes
+	trackCSV   string
+	trackMS    int64
+	tracking   bool
+	noMemCheck bool // WithoutMemoryCheck was given
 }
 
 // OnDevice makes NewResources create the handle on CUDA device n and bind it
@@ -169,7 +170,7 @@ func newBoundResources(op string, n int, c *resourcesConfig) (*Resources, error)
 		return nil, err
 	}
 	liveResources.Inc()
-	r := &Resources{h: h, stream: s, event: ev, dev: d, pmem: pmem}
+	r := &Resources{h: h, stream: s, event: ev, dev: d, pmem: pmem, noMemCheck: c.noMemCheck}
 	r.devID.Store(d)
 	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, d, r.pmem})
 	return r, nil
@@ -221,7 +222,9 @@ func poolOn(op string, d int32) error {
 		devicePools.done[d] = true
 		return nil
 	}
+	recordPool(d, devicePools.initial, devicePools.max, devicePools.managed)
 	if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(devicePools.initial), int32(devicePools.max), devicePools.managed); err != nil {
+		recordNoPool(d)
 		return wrap(op+": enabling the memory pool on device "+fmt.Sprint(d), err)
 	}
 	devicePools.done[d] = true

@@ -54,9 +54,11 @@ type deviceAlloc struct {
 	res   *Resources
 	addr  uintptr
 	bytes uint64
+	dev   int32
 }
 
 func freeDevice(a deviceAlloc) {
+	unchargeMatrix(a.dev, a.bytes)
 	_ = rmmFree("safe: freeing leaked device memory", a.res, cPtr(a.addr), a.bytes)
 }
 
@@ -117,19 +119,24 @@ func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) 
 	}
 	m := &DeviceMatrix[T]{res: res, rows: int64(rows), cols: int64(cols), dev: dlpack.Device{Type: dlpack.CUDA, ID: int32(id)}}
 	if bytes > 0 {
+		if err := chargeMatrix(op, int32(id), bytes); err != nil {
+			return nil, err
+		}
 		h, err := res.lock(op)
 		if err != nil {
+			unchargeMatrix(int32(id), bytes)
 			return nil, err
 		}
 		var p unsafe.Pointer
 		err = generated.CuvsRMMAlloc(h, &p, bytes)
 		res.unlock()
 		if err != nil {
+			unchargeMatrix(int32(id), bytes)
 			return nil, wrap(op, err)
 		}
 		liveDevice.Inc()
 		m.addr = uintptr(p)
-		m.clean = runtime.AddCleanup(m, freeDevice, deviceAlloc{res, m.addr, bytes})
+		m.clean = runtime.AddCleanup(m, freeDevice, deviceAlloc{res, m.addr, bytes, int32(id)})
 	}
 	m.owner.SetLabel(fmt.Sprintf("DeviceMatrix[%s] %d×%d", dlpack.DataTypeOf[T](), rows, cols))
 	if m.view, m.viewMut, err = m.wholeViews(2); err != nil {
@@ -390,6 +397,7 @@ func (m *DeviceMatrix[T]) Close() error {
 	}
 	m.clean.Stop()
 	bytes := uint64(m.rows) * uint64(m.cols) * uint64(dlpack.DataTypeOf[T]().ElemSize())
+	unchargeMatrix(m.dev.ID, bytes)
 	return rmmFree("safe.DeviceMatrix.Close", m.res, cPtr(m.addr), bytes)
 }
 

@@ -23,6 +23,7 @@ type loadConfig struct {
 	poolManaged  bool
 	async        bool // WithAsyncMemoryResource
 	versionCheck bool
+	limit        int64 // WithMemoryLimit's bytes, 0 for none
 }
 
 // DefaultPoolInitialPercent and DefaultPoolMaxPercent are the device memory
@@ -191,12 +192,23 @@ func Load(opts ...Option) error {
 			generated.Unload()
 			return wrap("safe.Load: enabling the asynchronous memory resource", err)
 		}
+		recordNoPool(currentDevice())
 		rememberAsync()
 	}
+	if err := c.limitPercent("safe.Load"); err != nil {
+		generated.Unload()
+		return err
+	}
 	if c.pool {
+		d := currentDevice()
+		recordPool(d, c.poolInitial, c.poolMax, c.poolManaged)
 		if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(c.poolInitial), int32(c.poolMax), c.poolManaged); err != nil {
+			recordNoPool(d)
 			generated.Unload()
 			return wrap("safe.Load: enabling the memory pool", err)
+		}
+		if c.limit > 0 {
+			memDevices.limit.Store(c.limit)
 		}
 		rememberPool(c.poolInitial, c.poolMax, c.poolManaged) // for the other devices (device.go)
 	}
@@ -342,12 +354,22 @@ func EnableMemoryPool(initialPercent, maxPercent int, managed bool) error {
 	if maxPercent < initialPercent || maxPercent > 100 {
 		return argf(op, "maxPercent", "%d is not in %d..100", maxPercent, initialPercent)
 	}
-	return wrap(op, generated.CuvsRMMPoolMemoryResourceEnable(int32(initialPercent), int32(maxPercent), managed))
+	d := currentDevice()
+	recordPool(d, initialPercent, maxPercent, managed)
+	if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(initialPercent), int32(maxPercent), managed); err != nil {
+		recordNoPool(d)
+		return wrap(op, err)
+	}
+	return nil
 }
 
 // ResetMemoryResource returns the process to cuVS's default device memory
 // resource, releasing a pool. No device memory allocated from the pool may
 // be in use.
 func ResetMemoryResource() error {
-	return wrap("safe.ResetMemoryResource", generated.CuvsRMMMemoryResourceReset())
+	err := generated.CuvsRMMMemoryResourceReset()
+	if err == nil {
+		recordNoPool(currentDevice())
+	}
+	return wrap("safe.ResetMemoryResource", err)
 }

@@ -60,6 +60,8 @@ type Resources struct {
 	prev   int32        // between Lock and Unlock of a bound handle: the device to restore
 	devID  atomic.Int32 // the device id once known (CheckDevice), else -1
 	pmem   uintptr      // C memory for one call's params struct (params), freed with h
+
+	noMemCheck bool // WithoutMemoryCheck: builds skip the check of their estimate (memory.go)
 }
 
 // WithWorkspacePool makes the Resources' temporary workspace an uncapped
@@ -231,7 +233,7 @@ func NewResources(opts ...ResourcesOption) (*Resources, error) {
 		return nil, err
 	}
 	liveResources.Inc()
-	r := &Resources{h: h, stream: s, event: ev, dev: unbound, pmem: pmem}
+	r := &Resources{h: h, stream: s, event: ev, dev: unbound, pmem: pmem, noMemCheck: c.noMemCheck}
 	r.devID.Store(-1)
 	r.clean = runtime.AddCleanup(r, destroyResources, resHandle{h, s, ev, unbound, r.pmem})
 	return r, nil

@@ -99,6 +99,15 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err := p.validate(op, dv.Dim(0), dv.Dim(1)); err != nil {
 		return nil, err
 	}
+	est, err := EstimateMemory(safe.MemoryShape{Rows: int(dv.Dim(0)), Dim: int(dv.Dim(1)), DType: dv.DType(), HostDataset: kit.IsHost(&dv)}, &p, nil)
+	if err != nil {
+		return nil, err
+	}
+	done, err := kit.ReserveBuild(op, res, est)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if kit.IsHost(&dv) {
 		uv, free, err := kit.Upload(op, "dataset", res, &dv)
 		if err != nil {
@@ -115,8 +124,11 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	err = kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsIvfFlatBuild(h, kit.Params[generated.CuvsIvfFlatIndexParams_t](res, &cp), t[0], idx.c.H)
 	})
-	if idx, err = kind.Made(op, res, idx, err); err == nil && p.AddDataOnBuild {
-		idx.c.Rows.Store(dv.Dim(0))
+	if idx, err = kind.Made(op, res, idx, err); err == nil {
+		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
+		if p.AddDataOnBuild {
+			idx.c.Rows.Store(dv.Dim(0))
+		}
 	}
 	return idx, err
 }

@@ -517,6 +517,30 @@ enum {
 
 DBL_HIDDEN void dbl_count(int kind, int released, int64_t n);
 
+/* ---- device memory model (dbl_devmem.c) ---- */
+
+/* Bytes taken from a device's memory resource (rounded up to 256), and
+ * where they came from. */
+typedef struct {
+  uint64_t bytes;
+  uint64_t gen; /* the pool's generation, for pooled blocks */
+  int pooled;
+  int device;
+} dbl_dev_block;
+
+/* Takes bytes from the current device's memory resource as RMM would: the
+ * pool when one is on (refused past its maximum), else the device (refused
+ * past its size), with rmm::out_of_memory's text. *out is zeroed on
+ * failure and for 0 bytes. */
+DBL_HIDDEN cuvsError_t dbl_dev_take(size_t bytes, dbl_dev_block* out);
+/* Gives a block back (zeroing it); a zero block does nothing. */
+DBL_HIDDEN void dbl_dev_give(dbl_dev_block* b);
+/* cuvsRMMPoolMemoryResourceEnable / Reset / AsyncMemoryResourceEnable on
+ * the current device, and cuvsdouble_reset. */
+DBL_HIDDEN cuvsError_t dbl_dev_pool_enable(int initial_percent, int max_percent);
+DBL_HIDDEN void dbl_dev_pool_reset(void);
+DBL_HIDDEN void dbl_dev_reset(void);
+
 typedef struct {
   void* p;
   int kind;
@@ -525,6 +549,7 @@ typedef struct {
   uint64_t mr_gen;  /* memory-resource generation at allocation (RMM only) */
   int64_t borrows;  /* live indexes referencing this allocation */
   int device;       /* the calling thread's current device at allocation (RMM only) */
+  dbl_dev_block blk; /* what cuvsRMMAlloc took from the device's memory resource */
 } dbl_entry;
 
 /* Adds p (counted as acquired). Returns its id. */

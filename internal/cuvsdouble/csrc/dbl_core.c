@@ -787,13 +787,17 @@ DBL_API cuvsError_t cuvsRMMAlloc(cuvsResources_t res, void** ptr, size_t bytes)
     dbl_count(K_RMM, 0, 1);
     return dbl_ok();
   }
-  if (bytes > ((size_t)1 << 40)) {
-    return dbl_plain_fail("std::bad_alloc: out_of_memory: CUDA error (failed to allocate %zu bytes)",
-                          bytes);
-  }
+  dbl_dev_block blk;
+  TRY(dbl_dev_take(bytes, &blk)); /* the device's size, or the pool's maximum */
   void* p = aligned_alloc_fill(bytes);
-  if (!p) return dbl_plain_fail("std::bad_alloc: out_of_memory: failed to allocate %zu bytes", bytes);
+  if (!p) {
+    dbl_dev_give(&blk);
+    return dbl_plain_fail("std::bad_alloc: out_of_memory: failed to allocate %zu bytes", bytes);
+  }
   dbl_reg_add(p, K_RMM, bytes);
+  pthread_mutex_lock(&g_mu);
+  g_tab[reg_slot(p)].blk = blk;
+  pthread_mutex_unlock(&g_mu);
   *ptr = p;
   return dbl_ok();
 }
@@ -835,6 +839,7 @@ DBL_API cuvsError_t cuvsRMMFree(cuvsResources_t res, void* ptr, size_t bytes)
     dbl_violation("cuvsRMMFree(%p) while %lld index(es) still reference that memory", ptr,
                   (long long)e.borrows);
   }
+  dbl_dev_give(&e.blk);
   free(ptr);
   return dbl_ok();
 }
@@ -852,6 +857,7 @@ DBL_API cuvsError_t cuvsRMMPoolMemoryResourceEnable(int initial_pool_size_percen
     return dbl_plain_fail("RMM failure at: Initial pool size exceeds the maximum pool size!");
   }
   atomic_fetch_add(&g_mr_gen[tls_device], 1);
+  TRY(dbl_dev_pool_enable(initial_pool_size_percent, max_pool_size_percent));
   atomic_store(&g_pool_on[tls_device], 1);
   atomic_store(&g_pool_initial, initial_pool_size_percent);
   atomic_store(&g_pool_max, max_pool_size_percent);
@@ -864,6 +870,7 @@ DBL_API cuvsError_t cuvsRMMMemoryResourceReset(void)
 {
   DBL_ENTER(cuvsRMMMemoryResourceReset);
   atomic_fetch_add(&g_mr_gen[tls_device], 1);
+  dbl_dev_pool_reset();
   atomic_store(&g_pool_on[tls_device], 0);
   atomic_store(&g_pool_enabled, 0);
   atomic_store(&g_pool_initial, 0);
@@ -909,6 +916,7 @@ DBL_API cuvsError_t cuvsRMMAsyncMemoryResourceEnable(void)
 {
   DBL_ENTER(cuvsRMMAsyncMemoryResourceEnable);
   atomic_fetch_add(&g_mr_gen[tls_device], 1);
+  dbl_dev_pool_reset();
   atomic_store(&g_pool_on[tls_device], 0);
   atomic_store(&g_pool_enabled, 0);
   atomic_store(&g_pool_initial, 0);
@@ -1384,6 +1392,7 @@ DBL_API void cuvsdouble_reset(void)
   atomic_store(&g_pool_initial, 0);
   atomic_store(&g_pool_max, 0);
   atomic_store(&g_pool_managed, 0);
+  dbl_dev_reset();
 }
 
 /* a*b, saturating at UINT64_MAX */

@@ -37,6 +37,9 @@ typedef struct {
   float* vecs;
   uint8_t* codes;
   int hollow; /* built in instant mode: shape only */
+  /* IVF-Flat: what cuVS would hold on the device (dbl_ivf_flat.c): the
+   * centers and list bookkeeping, and the lists at their capacity. */
+  dbl_dev_block dev_fixed, dev_lists;
   pthread_rwlock_t lock;
 } ivf_impl;
 

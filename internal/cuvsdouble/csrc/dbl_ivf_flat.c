@@ -193,6 +193,57 @@ DBL_API cuvsError_t cuvsIvfFlatIndexGetCenters(cuvsIvfFlatIndex_t index, DLManag
   return dbl_ok();
 }
 
+/* ---- device memory (the model of dbl_devmem.c) ----
+ *
+ * What cuVS's IVF-Flat allocates, from cpp/src/neighbors/ivf_flat_index.cpp
+ * (centers n_lists x dim float32; center norms for the L2 and cosine
+ * metrics; list sizes; data and index pointers), ivf_list.cuh (a list of n
+ * rows has capacity n rounded up to align_max 1024 (32 with
+ * conservative_memory_allocation), or below it a power of two of at least
+ * 32: dim elements and an int64 id per row) and ivf_flat_build.cuh (the
+ * training set of the element type while k-means runs; a uint32 label per
+ * row and the old list sizes while the lists are filled). Every allocation
+ * is rounded up to 256 bytes. */
+
+static uint64_t r256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+static uint64_t fl_list_cap(int64_t n, int cma)
+{
+  int64_t amax = cma ? 32 : 1024;
+  if (n >= amax) return (uint64_t)((n + amax - 1) / amax * amax);
+  int64_t c = 1;
+  while (c < (n > 32 ? n : 32)) c <<= 1;
+  return (uint64_t)(c < amax ? c : amax);
+}
+
+static uint64_t fl_fixed_bytes(const ivf_impl* impl)
+{
+  uint64_t nl = impl->n_lists, dim = (uint64_t)impl->dim;
+  uint64_t b = r256(nl * dim * 4) + r256(nl * 4) + 2 * r256(nl * 8);
+  int m = impl->metric;
+  if (m == L2Expanded || m == L2SqrtExpanded || m == L2Unexpanded || m == L2SqrtUnexpanded ||
+      m == CosineExpanded) {
+    b += r256(nl * 4);
+  }
+  return b;
+}
+
+/* The lists at the capacities of their current sizes; 0 before any row. */
+static uint64_t fl_lists_bytes(const ivf_impl* impl, int64_t esz)
+{
+  if (impl->size == 0) return 0;
+  int64_t* count = calloc(impl->n_lists, sizeof(int64_t));
+  if (!count) return 0;
+  for (int64_t i = 0; i < impl->size; i++) count[impl->labels[i]]++;
+  uint64_t b = 0;
+  for (uint32_t l = 0; l < impl->n_lists; l++) {
+    uint64_t cap = count[l] ? fl_list_cap(count[l], impl->cma) : 0;
+    b += r256(cap * (uint64_t)impl->dim * (uint64_t)esz) + r256(cap * 8);
+  }
+  free(count);
+  return b;
+}
+
 /* ---- build ---- */
 
 static cuvsError_t fl_build(cuvsIvfFlatIndexParams_t params, DLManagedTensor* dataset,
@@ -237,10 +288,30 @@ static cuvsError_t fl_build(cuvsIvfFlatIndexParams_t params, DLManagedTensor* da
   if (want < (double)params->n_lists) want = params->n_lists;
   int64_t ratio = want > 0 ? (int64_t)((double)n / want) : 1;
   if (ratio < 1) ratio = 1;
-  if (ivf_train(impl, &data, n / ratio, params->kmeans_n_iters) != 0 ||
-      (params->add_data_on_build && ivf_add(impl, &data, NULL) != 0)) {
+  int64_t esz = t->dtype.bits / 8;
+  int64_t n_train = n / ratio;
+  dbl_dev_block train = {0}, labels = {0};
+  cuvsError_t st = dbl_dev_take(fl_fixed_bytes(impl), &impl->dev_fixed);
+  if (st == CUVS_SUCCESS) st = dbl_dev_take(r256((uint64_t)(n_train * dim * esz)), &train);
+  if (st != CUVS_SUCCESS) {
+    ivf_free(impl);
+    return st;
+  }
+  int rc = ivf_train(impl, &data, n_train, params->kmeans_n_iters);
+  dbl_dev_give(&train);
+  if (rc == 0 && params->add_data_on_build) rc = ivf_add(impl, &data, NULL);
+  if (rc != 0) {
     ivf_free(impl);
     return dbl_plain_fail("std::bad_alloc");
+  }
+  if (params->add_data_on_build) {
+    st = dbl_dev_take(r256((uint64_t)n * 4) + r256((uint64_t)params->n_lists * 4), &labels);
+    if (st == CUVS_SUCCESS) st = dbl_dev_take(fl_lists_bytes(impl, esz), &impl->dev_lists);
+    dbl_dev_give(&labels);
+    if (st != CUVS_SUCCESS) {
+      ivf_free(impl);
+      return st;
+    }
   }
   fl_install(index, impl);
   return CUVS_SUCCESS;

@@ -88,6 +88,8 @@ ivf_impl* ivf_new(int sq, DLDataType dt, int metric, float metric_arg, int64_t d
 void ivf_free(ivf_impl* impl)
 {
   if (!impl) return;
+  dbl_dev_give(&impl->dev_fixed);
+  dbl_dev_give(&impl->dev_lists);
   free(impl->centers);
   free(impl->vmin);
   free(impl->delta);

@@ -44,6 +44,12 @@ var (
 	// ReleaseFilter (a Batcher's queued requests); it refuses a closed one.
 	HoldFilter    func(f any, op string) error
 	ReleaseFilter func(f any)
+	// NewBatchBitmap makes a bitmap *safe.Filter for at most maxQueries
+	// queries over rows rows, whose words (the *safe.DeviceVector[uint32]
+	// returned with it) a batch rewrites; SetBatchQueries sets its query
+	// count and each query's allowed rows for the batch.
+	NewBatchBitmap  func(res any, maxQueries, rows int64) (f, words any, err error)
+	SetBatchQueries func(f any, perQuery []int64)
 	// Retain keeps a *safe.Resources from being destroyed (its C handle
 	// and its stream) until the returned release is called, Close
 	// notwithstanding: for C objects made with it, whose memory cuVS
@@ -139,3 +145,8 @@ func CPath(path string) ([]byte, string) {
 	}
 	return append([]byte(path), 0), ""
 }
+
+// Reserve checks that a *safe.Resources' device can give need bytes (a
+// *safe.MemoryError otherwise; not when check is false or the Resources
+// was made WithoutMemoryCheck) and counts charge bytes on it until release.
+var Reserve func(res any, op, what string, need, charge int64, check bool) (release func(), err error)

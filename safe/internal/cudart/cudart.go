@@ -7,7 +7,7 @@
 // thread: callers hold the thread (runtime.LockOSThread) between Enter and
 // Leave. cudaStreamCreateWithFlags and cudaStreamDestroy are bound too when
 // the runtime has them (every CUDA runtime does): NewStream and
-// DestroyStream.
+// DestroyStream; cudaMemGetInfo too when the runtime has it (MemInfo).
 package cudart
 
 /*
@@ -26,6 +26,7 @@ typedef int (*cudart_event_create_fn)(void**, unsigned int);
 typedef int (*cudart_event_record_fn)(void*, void*);
 typedef int (*cudart_event_sync_fn)(void*);
 typedef int (*cudart_event_destroy_fn)(void*);
+typedef int (*cudart_mem_info_fn)(size_t*, size_t*);
 
 static cudart_count_fn cudart_count;
 static cudart_set_fn cudart_set;
@@ -38,6 +39,7 @@ static cudart_event_create_fn cudart_event_create;
 static cudart_event_record_fn cudart_event_record;
 static cudart_event_sync_fn cudart_event_sync;
 static cudart_event_destroy_fn cudart_event_destroy;
+static cudart_mem_info_fn cudart_mem_info; // NULL when the runtime lacks it
 void* cudart_handle; // the library opened, for gpucheck.go
 
 // Opens path (RTLD_NOLOAD: only if the process already has it) and binds the
@@ -77,6 +79,7 @@ static const char* cudart_open(const char* path, int noload) {
 		cudart_event_sync = NULL;
 		cudart_event_destroy = NULL;
 	}
+	cudart_mem_info = (cudart_mem_info_fn)dlsym(h, "cudaMemGetInfo");
 	cudart_handle = h;
 	return NULL;
 }
@@ -98,6 +101,15 @@ static int cudart_new_stream(uintptr_t* s) {
 static int cudart_free_stream(uintptr_t s) { return cudart_stream_destroy((void*)s); }
 
 static int cudart_has_events(void) { return cudart_event_create != NULL; }
+
+static int cudart_has_mem_info(void) { return cudart_mem_info != NULL; }
+static int cudart_get_mem_info(uint64_t* free_b, uint64_t* total_b) {
+	size_t f = 0, t = 0;
+	int rc = cudart_mem_info(&f, &t);
+	*free_b = f;
+	*total_b = t;
+	return rc;
+}
 
 // cudaEventBlockingSync | cudaEventDisableTiming: a thread waiting for the
 // event sleeps until the GPU signals it, instead of spinning.
@@ -305,6 +317,20 @@ func DestroyStream(s uintptr) error {
 		return fail("cudaStreamDestroy", rc)
 	}
 	return nil
+}
+
+// HasMemInfo reports whether the open runtime has cudaMemGetInfo (every
+// CUDA runtime does).
+func HasMemInfo() bool { return Opened() && C.cudart_has_mem_info() != 0 }
+
+// MemInfo returns the calling thread's current device's free and total
+// memory in bytes (cudaMemGetInfo). HasMemInfo must be true.
+func MemInfo() (free, total uint64, err error) {
+	var f, t C.uint64_t
+	if rc := C.cudart_get_mem_info(&f, &t); rc != 0 {
+		return 0, 0, fail("cudaMemGetInfo", rc)
+	}
+	return uint64(f), uint64(t), nil
 }
 
 // HasEvents reports whether the open runtime has the event functions
