@@ -29,4 +29,12 @@ func init() {
 	}
 	base.HoldFilter = func(f any, op string) error { return f.(*Filter).hold(op) }
 	base.ReleaseFilter = func(f any) { f.(*Filter).release() }
+	base.NewBatchBitmap = func(res any, maxQueries, rows int64) (any, any, error) {
+		f, err := newBatchBitmap(res.(*Resources), maxQueries, rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, f.batchWords(), nil
+	}
+	base.SetBatchQueries = func(f any, perQuery []int64) { f.(*Filter).setBatchQueries(perQuery) }
 }

@@ -70,6 +70,7 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	light               twoKernels     // s, when it has a light-load kernel (else nil)
 	lightUpTo           int            // the load up to which batches use it
 	lightStreams        int            // the batches in flight then
+	mixedRows           int            // the most query rows of a mixed batch (brute force's bitmap); 0: none
 	dim, maxK, maxBatch int
 	maxWait             time.Duration
 	slots               []*slot[T, N]
@@ -100,6 +101,7 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	batches      int64
 	lightBatches int64
 	filtered     int64 // batches with a request's filter
+	mixedBatches int64 // of them, batches of several filters searched with one bitmap
 	passed       int64 // the most batches taken while a request waited (Stats.MaxPassed)
 	queries      int64
 	sizes        []int64 // sizes[n]: batches of n rows
@@ -152,6 +154,9 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 			}
 		}
 	}
+	if bm, ok := s.(bitmapper); ok && b.fs != nil {
+		b.mixedRows = mixedMax(bm.bitmapRows(), o.MaxBatch)
+	}
 	b.idle.L = &b.mu
 	b.pool.New = func() any { return &request[T, N]{done: make(chan struct{}, 1)} }
 	b.fans.New = func() any { return &fan[T, N]{pool: &b.fans} }
@@ -161,6 +166,9 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	}
 	for range o.Slots {
 		sl, err := newSlot[T, N](o.MaxBatch, b.dim, o.MaxK, device, o.Wait == WaitSleep)
+		if err == nil {
+			sl.mixedRows = b.mixedRows
+		}
 		if err != nil {
 			for _, sl := range b.slots {
 				err = errors.Join(err, sl.close())

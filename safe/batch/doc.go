@@ -132,10 +132,15 @@
 // a bitset can be shared by a batch's requests (a bitmap's bits belong to
 // query positions, which change from batch to batch).
 //
-// cuVS searches a batch with one filter, so requests with the same filter
-// (the same *safe.Filter) share batches and requests with different
-// filters never do; batches of different filters search side by side on
-// the slots. A batch is led by the oldest queued request and takes the
+// CAGRA and the IVF indexes search a batch with one filter, so requests
+// with the same filter (the same *safe.Filter) share batches and requests
+// with different filters never do; batches of different filters search
+// side by side on the slots. Brute force takes a bitmap (a row of bits per
+// query), so its batches take the oldest queued requests whatever their
+// filters, and a batch of several filters is one search with a bitmap
+// assembled from the requests' bitsets (Stats.Mixed counts them; a slot's
+// bitmap is at most 32 MiB, which bounds such a batch to 2^28/Rows() query
+// rows). Otherwise a batch is led by the oldest queued request and takes the
 // queued requests of its filter, oldest first, up to MaxBatch rows, the
 // others keeping their place: a request waits, in batches taken before
 // its own, at most for one batch of each other filter queued ahead of it

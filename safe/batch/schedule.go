@@ -247,6 +247,11 @@ func (b *batcher[T, N]) maybeIdle() {
 // (release). b.mu is held.
 func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 	s.light = b.lightAt(b.load())
+	if b.mixedRows > 0 && len(b.pending) > 1 {
+		if rows, ok := b.takeMixed(s, now); ok {
+			return rows
+		}
+	}
 	rows, n := 0, 0
 	var f *safe.Filter
 	if len(b.pending) > 0 {

@@ -77,6 +77,9 @@ type adapter struct {
 	// (brute force: cuVS returns garbage there), so a request's filter
 	// must let the Batcher's MaxK through.
 	fillsK bool
+	// bitmap: the index takes a bitmap filter, so that a batch of requests
+	// with different filters is one search (brute force; mixed.go).
+	bitmap bool
 }
 
 // filters is what a Searcher of this package says of per-request filters.
@@ -247,7 +250,11 @@ func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (S
 // (close the Batcher first).
 //
 // With filter nil, requests may carry filters of their own
-// (Batcher.SearchFiltered), each letting at least MaxK rows through.
+// (Batcher.SearchFiltered), each letting at least MaxK rows through; a
+// batch of requests with different filters is one search with a bitmap
+// made of their bitsets (each filter's words copied to the host once, a
+// slot's bitmap allocated on its first such batch: Rows()/8 bytes per
+// query row of MaxBatch, pinned and on the device).
 //
 // Brute force is exact: a query's neighbors from a batch are those of a
 // search of that query alone (distances may differ in the last bits, as
@@ -262,7 +269,7 @@ func BruteForce(idx *bruteforce.Index, filter *safe.Filter) (Searcher, error) {
 	if err := checkBitset(op, filter); err != nil {
 		return nil, err
 	}
-	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, filter: filter, perRequest: filter == nil, fillsK: true,
+	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, filter: filter, perRequest: filter == nil, fillsK: true, bitmap: filter == nil,
 		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {
 			return idx.Search(res, q, n, d, f)
 		}}, nil

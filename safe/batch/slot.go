@@ -32,6 +32,9 @@ type slot[T dlpack.DType, N Neighbor] struct {
 	light              bool          // its batch searches with the light-load kernel (set by take)
 	filter             *safe.Filter  // its batch's requests' filter (set by take, held until released), or nil
 	sleep              bool          // its searches are waited for asleep (Options.Wait WaitSleep: Resources.SyncBlocking)
+	mixed              bool          // its batch holds requests of several filters, searched with a bitmap (set by takeMixed)
+	mixedRows          int           // the most query rows of a mixed batch
+	bitmap             *bitmapBufs   // the mixed batches' bitmap, made by the first
 	dim, maxK, maxRows int
 }
 
@@ -93,6 +96,9 @@ func (s *slot[T, N]) close() error {
 	add(s.devQ != nil, s.devQ)
 	add(s.devN != nil, s.devN)
 	add(s.devD != nil, s.devD)
+	if s.bitmap != nil {
+		errs = append(errs, s.bitmap.close())
+	}
 	return errors.Join(append(errs, s.res.Close())...)
 }
 

@@ -11,6 +11,10 @@ type Stats struct {
 	// Filtered is the batches searched with their requests' filter
 	// (SearchFiltered, SearchIntoFiltered).
 	Filtered int64
+	// Mixed is the filtered batches whose requests carried different
+	// filters, searched at once with a bitmap (BruteForce; see Filters in
+	// the package documentation).
+	Mixed int64
 	// MaxPassed is the most batches taken while one request waited in the
 	// queue: with requests of several filters, at most one per other filter
 	// whose queued rows ahead of it fit in MaxBatch (see Filters in the
@@ -87,5 +91,5 @@ func (b *Batcher[T, N]) Stats() Stats {
 	in := b.b
 	in.mu.Lock()
 	defer in.unlock()
-	return Stats{Batches: in.batches, Light: in.lightBatches, Filtered: in.filtered, MaxPassed: in.passed, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
+	return Stats{Batches: in.batches, Light: in.lightBatches, Filtered: in.filtered, Mixed: in.mixedBatches, MaxPassed: in.passed, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
 }

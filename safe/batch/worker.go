@@ -85,12 +85,18 @@ func (b *batcher[T, N]) run(s *slot[T, N], rows int) Times {
 	switch {
 	case s.light:
 		search = b.light.searchLight
-	case s.filter != nil:
+	case s.filter != nil || s.mixed:
 		search = b.fs.SearchBatchFiltered
 	default:
 		search = b.searchPlain
 	}
-	err := s.search(search, rows, s.filter)
+	var err error
+	if s.mixed {
+		err = s.searchMixed(search, rows, int64(b.s.Rows()))
+		s.releaseMixed()
+	} else {
+		err = s.search(search, rows, s.filter)
+	}
 	if s.filter != nil {
 		kit.ReleaseFilter(s.filter) // held by take
 		s.filter = nil

@@ -114,6 +114,22 @@ func HoldFilter(f *safe.Filter, op string) error { return base.HoldFilter(f, op)
 // ReleaseFilter ends a HoldFilter.
 func ReleaseFilter(f *safe.Filter) { base.ReleaseFilter(f) }
 
+// NewBatchBitmap makes a bitmap filter for at most maxQueries queries over
+// rows rows, and returns it with its device words, which the caller
+// rewrites for each search (with nothing else searching with it) and then
+// describes with SetBatchQueries. Close the filter to free them.
+func NewBatchBitmap(res *safe.Resources, maxQueries, rows int64) (*safe.Filter, *safe.DeviceVector[uint32], error) {
+	f, w, err := base.NewBatchBitmap(res, maxQueries, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f.(*safe.Filter), w.(*safe.DeviceVector[uint32]), nil
+}
+
+// SetBatchQueries makes f, from NewBatchBitmap, a filter for
+// len(perQuery) queries, query q letting perQuery[q] rows through.
+func SetBatchQueries(f *safe.Filter, perQuery []int64) { base.SetBatchQueries(f, perQuery) }
+
 // CheckFilter makes BindFilter's checks of f without binding it: its kind
 // against kinds, its rows against the index's, a bitmap's queries against
 // nQueries. A nil f passes.
