@@ -177,7 +177,7 @@
 //	ivfflat       int64            a repeated row id, or 9223372036854775807 (SentinelID64) when every probed list is empty, distance ±Inf
 //	ivfpq         int64            9223372036854775807 (SentinelID64), distance ±Inf
 //	ivfsq         int64            9223372036854775807 (SentinelID64), distance ±Inf
-//	hnsw          uint64           none from Search (k ≤ Rows()); 18446744073709551615 (SentinelID64U), distance +Inf, from SearchFiltered
+//	hnsw          int64, uint64    none from Search (k ≤ Rows()); 9223372036854775807 (SentinelID64), distance +Inf, from SearchSlice with a filter
 //	tiered        int64            9223372036854775807 (SentinelID64), distance +Inf; the one-call paths write their backend's
 //	refine        int64            none: k ≤ candidates
 //	distance      none             none

@@ -339,14 +339,9 @@ func testHnsw[T elem](t *testing.T, d *data[T]) {
 		t.Errorf("DType %s, built from %s", idx.DType(), d.dtype)
 	}
 	search := func(idx *hnsw.Index) ([]int64, []float32) {
-		nb := make([]uint64, nq*k)
-		ds := make([]float32, nq*k)
-		must(t, idx.Search(res, &hnsw.SearchParams{Ef: 64}, hostMatrix(t, d.queries, nq, dim), hostMatrix(t, nb, nq, k), hostMatrix(t, ds, nq, k)))
-		ids := make([]int64, len(nb))
-		for i, v := range nb {
-			ids[i] = int64(v)
-		}
-		return ids, ds
+		r, err := hnsw.SearchSlice(res, idx, &hnsw.SearchParams{Ef: 64}, d.queries, k, nil)
+		must(t, err)
+		return r.Neighbors, r.Distances
 	}
 	c := &check[T]{t: t, what: "hnsw", d: d, queries: d.queries, e: exactKNN(safe.L2Expanded, d.rows, d.queries, k, nil)}
 	ids, ds := search(idx)
@@ -355,7 +350,7 @@ func testHnsw[T elem](t *testing.T, d *data[T]) {
 	var buf bytes.Buffer
 	_, err = idx.SerializeTo(res, &buf)
 	must(t, err)
-	back, err := hnsw.DeserializeFrom(res, &buf, dim, d.dtype, safe.L2Expanded, &hp)
+	back, err := hnsw.DeserializeFrom(res, &buf, d.dtype, safe.L2Expanded, &hp)
 	must(t, err)
 	safetest.Close(t, back)
 	if back.DType() != d.dtype || back.Dim() != dim {

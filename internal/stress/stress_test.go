@@ -705,7 +705,16 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 				rows := idx.Rows()
 				var f *safe.Filter
 				if f, err = safe.NewBitsetFilter(wres, rows, evenIDs(rows)); err == nil {
-					err = hnsw.SearchFiltered(wres, idx, &hnsw.SearchParams{Ef: 64}, qs, k, f, nb, ds)
+					var r *safe.Results
+					if r, err = hnsw.SearchSlice(wres, idx, &hnsw.SearchParams{Ef: 64}, qs, k, f); err == nil {
+						for i, id := range r.Neighbors { // the unfiltered branch's uint64 ids
+							nb[i] = uint64(id)
+							if id == safe.SentinelID64 {
+								nb[i] = safe.SentinelID64U
+							}
+						}
+						copy(ds, r.Distances)
+					}
 					_ = f.Close()
 				}
 			} else {

@@ -463,7 +463,7 @@ func TestZeroIndexSaysNeverBuilt(t *testing.T) {
 		"hnsw.FromCagra":             second(hnsw.FromCagra(res, &cagra.Index{}, nil)),
 		"cagra.Merge":                second(cagra.Merge(res, nil, []*cagra.Index{{}, {}}, nil)),
 		"tiered.Merge":               second(tiered.Merge(res, nil, &tiered.Index{}, &tiered.Index{})),
-		"hnsw.SearchFiltered":        hnsw.SearchFiltered(res, &hnsw.Index{}, nil, make([]float32, 8), 1, nil, make([]uint64, 1), make([]float32, 1)),
+		"hnsw.SearchSlice":           second(hnsw.SearchSlice(res, &hnsw.Index{}, nil, make([]float32, 8), 1, nil)),
 	} {
 		if !errors.Is(err, safe.ErrClosed) || !strings.Contains(err.Error(), "never built") {
 			t.Errorf("%s of a zero index: %v", name, err)

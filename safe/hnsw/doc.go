@@ -2,7 +2,9 @@
 // offers it: "build on the GPU, serve on the CPU". An index is made on the
 // GPU — from a CAGRA index (FromCagra, FromCagraWithDataset) or from a
 // dataset by ACE (Build) — and lives in host memory as an hnswlib index,
-// searched on the CPU with uint64 ids.
+// searched on the CPU with int64 ids, as every index package's: a service
+// calling cagra.SearchSlice switches to the CPU copy by calling
+// hnsw.SearchSlice.
 //
 // Distances and neighbor ids: see package safe's doc, sections Distances
 // and Neighbor ids (what each metric returns here, and unfilled slots).
@@ -16,15 +18,17 @@
 // through files on disk) and converts the same way. Both copy what they
 // need: the HNSW index references nothing afterwards.
 //
-// Search takes queries, neighbors (uint64) and distances (float32), all in
-// host memory (CPU, pinned or managed); SearchParams.Ef is the candidate
+// SearchSlice (SearchSliceInto) searches from and into Go slices, into a
+// *safe.Results; Search takes queries, neighbors (int64, or cuVS's uint64)
+// and distances (float32) tensors, all in host memory (CPU, pinned or
+// managed); SearchParams.Ef is the candidate
 // list size (recall grows with it) and SearchParams.NumThreads the CPU
 // threads. Queries holding a NaN or an infinity are refused, as by every
 // search of host data. Extend adds rows (not to a HierarchyNone index). Serialize writes
 // hnswlib's format, which hnswlib itself reads; Deserialize reads it back
-// given the dimension, element type and metric.
+// given the element type and metric (the file gives the dimension).
 //
-// SearchFiltered adds what the C API lacks, a filter (a *safe.Filter
+// SearchSlice adds what the C API lacks, a filter (a *safe.Filter
 // bitset, as in every package): an over-fetch and drop over the bitset's
 // host words, repeated with a larger over-fetch for the queries that kept
 // fewer than k rows.
@@ -60,11 +64,15 @@
 //   - FromCagra ignores IndexParams.M and Metric (the CAGRA index's graph
 //     and metric are used); Deserialize reads Hierarchy only.
 //   - cuvsHnswDeserialize reads the element type from the handle, not the
-//     file (the package sets it); the file has no dimension, dtype or
-//     metric, and hnswlib reads beside its elements when dim is wrong: the
-//     package checks the file's element size against them first (so a
-//     float32 file of dimension d read as 8-bit elements of dimension 4d
-//     cannot be caught; float16/float32 readings must be finite). A
+//     file (the package sets it), and takes the dimension, which hnswlib
+//     sizes each vector by (reading beside its elements when it is
+//     wrong): the file has no dtype or metric, only the byte size of a
+//     vector, from which the package reads the dimension for the dtype
+//     given (so a float32 file of dimension d read as 8-bit elements loads
+//     with dimension 4d: Dim() tells; float16/float32 readings must be
+//     finite). cuvsHnswSearch writes uint64 ids, hnswlib's labels; the
+//     package hands int64 outputs to it as uint64 and refuses a file
+//     with a label of 2^63 - 1 or more. A
 //     missing file is fs.ErrNotExist, with its path, before any C call. A
 //     base-layer-only file (HierarchyNone, cagra SerializeToHnswlib) read
 //     with a hierarchy would be searched through upper layers it does not
@@ -88,7 +96,7 @@
 // cuvsHnswIndexCreate/Destroy (every constructor, Close), cuvsHnswBuild
 // (Build), cuvsHnswFromCagra (FromCagra), cuvsHnswFromCagraWithDataset
 // (FromCagraWithDataset), cuvsHnswExtend (Extend), cuvsHnswSearch (Search,
-// SearchFiltered), cuvsHnswSerialize (Serialize, SerializeTo),
+// SearchSlice, SearchSliceInto), cuvsHnswSerialize (Serialize, SerializeTo),
 // cuvsHnswDeserialize (Deserialize, DeserializeFrom). The same 17
 // functions on cuVS 26.06 and 26.08. The search and extend parameters are
 // handed to C as Go values, the index parameters too (with C-made ACE

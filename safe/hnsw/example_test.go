@@ -2,6 +2,7 @@ package hnsw_test
 
 import (
 	"fmt"
+	"log"
 	"math/rand/v2"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -11,8 +12,11 @@ import (
 )
 
 // Build on the GPU, serve on the CPU: a CAGRA index converted to HNSW and
-// searched with host memory only.
+// searched from Go slices, as cagra.SearchSlice searches the GPU index.
 func Example() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	const rows, dim, k = 1000, 16, 5
 	rng := rand.New(rand.NewPCG(1, 2))
 	data := make([]float32, rows*dim)
@@ -21,42 +25,41 @@ func Example() {
 	}
 	res, err := safe.NewResources()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer res.Close()
 
 	// CAGRA on the GPU (here from host rows, which cuVS copies).
-	dataset, _ := dlpack.NewHostMatrix(data, rows, dim)
+	dataset, err := dlpack.NewHostMatrix(data, rows, dim)
+	if err != nil {
+		log.Fatal(err)
+	}
 	cagraIdx, err := cagra.Build(res, dataset, nil)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	// CAGRA → HNSW: the graph becomes the base layer, the upper layers are
 	// built on the CPU. The HNSW index copies everything it needs.
-	p, _ := hnsw.DefaultIndexParams()
+	p, err := hnsw.DefaultIndexParams()
+	if err != nil {
+		log.Fatal(err)
+	}
 	p.Hierarchy = hnsw.HierarchyCPU
 	idx, err := hnsw.FromCagra(res, cagraIdx, &p)
 	cagraIdx.Close()
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer idx.Close()
 
-	// CPU search: queries, neighbors and distances in Go memory.
-	queries, _ := dlpack.NewHostMatrix(data[:3*dim], 3, dim) // three rows of the dataset
-	ids := make([]uint64, 3*k)
-	dists := make([]float32, 3*k)
-	neighbors, _ := dlpack.NewHostMatrix(ids, 3, k)
-	distances, _ := dlpack.NewHostMatrix(dists, 3, k)
-	if err := idx.Search(res, &hnsw.SearchParams{Ef: 64}, queries, neighbors, distances); err != nil {
-		fmt.Println(err)
-		return
+	// CPU search of three rows of the dataset: int64 ids, nearest first.
+	r, err := hnsw.SearchSlice(res, idx, &hnsw.SearchParams{Ef: 64}, data[:3*dim], k, nil)
+	if err != nil {
+		log.Fatal(err)
 	}
-	for q := range 3 {
-		fmt.Printf("query %d: nearest row %d at distance %.1f\n", q, ids[q*k], dists[q*k])
+	for q := range r.Len() {
+		ids, dists := r.Row(q)
+		fmt.Printf("query %d: nearest row %d at distance %.1f\n", q, ids[0], dists[0])
 	}
 	// Output:
 	// query 0: nearest row 0 at distance 0.0

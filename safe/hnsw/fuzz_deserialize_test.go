@@ -38,7 +38,7 @@ func FuzzDeserializeFrom(f *testing.F) {
 	f.Cleanup(func() { idx.Close() })
 	valid := serialtest.Stream(f, func(w io.Writer) (int64, error) { return idx.SerializeTo(res, w) })
 	serialtest.Fuzz(f, "hnsw.DeserializeFrom", valid, func(r io.Reader, o ...safe.DeserializeOption) (*hnsw.Index, error) {
-		return hnsw.DeserializeFrom(res, r, serialtest.Dim, dlpack.Float32, safe.L2Expanded, &p, o...)
+		return hnsw.DeserializeFrom(res, r, dlpack.Float32, safe.L2Expanded, &p, o...)
 	}, func(idx *hnsw.Index) error {
 		q := serialtest.Query(idx.DType(), idx.Dim(), idx.Rows())
 		if q == nil {
@@ -48,7 +48,7 @@ func FuzzDeserializeFrom(f *testing.F) {
 		if err != nil {
 			return err
 		}
-		nb, err := dlpack.NewHostMatrix(make([]uint64, 1), 1, 1)
+		nb, err := dlpack.NewHostMatrix(make([]int64, 1), 1, 1)
 		if err != nil {
 			return err
 		}

@@ -86,22 +86,22 @@ func indexParams(t *testing.T, h hnsw.Hierarchy) *hnsw.IndexParams {
 }
 
 // search runs Search over host tensors and returns the ids.
-func (f *fixture) search(t *testing.T, idx *hnsw.Index, ef int32, queries []float32) ([]uint64, []float32) {
+func (f *fixture) search(t *testing.T, idx *hnsw.Index, ef int32, queries []float32) ([]int64, []float32) {
 	t.Helper()
 	n := len(queries) / dim
-	nb := make([]uint64, n*k)
+	nb := make([]int64, n*k)
 	ds := make([]float32, n*k)
 	must(t, idx.Search(f.res, &hnsw.SearchParams{Ef: ef}, hostMatrix(t, queries, n, dim), hostMatrix(t, nb, n, k), hostMatrix(t, ds, n, k)))
 	return nb, ds
 }
 
-func recall(got []uint64, exact [][]int64) float64 {
+func recall(got []int64, exact [][]int64) float64 {
 	hit, all := 0, 0
 	for q, want := range exact {
 		row := got[q*k : (q+1)*k]
 		for _, w := range want {
 			all++
-			if slices.Contains(row, uint64(w)) {
+			if slices.Contains(row, w) {
 				hit++
 			}
 		}
@@ -187,7 +187,7 @@ func TestSelfMatch(t *testing.T) {
 	nb, ds := f.search(t, idx, 64, f.data[:100*dim])
 	found := 0
 	for q := range 100 {
-		if nb[q*k] == uint64(q) && ds[q*k] == 0 {
+		if nb[q*k] == int64(q) && ds[q*k] == 0 {
 			found++
 		}
 	}
@@ -296,7 +296,7 @@ func TestUint8(t *testing.T) {
 		t.Fatalf("dtype %s", idx.DType())
 	}
 	const q = 20
-	nb := make([]uint64, q*k)
+	nb := make([]int64, q*k)
 	ds := make([]float32, q*k)
 	must(t, idx.Search(f.res, nil, hostMatrix(t, u[:q*dim], q, dim), hostMatrix(t, nb, q, k), hostMatrix(t, ds, q, k)))
 	exact := safetest.ExactKNN(fl, fl[:q*dim], dim, k, safetest.L2, nil)
@@ -395,7 +395,7 @@ func TestSerializeRoundTrip(t *testing.T) {
 			safetest.Close(t, idx)
 			path := filepath.Join(t.TempDir(), "x.hnsw")
 			must(t, idx.Serialize(f.res, path))
-			back, err := hnsw.Deserialize(f.res, path, dim, dlpack.Float32, safe.L2Expanded, indexParams(t, h))
+			back, err := hnsw.Deserialize(f.res, path, dlpack.Float32, safe.L2Expanded, indexParams(t, h))
 			must(t, err)
 			safetest.Close(t, back)
 			if back.Rows() != rows || back.Dim() != dim || back.Hierarchy() != h {
@@ -413,7 +413,7 @@ func TestSerializeRoundTrip(t *testing.T) {
 			if n != int64(len(file)) || !bytes.Equal(buf.Bytes(), file) {
 				t.Errorf("SerializeTo wrote %d bytes, the file has %d", n, len(file))
 			}
-			back2, err := hnsw.DeserializeFrom(f.res, &buf, dim, dlpack.Float32, safe.L2Expanded, indexParams(t, h))
+			back2, err := hnsw.DeserializeFrom(f.res, &buf, dlpack.Float32, safe.L2Expanded, indexParams(t, h))
 			must(t, err)
 			safetest.Close(t, back2)
 			c, _ := f.search(t, back2, 64, f.qs)
@@ -422,7 +422,7 @@ func TestSerializeRoundTrip(t *testing.T) {
 			}
 			if h == hnsw.HierarchyNone {
 				// a base-layer-only file searched through upper layers it lacks
-				_, err := hnsw.Deserialize(f.res, path, dim, dlpack.Float32, safe.L2Expanded, indexParams(t, hnsw.HierarchyGPU))
+				_, err := hnsw.Deserialize(f.res, path, dlpack.Float32, safe.L2Expanded, indexParams(t, hnsw.HierarchyGPU))
 				if !errors.Is(err, safe.ErrCorruptIndex) {
 					t.Errorf("base-layer file with a hierarchy: %v", err)
 				}
@@ -439,7 +439,7 @@ func TestReadsCagraHnswlibFile(t *testing.T) {
 	ci := f.cagraIndex(t, safe.L2Expanded)
 	path := filepath.Join(t.TempDir(), "cagra.hnsw")
 	must(t, ci.SerializeToHnswlib(f.res, path))
-	idx, err := hnsw.Deserialize(f.res, path, dim, dlpack.Float32, safe.L2Expanded, indexParams(t, hnsw.HierarchyNone))
+	idx, err := hnsw.Deserialize(f.res, path, dlpack.Float32, safe.L2Expanded, indexParams(t, hnsw.HierarchyNone))
 	must(t, err)
 	safetest.Close(t, idx)
 	nb, _ := f.search(t, idx, 256, f.qs)
@@ -466,40 +466,50 @@ func TestDeserializeBadFiles(t *testing.T) {
 		return p
 	}
 	cpu := indexParams(t, hnsw.HierarchyCPU)
+	// the file's bytes with the 8-byte field at off set to v
+	patch := func(off int, v uint64) []byte {
+		b := slices.Clone(file)
+		binary.LittleEndian.PutUint64(b[off:], v)
+		return b
+	}
+	perElement := binary.LittleEndian.Uint64(file[24:])
+	labelOffset := binary.LittleEndian.Uint64(file[32:])
 	for name, c := range map[string]struct {
 		path  string
-		dim   int
 		dtype dlpack.DataType
 	}{
-		"wrong dim":   {path, dim + 1, dlpack.Float32},
-		"wrong dtype": {path, dim, dlpack.Uint8},
-		"truncated":   {write("trunc", file[:len(file)-3]), dim, dlpack.Float32},
-		"appended":    {write("long", append(slices.Clone(file), 0)), dim, dlpack.Float32},
-		"header only": {write("short", file[:50]), dim, dlpack.Float32},
+		"wrong dtype": {path, dlpack.Float16}, // float32 bytes read as float16 hold NaN/Inf patterns
+		"truncated":   {write("trunc", file[:len(file)-3]), dlpack.Float32},
+		"appended":    {write("long", append(slices.Clone(file), 0)), dlpack.Float32},
+		"header only": {write("short", file[:50]), dlpack.Float32},
+		// vectors of 4*dim+2 bytes: not a whole number of float32s
+		"odd vector": {write("odd", patch(32, labelOffset+2)), dlpack.Float32},
+		// the label no longer ends the element
+		"label inside": {write("label", patch(24, perElement+8)), dlpack.Float32},
+		// element 0's label: an id beyond int64's, which searches cannot return
+		"huge label": {write("huge", patch(96+int(labelOffset), math.MaxUint64-5)), dlpack.Float32},
 	} {
-		if _, err := hnsw.Deserialize(f.res, c.path, c.dim, c.dtype, safe.L2Expanded, cpu); !errors.Is(err, safe.ErrCorruptIndex) {
+		if _, err := hnsw.Deserialize(f.res, c.path, c.dtype, safe.L2Expanded, cpu); !errors.Is(err, safe.ErrCorruptIndex) {
 			t.Errorf("%s: got %v, want ErrCorruptIndex", name, err)
 		}
 	}
-	if _, err := hnsw.Deserialize(f.res, filepath.Join(dir, "missing"), dim, dlpack.Float32, safe.L2Expanded, cpu); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, safe.ErrCorruptIndex) {
+	if _, err := hnsw.Deserialize(f.res, filepath.Join(dir, "missing"), dlpack.Float32, safe.L2Expanded, cpu); !errors.Is(err, fs.ErrNotExist) || errors.Is(err, safe.ErrCorruptIndex) {
 		t.Errorf("missing file: %v", err)
 	}
 	for name, c := range map[string]struct {
 		arg    string
-		dim    int
 		dtype  dlpack.DataType
 		metric safe.Metric
 	}{
-		"dim 0":   {"dim", 0, dlpack.Float32, safe.L2Expanded},
-		"int64":   {"dtype", dim, dlpack.Int64, safe.L2Expanded},
-		"cosine":  {"metric", dim, dlpack.Float32, safe.CosineExpanded},
-		"L2Sqrt ": {"metric", dim, dlpack.Float32, safe.L2SqrtExpanded},
+		"int64":   {"dtype", dlpack.Int64, safe.L2Expanded},
+		"cosine":  {"metric", dlpack.Float32, safe.CosineExpanded},
+		"L2Sqrt ": {"metric", dlpack.Float32, safe.L2SqrtExpanded},
 	} {
-		if _, err := hnsw.Deserialize(f.res, path, c.dim, c.dtype, c.metric, cpu); !isArg(err, c.arg) {
+		if _, err := hnsw.Deserialize(f.res, path, c.dtype, c.metric, cpu); !isArg(err, c.arg) {
 			t.Errorf("%s: got %v, want an ArgError naming %s", name, err, c.arg)
 		}
 	}
-	if _, err := hnsw.Deserialize(f.res, "a\x00b", dim, dlpack.Float32, safe.L2Expanded, cpu); !isArg(err, "path") {
+	if _, err := hnsw.Deserialize(f.res, "a\x00b", dlpack.Float32, safe.L2Expanded, cpu); !isArg(err, "path") {
 		t.Errorf("NUL path: %v", err)
 	}
 }
@@ -526,7 +536,7 @@ func TestExtend(t *testing.T) {
 	nb, _ := f.search(t, idx, 128, f.data[first*dim:(first+100)*dim])
 	found := 0
 	for q := range 100 {
-		if nb[q*k] == uint64(first+q) {
+		if nb[q*k] == int64(first+q) {
 			found++
 		}
 	}
@@ -577,7 +587,7 @@ func TestSearchBadInput(t *testing.T) {
 	must(t, err)
 	safetest.Close(t, idx)
 	q := hostMatrix(t, f.qs, nq, dim)
-	nb := hostMatrix(t, make([]uint64, nq*k), nq, k)
+	nb := hostMatrix(t, make([]int64, nq*k), nq, k)
 	ds := hostMatrix(t, make([]float32, nq*k), nq, k)
 	dq, err := safe.DeviceMatrixFrom(f.res, f.qs, nq, dim)
 	must(t, err)
@@ -594,11 +604,11 @@ func TestSearchBadInput(t *testing.T) {
 	}{
 		"device queries":   {"queries", nil, dq, nb, ds},
 		"device neighbors": {"neighbors", nil, q, dn, ds},
-		"int64 neighbors":  {"neighbors", nil, q, hostMatrix(t, make([]int64, nq*k), nq, k), ds},
+		"uint32 neighbors": {"neighbors", nil, q, hostMatrix(t, make([]uint32, nq*k), nq, k), ds},
 		"float64 dist":     {"distances", nil, q, nb, hostMatrix(t, make([]float64, nq*k), nq, k)},
 		"other dim":        {"queries", nil, hostMatrix(t, f.qs, nq*2, dim/2), nb, ds},
-		"k > rows":         {"neighbors", nil, hostMatrix(t, f.qs[:dim], 1, dim), hostMatrix(t, make([]uint64, big), 1, big), hostMatrix(t, make([]float32, big), 1, big)},
-		"rows mismatch":    {"neighbors", nil, q, hostMatrix(t, make([]uint64, k), 1, k), ds},
+		"k > rows":         {"neighbors", nil, hostMatrix(t, f.qs[:dim], 1, dim), hostMatrix(t, make([]int64, big), 1, big), hostMatrix(t, make([]float32, big), 1, big)},
+		"rows mismatch":    {"neighbors", nil, q, hostMatrix(t, make([]int64, k), 1, k), ds},
 		"negative ef":      {"params.Ef", &hnsw.SearchParams{Ef: -1}, q, nb, ds},
 		"threads":          {"params.NumThreads", &hnsw.SearchParams{NumThreads: -1}, q, nb, ds},
 	} {
@@ -621,8 +631,8 @@ func TestZeroSearchParamsAreDefaults(t *testing.T) {
 	safetest.Close(t, idx)
 	def, err := hnsw.DefaultSearchParams()
 	must(t, err)
-	run := func(p *hnsw.SearchParams) []uint64 {
-		nb := make([]uint64, nq*k)
+	run := func(p *hnsw.SearchParams) []int64 {
+		nb := make([]int64, nq*k)
 		must(t, idx.Search(f.res, p, hostMatrix(t, f.qs, nq, dim), hostMatrix(t, nb, nq, k), hostMatrix(t, make([]float32, nq*k), nq, k)))
 		return nb
 	}
@@ -632,14 +642,42 @@ func TestZeroSearchParamsAreDefaults(t *testing.T) {
 	}
 }
 
-// SearchFiltered keeps allowed rows only, with recall against the exact
-// filtered kNN; too few allowed rows leave sentinels.
-func TestSearchFiltered(t *testing.T) {
+// SearchSlice is the family's one-call search (int64 ids, *safe.Results,
+// safe.SentinelID64 for unfilled slots): unfiltered, it gives Search's
+// rows exactly, and as cagra.SearchSlice's results (same call, same
+// Results) with the recall of the graph it came from; filtered, it keeps
+// allowed rows only, with recall against the exact filtered kNN, and too
+// few allowed rows leave sentinels.
+func TestSearchSlice(t *testing.T) {
 	safetest.Check(t)
 	f := newFixture(t)
-	idx, err := hnsw.FromCagra(f.res, f.cagraIndex(t, safe.L2Expanded), indexParams(t, hnsw.HierarchyCPU))
+	ci := f.cagraIndex(t, safe.L2Expanded)
+	idx, err := hnsw.FromCagra(f.res, ci, indexParams(t, hnsw.HierarchyCPU))
 	must(t, err)
 	safetest.Close(t, idx)
+	sp := &hnsw.SearchParams{Ef: 128}
+
+	want, wantD := f.search(t, idx, 128, f.qs)
+	got, err := hnsw.SearchSlice(f.res, idx, sp, f.qs, k, nil)
+	must(t, err)
+	if got.K != k || got.Len() != nq || !slices.Equal(got.Neighbors, want) || !slices.Equal(got.Distances, wantD) {
+		t.Fatalf("SearchSlice: k %d, %d queries; differs from Search", got.K, got.Len())
+	}
+	// the CAGRA index it was made from, through the same call shape
+	cr, err := cagra.SearchSlice(f.res, ci, nil, f.qs, k, nil)
+	must(t, err)
+	if rc, rh := recall(cr.Neighbors, f.exact), recall(got.Neighbors, f.exact); rc < 0.9 || rh < 0.9 {
+		t.Errorf("recall: cagra %.3f, hnsw %.3f", rc, rh)
+	}
+	// Search's uint64 ids (cuVS's own type) are the same ids
+	nb64 := make([]uint64, nq*k)
+	must(t, idx.Search(f.res, sp, hostMatrix(t, f.qs, nq, dim), hostMatrix(t, nb64, nq, k), hostMatrix(t, make([]float32, nq*k), nq, k)))
+	for i, id := range nb64 {
+		if int64(id) != want[i] {
+			t.Fatalf("slot %d: uint64 id %d, int64 id %d", i, id, want[i])
+		}
+	}
+
 	words := make([]uint32, (rows+31)/32)
 	allow := func(i int) bool { return i%10 == 3 }
 	for i := range rows {
@@ -650,60 +688,81 @@ func TestSearchFiltered(t *testing.T) {
 	filter, err := safe.NewBitsetFilter(f.res, rows, words)
 	must(t, err)
 	safetest.Close(t, filter)
-	nb := make([]uint64, nq*k)
-	ds := make([]float32, nq*k)
-	must(t, hnsw.SearchFiltered(f.res, idx, &hnsw.SearchParams{Ef: 128}, f.qs, k, filter, nb, ds))
-	for _, id := range nb {
-		if !allow(int(id)) {
+	res, err := hnsw.SearchSlice(f.res, idx, sp, f.qs, k, filter)
+	must(t, err)
+	for _, id := range res.Neighbors {
+		if !safe.Valid(id) || !allow(int(id)) {
 			t.Fatalf("id %d is not allowed", id)
 		}
 	}
 	exact := safetest.ExactKNN(f.data, f.qs, dim, k, safetest.L2, allow)
-	if r := recall(nb, exact); r < 0.9 {
+	if r := recall(res.Neighbors, exact); r < 0.9 {
 		t.Errorf("filtered recall %.3f", r)
 	}
 	fewFilter, err := safe.NewBitsetFilterAllowing(f.res, rows, []int64{7, 900, 1999})
 	must(t, err)
 	safetest.Close(t, fewFilter)
-	must(t, hnsw.SearchFiltered(f.res, idx, nil, f.qs[:dim], k, fewFilter, nb[:k], ds[:k]))
-	got := slices.Clone(nb[:3])
-	slices.Sort(got)
-	if !slices.Equal(got, []uint64{7, 900, 1999}) {
-		t.Errorf("three allowed rows: %v", nb[:k])
+	must(t, hnsw.SearchSliceInto(f.res, idx, nil, f.qs[:dim], k, fewFilter, res))
+	if res.Len() != 1 {
+		t.Fatalf("%d results for one query", res.Len())
+	}
+	three := slices.Clone(res.Neighbors[:3])
+	slices.Sort(three)
+	if !slices.Equal(three, []int64{7, 900, 1999}) {
+		t.Errorf("three allowed rows: %v", res.Neighbors)
 	}
 	for j := 3; j < k; j++ {
-		if nb[j] != safe.SentinelID64U || !math.IsInf(float64(ds[j]), 1) {
-			t.Errorf("slot %d: %d %v, want the sentinel and +Inf", j, nb[j], ds[j])
+		if res.Neighbors[j] != safe.SentinelID64 || safe.Valid(res.Neighbors[j]) || !math.IsInf(float64(res.Distances[j]), 1) {
+			t.Errorf("slot %d: %d %v, want safe.SentinelID64 and +Inf", j, res.Neighbors[j], res.Distances[j])
 		}
 	}
+
 	other, err := safe.NewBitsetFilter(f.res, 96, words[:3])
 	must(t, err)
 	safetest.Close(t, other)
-	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, k, other, nb, ds); !isArg(err, "filter") {
-		t.Errorf("a filter of 96 rows: %v", err)
-	}
 	bm, err := safe.NewBitmapFilter(f.res, nq, rows, make([]uint32, (nq*rows+31)/32))
 	must(t, err)
 	safetest.Close(t, bm)
-	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, k, bm, nb, ds); !isArg(err, "filter") {
-		t.Errorf("a bitmap: %v", err)
+	for name, c := range map[string]struct {
+		arg string
+		err error
+	}{
+		"96-row filter": {"filter", second(hnsw.SearchSlice(f.res, idx, nil, f.qs, k, other))},
+		"bitmap":        {"filter", second(hnsw.SearchSlice(f.res, idx, nil, f.qs, k, bm))},
+		"int8 queries":  {"queries", second(hnsw.SearchSlice(f.res, idx, nil, make([]int8, dim), k, filter))},
+		"ragged":        {"queries", second(hnsw.SearchSlice(f.res, idx, nil, f.qs[:dim+1], k, nil))},
+		"no queries":    {"queries", second(hnsw.SearchSlice(f.res, idx, nil, f.qs[:0], k, nil))},
+		"k > rows":      {"k", second(hnsw.SearchSlice(f.res, idx, nil, f.qs, rows+1, filter))},
+		"k 0":           {"k", second(hnsw.SearchSlice(f.res, idx, nil, f.qs, 0, nil))},
+		"ef":            {"params.Ef", second(hnsw.SearchSlice(f.res, idx, &hnsw.SearchParams{Ef: -1}, f.qs, k, nil))},
+		"nil index":     {"idx", second(hnsw.SearchSlice[float32](f.res, nil, nil, f.qs, k, filter))},
+		"nil out":       {"out", hnsw.SearchSliceInto(f.res, idx, nil, f.qs, k, nil, nil)},
+	} {
+		if !isArg(c.err, c.arg) {
+			t.Errorf("%s: got %v, want an ArgError naming %s", name, c.err, c.arg)
+		}
 	}
-	if err := hnsw.SearchFiltered(f.res, idx, nil, make([]int8, dim), k, filter, nb[:k], ds[:k]); !isArg(err, "queries") {
-		t.Errorf("int8 queries: %v", err)
+	if _, err := hnsw.SearchSlice(f.res, &hnsw.Index{}, nil, f.qs, k, nil); !errors.Is(err, safe.ErrClosed) {
+		t.Errorf("zero index: %v", err)
 	}
-	if err := hnsw.SearchFiltered(f.res, idx, nil, f.qs, rows+1, filter, nb, ds); !isArg(err, "k") {
-		t.Errorf("k > rows: %v", err)
+
+	// a loop of unfiltered searches into one Results allocates nothing
+	if race.Enabled {
+		return
 	}
-	if err := hnsw.SearchFiltered[float32](f.res, nil, nil, f.qs, k, filter, nb, ds); !isArg(err, "index") {
-		t.Errorf("nil index: %v", err)
-	}
-	// nil: no filter, Search's rows
-	want, wantD := f.search(t, idx, 128, f.qs)
-	must(t, hnsw.SearchFiltered(f.res, idx, &hnsw.SearchParams{Ef: 128}, f.qs, k, nil, nb, ds))
-	if !slices.Equal(nb, want) || !slices.Equal(ds, wantD) {
-		t.Error("a nil filter searches differently from Search")
+	out := new(safe.Results)
+	q := f.qs[:dim]
+	must(t, hnsw.SearchSliceInto(f.res, idx, sp, q, k, nil, out))
+	if a := testing.AllocsPerRun(20, func() {
+		if err := hnsw.SearchSliceInto(f.res, idx, sp, q, k, nil, out); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("SearchSliceInto: %v allocations per call", a)
 	}
 }
+
+func second[T any](_ T, err error) error { return err }
 
 // Closed and nil indexes refuse; Close twice is harmless.
 func TestClosed(t *testing.T) {
@@ -714,7 +773,7 @@ func TestClosed(t *testing.T) {
 	must(t, idx.Close())
 	must(t, idx.Close())
 	q := hostMatrix(t, f.qs, nq, dim)
-	nb := hostMatrix(t, make([]uint64, nq*k), nq, k)
+	nb := hostMatrix(t, make([]int64, nq*k), nq, k)
 	ds := hostMatrix(t, make([]float32, nq*k), nq, k)
 	if err := idx.Search(f.res, nil, q, nb, ds); !errors.Is(err, safe.ErrClosed) {
 		t.Errorf("Search: %v", err)
@@ -753,7 +812,7 @@ func TestConcurrentSearchExtend(t *testing.T) {
 				return
 			}
 			defer res.Close()
-			nb := make([]uint64, k)
+			nb := make([]int64, k)
 			ds := make([]float32, k)
 			for i := range 20 {
 				q := f.qs[((g+i)%nq)*dim : ((g+i)%nq+1)*dim]
@@ -795,7 +854,7 @@ func TestFaults(t *testing.T) {
 	must(t, idx.Serialize(f.res, path))
 	host := hostMatrix(t, f.data, rows, dim)
 	q := hostMatrix(t, f.qs, nq, dim)
-	nb := hostMatrix(t, make([]uint64, nq*k), nq, k)
+	nb := hostMatrix(t, make([]int64, nq*k), nq, k)
 	ds := hostMatrix(t, make([]float32, nq*k), nq, k)
 	bp := *p
 	bp.M = 8
@@ -815,7 +874,7 @@ func TestFaults(t *testing.T) {
 		{"cuvsHnswExtend", func() error { return idx.Extend(f.res, hostMatrix(t, f.qs[:dim], 1, dim), &hnsw.ExtendParams{}) }},
 		{"cuvsHnswSerialize", func() error { return idx.Serialize(f.res, path+"2") }},
 		{"cuvsHnswDeserialize", func() error {
-			_, err := hnsw.Deserialize(f.res, path, dim, dlpack.Float32, safe.L2Expanded, p)
+			_, err := hnsw.Deserialize(f.res, path, dlpack.Float32, safe.L2Expanded, p)
 			return err
 		}},
 	}
@@ -853,7 +912,7 @@ func TestSearchAllocs(t *testing.T) {
 	must(t, err)
 	safetest.Close(t, idx)
 	q := hostMatrix(t, f.qs, nq, dim)
-	nb := hostMatrix(t, make([]uint64, nq*k), nq, k)
+	nb := hostMatrix(t, make([]int64, nq*k), nq, k)
 	ds := hostMatrix(t, make([]float32, nq*k), nq, k)
 	sp := &hnsw.SearchParams{Ef: 32}
 	must(t, idx.Search(f.res, sp, q, nb, ds))
@@ -894,7 +953,7 @@ func TestNotBuiltError(t *testing.T) {
 		must(t, binary.Write(&hdr, binary.LittleEndian, v))
 	}
 	must(t, os.WriteFile(path, hdr.Bytes(), 0o600))
-	if _, err := hnsw.Deserialize(res, path, 4, dlpack.Float32, safe.L2Expanded, &p); !errors.Is(err, hnsw.ErrNotBuilt) {
+	if _, err := hnsw.Deserialize(res, path, dlpack.Float32, safe.L2Expanded, &p); !errors.Is(err, hnsw.ErrNotBuilt) {
 		t.Fatalf("Deserialize: %v", err)
 	}
 }

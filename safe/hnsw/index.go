@@ -18,13 +18,14 @@ var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, d
 
 // The tensor rules of HNSW, in one place (c/src/neighbors/hnsw.cpp): every
 // tensor is a host_matrix_view (from_dlpack: CPU, pinned or managed
-// memory), row-major; neighbors are uint64, distances float32.
+// memory), row-major; neighbors are uint64 in C (int64, the family's, is
+// handed to C as uint64: the ids are rows, below 2^63), distances float32.
 var (
 	datasetRule = kit.Rule{Arg: "dataset", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	vectorsRule = kit.Rule{Arg: "vectors", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true}
 	searchRules = kit.SearchRules{
 		Queries:   kit.Rule{Arg: "queries", Memory: kit.HostMemory, DTypes: elemTypes, Rank: 2, RowMajor: true},
-		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Uint64}, Rank: 2, RowMajor: true},
+		Neighbors: kit.Rule{Arg: "neighbors", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Int64, dlpack.Uint64}, Rank: 2, RowMajor: true},
 		Distances: kit.Rule{Arg: "distances", Memory: kit.HostMemory, DTypes: []dlpack.DataType{dlpack.Float32}, Rank: 2, RowMajor: true},
 	}
 )
@@ -62,12 +63,16 @@ type Index struct {
 	dtype     dlpack.DataType
 	metric    safe.Metric
 	hierarchy Hierarchy
+	// labelsNotRows: a deserialized file's labels (the ids searches
+	// return) are not its rows 0..Rows()-1, so a filter over rows cannot
+	// apply to them.
+	labelsNotRows bool
 
 	gate efGate // concurrent searches share one ef: hnswlib's ef_ is per index
 }
 
 // kind is HNSW for the index core. Deserialize is the package's own: it
-// takes what the file does not hold (dimension, element type, metric).
+// takes what the file does not hold (element type, metric).
 var kind = core.Kind[Index, generated.CuvsHnswIndex_t]{
 	Name: "hnsw", Create: generated.CuvsHnswIndexCreate, Destroy: generated.CuvsHnswIndexDestroy, Wrap: wrap,
 	SerializeC: func(h generated.CuvsResources_t, p *byte, idx generated.CuvsHnswIndex_t) error {
@@ -395,18 +400,19 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 
 // Search finds the k nearest vectors for each query on the CPU, k being
 // the number of columns of neighbors: queries (n × Dim(), the index's
-// element type), neighbors (uint64 ids) and distances (float32), n × k,
-// all row-major in host memory (CPU, pinned or managed: cuvsHnswSearch
+// element type), neighbors (int64 ids, as in every package, or uint64,
+// cuvsHnswSearch's own type) and distances (float32), n × k, all
+// row-major in host memory (CPU, pinned or managed: cuvsHnswSearch
 // refuses device memory). 1 <= k <= Rows() (hnswlib pops k results from
 // its queue, which holds fewer for a larger k). Distances are hnswlib's:
 // squared L2, or 1 - <q, x> for InnerProduct. The results are written when
-// Search returns (no stream is involved).
+// Search returns (no stream is involved). SearchSlice is the same search
+// from and into Go slices, with a filter.
 //
 // Queries holding a NaN or an infinity are refused (an *safe.ArgError
 // naming queries and the row; hnswlib would answer them with arbitrary
 // rows), read in CPU or pinned memory; managed memory is not read.
 //
-// There is no filter in the C API: SearchFiltered over-fetches and drops.
 // Searches of one index with the same Ef run concurrently (each over
 // params.NumThreads threads): serve one index from many goroutines with
 // one Ef (and NumThreads 1 for one-query searches: cuVS starts an OpenMP
@@ -416,36 +422,73 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, params *Ext
 //
 // C calls: cuvsHnswSearch. Nil params means DefaultSearchParams.
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
-	if idx == nil {
-		return kit.NilIndex("hnsw.Index.Search")
-	}
 	const op = "hnsw.Index.Search"
+	if idx == nil {
+		return kit.NilIndex(op)
+	}
 	if err := idx.c.Life.Enter(op); err != nil {
 		return err
 	}
 	defer idx.c.Life.Leave()
-	c := dlpack.Begin(op)
-	defer c.End()
 	sp, err := params.resolve(op)
 	if err != nil {
 		return err
 	}
-	var t kit.SearchTensors
-	if err := searchRules.Bind(op, c, queries, neighbors, distances, idx.dtype, idx.c.Dim, idx.c.Rows.Load(), &t); err != nil {
+	if queries == nil || neighbors == nil || distances == nil {
+		return kit.Argf(op, "queries/neighbors/distances", "nil tensor")
+	}
+	qv, err := queries.View()
+	if err != nil {
+		return kit.Argf(op, searchRules.Queries.Arg, "%w", err)
+	}
+	nv, err := neighbors.ViewMut()
+	if err != nil {
+		return kit.Argf(op, searchRules.Neighbors.Arg, "%w", err)
+	}
+	dv, err := distances.ViewMut()
+	if err != nil {
+		return kit.Argf(op, searchRules.Distances.Arg, "%w", err)
+	}
+	return idx.search(op, res, &sp, &qv, &nv, &dv, true)
+}
+
+// search is Search inside the index's life, with resolved params, of
+// views; finite false skips the queries' check (SearchSlice made it on
+// the Go slice).
+func (idx *Index) search(op string, res *safe.Resources, sp *SearchParams, qv *dlpack.View, nv, dv *dlpack.ViewMut, finite bool) error {
+	if _, err := searchRules.Check(op, qv, nv, dv, idx.dtype, idx.c.Dim, idx.c.Rows.Load()); err != nil {
 		return err
 	}
-	if qv, err := queries.View(); err == nil {
-		if err := kit.CheckFinite(op, "queries", &qv); err != nil {
+	if finite {
+		if err := kit.CheckFinite(op, "queries", qv); err != nil {
 			return err
 		}
 	}
+	c := dlpack.Begin(op)
+	defer c.End()
+	tq, err := c.In(qv)
+	if err != nil {
+		return kit.Argf(op, searchRules.Queries.Arg, "%w", err)
+	}
+	tn, err := c.Out(nv)
+	if err != nil {
+		return kit.Argf(op, searchRules.Neighbors.Arg, "%w", err)
+	}
+	td, err := c.Out(dv)
+	if err != nil {
+		return kit.Argf(op, searchRules.Distances.Arg, "%w", err)
+	}
+	// int64 ids go to C as uint64 (cuvsHnswSearch takes nothing else):
+	// hnswlib's labels here are below 2^63 (row numbers, or a file's
+	// labels, which Deserialize checks), so both read the same.
+	tn.DlTensor.Dtype = generated.DLDataType{Code: uint8(dlpack.Uint64.Code), Bits: 64, Lanes: 1}
 	cp := generated.CuvsHnswSearchParams{Ef: sp.Ef, NumThreads: sp.NumThreads}
 	h, err := kit.Lock(res, op)
 	if err != nil {
 		return err
 	}
 	idx.gate.enter(cp.Ef)
-	err = generated.CuvsHnswSearch(h, kit.Params[generated.CuvsHnswSearchParams_t](res, &cp), idx.c.H, t.Queries, t.Neighbors, t.Distances)
+	err = generated.CuvsHnswSearch(h, kit.Params[generated.CuvsHnswSearchParams_t](res, &cp), idx.c.H, tq, tn, td)
 	idx.gate.leave(err == nil)
 	kit.Unlock(res)
 	return wrap(op, err)
@@ -454,8 +497,8 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 // Serialize writes the index to a file in hnswlib's format
 // (cuvsHnswSerialize: hnswlib's saveIndex; an index ACE left on disk is
 // copied from its hnsw_index.bin). hnswlib's own loadIndex reads it, and so
-// does Deserialize given the dimension, element type and metric, which
-// the file does not hold.
+// does Deserialize given the element type and metric, which the file does
+// not hold.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	return kind.Serialize(idx, res, path)
 }
@@ -470,9 +513,10 @@ func wrapMissing(err error) error {
 
 // Deserialize reads an hnswlib file (Serialize's, cagra.Index's
 // SerializeToHnswlib, or hnswlib's saveIndex of a compatible index) as an
-// index of dim dimensions of dtype elements with metric, which the file
-// does not hold (cuvsHnswDeserialize reads the dtype from the handle,
-// which the package sets). params.Hierarchy says how to search it: None
+// index of dtype elements with metric: the file gives the byte size of a
+// vector, from which the dimension follows once the element type is
+// known, but holds neither the element type nor the metric (hnswlib's
+// spaces are not saved). params.Hierarchy says how to search it: None
 // searches the base layer only; CPU and GPU descend through the upper
 // layers, which a base-layer-only file (FromCagra with HierarchyNone,
 // SerializeToHnswlib) does not have. Nil params means DefaultIndexParams
@@ -480,24 +524,24 @@ func wrapMissing(err error) error {
 //
 // A file that cannot be opened is refused before any C call with os's
 // error, path included (errors.Is(err, fs.ErrNotExist) for a missing
-// one). The file is checked first against dim and dtype (hnswlib sizes
-// each element by them and reads beside the elements when they are wrong)
-// and walked to its end; a file that does not fit, is truncated or has
-// bytes after the index is refused with safe.ErrCorruptIndex, and so is a
-// base-layer-only file asked for with a hierarchy, and a float16 or
-// float32 one holding a NaN or an infinity (what 8-bit vectors read as
-// floats tend to hold).
+// one). The file is walked to its end before cuVS reads it; a file
+// whose vectors are not a whole number of dtype elements, that is
+// truncated, has bytes after the index, or links outside its elements is
+// refused with safe.ErrCorruptIndex, and so is a base-layer-only file
+// asked for with a hierarchy, a float16 or float32 one holding a NaN or
+// an infinity (what 8-bit vectors read as floats tend to hold), and one
+// with a label of 2^63 - 1 or more (hnswlib labels are any uint64; the
+// package returns int64 ids with safe.SentinelID64 for none).
 //
-// What cannot be checked: the file gives only the byte size of a vector,
-// so a dim and dtype whose bytes match the file's pass the size check. Any
-// bytes are valid 8-bit integers: a float32 file of dimension d read as
-// uint8 or int8 of dimension 4d loads and answers with meaningless
-// distances; other files read as floats are refused only when they hit a
-// NaN or infinity bit pattern. Pass the dim and dtype the index was made
-// with.
+// What cannot be checked: any bytes are valid 8-bit integers, so a
+// float32 file of dimension d read as uint8 or int8 loads with dimension
+// 4d and answers with meaningless distances; other files read as floats
+// are refused only when they hit a NaN or infinity bit pattern; and a
+// metric cannot be told from the vectors. Pass the dtype and metric the
+// index was made with; compare Dim() with what you expect.
 //
 // C calls: cuvsHnswIndexCreate, cuvsHnswDeserialize.
-func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataType, metric safe.Metric, params *IndexParams) (*Index, error) {
+func Deserialize(res *safe.Resources, path string, dtype dlpack.DataType, metric safe.Metric, params *IndexParams) (*Index, error) {
 	const op = "hnsw.Deserialize"
 	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
 		return nil, err
@@ -508,9 +552,6 @@ func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataTyp
 	}
 	if !ok {
 		return nil, kit.Argf(op, "dtype", "%s is not one of %v", dtype, elemTypes)
-	}
-	if dim < 1 || dim > 1<<24 {
-		return nil, kit.Argf(op, "dim", "%d, want 1 to %d", dim, 1<<24)
 	}
 	if err := checkMetric(op, "metric", metric); err != nil {
 		return nil, err
@@ -523,7 +564,7 @@ func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataTyp
 	if !p.Hierarchy.valid() {
 		return nil, kit.Argf(op, "params.Hierarchy", "%s, want HierarchyNone, HierarchyCPU or HierarchyGPU", p.Hierarchy)
 	}
-	info, err := readFile(path, int64(dim), dtype)
+	info, err := readFile(path, dtype)
 	var oe openError
 	if errors.As(err, &oe) {
 		return nil, fmt.Errorf("%s: %w", op, oe.err) // before C, which would say "Cannot open file" without the path
@@ -541,13 +582,14 @@ func Deserialize(res *safe.Resources, path string, dim int, dtype dlpack.DataTyp
 	idx.c.H.Ref().Dtype = generated.DLDataType{Code: uint8(dtype.Code), Bits: dtype.Bits, Lanes: 1}
 	cp := p.cValue()
 	if err := kit.Deserialize(op, res, path, func(h generated.CuvsResources_t, fp *byte) error {
-		return wrapMissing(generated.CuvsHnswDeserialize(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), fp, int32(dim), kit.CMetric(metric), idx.c.H))
+		return wrapMissing(generated.CuvsHnswDeserialize(h, kit.Params[generated.CuvsHnswIndexParams_t](res, &cp), fp, int32(info.dim), kit.CMetric(metric), idx.c.H))
 	}); err != nil {
 		idx.fail()
 		return nil, err
 	}
 	idx.c.Rows.Store(info.count)
-	idx.c.Dim, idx.dtype, idx.metric, idx.hierarchy = int64(dim), dtype, metric, p.Hierarchy
+	idx.c.Dim, idx.dtype, idx.metric, idx.hierarchy = info.dim, dtype, metric, p.Hierarchy
+	idx.labelsNotRows = info.labelsNotRows
 	return idx, nil
 }
 

@@ -2,6 +2,7 @@ package hnsw_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,10 +28,10 @@ import (
 type searcher struct {
 	res    *safe.Resources
 	q      []float32
-	nb     []uint64
+	nb     []int64
 	ds     []float32
 	qm     *dlpack.HostMatrix[float32]
-	nm     *dlpack.HostMatrix[uint64]
+	nm     *dlpack.HostMatrix[int64]
 	dm     *dlpack.HostMatrix[float32]
 	dim, k int
 }
@@ -39,7 +40,7 @@ func newSearcher(tb testing.TB, d, k int) *searcher {
 	tb.Helper()
 	res, err := safe.NewResources()
 	must(tb, err)
-	s := &searcher{res: res, q: make([]float32, d), nb: make([]uint64, k), ds: make([]float32, k), dim: d, k: k}
+	s := &searcher{res: res, q: make([]float32, d), nb: make([]int64, k), ds: make([]float32, k), dim: d, k: k}
 	s.qm, err = dlpack.NewHostMatrix(s.q, 1, d)
 	must(tb, err)
 	s.nm, _ = dlpack.NewHostMatrix(s.nb, 1, k)
@@ -56,12 +57,12 @@ func (s *searcher) search(idx *hnsw.Index, p *hnsw.SearchParams, query []float32
 // reference for concurrent searches. hnswlib's search is deterministic for
 // a given index, query, k and ef (searchKnn: a greedy descent, then a
 // best-first search whose scratch is reset per query; nothing random).
-func serialResults(t *testing.T, idx *hnsw.Index, ef int32, qs []float32) ([]uint64, []float32) {
+func serialResults(t *testing.T, idx *hnsw.Index, ef int32, qs []float32) ([]int64, []float32) {
 	t.Helper()
 	s := newSearcher(t, dim, k)
 	defer s.res.Close()
 	n := len(qs) / dim
-	nb, ds := make([]uint64, n*k), make([]float32, n*k)
+	nb, ds := make([]int64, n*k), make([]float32, n*k)
 	for i := range n {
 		must(t, s.search(idx, &hnsw.SearchParams{Ef: ef, NumThreads: 1}, qs[i*dim:(i+1)*dim]))
 		copy(nb[i*k:], s.nb)
@@ -81,7 +82,7 @@ func TestConcurrentSearchesMatchSerial(t *testing.T) {
 	must(t, err)
 	safetest.Close(t, idx)
 	efs := []int32{24, 96}
-	wantN := make([][]uint64, len(efs))
+	wantN := make([][]int64, len(efs))
 	wantD := make([][]float32, len(efs))
 	for i, ef := range efs {
 		wantN[i], wantD[i] = serialResults(t, idx, ef, f.qs)
@@ -154,14 +155,16 @@ func TestSearchNonFinite(t *testing.T) {
 	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
 		q := slices.Clone(f.qs[:3*dim])
 		q[2*dim+5] = bad
-		nb, ds := make([]uint64, 3*k), make([]float32, 3*k)
+		nb, ds := make([]int64, 3*k), make([]float32, 3*k)
 		err := idx.Search(f.res, nil, hostMatrix(t, q, 3, dim), hostMatrix(t, nb, 3, k), hostMatrix(t, ds, 3, k))
 		if !isArg(err, "queries") || !strings.Contains(err.Error(), "row 2") {
 			t.Errorf("Search of %v: %v (ids %v), want an ArgError naming queries, row 2", bad, err, nb[2*k:])
 		}
-		err = hnsw.SearchFiltered(f.res, idx, nil, q, k, filter, nb, ds)
-		if !isArg(err, "queries") || !strings.Contains(err.Error(), "hnsw.SearchFiltered") {
-			t.Errorf("SearchFiltered of %v: %v, want an ArgError of SearchFiltered naming queries", bad, err)
+		for _, fl := range []*safe.Filter{nil, filter} {
+			_, err = hnsw.SearchSlice(f.res, idx, nil, q, k, fl)
+			if !isArg(err, "queries") || !strings.Contains(err.Error(), "hnsw.SearchSlice") || !strings.Contains(err.Error(), "row 2") {
+				t.Errorf("SearchSlice of %v (filter %v): %v, want an ArgError of SearchSlice naming queries, row 2", bad, fl != nil, err)
+			}
 		}
 	}
 }
@@ -172,16 +175,19 @@ func TestDeserializeMissingFile(t *testing.T) {
 	safetest.Check(t)
 	res := safetest.Resources(t)
 	path := filepath.Join(t.TempDir(), "missing.hnsw")
-	_, err := hnsw.Deserialize(res, path, dim, dlpack.Float32, safe.L2Expanded, nil)
+	_, err := hnsw.Deserialize(res, path, dlpack.Float32, safe.L2Expanded, nil)
 	var ce *safe.Error
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) || errors.As(err, &ce) || errors.Is(err, safe.ErrCorruptIndex) {
 		t.Fatalf("got %v, want fs.ErrNotExist naming %s, not a cuVS error", err, path)
 	}
 }
 
-// The file gives the byte size of a vector, not dim or dtype: a mismatch
-// of that size says which dims of which dtypes would fit; float bytes read
-// as float16 of twice the dimension hold NaN/Inf patterns and are refused.
+// The file gives the byte size of a vector, not the element type: the
+// dimension follows from the dtype passed. float32 bytes read as float16
+// hold NaN/Inf patterns and are refused; read as int8 they load as an index
+// of four times the dimension (any bytes are valid 8-bit integers), which
+// Dim() tells; vectors that are no whole number of elements are refused
+// naming the dimensions that fit.
 func TestDeserializeDtypeMismatch(t *testing.T) {
 	safetest.Check(t)
 	f := newFixture(t)
@@ -194,13 +200,32 @@ func TestDeserializeDtypeMismatch(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.hnsw")
 	must(t, os.WriteFile(path, buf.Bytes(), 0o600))
 	cpu := indexParams(t, hnsw.HierarchyCPU)
-	_, err = hnsw.Deserialize(f.res, path, dim, dlpack.Int8, safe.L2Expanded, cpu)
-	if !errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), "16 of float32, 32 of float16, 64 of int8") {
-		t.Errorf("int8 of dim %d: %v, want ErrCorruptIndex naming the dims that fit", dim, err)
+	back, err := hnsw.Deserialize(f.res, path, dlpack.Float32, safe.L2Expanded, cpu)
+	must(t, err)
+	safetest.Close(t, back)
+	if back.Dim() != dim || back.DType() != dlpack.Float32 {
+		t.Errorf("float32: %s × %d, want float32 × %d", back.DType(), back.Dim(), dim)
 	}
-	_, err = hnsw.Deserialize(f.res, path, 2*dim, dlpack.Float16, safe.L2Expanded, cpu)
+	as8, err := hnsw.Deserialize(f.res, path, dlpack.Int8, safe.L2Expanded, cpu)
+	must(t, err)
+	safetest.Close(t, as8)
+	if as8.Dim() != 4*dim {
+		t.Errorf("int8: dimension %d, want %d (the vector's bytes)", as8.Dim(), 4*dim)
+	}
+	_, err = hnsw.Deserialize(f.res, path, dlpack.Float16, safe.L2Expanded, cpu)
 	if !errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), "wrong dtype") {
-		t.Errorf("float16 of dim %d: %v, want ErrCorruptIndex (NaN/Inf patterns)", 2*dim, err)
+		t.Errorf("float16: %v, want ErrCorruptIndex (NaN/Inf patterns)", err)
+	}
+	// vectors of 4*dim+2 bytes
+	b := bytes.Clone(buf.Bytes())
+	for _, off := range []int{24, 32} { // size_data_per_element, label_offset
+		binary.LittleEndian.PutUint64(b[off:], binary.LittleEndian.Uint64(b[off:])+2)
+	}
+	odd := filepath.Join(t.TempDir(), "odd.hnsw")
+	must(t, os.WriteFile(odd, b, 0o600))
+	_, err = hnsw.Deserialize(f.res, odd, dlpack.Float32, safe.L2Expanded, cpu)
+	if !errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), "33 of float16, 66 of int8") {
+		t.Errorf("66-byte vectors as float32: %v, want ErrCorruptIndex naming the dims that fit", err)
 	}
 }
 
@@ -242,7 +267,7 @@ func BenchmarkServe(b *testing.B) {
 	must(b, err)
 	pool := make([]*hnsw.Index, copies)
 	for i := range pool {
-		pool[i], err = hnsw.DeserializeFrom(res, bytes.NewReader(file.Bytes()), bDim, dlpack.Float32, safe.L2Expanded, &p)
+		pool[i], err = hnsw.DeserializeFrom(res, bytes.NewReader(file.Bytes()), dlpack.Float32, safe.L2Expanded, &p)
 		must(b, err)
 		defer pool[i].Close()
 	}

@@ -17,13 +17,13 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 }
 
 // DeserializeFrom reads an hnswlib index from r, to its end, and checks it
-// as Deserialize does (dim, dtype and metric given, as the format holds
-// none of them). cuVS reads only file names (cuvsHnswDeserialize): r is
+// as Deserialize does (dtype and metric given, as the format holds
+// neither; the dimension is read). cuVS reads only file names (cuvsHnswDeserialize): r is
 // copied into an anonymous in-memory file (memfd_create; a file in a
 // private temporary directory where that is missing). safe.MaxBytes bounds
 // the stream.
-func DeserializeFrom(res *safe.Resources, r io.Reader, dim int, dtype dlpack.DataType, metric safe.Metric, params *IndexParams, opts ...safe.DeserializeOption) (*Index, error) {
+func DeserializeFrom(res *safe.Resources, r io.Reader, dtype dlpack.DataType, metric safe.Metric, params *IndexParams, opts ...safe.DeserializeOption) (*Index, error) {
 	return kit.DeserializeFrom("hnsw.DeserializeFrom", r, opts, func(path string) (*Index, error) {
-		return Deserialize(res, path, dim, dtype, metric, params)
+		return Deserialize(res, path, dtype, metric, params)
 	})
 }
