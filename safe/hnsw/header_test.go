@@ -39,16 +39,19 @@ func TestParseHeader(t *testing.T) {
 		}
 	}
 	for name, mut := range map[string]func([]byte){
-		"short":         nil,
-		"offset":        func(b []byte) { b[0] = 1 },
-		"vector bytes":  func(b []byte) { binary.LittleEndian.PutUint64(b[32:], binary.LittleEndian.Uint64(b[32:])+2) },
-		"no label":      func(b []byte) { binary.LittleEndian.PutUint64(b[24:], binary.LittleEndian.Uint64(b[24:])+8) },
-		"entry":         func(b []byte) { binary.LittleEndian.PutUint32(b[52:], 10) },
-		"capacity":      func(b []byte) { binary.LittleEndian.PutUint64(b[8:], 9) },
-		"level":         func(b []byte) { binary.LittleEndian.PutUint32(b[48:], 65) },
-		"data at 0":     func(b []byte) { binary.LittleEndian.PutUint64(b[40:], 0) },
-		"huge maxM0":    func(b []byte) { binary.LittleEndian.PutUint64(b[64:], 1<<20) },
-		"huge elements": func(b []byte) { binary.LittleEndian.PutUint64(b[16:], 1<<40); binary.LittleEndian.PutUint64(b[8:], 1<<40) },
+		"short":        nil,
+		"offset":       func(b []byte) { b[0] = 1 },
+		"vector bytes": func(b []byte) { binary.LittleEndian.PutUint64(b[32:], binary.LittleEndian.Uint64(b[32:])+2) },
+		"no label":     func(b []byte) { binary.LittleEndian.PutUint64(b[24:], binary.LittleEndian.Uint64(b[24:])+8) },
+		"entry":        func(b []byte) { binary.LittleEndian.PutUint32(b[52:], 10) },
+		"capacity":     func(b []byte) { binary.LittleEndian.PutUint64(b[8:], 9) },
+		"level":        func(b []byte) { binary.LittleEndian.PutUint32(b[48:], 65) },
+		"data at 0":    func(b []byte) { binary.LittleEndian.PutUint64(b[40:], 0) },
+		"huge maxM0":   func(b []byte) { binary.LittleEndian.PutUint64(b[64:], 1<<20) },
+		"huge elements": func(b []byte) {
+			binary.LittleEndian.PutUint64(b[16:], 1<<40)
+			binary.LittleEndian.PutUint64(b[8:], 1<<40)
+		},
 	} {
 		x := append([]byte(nil), b...)
 		if mut == nil {
