@@ -106,6 +106,8 @@ type MemoryError struct {
 	PoolMax   int64  // the pool's maximum, 0 without one
 	Limit     int64  // SetMemoryLimit's, 0 without one
 	InUse     int64  // the safe layer's count (DeviceMemory.InUse)
+
+	exact bool // an allocation of known size over Limit: WithoutMemoryCheck does not skip it
 }
 
 func (e *MemoryError) Error() string {
@@ -116,6 +118,9 @@ func (e *MemoryError) Error() string {
 	}
 	if e.Limit > 0 {
 		s += ", limit " + fmtBytes(e.Limit)
+	}
+	if e.exact {
+		return s + "): out of device memory (refused: SetMemoryLimit's limit)"
 	}
 	return s + "): out of device memory (refused before calling cuVS; NewResources(WithoutMemoryCheck()) skips the check)"
 }
@@ -358,7 +363,7 @@ func chargeMatrix(op string, d int32, bytes uint64) error {
 	c := &memDevices.inUse[devSlot(d)]
 	if lim := memDevices.limit.Load(); lim > 0 {
 		if in := c.Load(); in+b > lim {
-			return &MemoryError{Op: op, What: "the matrix", Need: b, Available: max(lim-in, 0), Limit: lim, InUse: in}
+			return &MemoryError{Op: op, What: "the matrix", Need: b, Available: max(lim-in, 0), Limit: lim, InUse: in, exact: true}
 		}
 	}
 	c.Add(b)

@@ -159,6 +159,15 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 	if host && !dv.Layout().IsRowMajor() {
 		return nil, kit.Argf(op, "dataset", "layout %s: a dataset in host memory must be row-major", dv.Layout())
 	}
+	est, err := EstimateMemory(safe.MemoryShape{Rows: int(dv.Dim(0)), Dim: int(dv.Dim(1)), DType: dv.DType(), HostDataset: host}, &p)
+	if err != nil {
+		return nil, err
+	}
+	done, err := kit.ReserveBuild(op, res, est)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	idx, err := kind.New(op, res)
 	if err != nil {
 		return nil, err
@@ -185,7 +194,10 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *BuildParams) (*In
 	err = kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsBruteForceBuild(h, t[0], kit.CMetric(p.Metric), p.MetricArg, idx.c.H)
 	})
-	return kind.Made(op, res, idx, err)
+	if idx, err = kind.Made(op, res, idx, err); err == nil {
+		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
+	}
+	return idx, err
 }
 
 // Rows returns the number of rows indexed.

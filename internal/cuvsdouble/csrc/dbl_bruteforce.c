@@ -27,6 +27,11 @@ typedef struct {
   void* owned; /* deserialized indexes own their data */
   size_t owned_bytes;
   uint64_t borrow_id; /* registry id of the allocation holding a borrowed dataset */
+  /* What cuVS's index holds on the device (detail/knn_brute_force.cuh,
+   * build; brute_force.cu, index): float norms of the rows for
+   * L2Expanded, L2SqrtExpanded and CosineExpanded, and a row-major copy of
+   * a column-major dataset. A row-major device dataset is referenced. */
+  dbl_dev_block dev;
   pthread_rwlock_t lock;
 } bf_impl;
 
@@ -62,6 +67,7 @@ static void bf_impl_free(bf_impl* impl)
   }
   dbl_reg_borrow(impl->borrow_id, -1);
   dbl_buf_free(impl->owned, impl->owned_bytes);
+  dbl_dev_give(&impl->dev);
   pthread_rwlock_unlock(&impl->lock);
   pthread_rwlock_destroy(&impl->lock);
   impl->magic = 0;
@@ -162,6 +168,16 @@ static cuvsError_t bf_build(DLManagedTensor* dataset, cuvsDistanceType metric, f
   impl->cs = layout == LAYOUT_ROW ? 1 : impl->n;
   dbl_entry e;
   size_t bytes = (size_t)(impl->n * impl->dim) * dl_elem_size(t->dtype);
+  uint64_t dev = 0;
+  if (metric == L2Expanded || metric == L2SqrtExpanded || metric == CosineExpanded) {
+    dev += ((uint64_t)impl->n * 4 + 255) / 256 * 256;
+  }
+  if (layout == LAYOUT_COL) dev += ((uint64_t)bytes + 255) / 256 * 256;
+  cuvsError_t st = dbl_dev_take(dev, &impl->dev);
+  if (st != CUVS_SUCCESS) {
+    bf_impl_free(impl);
+    return st;
+  }
   if (bytes > 0 && dbl_reg_containing(t->data, bytes, &e)) {
     impl->borrow_id = e.id;
     dbl_reg_borrow(e.id, +1);
