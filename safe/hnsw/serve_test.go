@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/internal/hnswlibbench"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/hnsw"
@@ -34,6 +36,7 @@ type searcher struct {
 	nm     *dlpack.HostMatrix[int64]
 	dm     *dlpack.HostMatrix[float32]
 	dim, k int
+	out    safe.Results // SearchSliceInto's
 }
 
 func newSearcher(tb testing.TB, d, k int) *searcher {
@@ -238,17 +241,59 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// BenchmarkServe measures one-query searches of one index from 1, 8 and 32
-// goroutines (each with its own Resources, ef 64, NumThreads 1), three
-// ways: serial (a lock around every search: the package's behaviour before
-// searches with one ef could overlap), pool (4 deserialized copies of the
-// index, one search at a time per copy) and shared (one index, searches
-// overlapping through the package's ef gate). It reports queries per
-// second, the CPUs the process kept busy (CPU time / wall time) and the
-// searches in flight on average (time inside Search, summed, / wall
-// time). On the test double the search is the double's own CPU code.
+// The benchmark's environment (internal/hnswlibbench/run.sh sets it on a
+// GPU machine).
+const (
+	benchShapeEnv = "CUVS_HNSW_BENCH"   // ROWSxDIM, default 10000x32
+	benchGEnv     = "CUVS_HNSW_BENCH_G" // goroutine counts, default 1,8,32
+	// benchDirEnv names a folder for the files internal/hnswlibbench's
+	// hnswlib-serve reads: index.hnsw (the index, Serialize's),
+	// queries.fbin, and go.i64bin (the ids of SearchSlice over every query
+	// once, at the benchmark's ef and k).
+	benchDirEnv = "CUVS_HNSW_BENCH_DIR"
+)
+
+// benchConfig reads the benchmark's environment.
+func benchConfig(b *testing.B) (rows, dim int, gs []int) {
+	rows, dim, gs = 10000, 32, []int{1, 8, 32}
+	if v := os.Getenv(benchShapeEnv); v != "" {
+		r, d, ok := strings.Cut(v, "x")
+		var err1, err2 error
+		rows, err1 = strconv.Atoi(r)
+		dim, err2 = strconv.Atoi(d)
+		if !ok || err1 != nil || err2 != nil || rows < 100 || dim < 1 {
+			b.Fatalf("$%s=%q, want ROWSxDIM (at least 100 rows)", benchShapeEnv, v)
+		}
+	}
+	if v := os.Getenv(benchGEnv); v != "" {
+		gs = nil
+		for _, f := range strings.Split(v, ",") {
+			g, err := strconv.Atoi(f)
+			if err != nil || g < 1 {
+				b.Fatalf("$%s=%q, want goroutine counts such as 1,8,16,32", benchGEnv, v)
+			}
+			gs = append(gs, g)
+		}
+	}
+	return rows, dim, gs
+}
+
+// BenchmarkServe measures one-query searches of one index (built on the
+// GPU by ACE, CPU hierarchy, M 16) from 1, 8 and 32 goroutines (each with
+// its own Resources, ef 64, k 10, NumThreads 1), four ways: serial (a lock
+// around every search: the package's behaviour before searches with one
+// ef could overlap), pool (4 deserialized copies of the index, one search
+// at a time per copy), shared (one index, Index.Search of reused tensors
+// overlapping through the package's ef gate) and slice (shared, through
+// SearchSliceInto of Go slices). It reports queries per second, the CPUs
+// the process kept busy (CPU time / wall time) and the searches in flight
+// on average (time inside Search, summed, / wall time). On the test
+// double the search is the double's own CPU code. $CUVS_HNSW_BENCH (rows
+// x dim), $CUVS_HNSW_BENCH_G (goroutine counts) and $CUVS_HNSW_BENCH_DIR
+// (files for hnswlib's own search, internal/hnswlibbench) change it.
 func BenchmarkServe(b *testing.B) {
-	const bRows, bDim, bK, copies = 10000, 32, 10, 4
+	const bK, copies = 10, 4
+	bRows, bDim, gs := benchConfig(b)
 	res, err := safe.NewResources()
 	must(b, err)
 	defer res.Close()
@@ -259,9 +304,11 @@ func BenchmarkServe(b *testing.B) {
 	p.Hierarchy, p.M, p.EfConstruction = hnsw.HierarchyCPU, 16, 64
 	m, err := dlpack.NewHostMatrix(data, bRows, bDim)
 	must(b, err)
+	t0 := time.Now()
 	idx, err := hnsw.Build(res, m, &p)
 	must(b, err)
 	defer idx.Close()
+	b.Logf("hnsw.Build of %d x %d: %v", bRows, bDim, time.Since(t0))
 	var file bytes.Buffer
 	_, err = idx.SerializeTo(res, &file)
 	must(b, err)
@@ -272,8 +319,17 @@ func BenchmarkServe(b *testing.B) {
 		defer pool[i].Close()
 	}
 	sp := &hnsw.SearchParams{Ef: 64, NumThreads: 1}
-	for _, g := range []int{1, 8, 32} {
-		for _, mode := range []string{"serial", "pool", "shared"} {
+	if dir := os.Getenv(benchDirEnv); dir != "" {
+		must(b, os.MkdirAll(dir, 0o755))
+		must(b, os.WriteFile(filepath.Join(dir, "index.hnsw"), file.Bytes(), 0o644))
+		must(b, hnswlibbench.WriteQueries(filepath.Join(dir, "queries.fbin"), qs, bDim))
+		r, err := hnsw.SearchSlice(res, idx, sp, qs, bK, nil)
+		must(b, err)
+		must(b, hnswlibbench.WriteIDs(filepath.Join(dir, "go.i64bin"), r.Neighbors, bK))
+		b.Logf("wrote index.hnsw, queries.fbin and go.i64bin (ef %d, k %d) to %s", sp.Ef, bK, dir)
+	}
+	for _, g := range gs {
+		for _, mode := range []string{"serial", "pool", "shared", "slice"} {
 			b.Run(fmt.Sprintf("%s/g=%d", mode, g), func(b *testing.B) {
 				var one sync.Mutex
 				locks := make([]sync.Mutex, copies)
@@ -295,7 +351,8 @@ func BenchmarkServe(b *testing.B) {
 							if n >= int64(b.N) {
 								return
 							}
-							q := qs[(n%1000)*bDim : (n%1000+1)*bDim]
+							qi := int(n % 1000)
+							q := qs[qi*bDim : (qi+1)*bDim]
 							timed := func(x *hnsw.Index) error {
 								t0 := time.Now()
 								err := s.search(x, sp, q)
@@ -313,6 +370,10 @@ func BenchmarkServe(b *testing.B) {
 								locks[c].Lock()
 								err = timed(pool[c])
 								locks[c].Unlock()
+							case "slice":
+								t0 := time.Now()
+								err = hnsw.SearchSliceInto(s.res, idx, sp, q, bK, nil, &s.out)
+								busy.Add(int64(time.Since(t0)))
 							default:
 								err = timed(idx)
 							}
