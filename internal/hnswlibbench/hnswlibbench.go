@@ -8,6 +8,15 @@
 // its own ids) when $CUVS_HNSW_BENCH_DIR is set; pack.sh and run.sh run
 // both on a GPU machine.
 //
+// What it imitates, read in cuVS v26.06.00 and v26.08.01 (the same in
+// both): cpp/src/neighbors/detail/hnsw.hpp (search: set_ef, then one
+// searchKnn per query, k results popped; serialize/deserialize: hnswlib's
+// saveIndex/loadIndex; HierarchyNone files written with maxlevel 1 and no
+// upper layers), cpp/cmake/patches/hnswlib.diff (base_layer_only: the
+// nearest of 32 seeds, then searchBaseLayerST) and hnswlib_override.json
+// (cuVS builds hnswlib 0.7.0; Debian packages 0.6.2, whose saveIndex
+// format and searchKnn are the same).
+//
 // This package is test support: Build compiles the program for tests,
 // WriteQueries, WriteIDs and ReadIDs are the files' formats, and Parse
 // reads the program's output.
