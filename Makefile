@@ -59,9 +59,10 @@ test-cgocheck:
 	  wait $$a; ra=$$?; wait $$b; rb=$$?; \
 	  if [ $$ra -ne 0 ] || [ $$rb -ne 0 ]; then echo "test-cgocheck: failed (26.08 packages: exit $$ra; the rest: exit $$rb)"; exit 1; fi
 
-## test-slow: what make test leaves out for time, CI runs it: the double's filtered CAGRA recall against the real library's table (TestCagraFilterTable, about 2.5 minutes on 2 cores)
+## test-slow: what make test leaves out for time, CI runs it: the double's filtered CAGRA recall against the real library's table (TestCagraFilterTable, about 2.5 minutes on 2 cores); tiered's Deletes under searches, Extends, Compacts and serializations for 2 minutes under -race (TestTieredDeletes, 1.5 s in make test)
 test-slow:
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^TestCagraFilterTable$$' ./internal/cuvsdouble
+	CUVSDOUBLE_RELEASE=26.06 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '^TestTieredDeletes$$' ./internal/stress -stress.deletes 2m
 
 ## test-all: the whole matrix, every pass against both releases of the double (what make test splits between them), plus make test's lint and checks
 test-all: lint check-generated coverage

@@ -15,45 +15,55 @@ import (
 // through less than this fraction of the ANN rows (or no more than k of
 // them) is searched exactly, by brute force over the ANN rows, instead of
 // by the ANN index; above it the ANN search's effort is raised by 1/f (f
-// the fraction allowed): CAGRA's internal top-k to itopk/f (rounded up to
-// 32, at most max(256, itopk)), an IVF backend's probes to n_probes/f (at
-// most its lists). cagra's own policy goes exact below 25% at itopk 64
+// the fraction allowed, deletions included): CAGRA's internal top-k to
+// itopk/f (rounded to the nearest multiple of 32, so that a few percent
+// deleted or filtered out keep itopk; at most max(256, itopk)), an IVF
+// backend's probes to n_probes/f (at most its lists). cagra's own policy goes exact below 25% at itopk 64
 // (cagra.MaxFilterITopK = 256 = 64/0.25), IVF's raises probes by 1/f.
 const ExactBelow = 0.25
 
-// Search finds the k nearest rows for each query, k being the columns of
-// neighbors, up to Rows(). queries (n × Dim() float32), neighbors (int64
-// ids) and distances (float32), n × k, in device memory; the results are
-// ready once res's stream is synchronized.
+// Search finds the k nearest live rows for each query, k being the
+// columns of neighbors, up to Rows(). queries (n × Dim() float32),
+// neighbors (int64 ids) and distances (float32), n × k, in device memory;
+// the results are ready once res's stream is synchronized. A deleted row
+// is never returned; k is filled while live rows (allowed by the filter)
+// remain, the slots past them holding safe.SentinelID64 with +Inf.
 //
-// filter, if not nil, is a bitset over Rows() rows by id, honoured in
-// both tiers (see ExactBelow for the ANN tier's policy).
+// filter, if not nil, is a bitset over Rows() ids, honoured in both tiers
+// together with the deletions (a row must be allowed and live; see
+// ExactBelow for the ANN tier's policy). Its bits are ids whatever the
+// storage: after a compaction the package maps them to positions.
 //
 // How it runs:
-//   - one tier holding every row, no filter, k within that tier: one C
-//     call (cuvsTieredIndexSearch on the ANN tier, cuvsBruteForceSearch
-//     on the fresh tier), nothing allocated; a slot the ANN backend cannot
-//     fill then holds the backend's own marker (CAGRA: id 2147483647,
-//     distance FLT_MAX; IVF: safe.SentinelID64 or a repeated id with
-//     distance +Inf), as in packages cagra and ivfflat;
-//   - otherwise (rows in both tiers, a filter, or k past a tier's rows)
-//     the tiers are searched apart into device scratch: the ANN tier for
-//     min(k, ANNRows()) neighbors, the fresh tier by brute force for
-//     min(k, fresh rows, fresh rows allowed), its ids shifted by ANNRows();
-//     both lists are copied to the host, merged by distance (largest first
-//     for InnerProduct) and written to neighbors/distances, every slot
-//     left unfilled holding safe.SentinelID64 with distance +Inf. Its cost
-//     over the two searches: device scratch allocated per call, three
-//     host copies and a stream sync (BENCHMARKS.md).
+//   - one tier holding every row, none deleted or compacted away, no
+//     filter, k within that tier: one C call (cuvsTieredIndexSearch on the
+//     ANN tier, cuvsBruteForceSearch on the fresh tier), nothing
+//     allocated; a slot the ANN backend cannot fill then holds the
+//     backend's own marker (CAGRA: id 2147483647, distance FLT_MAX; IVF:
+//     safe.SentinelID64 or a repeated id with distance +Inf), as in
+//     packages cagra and ivfflat;
+//   - otherwise (rows in both tiers, a filter, deletions, a compacted
+//     storage, or k past a tier's rows) the tiers are searched apart into
+//     device scratch: the ANN tier for min(k, ANNRows()) neighbors, the
+//     fresh tier by brute force for min(k, its rows allowed), each with
+//     its positions' bitset (filter AND live); both lists are copied to
+//     the host, their positions mapped to ids, merged by distance (largest
+//     first for InnerProduct) and written to neighbors/distances, every
+//     slot left unfilled holding safe.SentinelID64 with distance +Inf. A
+//     query the ANN index's filtered search leaves short of the rows
+//     allowed has its ANN tier searched again exactly. Its cost over the
+//     two searches: device scratch allocated per call, three host copies
+//     and a stream sync (BENCHMARKS.md).
 //
 // Non-finite query values are not checked (device memory is not read):
 // SearchSlice refuses them.
 //
 // C calls: cuvsTieredIndexSearch, cuvsBruteForceSearch, cuvsMatrixCopy,
-// cuvsStreamSync; with a filter once per filter and index state
-// cuvsMatrixCopy (its words to the host) and the uploads of the derived
-// bitsets, and for a selective one cuvsBruteForceBuild over the ANN rows
-// (once). Nil params means cuVS's defaults.
+// cuvsStreamSync; with a filter or deletions once per filter, deletion
+// state and storage cuvsMatrixCopy (the filter's words to the host) and
+// the uploads of the positions' bitsets, and for a selective one
+// cuvsBruteForceBuild over the ANN rows (once). Nil params means cuVS's
+// defaults.
 func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if idx == nil {
 		return kit.NilIndex("tiered.Index.Search")
@@ -172,7 +182,9 @@ func (idx *Index) raise(sp *cSearch, frac float64, k int64) {
 	switch idx.p.Backend {
 	case CAGRA:
 		it := int64(sp.cagra.ItopkSize)
-		up := int64(math.Ceil(float64(it)/frac/32)) * 32
+		// to the nearest multiple of 32: a filter or a deletion set
+		// taking a few percent of the rows keeps CAGRA's effort
+		up := int64(math.Round(float64(it)/frac/32)) * 32
 		up = min(up, max(256, it))
 		sp.cagra.ItopkSize = uint64(max(it, up, (k+31)/32*32))
 	case IVFFlat:

@@ -2,7 +2,8 @@
 // serves: an ANN index (CAGRA, IVF-Flat or IVF-PQ) over the rows it was
 // built from and a fresh tier, searched by brute force on the GPU, over
 // the rows added since, searched together for any k up to Rows(), with or
-// without a bitset filter, and persisted with SerializeTo/DeserializeFrom.
+// without a bitset filter, rows deleted by id (Delete), and persisted with
+// SerializeTo/DeserializeFrom.
 //
 // Distances and neighbor ids: see package safe's doc, sections Distances
 // and Neighbor ids (what each metric returns here, and unfilled slots).
@@ -30,6 +31,21 @@
 // the ANN tier then follows the ExactBelow policy (exact brute force over
 // the ANN rows for a selective filter, raised effort otherwise).
 //
+// # Ids and deletions
+//
+// A row's id is the number of rows added before it (Build's rows are 0
+// to n-1, an Extend's the next ones; Merge shifts index i's ids by the
+// Rows() of the indexes before it) and never changes: no id is given
+// twice. Delete marks rows deleted; searches never return them. Their
+// storage is freed by a compaction (Compact, the ANN rebuild of an
+// Extend, Merge, DeserializeFrom), which moves rows but keeps their ids:
+// the index then maps storage positions to ids (results, filters and
+// Delete all speak ids). Rows() counts the ids given (a filter's size),
+// Live() the rows not deleted, Stored() the rows held. cuVS's tiered
+// index has no delete (both releases: create, build, extend, merge,
+// search): the deletions are the package's, a bitset by position combined
+// with the caller's filter into each tier's prefilter.
+//
 // # Building, growing, merging, persisting
 //
 // Build copies float32 rows (Go, host or device memory; host values must
@@ -39,22 +55,26 @@
 // with CreateANNIndexOnExtend, once the tier holds more than MinANNRows
 // rows, the ANN index is rebuilt over every row. Merge concatenates
 // indexes and builds as Build does (an ANN index over every row above
-// MinANNRows). SerializeTo/Serialize write the parameters, the tier split
-// and the rows; DeserializeFrom/Deserialize rebuild the ANN index over the
-// same ANN rows (cuVS has no serializer for a tiered index), so ids and
-// the fresh tier's results are exact after a round trip and the ANN
-// tier's approximate as any build is. NewSearcher adapts an index to
+// MinANNRows). SerializeTo/Serialize write the parameters, the tier split,
+// the live rows and their ids (format version 2; version 1 files are
+// read); DeserializeFrom/Deserialize rebuild the ANN index over the same
+// ANN rows (cuVS has no serializer for a tiered index), so ids and the
+// fresh tier's results are exact after a round trip and the ANN tier's
+// approximate as any build is. NewSearcher adapts an index to
 // package batch (its Rows() is the index's).
 //
 // Memory: the ANN rows are held twice on the device (the package's copy,
 // which cuVS's CAGRA index may reference and which serialization, merges,
 // rebuilds and the exact filter path read, and cuVS's tiered storage), the
 // fresh rows once (plus their norms), the brute force over the ANN rows
-// (norms) only once a selective filter needed it.
+// (norms) only once a selective filter needed it; deleted rows until a
+// compaction. On the host: a bit per stored row once a row is deleted,
+// 8 bytes per stored row once a compaction has moved rows (the id map).
 //
 // # Unfilled slots
 //
-// Every path that merges (both tiers, a filter, k past a tier's rows) and
+// Every path that merges (both tiers, a filter, deletions, k past a
+// tier's rows) and
 // every result in Go memory (SearchSlice, the batcher) holds
 // safe.SentinelID64 with distance +Inf in a slot it cannot fill: a filter
 // allowing fewer than k rows, say. The one-call paths write what their

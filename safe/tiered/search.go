@@ -112,7 +112,8 @@ func (s *Searcher) Dim() int {
 	return s.idx.Dim()
 }
 
-// Rows is the largest k a search takes: the index's rows (both tiers).
+// Rows is the largest k a search takes: the index's Rows() (the ids
+// given; slots past the live rows hold the sentinel).
 func (s *Searcher) Rows() int {
 	if s == nil || s.idx == nil {
 		return 0

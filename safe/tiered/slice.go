@@ -9,7 +9,8 @@ import (
 
 // SearchSlice is the one-call search from Go memory: queries holds
 // n×Dim() float32 values, row-major; the result holds each query's k
-// nearest rows (k up to Rows()), nearest first. params nil means cuVS's
+// nearest live rows (k up to Rows(); a deleted row is never returned),
+// nearest first. params nil means cuVS's
 // defaults; filter nil searches every row. An unfilled slot holds
 // safe.SentinelID64 with distance +Inf (test with safe.Valid).
 //
