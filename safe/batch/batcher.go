@@ -134,9 +134,17 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	if !ok {
 		return nil, kit.Argf(op, "N", "%s, the index writes %v", nt, s.NeighborTypes())
 	}
+	if oc, ok := s.(optionChecker); ok && o.MaxBatch == 0 {
+		o.MaxBatch = min(DefaultMaxBatch, oc.maxBatch())
+	}
 	o, err := o.withDefaults(op, int64(s.Rows()))
 	if err != nil {
 		return nil, err
+	}
+	if oc, ok := s.(optionChecker); ok {
+		if err := oc.checkOptions(op, o); err != nil {
+			return nil, err
+		}
 	}
 	b := &batcher[T, N]{
 		s: s, dim: s.Dim(), maxK: o.MaxK, maxBatch: o.MaxBatch, maxWait: o.MaxWait,

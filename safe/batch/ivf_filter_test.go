@@ -121,3 +121,146 @@ func TestIVFFiltered(t *testing.T) {
 		t.Errorf("IVFPQFiltered(nil): %v", err)
 	}
 }
+
+// TestIVFPQTenants: IVF-PQ Filtered made without a filter (two, so that
+// two batches search at once) serve requests of three filters and none
+// through one Batcher: each request gets what the direct search of its
+// query with its filter gives (ivfpq.Filtered.SearchWith), every id
+// allowed; the options the Filtered fix are checked by New.
+func TestIVFPQTenants(t *testing.T) {
+	safetest.Check(t)
+	const rows, d, nq, k = 1500, 16, 32, 6
+	res := safetest.Resources(t)
+	data := safetest.Random(23, rows, d)
+	queries := safetest.Random(24, nq, d)
+	ds, err := safe.DeviceMatrixFrom(res, data, rows, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, ds)
+	pp, err := ivfpq.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp.NLists, pp.PQDim, pp.PQBits = 16, 8, 8
+	pq, err := ivfpq.Build(res, ds, &pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, pq)
+	sp := &ivfpq.SearchParams{NProbes: 2}
+	mkF := func(filter *safe.Filter, n int) *ivfpq.Filtered {
+		f, err := pq.NewFiltered(res, sp, filter, ds, safe.L2Expanded, n, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		safetest.Close(t, f)
+		return f
+	}
+	var ts []tenant
+	for i, frac := range []float64{0.005, 0.1, 0.5} {
+		ts = append(ts, tenants(t, res, rows, 1, frac, uint64(30+i))...)
+	}
+	f1, f2 := mkF(nil, nq), mkF(nil, nq)
+	s, err := IVFPQFiltered(f1, f2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.(FilterSearcher); !ok {
+		t.Fatal("a Searcher of Filtered made without a filter takes no filter per request")
+	}
+	b, err := New[float32, int64](s, Options{MaxK: k, Slots: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	alone := mkF(nil, 1)
+	direct := func(q []float32, filter *safe.Filter) ([]int64, []float32) {
+		t.Helper()
+		qd, err := safe.DeviceMatrixFrom(res, q, 1, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer qd.Close()
+		n, err := safe.NewDeviceMatrix[int64](res, 1, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		dd, err := safe.NewDeviceMatrix[float32](res, 1, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dd.Close()
+		if err := alone.SearchWith(res, qd, n, dd, filter); err != nil {
+			t.Fatal(err)
+		}
+		ids, err := n.ToHost(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dist, err := dd.ToHost(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, dist
+	}
+	type got struct {
+		ten  int
+		ids  []int64
+		dist []float32
+	}
+	out := make([]got, nq)
+	var wg sync.WaitGroup
+	for q := range nq {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ten := q%(len(ts)+1) - 1
+			var filter *safe.Filter
+			if ten >= 0 {
+				filter = ts[ten].f
+			}
+			ids, dist := make([]int64, k), make([]float32, k)
+			if err := b.SearchIntoFiltered(context.Background(), filter, queries[q*d:(q+1)*d], ids, dist); err != nil {
+				t.Error(err)
+				return
+			}
+			out[q] = got{ten, ids, dist}
+		}()
+	}
+	wg.Wait()
+	for q, g := range out {
+		var filter *safe.Filter
+		if g.ten >= 0 {
+			filter = ts[g.ten].f
+		}
+		w, wd := direct(queries[q*d:(q+1)*d], filter)
+		for j := range k {
+			if g.ten >= 0 && safe.Valid(g.ids[j]) && !ts[g.ten].allow[g.ids[j]] {
+				t.Fatalf("query %d (tenant %d): row %d, which its filter forbids", q, g.ten, g.ids[j])
+			}
+			if g.ids[j] != w[j] && !safetest.NearlyEqual(g.dist[j], wd[j]) {
+				t.Errorf("query %d (tenant %d): %v at %v batched, %v at %v alone", q, g.ten, g.ids, g.dist, w, wd)
+				break
+			}
+		}
+	}
+	if st := b.Stats(); st.Filtered == 0 {
+		t.Error("no filtered batch")
+	}
+	if b.b.maxBatch != nq {
+		t.Errorf("default MaxBatch %d, want the Filtered's %d", b.b.maxBatch, nq)
+	}
+	for _, c := range []struct {
+		name, arg string
+		o         Options
+	}{{"MaxK", "MaxK", Options{MaxK: k - 1}}, {"MaxBatch", "MaxBatch", Options{MaxK: k, MaxBatch: nq + 1}}} {
+		if _, err := New[float32, int64](s, c.o); !safetest.IsArg(err, c.arg) {
+			t.Errorf("%s: %v, want an ArgError naming %s", c.name, err, c.arg)
+		}
+	}
+	if _, err := IVFPQFiltered(f1, mkF(ts[0].f, nq)); !safetest.IsArg(err, "more") {
+		t.Errorf("Filtered made unlike: %v, want an ArgError naming more", err)
+	}
+}

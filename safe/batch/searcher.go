@@ -329,25 +329,79 @@ func IVFPQ(idx *ivfpq.Index, params *ivfpq.SearchParams) (Searcher, error) {
 		}}, nil
 }
 
-// IVFPQFiltered adapts a filtered IVF-PQ search (ivfpq.Index.NewFiltered)
-// for a Batcher: every batch is searched with its filter and policy. Its
-// buffers are one set: the Batcher's slots take turns on it (make one
-// Filtered per slot's worth of throughput you need), a batch may hold at
-// most its MaxQueries queries, and requests must ask for its K. Neighbor
-// ids are int64. The Filtered must outlive the Batcher; the index may not
-// be extended while it serves (the Filtered then refuses: make it again).
+// IVFPQFiltered adapts filtered IVF-PQ searches (ivfpq.Index.NewFiltered)
+// for a Batcher: each batch takes one of f and more (Filtered of one index,
+// made alike: the same filter or each without one, the same K and
+// MaxQueries), searches with it and gives it back, so that as many batches
+// search at once as there are Filtered (a Filtered's buffers serve one
+// search at a time). The Batcher's MaxK must be their K and its MaxBatch at
+// most their MaxQueries (New refuses others). Neighbor ids are int64.
 //
-// C calls: those of ivfpq.Filtered.Search, per batch.
-func IVFPQFiltered(f *ivfpq.Filtered) (Searcher, error) {
+// Made without a filter (NewFiltered with a nil filter), requests may
+// carry filters of their own (Batcher.SearchFiltered): each batch is one
+// filter's, planned for it (ivfpq.Filtered.SearchWith: exact, over-fetch
+// or plain, as a direct search with that filter), and a request without
+// one searches every row. Made with a filter, it serves every request.
+// The Filtered must outlive the Batcher; the index may not be extended
+// while it serves (the Filtered then refuses: make it again).
+//
+// C calls: those of ivfpq.Filtered.SearchWith, per batch.
+func IVFPQFiltered(f *ivfpq.Filtered, more ...*ivfpq.Filtered) (Searcher, error) {
 	const op = "batch.IVFPQFiltered"
 	if f == nil || f.Index() == nil {
 		return nil, kit.Argf(op, "f", "nil or not made by ivfpq.Index.NewFiltered")
 	}
 	idx := f.Index()
-	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, device: true, // as IVFPQ's
-		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, _ *safe.Filter) error {
-			return f.Search(res, q, n, d)
-		}}, nil
+	free := make(chan *ivfpq.Filtered, 1+len(more))
+	free <- f
+	for i, m := range more {
+		switch {
+		case m == nil || m.Index() == nil:
+			return nil, kit.Argf(op, "more", "[%d] is nil or not made by ivfpq.Index.NewFiltered", i)
+		case m.Index() != idx:
+			return nil, kit.Argf(op, "more", "[%d] searches another index than f", i)
+		case m.Filter() != f.Filter() || m.K() != f.K() || m.MaxQueries() != f.MaxQueries():
+			return nil, kit.Argf(op, "more", "[%d] is not made as f is (filter, k and max queries)", i)
+		}
+		free <- m
+	}
+	return &ivfpqAdapter{adapter: adapter{idx: idx, rows: idx.Rows, types: int64Only, device: true, // as IVFPQ's
+		perRequest: f.Filter() == nil,
+		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, filter *safe.Filter) error {
+			fs := <-free
+			defer func() { free <- fs }()
+			return fs.SearchWith(res, q, n, d, filter)
+		}}, maxQueries: f.MaxQueries(), k: f.K()}, nil
+}
+
+// ivfpqAdapter is IVFPQFiltered's Searcher: its Filtered fix the batch's
+// size and k.
+type ivfpqAdapter struct {
+	adapter
+	maxQueries, k int
+}
+
+// checkOptions refuses options the Searcher cannot serve.
+func (a *ivfpqAdapter) checkOptions(op string, o Options) error {
+	if o.MaxK != a.k {
+		return kit.Argf(op, "MaxK", "%d, the ivfpq.Filtered search %d neighbours", o.MaxK, a.k)
+	}
+	if o.MaxBatch > a.maxQueries {
+		return kit.Argf(op, "MaxBatch", "%d, the ivfpq.Filtered take at most %d queries", o.MaxBatch, a.maxQueries)
+	}
+	return nil
+}
+
+func (a *ivfpqAdapter) maxBatch() int { return a.maxQueries }
+
+// optionChecker is what a Searcher implements whose searches fix some of
+// the Batcher's options.
+type optionChecker interface {
+	// checkOptions refuses options the Searcher cannot serve.
+	checkOptions(op string, o Options) error
+	// maxBatch is the largest batch it takes: the default MaxBatch when
+	// smaller than DefaultMaxBatch.
+	maxBatch() int
 }
 
 // IVFSQ adapts an IVF-SQ index for a Batcher: every batch is searched with

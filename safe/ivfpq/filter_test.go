@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/race"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
@@ -83,6 +84,20 @@ func testFilteredRecall(t *testing.T, n int) {
 	must(t, err)
 	safetest.Close(t, hd)
 	out := new(safe.Results)
+	// A Filtered made without a filter, with the dataset and without,
+	// searching each case's filter in turn (SearchWith).
+	anyData, err := idx.NewFiltered(res, nil, nil, ds, safe.L2Expanded, fd.NQ, fd.K)
+	must(t, err)
+	defer anyData.Close()
+	anyNoData, err := idx.NewFiltered(res, nil, nil, nil, safe.L2Expanded, fd.NQ, fd.K)
+	must(t, err)
+	defer anyNoData.Close()
+	must(t, anyData.SearchWith(res, queries, nb, dd, nil))
+	ids0, err := nb.ToHost(res)
+	must(t, err)
+	if r := safetest.Recall(ids0, fd.K, fd.Exact(nil)); r < floor {
+		t.Errorf("SearchWith a nil filter: recall %.3f, want the unfiltered search's %.3f", r, base)
+	}
 	for _, c := range fd.Cases() {
 		filter, err := safe.NewBitsetFilterAllowing(res, fd.N, c.Allowed)
 		must(t, err)
@@ -111,10 +126,21 @@ func testFilteredRecall(t *testing.T, n int) {
 					safetest.CheckFilled(t, name+" "+what, ids, dists, fd.K, &c)
 				}
 			}
-			must(t, f.Search(res, queries, nb, dd))
+			anyF := anyNoData
+			if withData {
+				anyF = anyData
+			}
+			must(t, anyF.SearchWith(res, queries, nb, dd, filter))
 			ids, err := nb.ToHost(res)
 			must(t, err)
 			dists, err := dd.ToHost(res)
+			must(t, err)
+			check("SearchWith (a filter per search)", ids, dists, fd.NQ)
+
+			must(t, f.Search(res, queries, nb, dd))
+			ids, err = nb.ToHost(res)
+			must(t, err)
+			dists, err = dd.ToHost(res)
 			must(t, err)
 			check("Search", ids, dists, fd.NQ)
 
@@ -176,7 +202,6 @@ func TestFilteredRefused(t *testing.T) {
 		{"other rows", "filter", func() (*ivfpq.Filtered, error) {
 			return idx.NewFiltered(f.res, nil, other, nil, safe.L2Expanded, nq, k)
 		}},
-		{"nil filter", "filter", func() (*ivfpq.Filtered, error) { return idx.NewFiltered(f.res, nil, nil, nil, safe.L2Expanded, nq, k) }},
 		{"bitmap", "filter", func() (*ivfpq.Filtered, error) {
 			return idx.NewFiltered(f.res, nil, bitmap, nil, safe.L2Expanded, nq, k)
 		}},
@@ -224,9 +249,24 @@ func TestFilteredRefused(t *testing.T) {
 	if err := fs.Search(f.res, q2, n2, d2); !isArg(err, "neighbors") {
 		t.Errorf("k %d, made for %d: %v", k-1, k, err)
 	}
+	n3, d3 := newDevice[int64](t, f.res, nq/2, k), newDevice[float32](t, f.res, nq/2, k)
+	if err := fs.SearchWith(f.res, q2, n3, d3, other); !isArg(err, "filter") {
+		t.Errorf("SearchWith another filter than the Filtered's: %v", err)
+	}
 	must(t, fs.Close())
 	if err := fs.Search(f.res, q2, n2, d2); err == nil {
 		t.Error("Search after Close: no error")
+	}
+	perSearch, err := idx.NewFiltered(f.res, nil, nil, f.dataset, safe.L2Expanded, nq, k)
+	must(t, err)
+	defer perSearch.Close()
+	if perSearch.Filter() != nil {
+		t.Error("a Filtered made without a filter reports one")
+	}
+	for name, fl := range map[string]*safe.Filter{"other rows": other, "bitmap": bitmap} {
+		if err := perSearch.SearchWith(f.res, f.queries, f.nb, f.dist, fl); !isArg(err, "filter") {
+			t.Errorf("SearchWith a filter of %s: %v, want an ArgError naming filter", name, err)
+		}
 	}
 }
 
@@ -280,6 +320,22 @@ func TestFilteredAllocs(t *testing.T) {
 			t.Errorf("%s: SearchSliceFiltered: %v allocations per call", c.name, a)
 		}
 		must(t, fs.Close())
+		var data dlpack.Tensor
+		if c.data {
+			data = f.dataset
+		}
+		anyF, err := idx.NewFiltered(f.res, &f.sp, nil, data, safe.L2Expanded, nq, k)
+		must(t, err)
+		fl := mk(c.allowed)
+		must(t, anyF.SearchWith(f.res, f.queries, f.nb, f.dist, fl))
+		if a := testing.AllocsPerRun(10, func() {
+			if err := anyF.SearchWith(f.res, f.queries, f.nb, f.dist, fl); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("%s: SearchWith: %v allocations per call", c.name, a)
+		}
+		must(t, anyF.Close())
 	}
 }
 

@@ -3,6 +3,7 @@ package ivfpq
 import (
 	"math"
 	"sync"
+	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
@@ -47,17 +48,23 @@ type Filtered struct {
 	idx     *Index
 	sp      SearchParams
 	cp, all *generated.CuvsIvfPqSearchParams // Go memory without pointers, read by C
-	filter  *safe.Filter
-	unkeep  func()   // ends the retention of the Resources bf was built on
-	words   []uint32 // the bitset's host copy, kept with the filter (read-only)
-	rows    int64
-	allowed int64
-	maxN, k int64
-	kc, c   int64 // candidates fetched; refined per query
-	metric  safe.Metric
-	exact   bool // every search takes the exact path
-	plain   bool // every row allowed: the plain search
-	probes  uint32
+	base    *generated.CuvsIvfPqSearchParams // the caller's params as they are: an unfiltered search (perSearch)
+	filter  *safe.Filter                     // the filter of every search, or of the search running (perSearch)
+	// perSearch: made without a filter, it takes one per search
+	// (SearchWith) and plans each search for its filter; its buffers are
+	// sized for any filter.
+	perSearch bool
+	unkeep    func()   // ends the retention of the Resources bf was built on
+	words     []uint32 // the bitset's host copy, kept with the filter (read-only)
+	rows      int64
+	allowed   int64
+	maxN, k   int64
+	kc, c     int64 // candidates fetched; refined per query
+	bfa       int64 // the exact path's columns when fewer than k rows are allowed: max(allowed, 1)
+	metric    safe.Metric
+	exact     bool // every search takes the exact path
+	plain     bool // every row allowed: the plain search
+	probes    uint32
 
 	call dlpack.Call // binds the buffers, the dataset and the filter for the Filtered's life
 	ds   *generated.DLManagedTensor
@@ -87,11 +94,17 @@ type Filtered struct {
 	short                            []bool
 	closers                          []interface{ Close() error }
 	sized                            []*generated.DLManagedTensor // the buffers narrowed to a batch's rows
+	cols                             []*int64                     // each sized buffer's columns for the search (nil: fixed)
 	closed                           bool
 }
 
 // NewFiltered prepares filtered searches of up to maxQueries queries for
 // k neighbours among the rows filter (a bitset for Rows() rows) allows.
+// With filter nil the Filtered takes a filter per search instead
+// (SearchWith; Search is then unfiltered), planning each search as below
+// for its filter, its buffers sized for any filter (the over-fetch's
+// MaxOverFetch candidates per query): a batch.Batcher's requests of
+// different filters share it.
 // dataset, optional, is the index's rows (Rows() × Dim(), the index's
 // element type, device memory, row i the row of id i): with it, the
 // candidates are refined (cuvsRefine: exact distances) and selective
@@ -144,9 +157,6 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 		return nil, err
 	}
 	rows := c.Rows.Load()
-	if filter == nil {
-		return nil, kit.Argf(op, "filter", "nil: use Search for an unfiltered search")
-	}
 	if err := kit.CheckFilter(filter, op, rows, int64(maxQueries), safe.Bitset); err != nil {
 		return nil, err
 	}
@@ -159,7 +169,7 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 	if metric != safe.L2Expanded && metric != safe.InnerProduct && metric != safe.CosineExpanded {
 		return nil, kit.Argf(op, "metric", "%s: want L2Expanded, InnerProduct or CosineExpanded (IVF-PQ's metrics)", metric)
 	}
-	f := &Filtered{idx: idx, sp: sp, filter: filter, rows: rows, allowed: int64(filter.Allowed()),
+	f := &Filtered{idx: idx, sp: sp, rows: rows, perSearch: filter == nil,
 		maxN: int64(maxQueries), k: int64(k), metric: metric, call: dlpack.Begin(op)}
 	ok := false
 	defer func() {
@@ -192,20 +202,51 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 	if sp.FilterPath == safe.FilterExact && f.ds == nil {
 		return nil, kit.Argf(op, "params.FilterPath", "safe.FilterExact needs the dataset")
 	}
-	if f.fl, err = kit.BindFilter(filter, op, f.call, rows, f.maxN, safe.Bitset); err != nil {
+	cp, all, base := sp.cValue(), sp.cValue(), sp.cValue()
+	f.cp, f.all, f.base = &cp, &all, &base
+	f.all.NProbes = uint32(min(max(idx.nLists, 1), math.MaxUint32))
+	if filter != nil {
+		if err := f.plan(op, res, filter, f.call, f.maxN); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.alloc(op, res); err != nil {
 		return nil, err
+	}
+	ok = true
+	return f, nil
+}
+
+// plan binds filter to call c (a search of n queries) and plans the
+// searches with it: the allowed count, the probes, the over-fetch's
+// candidates and the path.
+func (f *Filtered) plan(op string, res *safe.Resources, filter *safe.Filter, c dlpack.Call, n int64) error {
+	var err error
+	if f.fl, err = kit.BindFilter(filter, op, c, f.rows, n, safe.Bitset); err != nil {
+		return err
 	}
 	if f.words, err = kit.FilterHostWords(filter, op, res); err != nil {
-		return nil, err
+		return err
 	}
+	f.filter, f.allowed = filter, int64(filter.Allowed())
+	rows, sp := f.rows, &f.sp
 	path := ivffilter.Auto
 	if sp.FilterPath == safe.FilterIndex {
 		path = ivffilter.Index // the caller's probes
 	}
-	plan := ivffilter.Decide(path, sp.NProbes, idx.nLists, rows, f.allowed, f.k, true)
-	f.probes = plan.Probes
+	f.probes = ivffilter.Decide(path, sp.NProbes, f.idx.nLists, rows, f.allowed, f.k, true).Probes
 	f.kc = overFetch(f.k, f.allowed, rows)
 	f.c = min(f.kc, maxRefine)
+	f.kc2 = 0
+	if f.ds == nil {
+		// The second pass: every list, and 4k' candidates, so that a
+		// query short of allowed rows among its first k' (k' = 2k/f: at
+		// 20% allowed and k = 10, a binomial(100, 0.2) below 10, ~0.3% of
+		// the queries, seen on the real library) gets them.
+		f.kc2 = min(4*f.kc, MaxOverFetch, rows)
+	}
+	f.bfa = max(f.allowed, 1)
+	f.exact, f.plain = false, false
 	switch {
 	case sp.FilterPath == safe.FilterExact:
 		f.exact = true
@@ -216,20 +257,14 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 		2*f.k*rows > MaxOverFetch*f.allowed):
 		f.exact = true
 	}
-	cp, all := sp.cValue(), sp.cValue()
-	f.cp, f.all = &cp, &all
 	f.cp.NProbes = f.probes
-	f.all.NProbes = uint32(min(max(idx.nLists, 1), math.MaxUint32))
-	if err := f.alloc(op, res); err != nil {
-		return nil, err
-	}
-	ok = true
-	return f, nil
+	return nil
 }
 
-// devBuf and pinBuf allocate a buffer, bind it to f's call and keep it for
-// Close.
-func devBuf[T dlpack.DType](f *Filtered, res *safe.Resources, r, c int64) (*generated.DLManagedTensor, error) {
+// devBuf and pinBuf allocate a buffer of r × c, bind it to f's call and
+// keep it for Close; a search narrows it to its queries and, when cols is
+// not nil, to *cols columns (at most c).
+func devBuf[T dlpack.DType](f *Filtered, res *safe.Resources, r, c int64, cols *int64) (*generated.DLManagedTensor, error) {
 	m, err := safe.NewDeviceMatrix[T](res, int(r), int(c))
 	if err != nil {
 		return nil, err
@@ -240,11 +275,11 @@ func devBuf[T dlpack.DType](f *Filtered, res *safe.Resources, r, c int64) (*gene
 		return nil, err
 	}
 	mt, err := f.call.Out(&vm)
-	f.sized = append(f.sized, mt)
+	f.sized, f.cols = append(f.sized, mt), append(f.cols, cols)
 	return mt, err
 }
 
-func pinBuf[T dlpack.DType](f *Filtered, r, c int64) (*generated.DLManagedTensor, []T, error) {
+func pinBuf[T dlpack.DType](f *Filtered, r, c int64, cols *int64) (*generated.DLManagedTensor, []T, error) {
 	m, err := safe.NewPinnedMatrix[T](int(r), int(c))
 	if err != nil {
 		return nil, nil, err
@@ -255,7 +290,7 @@ func pinBuf[T dlpack.DType](f *Filtered, r, c int64) (*generated.DLManagedTensor
 		return nil, nil, err
 	}
 	mt, err := f.call.Out(&vm)
-	f.sized = append(f.sized, mt)
+	f.sized, f.cols = append(f.sized, mt), append(f.cols, cols)
 	return mt, m.Data(), err
 }
 
@@ -263,84 +298,85 @@ func (f *Filtered) alloc(op string, res *safe.Resources) error {
 	var err error
 	n := f.maxN
 	f.short = make([]bool, n)
+	// The sizes: the plan's, or for a filter per search the largest any
+	// filter's plan takes.
+	bfa, kc, c, kc2 := f.bfa, f.kc, f.c, f.kc2
+	needBF, needCand := f.allowed < f.k, !f.plain && !f.exact
+	if f.perSearch {
+		bfa, kc = f.k, min(MaxOverFetch, f.rows)
+		c, kc2 = min(kc, maxRefine), kc
+		needBF, needCand = true, f.sp.FilterPath != safe.FilterExact
+	}
 	if f.ds != nil {
 		if err := f.buildExact(op, res); err != nil {
 			return err
 		}
-		if f.allowed < f.k {
-			a := max(f.allowed, 1)
-			if f.bfN, err = devBuf[int64](f, res, n, a); err != nil {
+		if needBF {
+			if f.bfN, err = devBuf[int64](f, res, n, bfa, &f.bfa); err != nil {
 				return err
 			}
-			if f.bfD, err = devBuf[float32](f, res, n, a); err != nil {
+			if f.bfD, err = devBuf[float32](f, res, n, bfa, &f.bfa); err != nil {
 				return err
 			}
-			if f.hBfN, f.hbN, err = pinBuf[int64](f, n, a); err != nil {
+			if f.hBfN, f.hbN, err = pinBuf[int64](f, n, bfa, &f.bfa); err != nil {
 				return err
 			}
-			if f.hBfD, f.hbD, err = pinBuf[float32](f, n, a); err != nil {
+			if f.hBfD, f.hbD, err = pinBuf[float32](f, n, bfa, &f.bfa); err != nil {
 				return err
 			}
 		}
 	}
-	if f.outN, f.oN, err = pinBuf[int64](f, n, f.k); err != nil {
+	if f.outN, f.oN, err = pinBuf[int64](f, n, f.k, nil); err != nil {
 		return err
 	}
-	if f.outD, f.oD, err = pinBuf[float32](f, n, f.k); err != nil {
+	if f.outD, f.oD, err = pinBuf[float32](f, n, f.k, nil); err != nil {
 		return err
 	}
-	if f.plain || (f.exact && f.allowed >= f.k) {
+	if !needCand {
 		return nil
 	}
-	if f.exact {
-		return nil
-	}
-	if f.candN, err = devBuf[int64](f, res, n, f.kc); err != nil {
+	if f.candN, err = devBuf[int64](f, res, n, kc, &f.kc); err != nil {
 		return err
 	}
-	if f.candD, err = devBuf[float32](f, res, n, f.kc); err != nil {
+	if f.candD, err = devBuf[float32](f, res, n, kc, &f.kc); err != nil {
 		return err
 	}
-	if f.hCandN, f.hcN, err = pinBuf[int64](f, n, f.kc); err != nil {
+	if f.hCandN, f.hcN, err = pinBuf[int64](f, n, kc, &f.kc); err != nil {
 		return err
 	}
-	if f.hCandD, f.hcD, err = pinBuf[float32](f, n, f.kc); err != nil {
+	if f.hCandD, f.hcD, err = pinBuf[float32](f, n, kc, &f.kc); err != nil {
 		return err
 	}
 	if f.ds == nil {
-		// The second pass: every list, and 4k' candidates, so that a
-		// query short of allowed rows among its first k' (k' = 2k/f: at
-		// 20% allowed and k = 10, a binomial(100, 0.2) below 10, ~0.3% of
-		// the queries, seen on the real library) gets them.
-		if f.kc2 = min(4*f.kc, MaxOverFetch, f.rows); f.kc2 > f.kc {
-			if f.cand2N, err = devBuf[int64](f, res, n, f.kc2); err != nil {
+		if kc2 > kc || f.perSearch {
+			if f.cand2N, err = devBuf[int64](f, res, n, kc2, &f.kc2); err != nil {
 				return err
 			}
-			if f.cand2D, err = devBuf[float32](f, res, n, f.kc2); err != nil {
+			if f.cand2D, err = devBuf[float32](f, res, n, kc2, &f.kc2); err != nil {
 				return err
 			}
-			if f.hCand2N, f.hc2N, err = pinBuf[int64](f, n, f.kc2); err != nil {
+			if f.hCand2N, f.hc2N, err = pinBuf[int64](f, n, kc2, &f.kc2); err != nil {
 				return err
 			}
-			f.hCand2D, f.hc2D, err = pinBuf[float32](f, n, f.kc2)
+			f.hCand2D, f.hc2D, err = pinBuf[float32](f, n, kc2, &f.kc2)
 		}
 		return err
 	}
 	for _, p := range []**generated.DLManagedTensor{&f.refC, &f.refN} {
-		if *p, err = devBuf[int64](f, res, n, f.c); err != nil {
+		if *p, err = devBuf[int64](f, res, n, c, &f.c); err != nil {
 			return err
 		}
 	}
-	if f.refD, err = devBuf[float32](f, res, n, f.c); err != nil {
+	if f.refD, err = devBuf[float32](f, res, n, c, &f.c); err != nil {
 		return err
 	}
-	if f.hRefC, f.hrC, err = pinBuf[int64](f, n, f.c); err != nil {
+	if f.hRefC, f.hrC, err = pinBuf[int64](f, n, c, &f.c); err != nil {
 		return err
 	}
-	if f.hRefN, f.hrN, err = pinBuf[int64](f, n, f.c); err != nil {
+	if f.hRefN, f.hrN, err = pinBuf[int64](f, n, c, &f.c); err != nil {
 		return err
 	}
-	f.hRefD, f.hrD, err = pinBuf[float32](f, n, f.c)
+	f.hRefD, f.hrD, err = pinBuf[float32](f, n, c, &f.c)
 	return err
 }
 
@@ -431,9 +467,30 @@ func (f *Filtered) release() error {
 // NewFiltered, device memory) for the k nearest allowed rows into
 // neighbors (int64) and distances (float32), n × k device memory, as
 // NewFiltered describes. The results are ready once res is synchronized.
-// It allocates nothing on the Go heap.
+// It allocates nothing on the Go heap. A Filtered made without a filter
+// searches every row (cuvsIvfPqSearch): see SearchWith.
 func (f *Filtered) Search(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut) error {
-	const op = "ivfpq.Filtered.Search"
+	return f.search("ivfpq.Filtered.Search", res, queries, neighbors, distances, nil)
+}
+
+// SearchWith is Search with filter (a bitset for Rows() rows; nil: every
+// row), for a Filtered made without a filter (NewFiltered with a nil
+// filter), which plans each search for its filter as NewFiltered
+// describes. A Filtered made with a filter takes only that one (or nil).
+// The filter is borrowed for the call.
+func (f *Filtered) SearchWith(res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
+	return f.search("ivfpq.Filtered.SearchWith", res, queries, neighbors, distances, filter)
+}
+
+// Filter returns the filter f was made with (nil: a filter per search).
+func (f *Filtered) Filter() *safe.Filter {
+	if f == nil || f.perSearch {
+		return nil
+	}
+	return f.filter
+}
+
+func (f *Filtered) search(op string, res *safe.Resources, queries dlpack.Tensor, neighbors, distances dlpack.TensorMut, filter *safe.Filter) error {
 	if f == nil || f.idx == nil {
 		return kit.Argf(op, "f", "a Filtered not made by Index.NewFiltered")
 	}
@@ -465,8 +522,22 @@ func (f *Filtered) Search(res *safe.Resources, queries dlpack.Tensor, neighbors,
 	if t.K != f.k {
 		return kit.Argf(op, "neighbors", "k %d, the Filtered was made for %d", t.K, f.k)
 	}
-	for _, mt := range f.sized {
-		*mt.DlTensor.Shape = t.N
+	switch {
+	case !f.perSearch && filter != nil && filter != f.filter:
+		return kit.Argf(op, "filter", "not the filter the Filtered was made with (make it with a nil filter to take one per search)")
+	case f.perSearch && filter == nil:
+		return f.pq(op, res, f.base, t.Queries, t.Neighbors, t.Distances)
+	case f.perSearch:
+		if err := f.plan(op, res, filter, c, t.N); err != nil {
+			return err
+		}
+	}
+	for i, mt := range f.sized {
+		sh := unsafe.Slice(mt.DlTensor.Shape, 2)
+		sh[0] = t.N
+		if p := f.cols[i]; p != nil {
+			sh[1] = *p
+		}
 	}
 	defer func() {
 		for _, mt := range f.sized {
