@@ -146,6 +146,15 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if int64(p.NLists) > dv.Dim(0) {
 		return nil, kit.Argf(op, "params.NLists", "%d lists for %d rows: want at most one list per row (cuVS: number of rows can't be less than n_lists)", p.NLists, dv.Dim(0))
 	}
+	est, err := EstimateMemory(safe.MemoryShape{Rows: int(dv.Dim(0)), Dim: int(dv.Dim(1)), DType: dv.DType(), HostDataset: kit.IsHost(&dv)}, &p, nil)
+	if err != nil {
+		return nil, err
+	}
+	done, err := kit.ReserveBuild(op, res, est)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	cp, err := p.toC(op)
 	if err != nil {
 		return nil, err
@@ -160,6 +169,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	})
 	if idx, err = kind.Made(op, res, idx, err); err == nil {
 		idx.layout, idx.layoutKnown = p.CodesLayout, true
+		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
 	}
 	return idx, err
 }

@@ -64,6 +64,9 @@ typedef struct {
   pq_list* lists;       /* [n_lists] */
   int lists_made;       /* cuVS allocates every list on the first extend */
   int64_t size;
+  /* What cuVS's index holds on the device (pq_dev_* below): the model and
+   * the list bookkeeping, and the lists at their capacity. */
+  dbl_dev_block dev_fixed, dev_lists;
   pthread_rwlock_t lock;
 } pq_impl;
 
@@ -283,6 +286,8 @@ static void pq_free_list(pq_list* l, uint32_t pq_dim)
 
 static void pq_free(pq_impl* impl)
 {
+  dbl_dev_give(&impl->dev_fixed);
+  dbl_dev_give(&impl->dev_lists);
   if (impl->view) {
     for (int i = 0; i < 4; i++) dbl_reg_borrow(impl->borrows[i], -1);
   } else {
@@ -467,7 +472,10 @@ static int pq_train(pq_impl* impl, float* train, int64_t nt, uint32_t iters, uin
     pq_residual(impl, train + (size_t)i * impl->dim, lab[i], rx, res + (size_t)i * impl->rot_dim);
   }
   int64_t cap = (int64_t)max_pts * impl->book;
-  float* sub = malloc((size_t)(nt ? nt : 1) * impl->pq_len * sizeof(float));
+  /* per cluster, every row gives pq_dim sub-vectors */
+  size_t sub_rows = (size_t)(nt ? nt : 1) *
+                    (impl->codebook_kind == CUVS_IVF_PQ_CODEBOOK_GEN_PER_CLUSTER ? impl->pq_dim : 1);
+  float* sub = malloc(sub_rows * impl->pq_len * sizeof(float));
   float* book = malloc((size_t)impl->book * impl->pq_len * sizeof(float));
   if (!sub || !book) {
     free(sub), free(book);
@@ -614,6 +622,97 @@ DBL_API cuvsError_t cuvsIvfPqIndexDestroy(cuvsIvfPqIndex_t index)
   return dbl_ok();
 }
 
+/* ---- device memory (the model of dbl_devmem.c) ----
+ *
+ * What cuVS's IVF-PQ allocates, from cpp/src/neighbors/ivf_pq_index.cu
+ * (owning_impl: codebooks, centers [n_lists, dim_ext], rotated centers,
+ * rotation, all float32; list sizes, data and index pointers),
+ * cpp/include/cuvs/neighbors/ivf_pq.hpp (interleaved lists: ceil(pq_dim /
+ * (128 / pq_bits)) 16-byte chunks a row; flat: ceil(pq_dim * pq_bits / 8)
+ * bytes; an int64 id a row; every list allocated on the first extend, an
+ * empty one at its minimum capacity) and ivf_pq_build.cuh (training:
+ * float32 training set, a copy of the element type while converting,
+ * centers and labels, the codebooks' scratch, per cluster sized for an
+ * average cluster; extend: a label per row and batches of at most 65536
+ * rows of (dim + rot_dim) floats and an id, plus the rows when they are in
+ * host memory). Every allocation is rounded up to 256 bytes. */
+
+static uint64_t r256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+static uint64_t pq_codebook_floats(const pq_impl* impl)
+{
+  return (uint64_t)pq_books(impl) * impl->pq_len * impl->book;
+}
+
+static uint64_t pq_dev_fixed(const pq_impl* impl)
+{
+  uint64_t nl = impl->n_lists;
+  return r256(pq_codebook_floats(impl) * 4) + r256(nl * impl->dim_ext * 4) +
+         r256(nl * impl->rot_dim * 4) + r256((uint64_t)impl->rot_dim * impl->dim * 4) +
+         r256(nl * 4) + 2 * r256(nl * 8);
+}
+
+static uint64_t pq_dev_lists(const pq_impl* impl)
+{
+  uint64_t b = 0;
+  for (uint32_t l = 0; l < impl->n_lists; l++) {
+    uint64_t cap = (uint64_t)list_capacity(impl, impl->lists[l].size);
+    uint64_t row;
+    if (impl->layout == CUVS_IVF_PQ_LIST_LAYOUT_FLAT) {
+      row = ((uint64_t)impl->pq_dim * impl->pq_bits + 7) / 8;
+    } else {
+      uint64_t per_chunk = 128 / impl->pq_bits;
+      row = (impl->pq_dim + per_chunk - 1) / per_chunk * 16;
+    }
+    b += r256(cap * row) + r256(cap * 8);
+  }
+  return b;
+}
+
+/* The training phase's scratch over nt rows of esz-byte elements (taken
+ * and given back at once: its peak). */
+static cuvsError_t pq_dev_train(const pq_impl* impl, int64_t nt, int64_t esz,
+                                uint32_t max_train_points)
+{
+  uint64_t nl = impl->n_lists, dim = impl->dim;
+  uint64_t trainset = r256((uint64_t)nt * dim * 4);
+  uint64_t convert = esz != 4 ? r256((uint64_t)nt * dim * (uint64_t)esz) : 0;
+  uint64_t kmeans = r256(nl * dim * 4) + r256((uint64_t)nt * 4);
+  uint64_t pqc = pq_codebook_floats(impl) * 4, codebook;
+  if (impl->codebook_kind == CUVS_IVF_PQ_CODEBOOK_GEN_PER_CLUSTER) {
+    uint64_t cluster = (uint64_t)nt / nl ? (uint64_t)nt / nl : 1;
+    codebook = r256(pqc) + r256((uint64_t)nt * 8) + r256(cluster * impl->pq_dim * 4) +
+               r256((uint64_t)impl->book * 4) + r256(cluster * impl->rot_dim * 4);
+  } else {
+    uint64_t rows = (uint64_t)max_train_points * impl->book;
+    if (rows > (uint64_t)nt) rows = (uint64_t)nt;
+    codebook = r256(pqc) + r256(rows * impl->pq_len * 4) + r256(rows * 4) +
+               r256((uint64_t)impl->book * 4);
+  }
+  uint64_t rest = kmeans + codebook > convert ? kmeans + codebook : convert;
+  dbl_dev_block b;
+  TRY(dbl_dev_take(trainset + rest, &b));
+  dbl_dev_give(&b);
+  return CUVS_SUCCESS;
+}
+
+/* After rows were added: the lists at their capacities, with the extend's
+ * scratch of n rows (host: in host memory) taken at the same time. */
+static cuvsError_t pq_dev_extend(pq_impl* impl, int64_t n, int64_t esz, int host)
+{
+  uint64_t batch = n < 65536 ? (uint64_t)n : 65536;
+  uint64_t factor = ((uint64_t)impl->dim + impl->rot_dim) * 4 + 8;
+  if (host) factor += (uint64_t)impl->dim * (uint64_t)esz;
+  dbl_dev_block scratch, lists;
+  TRY(dbl_dev_take(r256((uint64_t)n * 4) + r256(batch * factor), &scratch));
+  cuvsError_t st = dbl_dev_take(pq_dev_lists(impl), &lists);
+  dbl_dev_give(&scratch);
+  if (st != CUVS_SUCCESS) return st;
+  dbl_dev_give(&impl->dev_lists); /* the lists it had (resize_list copies, then frees) */
+  impl->dev_lists = lists;
+  return CUVS_SUCCESS;
+}
+
 /* ---- build ---- */
 
 static cuvsError_t pq_build(cuvsIvfPqIndexParams_t params, DLManagedTensor* dataset,
@@ -665,6 +764,13 @@ static cuvsError_t pq_build(cuvsIvfPqIndexParams_t params, DLManagedTensor* data
   size_t ratio = (size_t)n / (want ? want : 1);
   if (ratio < 1) ratio = 1;
   int64_t nt = n / (int64_t)ratio;
+  int64_t esz = t->dtype.bits / 8;
+  st = dbl_dev_take(pq_dev_fixed(impl), &impl->dev_fixed);
+  if (st == CUVS_SUCCESS) st = pq_dev_train(impl, nt, esz, params->max_train_points_per_pq_code);
+  if (st != CUVS_SUCCESS) {
+    pq_free(impl);
+    return st;
+  }
   float* train = malloc((size_t)nt * impl->dim * sizeof(float));
   if (!train) {
     pq_free(impl);
@@ -680,6 +786,13 @@ static cuvsError_t pq_build(cuvsIvfPqIndexParams_t params, DLManagedTensor* data
   if (rc != 0) {
     pq_free(impl);
     return dbl_plain_fail("std::bad_alloc");
+  }
+  if (params->add_data_on_build) {
+    st = pq_dev_extend(impl, n, esz, !device);
+    if (st != CUVS_SUCCESS) {
+      pq_free(impl);
+      return st;
+    }
   }
   pq_install(index, impl);
   return CUVS_SUCCESS;

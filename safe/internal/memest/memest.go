@@ -68,21 +68,14 @@ func ListCapacity(n int64, conservative bool) int64 {
 
 // ListsCapacity is the rows cuVS allocates for rows rows spread over
 // nLists lists, assuming balanced lists (what balanced k-means aims for):
-// lists of rows/nLists, the rows past a multiple of align_max adding half
-// of it on average to each list of that size. Uneven lists take more.
+// nLists lists of the average size's capacity. Lists of uneven sizes that
+// straddle a rounding boundary take more, or less.
 func ListsCapacity(rows, nLists int64, conservative bool) int64 {
 	if nLists < 1 || rows < 1 {
 		return 0
 	}
-	alignMax := int64(1024)
-	if conservative {
-		alignMax = 32
-	}
-	avg := rows / nLists
-	if avg >= alignMax {
-		return rows + nLists*alignMax/2
-	}
-	return nLists * ListCapacity(max(avg, 1), conservative)
+	avg := (rows + nLists - 1) / nLists
+	return nLists * ListCapacity(avg, conservative)
 }
 
 // TrainRows is the size of the k-means training set cuVS samples from rows
