@@ -81,7 +81,7 @@ func TestBuildRefusedOverMemoryLimit(t *testing.T) {
 func TestHostBuildLargerThanPool(t *testing.T) {
 	ctl := safetest.Double(t, "a small device")
 	p := pqParams(t)
-	p.PQDim, p.PQBits = 8, 4 // cheap to encode on the double
+	p.PQDim, p.PQBits = 8, 4   // cheap to encode on the double
 	const rows, d = 400000, 64 // 102 MB of float32 rows
 	data := safetest.Random(12, rows, d)
 	hm, err := dlpack.NewHostMatrix(data, rows, d)
