@@ -27,7 +27,8 @@ const ExactBelow = 0.25
 // neighbors (int64 ids) and distances (float32), n × k, in device memory;
 // the results are ready once res's stream is synchronized. A deleted row
 // is never returned; k is filled while live rows (allowed by the filter)
-// remain, the slots past them holding safe.SentinelID64 with +Inf.
+// remain (on every path but the one-call ones below), the slots past them
+// holding safe.SentinelID64 with +Inf.
 //
 // filter, if not nil, is a bitset over Rows() ids, honoured in both tiers
 // together with the deletions (a row must be allowed and live; see
@@ -50,8 +51,8 @@ const ExactBelow = 0.25
 //     the host, their positions mapped to ids, merged by distance (largest
 //     first for InnerProduct) and written to neighbors/distances, every
 //     slot left unfilled holding safe.SentinelID64 with distance +Inf. A
-//     query the ANN index's filtered search leaves short of the rows
-//     allowed has its ANN tier searched again exactly. Its cost over the
+//     search whose ANN index left a query short of the rows allowed has
+//     its ANN tier searched again exactly (brute force over its rows). Its cost over the
 //     two searches: device scratch allocated per call, three host copies
 //     and a stream sync (BENCHMARKS.md).
 //
@@ -229,6 +230,7 @@ func (idx *Index) composed(op string, res *safe.Resources, sp *cSearch, size uin
 	var fA, fF *safe.Filter
 	var wA, wF []uint32
 	want := min(k, stored) // valid results per query a full search gives
+	allowedA := ann        // the ANN tier's rows allowed and live
 	exact := false
 	if filter != nil || !plain {
 		d, err := idx.derive(op, res, filter, dead)
@@ -251,6 +253,7 @@ func (idx *Index) composed(op string, res *safe.Resources, sp *cSearch, size uin
 		}
 		kF = min(kF, d.fresh.allowed)
 		want = min(k, d.ann.allowed+d.fresh.allowed)
+		allowedA = d.ann.allowed
 	}
 	var hA, hF tierOut
 	var err error
@@ -278,10 +281,10 @@ func (idx *Index) composed(op string, res *safe.Resources, sp *cSearch, size uin
 	larger := idx.p.Metric == safe.InnerProduct
 	a := tierSrc{o: &hA, rows: ann, from: 0, words: wA}
 	b := tierSrc{o: &hF, rows: fr, from: ann, words: wF}
-	if short := mergeLists(ids, dists, n, k, st.ids, &a, &b, want, larger); short && fA != nil && !exact && kA > 0 {
-		// The ANN index's filtered search left a query short of the rows
-		// the filter and the deletions allow: search its tier exactly.
-		kA = min(k, int64(popcount(wA)))
+	if short := mergeLists(ids, dists, n, k, st.ids, &a, &b, want, larger); short && !exact && kA > 0 {
+		// The ANN index's search left a query short of the rows the
+		// filter and the deletions allow: search its tier exactly.
+		kA = min(k, allowedA)
 		if hA, err = idx.annCandidates(op, res, sp, size, queries, qv, n, kA, fA, ann, true); err != nil {
 			return err
 		}
