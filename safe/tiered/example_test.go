@@ -60,3 +60,48 @@ func Example() {
 	// 300 rows, 250 under CAGRA
 	// nearest: [10 260]
 }
+
+// Deleting rows by id: they are never returned again, and ids do not
+// change, neither at the deletion nor when Compact frees their storage.
+func ExampleIndex_Delete() {
+	const dim = 4
+	res, err := safe.NewResources()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer res.Close()
+	rows := make([]float32, 0, 100*dim)
+	for i := range 100 {
+		rows = append(rows, float32(i), float32(i%7), float32(i%11), 1)
+	}
+	data, _ := safe.DeviceMatrixFrom(res, rows, 100, dim)
+	defer data.Close()
+	idx, err := tiered.Build(res, data, nil) // below MinANNRows: exact search
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer idx.Close()
+	n, err := idx.Delete([]int64{10, 11})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("deleted %d: %d ids, %d live, %d stored\n", n, idx.Rows(), idx.Live(), idx.Stored())
+	if err := idx.Compact(res); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("compacted: %d ids, %d live, %d stored\n", idx.Rows(), idx.Live(), idx.Stored())
+	got, err := tiered.SearchSlice(res, idx, nil, rows[10*dim:11*dim], 2, nil) // row 10's vector
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("nearest to row 10:", got.Neighbors)
+	// Output:
+	// deleted 2: 100 ids, 98 live, 100 stored
+	// compacted: 100 ids, 98 live, 98 stored
+	// nearest to row 10: [9 8]
+}

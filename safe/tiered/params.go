@@ -75,8 +75,9 @@ type IndexParams struct {
 	// MinANNRows: an ANN index is built only over more rows than this
 	// (cuVS's default 100000); below it every row is searched by brute force.
 	MinANNRows int64
-	// CreateANNIndexOnExtend rebuilds the ANN index over every row when an
-	// Extend leaves more than MinANNRows rows in the brute-force tier.
+	// CreateANNIndexOnExtend rebuilds the ANN index over every live row
+	// when an Extend leaves more than MinANNRows rows in the brute-force
+	// tier (dropping the deleted rows: a compaction).
 	CreateANNIndexOnExtend bool
 	CAGRA                  CAGRAParams
 	IVFFlat                IVFFlatParams
