@@ -2,23 +2,30 @@
 // force requests with different filters can be searched (issue 43): one
 // search of all the queries with a bitmap (cuVS's BITMAP filter: a row of
 // bits per query, assembled on the host from each request's bitset and
-// uploaded), against grouping (the Batcher's way: requests of one filter per
-// search, here one query per filter), each search on one of -streams
-// Resources at once. It prints one line per variant: microseconds per batch
-// of -queries queries and queries a second.
+// uploaded), against grouping (requests of one filter per search, here one
+// query per filter), each search on one of -streams Resources at once. It
+// prints one line per variant: microseconds per batch of -queries queries
+// and queries a second. Then the Batcher itself, -queries goroutines of one
+// query each with a filter per goroutine, 16 and 1: batch.BruteForce as it
+// is (requests of different filters in one bitmap search) against the same
+// Searcher with its bitmap path hidden (grouped by filter).
 //
 //	bfbitmap -lib libcuvs_c.so -n 100000 -dim 128 -queries 256 -k 10 -allow 0.5 -streams 16 -seconds 3
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/batch"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 )
 
@@ -238,6 +245,62 @@ func run(lib string, n, dim, nq, k int, allow float64, streams int, dur time.Dur
 		el := time.Since(start)
 		per := el / time.Duration(batches)
 		fmt.Printf("%-55s %10.1f us per batch %12.0f queries/s\n", v.name, float64(per)/1e3, float64(batches*nq)/el.Seconds())
+	}
+	return viaBatcher(idx, filters, queries, nq, dim, k, dur)
+}
+
+// grouped hides the Batcher's bitmap path (mixed batches) from it: its
+// batches are grouped by filter, as CAGRA's and the IVF indexes' are.
+type grouped struct{ batch.FilterSearcher }
+
+// viaBatcher measures the Batcher itself: nq goroutines, one query each,
+// goroutine g searching with filter g mod tenants, through one
+// batch.BruteForce Searcher that mixes filters in a bitmap search and one
+// that groups them, for a filter per goroutine, 16 and 1.
+func viaBatcher(idx *bruteforce.Index, filters []*safe.Filter, queries []float32, nq, dim, k int, dur time.Duration) error {
+	s, err := batch.BruteForce(idx, nil)
+	if err != nil {
+		return err
+	}
+	for _, tenants := range []int{nq, 16, 1} {
+		tenants = min(tenants, nq)
+		for _, v := range []struct {
+			name string
+			s    batch.Searcher
+		}{{"mixed (bitmap)", s}, {"grouped", grouped{s.(batch.FilterSearcher)}}} {
+			b, err := batch.New[float32, int64](v.s, batch.Options{MaxK: k, MaxBatch: nq})
+			if err != nil {
+				return err
+			}
+			var stop atomic.Bool
+			var done atomic.Int64
+			var wg sync.WaitGroup
+			errs := make([]error, nq)
+			start := time.Now()
+			for g := range nq {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					q, n, d := queries[g*dim:(g+1)*dim], make([]int64, k), make([]float32, k)
+					for !stop.Load() {
+						if err := b.SearchIntoFiltered(context.Background(), filters[g%tenants], q, n, d); err != nil {
+							errs[g] = err
+							return
+						}
+						done.Add(1)
+					}
+				}()
+			}
+			time.Sleep(dur)
+			stop.Store(true)
+			wg.Wait()
+			el := time.Since(start)
+			st := b.Stats()
+			if err := errors.Join(append(errs, b.Close())...); err != nil {
+				return fmt.Errorf("batcher %s, %d filters: %w", v.name, tenants, err)
+			}
+			fmt.Printf("batcher %-15s %4d goroutines, %3d filters %12.0f queries/s  mean batch %6.1f  mixed %d of %d batches\n", v.name, nq, tenants, float64(done.Load())/el.Seconds(), st.Mean(), st.Mixed, st.Batches)
+		}
 	}
 	return nil
 }
