@@ -126,9 +126,9 @@
 // SearchIntoFiltered: a bitset over the index's rows, nil for none), so
 // that one Batcher serves many tenants, access lists or predicates. The
 // Searcher must take filters per request: CAGRA, BruteForce, IVFFlat and
-// IVFSQ made with a nil filter do (FilterSearcher); one made with a filter
-// applies it to every batch and refuses requests' filters; IVFPQ takes
-// none (its filtered search, IVFPQFiltered, is bound to one filter). Only
+// IVFSQ made with a nil filter do (FilterSearcher), and IVFPQFiltered of
+// ivfpq.Filtered made without one; one made with a filter applies it to
+// every batch and refuses requests' filters; IVFPQ takes none. Only
 // a bitset can be shared by a batch's requests (a bitmap's bits belong to
 // query positions, which change from batch to batch).
 //

@@ -43,7 +43,8 @@ type Searcher interface {
 // FilterSearcher is a Searcher that can search a batch with a filter of
 // its requests (Batcher.SearchFiltered, SearchIntoFiltered): requests with
 // one filter share a batch, and the batch is searched with it. CAGRA,
-// BruteForce, IVFFlat and IVFSQ made without a filter are FilterSearchers.
+// BruteForce, IVFFlat and IVFSQ made without a filter are FilterSearchers,
+// and IVFPQFiltered of ivfpq.Filtered made without one.
 type FilterSearcher interface {
 	Searcher
 	// SearchBatchFiltered is SearchBatch restricted to the rows filter
