@@ -16,9 +16,116 @@ import (
 )
 
 // Batcher gathers the searches of concurrent goroutines into batches and
-// searches each batch once. See the package documentation for the dispatch
-// rule, k, filters, cancellation and memory. Any number of goroutines may
-// call its methods at once.
+// searches each batch once. Any number of goroutines may call its methods
+// at once.
+//
+// # When a batch is searched
+//
+// Requests join one queue. A request that finds the queue empty and a slot
+// free is searched at once on its caller's own goroutine, as a direct
+// search (no hand-off to another goroutine, in or out). Otherwise,
+// whenever a slot is free and requests wait, the slot's goroutine takes
+// the oldest of them, up to MaxBatch rows, and searches them at once:
+// there is no timer. While every slot is busy, requests queue, and the
+// next slot to finish takes them as its next batch. So at light load
+// (fewer concurrent callers than Slots) every request is searched alone,
+// at a direct search's latency plus a copy; under heavy load batches grow
+// by themselves, up to MaxBatch. Beyond 32 requests in the system (n, held
+// at its recent peak) fewer batches search at once, 32·sqrt(32/n) (11 at
+// 256, 6 at 1024), and a slot that could start one waits, without a timer,
+// until a share of the load (n divided by that cap) is queued, or until
+// nothing else searches. Options.MaxWait, when set, makes a request wait
+// up to that long for a fuller batch while other batches search; the
+// default, 0, never waits. Stats accounts for a request's time: its queue
+// wait, its batch's hand-off, staging, search and delivery.
+//
+// Distances and neighbor ids are those of the index behind the Searcher:
+// see package safe's doc, sections Distances and Neighbor ids.
+//
+// Each of the Options.Slots slots has its own safe.Resources (its own CUDA
+// stream), buffers and goroutine, so several batches search at once on
+// different streams.
+//
+// # k
+//
+// Every batch is searched for Options.MaxK neighbors, and a request for k
+// < MaxK gets the first k of its rows' MaxK results (requests are not
+// grouped by k). For an exact algorithm (brute force) these are the k
+// nearest, as a search for k would give (ties apart). For CAGRA a search
+// for MaxK explores at least as much as one for k (its internal top-k list
+// is at least MaxK long), so the first k are as good or better, but they
+// need not equal a direct search for k. The GPU's cost grows with MaxK:
+// set it to the k you serve.
+//
+// # Filters
+//
+// Each request may carry its own filter (SearchFiltered,
+// SearchIntoFiltered: a bitset over the index's rows, nil for none), so
+// that one Batcher serves many tenants, access lists or predicates. The
+// Searcher must take filters per request: CAGRA, BruteForce, IVFFlat and
+// IVFSQ made with a nil filter do (FilterSearcher), and IVFPQFiltered of
+// ivfpq.Filtered made without one; one made with a filter applies it to
+// every batch and refuses requests' filters; IVFPQ takes none. Only
+// a bitset can be shared by a batch's requests (a bitmap's bits belong to
+// query positions, which change from batch to batch).
+//
+// CAGRA and the IVF indexes search a batch with one filter, so requests
+// with the same filter (the same *safe.Filter) share batches and requests
+// with different filters never do; batches of different filters search
+// side by side on the slots. Brute force takes a bitmap (a row of bits per
+// query), so its batches take the oldest queued requests whatever their
+// filters, and a batch of several filters is one search with a bitmap
+// assembled from the requests' bitsets (Stats.Mixed counts them; a slot's
+// bitmap is at most 32 MiB, which bounds such a batch to 2^28/Rows() query
+// rows). Otherwise a batch is led by the oldest queued request and takes the
+// queued requests of its filter, oldest first, up to MaxBatch rows, the
+// others keeping their place: a request waits, in batches taken before
+// its own, at most for one batch of each other filter queued ahead of it
+// (while no filter has more than MaxBatch rows ahead of it), however
+// skewed the traffic. Stats.MaxPassed reports the most batches that
+// passed one request. Each batch follows its index's filtered-search rules
+// (CAGRA's and the IVF packages' FilterPath, brute force's refusal of a
+// filter that cannot fill k: a brute-force request's filter must let
+// MaxK rows through).
+//
+// A filter cannot be closed while a request with it waits or searches
+// (its Close returns an error matching dlpack.ErrBorrowed); a request
+// with a closed filter is refused with safe.ErrClosed. A filtered request
+// allocates nothing, as an unfiltered one.
+//
+// # Cancellation and Close
+//
+// A request searched on its own goroutine (the lone request of an idle
+// Batcher, above) is a direct search: its context is looked at before,
+// and the search, once started, runs to its end (one search's time), as a
+// direct call's does. Any other request whose context is done returns at
+// once with the context's error, whether it still waits in the queue (it is withdrawn) or its
+// batch is searching (its rows are searched, and their results dropped):
+// its buffers are never written after it returned. Only when its results
+// are being copied out at that very moment does it wait for that copy, and
+// then it returns them. A search that fails returns its error to every
+// request of the batch.
+//
+// Close refuses new requests (with an error wrapping safe.ErrClosed),
+// searches the ones queued, waits for the batches in flight, and frees
+// everything. Close the Batcher before the index it searches.
+//
+// # Memory
+//
+// A slot's buffers are allocated once: pinned host staging for MaxBatch
+// rows of queries and of results (safe.PinnedMatrix), and with
+// Options.DeviceBuffers (or a Searcher that needs them: IVF-PQ) device
+// buffers of the same size (safe.DeviceMatrix). A batch copies its queries
+// from the requests into the pinned staging and searches it there (cuVS
+// takes pinned memory as device memory; with device buffers: cuvsMatrixCopy
+// to the device, the search, cuvsMatrixCopy of the results back), then
+// waits for the stream once: spinning (safe.Resources.Sync, the default) or
+// asleep (Options.Wait WaitSleep: safe.Resources.SyncBlocking, which frees
+// the core and answers later; BENCHMARKS.md has both on an H200). Each
+// waiting caller's rows are then copied into its
+// buffers. SearchInto allocates nothing on the Go heap per request (a
+// request's own state is pooled; a request cancelled while its batch
+// searches is left to the collector instead).
 type Batcher[T dlpack.DType, N Neighbor] struct {
 	b     *batcher[T, N] // what the workers hold: the Batcher itself can be collected
 	clean runtime.Cleanup
@@ -266,7 +373,7 @@ func (b *Batcher[T, N]) searchResults(ctx context.Context, op string, filter *sa
 // first, with ctx's error: the buffers are then never written, now or
 // later. (A request that finds the Batcher idle is searched on the
 // calling goroutine, as a direct search, and returns when that search
-// ends: see the package documentation.) A search that failed returns its error to every request of its
+// ends: see Batcher.) A search that failed returns its error to every request of its
 // batch. After Close began it returns an error wrapping safe.ErrClosed.
 func (b *Batcher[T, N]) SearchInto(ctx context.Context, queries []T, neighbors []N, distances []float32) error {
 	if b == nil || b.b == nil {

@@ -18,14 +18,14 @@ const (
 	DefaultMaxBatch = 256
 	// DefaultMaxWait is the default of Options.MaxWait: 0, no waiting. On
 	// an H200 a batch that starts now costs almost nothing more than one
-	// that waits to grow (see the package documentation), so a batch
+	// that waits to grow (safe/batch/DESIGN.md), so a batch
 	// starts as soon as a slot is free.
 	DefaultMaxWait = 0
 	// DefaultSlots is the default of Options.Slots: enough that up to 32
 	// concurrent callers each find a free slot, so that at light load the
 	// Batcher searches as per-call searching does (and its latency is a
 	// direct search's); beyond that, batches grow by themselves while every
-	// slot is busy. The package documentation has the numbers.
+	// slot is busy. safe/batch/DESIGN.md has the numbers.
 	DefaultSlots = 32
 )
 
@@ -34,8 +34,8 @@ const (
 type Options struct {
 	// MaxK is the largest k a request may ask for, at least 1 and at most
 	// the index's rows. Every batch is searched for MaxK neighbors, and a
-	// request for fewer gets the first k of them (see the package
-	// documentation): set it to the k you serve. Zero is refused.
+	// request for fewer gets the first k of them (see Batcher, section
+	// k): set it to the k you serve. Zero is refused.
 	MaxK int
 	// MaxBatch is the most query rows one search takes (DefaultMaxBatch
 	// if 0). A request's rows all go to one batch, so a request may hold at

@@ -12,13 +12,13 @@ type Stats struct {
 	// (SearchFiltered, SearchIntoFiltered).
 	Filtered int64
 	// Mixed is the filtered batches whose requests carried different
-	// filters, searched at once with a bitmap (BruteForce; see Filters in
-	// the package documentation).
+	// filters, searched at once with a bitmap (BruteForce; see Batcher,
+	// section Filters).
 	Mixed int64
 	// MaxPassed is the most batches taken while one request waited in the
 	// queue: with requests of several filters, at most one per other filter
-	// whose queued rows ahead of it fit in MaxBatch (see Filters in the
-	// package documentation).
+	// whose queued rows ahead of it fit in MaxBatch (see Batcher, section
+	// Filters).
 	MaxPassed int64
 	Queries   int64   // query rows searched, those of cancelled requests included
 	Sizes     []int64 // Sizes[n] is the number of batches of n rows

@@ -2,6 +2,15 @@
 // index is the dataset itself, and a search compares every query with every
 // row.
 //
+//	if err := safe.Load(); err != nil { ... }
+//	res, _ := safe.NewResources()
+//	defer res.Close()
+//	data, _ := dlpack.NewHostMatrix(rows, n, dim) // rows: n × dim float32 in Go memory
+//	idx, _ := bruteforce.Build(res, data, nil)     // copied once to the device
+//	defer idx.Close()
+//	out, _ := bruteforce.SearchSlice(res, idx, queries, 10, nil) // Go memory in and out
+//	ids, dists := out.Row(0)                                     // int64 ids, nearest first
+//
 // Distances and neighbor ids: see package safe's doc, sections Distances
 // and Neighbor ids (what each metric returns here, and unfilled slots).
 //

@@ -113,13 +113,7 @@ func closeInto(err *error, c interface{ Close() error }) {
 // built and measured, the default kernel serves more: with the memory pool
 // and batch.Batcher, 1.25M queries/s at 1,024 callers on an H200
 // (BENCHMARKS.md).
-const PersistentRefused = "the persistent kernel is refused: cuVS's one process-wide persistent kernel holds every multiprocessor and ignores the caller's stream, so the work cuVS queues on a Resources' stream (its dataset descriptor's set-up on that Resources' first search; the post-processing of int8/uint8 data and of metrics other than L2Expanded) waits until the kernel idles out (PersistentLifetime, 2 s by default): one search per 2 s on the real library (26.06 and 26.08), and a crash (SIGSEGV) on 26.08 after Close; use the default kernel (with the memory pool, and batch.Batcher for many small requests)"
-
-// PersistentRefused2608 is PersistentRefused, the refusal's name when it
-// applied to cuVS 26.08 only.
-//
-// Deprecated: use PersistentRefused; the refusal holds on every release.
-const PersistentRefused2608 = PersistentRefused
+const PersistentRefused = "the persistent kernel is refused: it stalls other work on every release (one search per 2 s on the real library) and crashed 26.08 after Close; see cagra.PersistentRefused's doc"
 
 // WithPersistentKernel returns p set for CAGRA's persistent search kernel:
 // Persistent on, Algo SingleCTA (the only kernel that has a persistent
