@@ -528,6 +528,8 @@ func (f *Filtered) search(op string, res *safe.Resources, queries dlpack.Tensor,
 	case f.perSearch && filter == nil:
 		return f.pq(op, res, f.base, t.Queries, t.Neighbors, t.Distances)
 	case f.perSearch:
+		// the filter is the call's: nothing of it outlives the search
+		defer f.forget()
 		if err := f.plan(op, res, filter, c, t.N); err != nil {
 			return err
 		}
@@ -587,6 +589,11 @@ func (f *Filtered) search(op string, res *safe.Resources, queries dlpack.Tensor,
 		q = end
 	}
 	return nil
+}
+
+// forget drops what plan kept of a search's filter (perSearch).
+func (f *Filtered) forget() {
+	f.filter, f.words, f.fl = nil, nil, generated.CuvsFilter{}
 }
 
 func (f *Filtered) pq(op string, res *safe.Resources, cp *generated.CuvsIvfPqSearchParams, q, n, d *generated.DLManagedTensor) error {
