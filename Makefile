@@ -175,6 +175,12 @@ serving-pack: serving cbench
 	@mkdir -p build/serving-pack
 	cp build/serving build/cbench build/serving-pack/
 
+## device-pack: the open issues' GPU benchmarks (serving tenants, bfbitmap, tiered, hnswlib) into build/device-pack(.tar.xz), to carry to a GPU machine beside one libcuvs_c build; there, device-pack/device-run.sh RELEASE... runs them (internal/gputest/device-pack.sh)
+device-pack:
+	sh internal/gputest/device-pack.sh build/device-pack
+
+.PHONY: device-pack
+
 ## serving-smoke: both programs side by side (compare.sh) against the ABI test double: the numbers mean nothing
 serving-smoke: serving cbench double
 	SERVING=$(CURDIR)/build/serving CBENCH=$(CURDIR)/build/cbench OUT=$(CURDIR)/build/serving-smoke \
