@@ -52,7 +52,7 @@ func EstimateMemory(s safe.MemoryShape, p *IndexParams, sp *SearchParams) (safe.
 	train := memest.Round(memest.TrainRows(rows, pd.KMeansTrainsetFraction, nl) * dim * esz)
 	var lists, extend int64
 	if pd.AddDataOnBuild {
-		lists = ListsBytes(rows, nl, dim, esz, pd.ConservativeMemoryAllocation)
+		lists = memest.Lists(rows, nl, dim*esz, pd.ConservativeMemoryAllocation, false)
 		extend = memest.Sum(rows*4, nl*4) // new labels, old list sizes
 	}
 	e := safe.MemoryEstimate{Index: fixed + lists, BuildPeak: fixed + max(train, lists+extend)}
@@ -67,16 +67,6 @@ func EstimateMemory(s safe.MemoryShape, p *IndexParams, sp *SearchParams) (safe.
 		e.Search = searchScratch(int64(s.Batch), int64(s.K), nl, dim, int64(min(sd.NProbes, uint32(nl))), esz)
 	}
 	return e, nil
-}
-
-// ListsBytes is the device memory of rows rows of dim elements of esz bytes
-// in nLists balanced lists: each row's vector and int64 id, at the lists'
-// capacity (memest.ListsCapacity).
-func ListsBytes(rows, nLists, dim, esz int64, conservative bool) int64 {
-	capRows := memest.ListsCapacity(rows, nLists, conservative)
-	// each list's two allocations rounded up to memest.Align: half of it
-	// each on average
-	return capRows*dim*esz + capRows*8 + nLists*memest.Align
 }
 
 // searchScratch is ivf_flat_search.cuh's workspace for a batch: the

@@ -127,12 +127,10 @@ func pqGeometry(dim, pqDim, pqBits int64) geometry {
 func listsBytes(rows, nLists int64, g geometry, layout CodesLayout, conservative bool) int64 {
 	if layout == Flat {
 		// list_spec_flat: capacity = size, ceil(pq_dim·pq_bits/8) bytes a row
-		return rows*((g.pqDim*g.pqBits+7)/8) + rows*8 + nLists*memest.Align
+		return memest.Lists(rows, nLists, (g.pqDim*g.pqBits+7)/8, conservative, true)
 	}
-	capRows := memest.ListsCapacity(rows, nLists, conservative)
 	chunks := (g.pqDim + 128/g.pqBits - 1) / (128 / g.pqBits)
-	// each list's two allocations rounded up: half of memest.Align each on average
-	return capRows*chunks*16 + capRows*8 + nLists*memest.Align
+	return memest.Lists(rows, nLists, chunks*16, conservative, false)
 }
 
 // searchScratch is ivf_pq_search.cuh's workspace for a batch.

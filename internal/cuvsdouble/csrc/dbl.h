@@ -540,6 +540,11 @@ DBL_HIDDEN void dbl_dev_give(dbl_dev_block* b);
 DBL_HIDDEN cuvsError_t dbl_dev_pool_enable(int initial_percent, int max_percent);
 DBL_HIDDEN void dbl_dev_pool_reset(void);
 DBL_HIDDEN void dbl_dev_reset(void);
+/* dbl_ivf_pq.c: an IVF-PQ build's device memory computed without data. */
+struct cuvsIvfPqIndexParams;
+DBL_HIDDEN cuvsError_t dbl_ivf_pq_model(const struct cuvsIvfPqIndexParams* p, int64_t n,
+                                        uint32_t dim, int64_t esz, int host, uint64_t* peak,
+                                        uint64_t* index, uint32_t geo[3]);
 
 typedef struct {
   void* p;
@@ -789,6 +794,7 @@ typedef struct {
   void* owned;
   size_t owned_bytes;
   uint64_t storage_id; /* registry id of owned (0 for a view) */
+  dbl_dev_block dev;   /* owned rows in device memory: taken from the device model */
 } dbl_ds;
 
 /* The dbl_ds of a live cuvsDataset_t handle made by the library; a handle

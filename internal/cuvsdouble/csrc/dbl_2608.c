@@ -76,6 +76,7 @@ void dbl_ds_free(dbl_ds* s)
     dbl_count(K_DATASET_BYTES, 1, (int64_t)s->owned_bytes);
     free(s->owned);
   }
+  dbl_dev_give(&s->dev);
   s->magic = 0;
   dbl_buf_free(s, sizeof *s);
 }
@@ -208,6 +209,13 @@ static cuvsError_t ds_copy(const DLTensor* d, int to_device, cuvsDataset_t* out)
   }
   dbl_ds* s = dbl_ds_new_owned(n, dim, stride, es);
   if (!s) return dbl_plain_fail("std::bad_alloc");
+  if (to_device) { /* device rows: taken from the device model (dbl_devmem.c) */
+    cuvsError_t st = dbl_dev_take(s->owned_bytes, &s->dev);
+    if (st != CUVS_SUCCESS) {
+      dbl_ds_free(s);
+      return st;
+    }
+  }
   for (int64_t i = 0; i < n; i++) {
     memcpy((char*)s->owned + (size_t)(i * stride) * es, (const char*)d->data + (size_t)(i * dim) * es,
            (size_t)dim * es);

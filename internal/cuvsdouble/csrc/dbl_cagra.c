@@ -52,6 +52,7 @@ typedef struct {
   uint32_t* graph_owned;
   size_t graph_bytes;
   uint64_t data_borrow, graph_borrow; /* registry ids of borrowed allocations */
+  dbl_dev_block dev; /* a build's: the graph and the rows it copied (cg_dev_build) */
   pthread_rwlock_t lock;
 } cg_impl;
 
@@ -134,6 +135,7 @@ static void cg_release_storage(cg_impl* impl)
 
 static void cg_free(cg_impl* impl)
 {
+  dbl_dev_give(&impl->dev);
   cg_release_storage(impl);
   pthread_rwlock_destroy(&impl->lock);
   impl->magic = 0;
@@ -570,6 +572,120 @@ static void cg_take_ref(cg_impl* impl, const cg_ref* ref, int64_t n)
   if (ref->borrow) dbl_reg_borrow(ref->borrow, +1);
 }
 
+/* ---- device memory (the model of dbl_devmem.c) ----
+ *
+ * What cuVS's CAGRA build allocates, phase by phase (cpp/src/neighbors/
+ * detail/cagra/cagra_build.cuh, build; the double builds its graph its own
+ * way, so it takes each phase's size from the formulas):
+ *   - the kNN graph (kept in host memory). IVF-PQ: an IVF-PQ index with
+ *     graph_build_params::ivf_pq_params (cpp/include/cuvs/neighbors/
+ *     ivf_pq.hpp; the fields c/src/neighbors/cagra.cpp copies from the
+ *     caller's), its build's peak (dbl_ivf_pq_model), then the index with
+ *     build_knn_graph's batches of at most 128 Ki rows (distances and
+ *     neighbours for gpu_top_k and top_k, the rows of a host dataset) and
+ *     the IVF-PQ search's workspace for such a batch (ivf_pq_search.cuh:
+ *     coarse search in fp16, the fine batch's 32 * n_probes + 12 * k *
+ *     n_probes bytes a query). NN-Descent: GNND's device working set
+ *     (cpp/src/neighbors/nn_descent.cu, build_mem_usage);
+ *   - the pruning (graph_core.cuh, optimize): the kNN graph on the device
+ *     with an output batch of at most 256 Ki rows, then the reverse graph,
+ *     its counts and the merge's two batches;
+ *   - the index: the graph on the device, and the rows copied (padded to
+ *     16 bytes) when not referenced.
+ * Every allocation is rounded up to 256 bytes. */
+
+static uint64_t c256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+static cuvsError_t cg_dev_knn(cuvsCagraIndexParams_t params, int algo, int64_t n, int64_t dim,
+                              int64_t esz, int host, int64_t ideg, uint64_t* out)
+{
+  uint64_t N = (uint64_t)n, D = (uint64_t)dim;
+  if (algo != IVF_PQ) { /* NN-Descent, and AUTO_SELECT, which picks it when it fits */
+    *out = c256(N * D * 2) + c256(N * 4) + 2 * c256(N * 32 * 4) + c256(N * 4) + c256(2 * N * 8);
+    return CUVS_SUCCESS;
+  }
+  struct cuvsIvfPqIndexParams bp = {0};
+  bp.metric = params->metric;
+  bp.add_data_on_build = true;
+  bp.max_train_points_per_pq_code = 256;
+  bp.codes_layout = CUVS_IVF_PQ_LIST_LAYOUT_INTERLEAVED;
+  bp.codebook_kind = CUVS_IVF_PQ_CODEBOOK_GEN_PER_SUBSPACE;
+  if (dim <= 32) {
+    bp.pq_dim = 16, bp.pq_bits = 8;
+  } else {
+    bp.pq_bits = 4;
+    bp.pq_dim = dim <= 64 ? 32 : dim <= 128 ? 64 : dim <= 192 ? 96 : (uint32_t)((dim / 2 + 127) / 128 * 128);
+  }
+  bp.n_lists = n / 2000 > 1 ? (uint32_t)(n / 2000) : 1;
+  bp.kmeans_n_iters = 10;
+  double min_frac = 32.0 * bp.n_lists / (double)n;
+  if (min_frac > 1) min_frac = 1;
+  double frac = 1.0 / sqrt((double)n * 1e-5);
+  bp.kmeans_trainset_fraction = frac < min_frac ? min_frac : frac > 1 ? 1 : frac;
+  double rate = 1;
+  uint32_t probes = 0;
+  struct cuvsIvfPqParams* gp = params->graph_build_params;
+  if (gp) {
+    if (gp->ivf_pq_build_params) {
+      struct cuvsIvfPqIndexParams* b = gp->ivf_pq_build_params;
+      bp.add_data_on_build = b->add_data_on_build;
+      bp.n_lists = b->n_lists;
+      bp.kmeans_n_iters = b->kmeans_n_iters;
+      bp.kmeans_trainset_fraction = b->kmeans_trainset_fraction;
+      bp.pq_bits = b->pq_bits;
+      bp.pq_dim = b->pq_dim;
+      bp.codebook_kind = b->codebook_kind;
+      bp.force_random_rotation = b->force_random_rotation;
+      bp.conservative_memory_allocation = b->conservative_memory_allocation;
+      bp.max_train_points_per_pq_code = b->max_train_points_per_pq_code;
+    }
+    if (gp->ivf_pq_search_params) probes = gp->ivf_pq_search_params->n_probes;
+    if (gp->refinement_rate > 1) rate = gp->refinement_rate;
+  }
+  if ((int64_t)bp.n_lists > n) bp.n_lists = (uint32_t)n;
+  if (probes == 0) probes = (uint32_t)llround(sqrt((double)bp.n_lists) / 20 + 4);
+  uint64_t peak, index;
+  uint32_t geo[3];
+  TRY(dbl_ivf_pq_model(&bp, n, (uint32_t)dim, esz, host, &peak, &index, geo));
+  uint64_t top_k = (uint64_t)ideg + 1, gpu_top_k = (uint64_t)((double)ideg * rate);
+  if (gpu_top_k < top_k) gpu_top_k = top_k;
+  if (gpu_top_k > N) gpu_top_k = N;
+  uint64_t maxq = N < 128 * 1024 ? N : 128 * 1024;
+  uint64_t buffers = c256(maxq * gpu_top_k * 4) + c256(maxq * gpu_top_k * 8) +
+                     c256(maxq * top_k * 4) + c256(maxq * top_k * 8);
+  if (host) buffers += c256(maxq * D * (uint64_t)esz);
+  uint64_t nl = geo[0], dim_ext = geo[1], rot_dim = geo[2];
+  uint64_t pr = probes < nl ? probes : nl;
+  uint64_t outer = dim_ext * 2 + rot_dim * 4 + pr * 4 + (nl + pr) * 2;
+  uint64_t bo = maxq, cap = ((uint64_t)1 << 30) / outer;
+  if (bo > cap) bo = cap;
+  if (bo < 1) bo = 1;
+  uint64_t search = bo * outer + bo * (32 * pr + 12 * gpu_top_k * pr);
+  uint64_t phase2 = index + buffers + search;
+  *out = peak > phase2 ? peak : phase2;
+  return CUVS_SUCCESS;
+}
+
+/* Takes a build's phases from the device model (each given back but the
+ * last: the graph, and copy_bytes of rows the index copied). */
+static cuvsError_t cg_dev_build(cg_impl* impl, cuvsCagraIndexParams_t params, int algo, int host,
+                                int64_t ideg, int64_t deg, uint64_t copy_bytes)
+{
+  uint64_t N = (uint64_t)impl->n, knn;
+  int64_t esz = (int64_t)dl_elem_size(impl->dtype);
+  if (ideg > impl->n - 1) ideg = impl->n - 1;
+  TRY(cg_dev_knn(params, algo, impl->n, impl->dim, esz, host, ideg, &knn));
+  uint64_t batch = N < 256 * 1024 ? N : 256 * 1024;
+  uint64_t prune = c256(N * (uint64_t)ideg * 4) + c256(batch * (uint64_t)deg * 4);
+  uint64_t merge = c256(N * (uint64_t)deg * 4) + c256(N * 4) + c256(2 * batch * (uint64_t)deg * 4);
+  dbl_dev_block b;
+  TRY(dbl_dev_take(knn, &b));
+  dbl_dev_give(&b);
+  TRY(dbl_dev_take(prune > merge ? prune : merge, &b));
+  dbl_dev_give(&b);
+  return dbl_dev_take(c256(N * (uint64_t)deg * 4) + c256(copy_bytes), &impl->dev);
+}
+
 /* ref == NULL: 26.06's build from a tensor (checked here, referenced or
  * copied); else 26.08's from a dataset (dataset describes its rows, already
  * checked when the dataset was made). */
@@ -690,6 +806,14 @@ static cuvsError_t cg_build(cuvsCagraIndexParams_t params, DLManagedTensor* data
       cg_build_graph(impl, (int64_t)intermediate, (int64_t)degree) != 0) {
     cg_free(impl);
     return dbl_plain_fail("std::bad_alloc");
+  }
+  if (!impl->compressed && (algo == IVF_PQ || algo == NN_DESCENT || algo == AUTO_SELECT)) {
+    cuvsError_t st = cg_dev_build(impl, params, algo, !device, (int64_t)intermediate,
+                                  (int64_t)degree, impl->data_owned ? impl->data_bytes : 0);
+    if (st != CUVS_SUCCESS) {
+      cg_free(impl);
+      return st;
+    }
   }
   cg_install(index, impl);
   return CUVS_SUCCESS;

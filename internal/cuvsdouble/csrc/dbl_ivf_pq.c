@@ -669,10 +669,9 @@ static uint64_t pq_dev_lists(const pq_impl* impl)
   return b;
 }
 
-/* The training phase's scratch over nt rows of esz-byte elements (taken
- * and given back at once: its peak). */
-static cuvsError_t pq_dev_train(const pq_impl* impl, int64_t nt, int64_t esz,
-                                uint32_t max_train_points)
+/* The training phase's scratch over nt rows of esz-byte elements. */
+static uint64_t pq_dev_train_bytes(const pq_impl* impl, int64_t nt, int64_t esz,
+                                   uint32_t max_train_points)
 {
   uint64_t nl = impl->n_lists, dim = impl->dim;
   uint64_t trainset = r256((uint64_t)nt * dim * 4);
@@ -690,9 +689,60 @@ static cuvsError_t pq_dev_train(const pq_impl* impl, int64_t nt, int64_t esz,
                r256((uint64_t)impl->book * 4);
   }
   uint64_t rest = kmeans + codebook > convert ? kmeans + codebook : convert;
+  return trainset + rest;
+}
+
+/* Takes the training phase's scratch and gives it back: its peak. */
+static cuvsError_t pq_dev_train(const pq_impl* impl, int64_t nt, int64_t esz,
+                                uint32_t max_train_points)
+{
   dbl_dev_block b;
-  TRY(dbl_dev_take(trainset + rest, &b));
+  TRY(dbl_dev_take(pq_dev_train_bytes(impl, nt, esz, max_train_points), &b));
   dbl_dev_give(&b);
+  return CUVS_SUCCESS;
+}
+
+/* An IVF-PQ build's device memory computed without data (CAGRA's IVF-PQ
+ * graph build, which the double does not run): the same sizes as a build
+ * here, the lists sized for balanced clusters. *peak is the build's, *index
+ * what the index holds; *geo gets n_lists, dim_ext and rot_dim. */
+cuvsError_t dbl_ivf_pq_model(const struct cuvsIvfPqIndexParams* p, int64_t n, uint32_t dim,
+                             int64_t esz, int host, uint64_t* peak, uint64_t* index,
+                             uint32_t geo[3])
+{
+  pq_impl impl;
+  memset(&impl, 0, sizeof impl);
+  TRY(pq_shape(&impl, p, dim));
+  EXPECTS(impl.n_lists > 0 && (int64_t)impl.n_lists <= n, "number of rows can't be less than n_lists");
+  size_t want = (size_t)(p->kmeans_trainset_fraction * (double)n);
+  if (want < impl.n_lists) want = impl.n_lists;
+  size_t ratio = (size_t)n / (want ? want : 1);
+  if (ratio < 1) ratio = 1;
+  int64_t nt = n / (int64_t)ratio;
+  uint64_t fixed = pq_dev_fixed(&impl);
+  uint64_t train = pq_dev_train_bytes(&impl, nt, esz, p->max_train_points_per_pq_code);
+  uint64_t lists = 0, extend = 0;
+  if (p->add_data_on_build) {
+    int64_t avg = (n + impl.n_lists - 1) / impl.n_lists;
+    uint64_t cap = (uint64_t)list_capacity(&impl, avg), row;
+    if (impl.layout == CUVS_IVF_PQ_LIST_LAYOUT_FLAT) {
+      cap = (uint64_t)avg;
+      row = ((uint64_t)impl.pq_dim * impl.pq_bits + 7) / 8;
+    } else {
+      uint64_t per_chunk = 128 / impl.pq_bits;
+      row = (impl.pq_dim + per_chunk - 1) / per_chunk * 16;
+    }
+    lists = impl.n_lists * (r256(cap * row) + r256(cap * 8));
+    uint64_t batch = n < 65536 ? (uint64_t)n : 65536;
+    uint64_t factor = ((uint64_t)impl.dim + impl.rot_dim) * 4 + 8;
+    if (host) factor += (uint64_t)impl.dim * (uint64_t)esz;
+    extend = r256((uint64_t)n * 4) + r256(batch * factor);
+  }
+  *index = fixed + lists;
+  *peak = fixed + (train > lists + extend ? train : lists + extend);
+  geo[0] = impl.n_lists;
+  geo[1] = impl.dim_ext;
+  geo[2] = impl.rot_dim;
   return CUVS_SUCCESS;
 }
 

@@ -66,16 +66,22 @@ func ListCapacity(n int64, conservative bool) int64 {
 	return min(c, alignMax)
 }
 
-// ListsCapacity is the rows cuVS allocates for rows rows spread over
-// nLists lists, assuming balanced lists (what balanced k-means aims for):
-// nLists lists of the average size's capacity. Lists of uneven sizes that
-// straddle a rounding boundary take more, or less.
-func ListsCapacity(rows, nLists int64, conservative bool) int64 {
+// Lists is the device memory of rows rows spread over nLists lists,
+// assuming balanced lists (what balanced k-means aims for): nLists lists of
+// the average size's capacity (ListCapacity; with flat, capacity = size),
+// each list's rowBytes a row and its int64 ids allocated apart, rounded.
+// Lists of uneven sizes that straddle a rounding boundary take more, or
+// less.
+func Lists(rows, nLists, rowBytes int64, conservative, flat bool) int64 {
 	if nLists < 1 || rows < 1 {
 		return 0
 	}
 	avg := (rows + nLists - 1) / nLists
-	return nLists * ListCapacity(avg, conservative)
+	c := avg
+	if !flat {
+		c = ListCapacity(avg, conservative)
+	}
+	return nLists * (Round(c*rowBytes) + Round(c*8))
 }
 
 // TrainRows is the size of the k-means training set cuVS samples from rows
