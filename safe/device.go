@@ -186,15 +186,17 @@ var devicePools struct {
 	on           bool
 	initial, max int
 	managed      bool
-	async        bool // the asynchronous resource, not the pool
+	async        bool  // the asynchronous resource, not the pool
+	limit        int64 // WithMemoryLimit's bytes: each device's pool is capped at them
 	done         map[int32]bool
 }
 
 // rememberPool records the pool Load enabled on the device current at Load.
-func rememberPool(initial, max int, managed bool) {
+func rememberPool(initial, max int, managed bool, limit int64) {
 	devicePools.mu.Lock()
 	defer devicePools.mu.Unlock()
 	devicePools.on, devicePools.initial, devicePools.max, devicePools.managed, devicePools.async = true, initial, max, managed, false
+	devicePools.limit = limit
 	devicePools.done = map[int32]bool{0: true}
 }
 
@@ -222,10 +224,8 @@ func poolOn(op string, d int32) error {
 		devicePools.done[d] = true
 		return nil
 	}
-	recordPool(d, devicePools.initial, devicePools.max, devicePools.managed)
-	if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(devicePools.initial), int32(devicePools.max), devicePools.managed); err != nil {
-		recordNoPool(d)
-		return wrap(op+": enabling the memory pool on device "+fmt.Sprint(d), err)
+	if err := enablePool(op+": on device "+fmt.Sprint(d), d, devicePools.initial, devicePools.max, devicePools.managed, devicePools.limit); err != nil {
+		return err
 	}
 	devicePools.done[d] = true
 	return nil

@@ -100,7 +100,7 @@ func (c loadConfig) differs(was loadConfig) string {
 	if c.path != "" && !samePath(c.path, was.path) {
 		d = append(d, fmt.Sprintf("library %q, loaded %q", c.path, generated.LibraryPath()))
 	}
-	if c.pool != was.pool || c.async != was.async || c.poolInitial != was.poolInitial || c.poolMax != was.poolMax || c.poolManaged != was.poolManaged {
+	if c.pool != was.pool || c.async != was.async || c.poolInitial != was.poolInitial || c.poolMax != was.poolMax || c.poolManaged != was.poolManaged || c.limit != was.limit {
 		d = append(d, fmt.Sprintf("memory pool %s, loaded with %s", c.poolString(), was.poolString()))
 	}
 	if c.versionCheck != was.versionCheck {
@@ -128,6 +128,9 @@ func (c loadConfig) poolString() string {
 	}
 	if !c.pool {
 		return "off"
+	}
+	if c.limit > 0 {
+		return fmt.Sprintf("%d%%..%d bytes (managed %t)", c.poolInitial, c.limit, c.poolManaged)
 	}
 	return fmt.Sprintf("%d%%..%d%% (managed %t)", c.poolInitial, c.poolMax, c.poolManaged)
 }
@@ -183,6 +186,13 @@ func Load(opts ...Option) error {
 			return err
 		}
 	}
+	if c.limit < 0 {
+		generated.Unload()
+		return argf("safe.Load", "WithMemoryLimit", "%d bytes is negative", c.limit)
+	}
+	if c.limit > 0 { // the limit is the pool's maximum
+		c.pool, c.async = true, false
+	}
 	if c.async {
 		if err := inRelease("safe.Load", "cuvsRMMAsyncMemoryResourceEnable"); err != nil {
 			generated.Unload()
@@ -195,22 +205,15 @@ func Load(opts ...Option) error {
 		recordNoPool(currentDevice())
 		rememberAsync()
 	}
-	if err := c.limitPercent("safe.Load"); err != nil {
-		generated.Unload()
-		return err
-	}
 	if c.pool {
-		d := currentDevice()
-		recordPool(d, c.poolInitial, c.poolMax, c.poolManaged)
-		if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(c.poolInitial), int32(c.poolMax), c.poolManaged); err != nil {
-			recordNoPool(d)
+		if err := enablePool("safe.Load", currentDevice(), c.poolInitial, c.poolMax, c.poolManaged, c.limit); err != nil {
 			generated.Unload()
-			return wrap("safe.Load: enabling the memory pool", err)
+			return err
 		}
 		if c.limit > 0 {
 			memDevices.limit.Store(c.limit)
 		}
-		rememberPool(c.poolInitial, c.poolMax, c.poolManaged) // for the other devices (device.go)
+		rememberPool(c.poolInitial, c.poolMax, c.poolManaged, c.limit) // for the other devices (device.go)
 	}
 	loadedOK = true
 	loaded = c
@@ -354,12 +357,27 @@ func EnableMemoryPool(initialPercent, maxPercent int, managed bool) error {
 	if maxPercent < initialPercent || maxPercent > 100 {
 		return argf(op, "maxPercent", "%d is not in %d..100", maxPercent, initialPercent)
 	}
-	d := currentDevice()
-	recordPool(d, initialPercent, maxPercent, managed)
-	if err := generated.CuvsRMMPoolMemoryResourceEnable(int32(initialPercent), int32(maxPercent), managed); err != nil {
-		recordNoPool(d)
-		return wrap(op, err)
+	return enablePool(op, currentDevice(), initialPercent, maxPercent, managed, 0)
+}
+
+// EnableMemoryLimit switches the process's device memory resource (on the
+// calling thread's current device) to a pool of initialPercent of bytes
+// growing to bytes at most, and sets SetMemoryLimit(bytes): what Load's
+// WithMemoryLimit does, for a process already loaded. As
+// EnableMemoryPool, it affects the whole process, and no device memory of
+// the previous resource may be in use.
+func EnableMemoryLimit(initialPercent int, bytes int64, managed bool) error {
+	const op = "safe.EnableMemoryLimit"
+	if initialPercent <= 0 || initialPercent > 100 {
+		return argf(op, "initialPercent", "%d is not in 1..100", initialPercent)
 	}
+	if bytes <= 0 {
+		return argf(op, "bytes", "%d, want a positive cap", bytes)
+	}
+	if err := enablePool(op, currentDevice(), initialPercent, 100, managed, bytes); err != nil {
+		return err
+	}
+	memDevices.limit.Store(bytes)
 	return nil
 }
 

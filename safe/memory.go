@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe/internal/base"
 	"github.com/cuvs-go/cuvs/safe/internal/cudart"
 )
@@ -241,42 +242,75 @@ func SetMemoryLimit(bytes int64) error {
 // MemoryLimit returns SetMemoryLimit's bytes, 0 for none.
 func MemoryLimit() int64 { return memDevices.limit.Load() }
 
-// WithMemoryLimit makes Load's pool grow to at most bytes (its maximum:
-// cuVS takes it as a percent of the device's free memory at Load, so the
-// cap is bytes rounded down to a whole percent of it) and sets
-// SetMemoryLimit(bytes): a process that loads with it stays under bytes of
-// device memory from cuVS, every build or search that would cross it being
-// refused, by the bindings' check before the call or by the pool during it.
-// Load refuses bytes under 1% of the free memory.
+// WithMemoryLimit makes Load's pool (on every device) grow to at most
+// bytes, and sets SetMemoryLimit(bytes): a process that loads with it
+// stays under bytes of device memory from cuVS, a build that would cross
+// it being refused by the bindings' check before the call, and any
+// allocation past it (a build unchecked or misestimated, a search) by the
+// pool, with ErrOutOfMemory. cuVS sizes its pool as a percent of the free
+// memory: Load makes the free memory bytes for the moment it enables the
+// pool (a cudaMalloc'd filler, freed right after), so the cap is bytes
+// less at most a 2 MiB CUDA page, never more; without cudaMalloc, the
+// largest whole percent of the free memory not above bytes. The pool's initial reservation is its percent
+// (WithMemoryPool's, else DefaultPoolInitialPercent) of bytes.
+// WithMemoryLimit overrides WithAsyncMemoryResource and WithMemoryPool's
+// maximum.
 func WithMemoryLimit(bytes int64) Option {
 	return func(c *loadConfig) { c.limit = bytes }
 }
 
-// limitPercent turns WithMemoryLimit's bytes into the pool's max percent.
-func (c *loadConfig) limitPercent(op string) error {
-	if c.limit == 0 {
-		return nil
+// enablePool enables the pool on device d (current on the calling thread)
+// with initialPct% of its free memory reserved and maxPct% at most, as
+// cuvsRMMPoolMemoryResourceEnable computes them, and records its sizes.
+// With limit > 0 the maximum is limit bytes: cuVS sizes the pool as a
+// percent of the free memory, so a cudaMalloc'd filler first takes what is
+// free beyond limit, the pool is made at 100% of what is left, and the
+// filler is freed (without cudaMalloc: the largest whole percent of the
+// free memory not above limit).
+func enablePool(op string, d int32, initialPct, maxPct int, managed bool, limit int64) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var filler uintptr
+	if limit > 0 {
+		free, _, ok, err := memInfoOn(op, d)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%s: WithMemoryLimit: the CUDA runtime has no cudaMemGetInfo: %w", op, errors.ErrUnsupported)
+		}
+		maxPct = 100
+		if free > limit {
+			if cudart.HasMalloc() {
+				if p, err := cudart.Malloc(uint64(free - limit)); err == nil {
+					filler = p
+				}
+			}
+			if filler == 0 {
+				maxPct = int(limit * 100 / free)
+				if maxPct < 1 {
+					return argf(op, "WithMemoryLimit", "%s is under 1%% of the %s free, and no cudaMalloc to size the pool otherwise", fmtBytes(limit), fmtBytes(free))
+				}
+			}
+		}
+		initialPct = min(initialPct, maxPct)
 	}
-	if c.limit < 0 {
-		return argf(op, "WithMemoryLimit", "%d bytes is negative", c.limit)
+	recordPool(d, initialPct, maxPct, managed)
+	err := generated.CuvsRMMPoolMemoryResourceEnable(int32(initialPct), int32(maxPct), managed)
+	if filler != 0 {
+		_ = cudart.Free(filler)
+		// the free memory the pool's growth is read against: what is free
+		// now, plus what the pool took at once
+		if free, _, ok, _ := memInfoOn(op, d); ok {
+			memDevices.mu.Lock()
+			rec := &memDevices.pool[devSlot(d)]
+			rec.freeAtEnable = free + rec.initial
+			memDevices.mu.Unlock()
+		}
 	}
-	free, _, ok, err := memInfoOn(op, 0)
 	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("%s: WithMemoryLimit: the CUDA runtime has no cudaMemGetInfo: %w", op, errors.ErrUnsupported)
-	}
-	pct := int(c.limit * 100 / free)
-	if pct > 100 {
-		pct = 100
-	}
-	if pct < 1 {
-		return argf(op, "WithMemoryLimit", "%s is under 1%% of the %s free: cuVS sizes its pool in whole percents of it", fmtBytes(c.limit), fmtBytes(free))
-	}
-	c.pool, c.async, c.poolMax = true, false, pct
-	if c.poolInitial > pct {
-		c.poolInitial = pct
+		recordNoPool(d)
+		return wrap(op+": enabling the memory pool", err)
 	}
 	return nil
 }

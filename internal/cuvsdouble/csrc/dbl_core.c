@@ -1314,6 +1314,7 @@ DBL_API const char* cudaGetErrorString(int code)
   switch (code) {
     case 0: return "no error";
     case 1: return "invalid argument";
+    case 2: return "out of memory";
     case 101: return "invalid device ordinal";
     case 201: return "invalid device context";
   }

@@ -58,6 +58,20 @@ static int cur_dev(void)
   return d >= 0 && d < DBL_MAX_DEVICES ? d : 0;
 }
 
+/* Raw CUDA allocations (cudaMalloc), outside any memory resource. */
+static cuvsError_t take_raw(uint64_t b, int d)
+{
+  pthread_mutex_lock(&g_dev_mu);
+  uint64_t total = dev_total_locked();
+  if (g_used[d] + b > total) {
+    pthread_mutex_unlock(&g_dev_mu);
+    return CUVS_ERROR;
+  }
+  g_used[d] += b;
+  pthread_mutex_unlock(&g_dev_mu);
+  return CUVS_SUCCESS;
+}
+
 cuvsError_t dbl_dev_take(size_t bytes, dbl_dev_block* out)
 {
   memset(out, 0, sizeof *out);
@@ -163,6 +177,63 @@ void dbl_dev_pool_reset(void)
   pthread_mutex_lock(&g_dev_mu);
   drop_pool_locked(d);
   pthread_mutex_unlock(&g_dev_mu);
+}
+
+/* cudaMalloc / cudaFree: device memory straight from the device, outside
+ * RMM (counted in cudaMemGetInfo, not in what the memory resource handed
+ * out). The pointers are host tokens, not memory: nothing may be written
+ * through them. Rounded to CUDA's 2 MiB pages. */
+typedef struct raw_block {
+  void* p;
+  uint64_t bytes;
+  int device;
+  struct raw_block* next;
+} raw_block;
+static raw_block* g_raw = NULL;
+
+DBL_API int cudaMalloc(void** p, size_t bytes)
+{
+  if (!p) return 1; /* cudaErrorInvalidValue */
+  *p = NULL;
+  if (bytes == 0) return 0;
+  uint64_t b = ((uint64_t)bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  int d = cur_dev();
+  if (take_raw(b, d) != CUVS_SUCCESS) return 2; /* cudaErrorMemoryAllocation */
+  raw_block* r = malloc(sizeof *r);
+  void* tok = malloc(1);
+  if (!r || !tok) {
+    free(r), free(tok);
+    pthread_mutex_lock(&g_dev_mu);
+    g_used[d] -= b;
+    pthread_mutex_unlock(&g_dev_mu);
+    return 2;
+  }
+  pthread_mutex_lock(&g_dev_mu);
+  *r = (raw_block){tok, b, d, g_raw};
+  g_raw = r;
+  pthread_mutex_unlock(&g_dev_mu);
+  *p = tok;
+  return 0;
+}
+
+DBL_API int cudaFree(void* p)
+{
+  if (!p) return 0;
+  pthread_mutex_lock(&g_dev_mu);
+  for (raw_block** pp = &g_raw; *pp; pp = &(*pp)->next) {
+    if ((*pp)->p == p) {
+      raw_block* r = *pp;
+      *pp = r->next;
+      g_used[r->device] -= r->bytes;
+      pthread_mutex_unlock(&g_dev_mu);
+      free(r->p);
+      free(r);
+      return 0;
+    }
+  }
+  pthread_mutex_unlock(&g_dev_mu);
+  dbl_violation("cudaFree(%p) of memory cudaMalloc did not give", p);
+  return 1; /* cudaErrorInvalidValue */
 }
 
 DBL_API int cudaMemGetInfo(size_t* free_b, size_t* total_b)

@@ -27,6 +27,8 @@ typedef int (*cudart_event_record_fn)(void*, void*);
 typedef int (*cudart_event_sync_fn)(void*);
 typedef int (*cudart_event_destroy_fn)(void*);
 typedef int (*cudart_mem_info_fn)(size_t*, size_t*);
+typedef int (*cudart_malloc_fn)(void**, size_t);
+typedef int (*cudart_free_fn)(void*);
 
 static cudart_count_fn cudart_count;
 static cudart_set_fn cudart_set;
@@ -40,6 +42,9 @@ static cudart_event_record_fn cudart_event_record;
 static cudart_event_sync_fn cudart_event_sync;
 static cudart_event_destroy_fn cudart_event_destroy;
 static cudart_mem_info_fn cudart_mem_info; // NULL when the runtime lacks it
+// cudaMalloc and cudaFree, both or none (NULL).
+static cudart_malloc_fn cudart_malloc;
+static cudart_free_fn cudart_free;
 void* cudart_handle; // the library opened, for gpucheck.go
 
 // Opens path (RTLD_NOLOAD: only if the process already has it) and binds the
@@ -80,6 +85,12 @@ static const char* cudart_open(const char* path, int noload) {
 		cudart_event_destroy = NULL;
 	}
 	cudart_mem_info = (cudart_mem_info_fn)dlsym(h, "cudaMemGetInfo");
+	cudart_malloc = (cudart_malloc_fn)dlsym(h, "cudaMalloc");
+	cudart_free = (cudart_free_fn)dlsym(h, "cudaFree");
+	if (!cudart_malloc || !cudart_free) {
+		cudart_malloc = NULL;
+		cudart_free = NULL;
+	}
 	cudart_handle = h;
 	return NULL;
 }
@@ -103,6 +114,14 @@ static int cudart_free_stream(uintptr_t s) { return cudart_stream_destroy((void*
 static int cudart_has_events(void) { return cudart_event_create != NULL; }
 
 static int cudart_has_mem_info(void) { return cudart_mem_info != NULL; }
+static int cudart_has_malloc(void) { return cudart_malloc != NULL; }
+static int cudart_do_malloc(uintptr_t* p, uint64_t bytes) {
+	void* q = NULL;
+	int rc = cudart_malloc(&q, (size_t)bytes);
+	*p = (uintptr_t)q;
+	return rc;
+}
+static int cudart_do_free(uintptr_t p) { return cudart_free((void*)p); }
 static int cudart_get_mem_info(uint64_t* free_b, uint64_t* total_b) {
 	size_t f = 0, t = 0;
 	int rc = cudart_mem_info(&f, &t);
@@ -331,6 +350,28 @@ func MemInfo() (free, total uint64, err error) {
 		return 0, 0, fail("cudaMemGetInfo", rc)
 	}
 	return uint64(f), uint64(t), nil
+}
+
+// HasMalloc reports whether the open runtime has cudaMalloc and cudaFree.
+func HasMalloc() bool { return Opened() && C.cudart_has_malloc() != 0 }
+
+// Malloc allocates bytes on the calling thread's current device with
+// cudaMalloc, outside any RMM memory resource; the address is an integer,
+// never dereferenced by Go. HasMalloc must be true.
+func Malloc(bytes uint64) (uintptr, error) {
+	var p C.uintptr_t
+	if rc := C.cudart_do_malloc(&p, C.uint64_t(bytes)); rc != 0 {
+		return 0, fail("cudaMalloc", rc)
+	}
+	return uintptr(p), nil
+}
+
+// Free frees what Malloc gave (cudaFree).
+func Free(p uintptr) error {
+	if rc := C.cudart_do_free(C.uintptr_t(p)); rc != 0 {
+		return fail("cudaFree", rc)
+	}
+	return nil
 }
 
 // HasEvents reports whether the open runtime has the event functions
