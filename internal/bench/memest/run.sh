@@ -1,0 +1,73 @@
+#!/bin/sh
+# run.sh: issue 45's measurements on a GPU machine (no Go there), against
+# each real libcuvs_c given: the table of estimates against measured peaks
+# (float32, and int8 on every release that has it), the too-large build
+# today and after, and the over-cap IVF-PQ build from host memory.
+#
+#   run.sh MEMEST RELEASE...
+#
+# MEMEST is the binary (go build -o build/memest ./internal/bench/memest,
+# here). RELEASE is a libcuvs_c.so, or a folder as ../shared/cuvs/<release>
+# holds (part-* pieces of an xz'd tar whose lib/ has libcuvs_c.so),
+# unpacked under $REAL_ROOT (default /root/cuvs) once.
+#
+# Environment (defaults in brackets):
+#   ROWS     the table's sizes [100000,1000000,5000000]
+#   ALGOS    the table's algorithms [ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd]
+#   DTYPES   the table's element types [float32 int8]
+#   MODES    which parts run [table toolarge overcap]
+#   CAP      the pool's cap for toolarge and overcap, bytes [4294967296]
+#   HOSTROWS overcap's rows of 128 float32 in host memory [16777216: 8 GiB]
+#   OUT      where each run's output is kept [a temporary folder]
+# Each part prints as it goes; the exit status is 1 when one failed.
+set -u
+if [ $# -lt 2 ]; then
+	echo "usage: $0 MEMEST RELEASE..." >&2
+	exit 2
+fi
+bin=$1
+shift
+ROWS=${ROWS:-100000,1000000,5000000}
+ALGOS=${ALGOS:-ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd}
+DTYPES=${DTYPES:-float32 int8}
+MODES=${MODES:-table toolarge overcap}
+CAP=${CAP:-4294967296}
+HOSTROWS=${HOSTROWS:-16777216}
+root=${REAL_ROOT:-/root/cuvs}
+OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/memest.XXXXXX")}
+mkdir -p "$OUT" "$root"
+cuda=$(ls -d /usr/local/cuda*/lib64 2>/dev/null | head -n 1)
+status=0
+for rel in "$@"; do
+	if [ -f "$rel" ]; then
+		lib=$rel
+		name=$(basename "$(dirname "$(dirname "$rel")")")
+	else
+		name=$(basename "$rel")
+		lib=$root/bundle-$name/lib/libcuvs_c.so
+		if [ ! -f "$lib" ]; then
+			cat "$rel"/part-* | xz -d | tar -x -C "$root" || exit 2
+		fi
+	fi
+	export LD_LIBRARY_PATH="$(dirname "$lib")${cuda:+:$cuda}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	for mode in $MODES; do
+		case $mode in
+		table)
+			for dt in $DTYPES; do
+				echo "## $name: estimates against measured peaks, $dt"
+				"$bin" -lib "$lib" -mode table -dtype "$dt" -rows "$ROWS" -algos "$ALGOS" | tee "$OUT/$name.table.$dt" || status=1
+			done
+			;;
+		toolarge)
+			echo "## $name: a CAGRA build over the cap, today and after"
+			"$bin" -lib "$lib" -mode toolarge -algo cagra-ivfpq -rows 5000000 -cap "$CAP" | tee "$OUT/$name.toolarge" || status=1
+			;;
+		overcap)
+			echo "## $name: IVF-PQ from host rows over the cap"
+			"$bin" -lib "$lib" -mode overcap -hostrows "$HOSTROWS" -cap "$CAP" | tee "$OUT/$name.overcap" || status=1
+			;;
+		esac
+	done
+done
+echo "outputs in $OUT"
+exit $status
