@@ -112,6 +112,15 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err := p.validate(op, dv.Dim(0), dv.Dim(1)); err != nil {
 		return nil, err
 	}
+	est, err := EstimateMemory(safe.MemoryShape{Rows: int(dv.Dim(0)), Dim: int(dv.Dim(1)), DType: dv.DType(), HostDataset: kit.IsHost(&dv)}, &p, nil)
+	if err != nil {
+		return nil, err
+	}
+	done, err := kit.ReserveBuild(op, res, est)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	idx, err := kind.New(op, res)
 	if err != nil {
 		return nil, err
@@ -120,7 +129,10 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	err = kit.CallWith(op, res, []*dlpack.View{&dv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		return generated.CuvsIvfSqBuild(h, kit.Params[generated.CuvsIvfSqIndexParams_t](res, &cp), t[0], idx.c.H)
 	})
-	return kind.Made(op, res, idx, err)
+	if idx, err = kind.Made(op, res, idx, err); err == nil {
+		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
+	}
+	return idx, err
 }
 
 // Rows returns the number of rows indexed (cuvsIvfSqIndexGetSize, read

@@ -199,6 +199,47 @@ static int sq_dtype_ok(DLDataType dt)
   return dl_is_dtype(dt, kDLFloat, 32) || dl_is_dtype(dt, kDLFloat, 16);
 }
 
+/* ---- device memory (the model of dbl_devmem.c) ----
+ *
+ * What cuVS's IVF-SQ allocates, from cpp/src/neighbors/ivf_sq_index.cpp
+ * (centers [n_lists, dim] float32, vmin and delta [dim], list sizes and
+ * pointers, center norms for the L2 and cosine metrics once rows are
+ * added), ivf_sq.hpp / ivf_list.cuh (lists: one uint8 a dimension and an
+ * int64 id a row, at capacity) and ivf_sq_build.cuh (training: the rows of
+ * the element type, their labels and vmax; extend: a label a row, the old
+ * list sizes, batches of at most 65536 host rows). Rounded up to 256. */
+
+static uint64_t q256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+static uint64_t sq_list_cap(int64_t n, int cma)
+{
+  int64_t amax = cma ? 32 : 1024;
+  if (n >= amax) return (uint64_t)((n + amax - 1) / amax * amax);
+  int64_t c = 1;
+  while (c < (n > 32 ? n : 32)) c <<= 1;
+  return (uint64_t)(c < amax ? c : amax);
+}
+
+static uint64_t sq_lists_bytes(const ivf_impl* impl)
+{
+  if (impl->size == 0) return 0;
+  int64_t* count = calloc(impl->n_lists, sizeof(int64_t));
+  if (!count) return 0;
+  for (int64_t i = 0; i < impl->size; i++) count[impl->labels[i]]++;
+  uint64_t b = 0;
+  for (uint32_t l = 0; l < impl->n_lists; l++) {
+    uint64_t cap = count[l] ? sq_list_cap(count[l], impl->cma) : 0;
+    b += q256(cap * (uint64_t)impl->dim) + q256(cap * 8);
+  }
+  free(count);
+  int m = impl->metric;
+  if (m == L2Expanded || m == L2SqrtExpanded || m == L2Unexpanded || m == L2SqrtUnexpanded ||
+      m == CosineExpanded) {
+    b += q256((uint64_t)impl->n_lists * 4);
+  }
+  return b;
+}
+
 static cuvsError_t sq_build(cuvsIvfSqIndexParams_t params, DLManagedTensor* dataset,
                             cuvsIvfSqIndex_t index)
 {
@@ -232,10 +273,34 @@ static cuvsError_t sq_build(cuvsIvfSqIndexParams_t params, DLManagedTensor* data
   dbl_matrix data = {t->data, t->dtype, dim, 1, n, dim};
   int64_t n_train = (int64_t)params->n_lists * (int64_t)params->max_train_points_per_cluster;
   if (n_train > n) n_train = n;
-  if (ivf_train(impl, &data, n_train, params->kmeans_n_iters) != 0 ||
-      (params->add_data_on_build && ivf_add(impl, &data, NULL) != 0)) {
+  uint64_t nl = params->n_lists, D = (uint64_t)dim, esz = (uint64_t)t->dtype.bits / 8;
+  dbl_dev_block train = {0}, scratch = {0};
+  cuvsError_t st = dbl_dev_take(q256(nl * 4) + q256(nl * D * 4) + 2 * q256(D * 4) + 2 * q256(nl * 8),
+                                &impl->dev_fixed);
+  if (st == CUVS_SUCCESS) {
+    st = dbl_dev_take(q256((uint64_t)n_train * D * esz) + q256((uint64_t)n_train * 4) + q256(D * 4),
+                      &train);
+  }
+  if (st != CUVS_SUCCESS) {
+    ivf_free(impl);
+    return st;
+  }
+  int rc = ivf_train(impl, &data, n_train, params->kmeans_n_iters);
+  dbl_dev_give(&train);
+  if (rc == 0 && params->add_data_on_build) rc = ivf_add(impl, &data, NULL);
+  if (rc != 0) {
     ivf_free(impl);
     return dbl_plain_fail("std::bad_alloc");
+  }
+  if (params->add_data_on_build) {
+    uint64_t batch = where == WANT_HOST ? q256((uint64_t)(n < 65536 ? n : 65536) * D * esz) : 0;
+    st = dbl_dev_take(q256((uint64_t)n * 4) + q256(nl * 4) + batch, &scratch);
+    if (st == CUVS_SUCCESS) st = dbl_dev_take(sq_lists_bytes(impl), &impl->dev_lists);
+    dbl_dev_give(&scratch);
+    if (st != CUVS_SUCCESS) {
+      ivf_free(impl);
+      return st;
+    }
   }
   dbl_reg_add(impl, K_IVF_SQ_IMPL, sizeof *impl);
   index->addr = (uintptr_t)impl;
