@@ -84,6 +84,15 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if err != nil {
 		return nil, err
 	}
+	est, err := EstimateMemory(safe.MemoryShape{Rows: int(dv.Dim(0)), Dim: int(dv.Dim(1)), DType: dv.DType(), HostDataset: kit.IsHost(&dv)}, &p)
+	if err != nil {
+		return nil, err
+	}
+	done, err := kit.ReserveBuild(op, res, est)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
@@ -95,6 +104,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		idx.life.Fail()
 		return nil, err
 	}
+	kit.KeepIndex(op, res, &idx.life, est.Index)
 	idx.rows, idx.degree, idx.dist, idx.metric = dv.Dim(0), int64(p.GraphDegree), p.ReturnDistances, p.Metric
 	return idx, nil
 }

@@ -35,10 +35,12 @@ typedef struct {
   int graph_owned;
   float* distances; /* n x degree, owned, or NULL */
   int metric;
+  dbl_dev_block dev; /* the distances, in device memory on a GPU (dbl_devmem.c) */
 } nnd_impl;
 
 static void nnd_impl_free(nnd_impl* impl)
 {
+  dbl_dev_give(&impl->dev);
   if (impl->graph_owned) dbl_buf_free(impl->graph, (size_t)(impl->n * impl->degree) * 4);
   if (impl->distances) dbl_buf_free(impl->distances, (size_t)(impl->n * impl->degree) * 4);
   impl->magic = 0;
@@ -187,6 +189,28 @@ static cuvsError_t nnd_build(cuvsNNDescentIndexParams_t params, DLManagedTensor*
   if ((cells && !impl->graph) || (p.return_distances && !graph && cells && !impl->distances)) {
     nnd_impl_free(impl);
     return dbl_plain_fail("std::bad_alloc");
+  }
+  /* the device memory cuVS takes (dbl_devmem.c): GNND's working set while it
+   * runs (cpp/src/neighbors/nn_descent.cu, build_mem_usage: an fp16 copy of
+   * the rows, norms, 32-wide id and distance lists, locks and list sizes;
+   * none for a complete graph, output without NN-Descent), and the
+   * distances, which the index keeps on the device. Rounded up to 256. */
+  {
+    uint64_t N = (uint64_t)n, D = (uint64_t)dim;
+#define R256(x) (((uint64_t)(x) + 255) / 256 * 256)
+    uint64_t gnnd = complete ? 0
+                             : R256(N * D * 2) + R256(N * 4) + 2 * R256(N * 32 * 4) + R256(N * 4) +
+                                 R256(2 * N * 8);
+    uint64_t dist = impl->distances ? R256((uint64_t)cells * 4) : 0;
+#undef R256
+    dbl_dev_block work;
+    cuvsError_t st = dbl_dev_take(gnnd, &work);
+    if (st == CUVS_SUCCESS) st = dbl_dev_take(dist, &impl->dev);
+    dbl_dev_give(&work);
+    if (st != CUVS_SUCCESS) {
+      nnd_impl_free(impl);
+      return st;
+    }
   }
   if (complete) {
     for (int64_t i = 0; i < n; i++)
