@@ -13,6 +13,8 @@
 #                     search against plain CAGRA, deletion sets)
 #   hnswlib-bench/    internal/hnswlibbench/pack.sh (issue 44: hnsw beside
 #                     hnswlib's own search)
+#   memest, memest.sh internal/bench/memest (issue 45: estimates against
+#                     measured peaks, the too-large build, the over-cap build)
 #   device-run.sh     runs them: device-run.sh RELEASE... (see it)
 #
 # Binaries are stripped; the folder is packed into OUT.tar.xz as well.
@@ -28,6 +30,8 @@ cp examples/serving/tenants.sh examples/serving/gpu-table.sh "$out/"
 go build -ldflags='-s -w' -o "$out/bfbitmap" ./internal/bench/bfbitmap
 go test -c -ldflags='-s -w' -o "$out/tiered.test" ./safe/tiered
 sh internal/hnswlibbench/pack.sh "$out/hnswlib-bench" >/dev/null
+go build -ldflags='-s -w' -o "$out/memest" ./internal/bench/memest
+cp internal/bench/memest/run.sh "$out/memest.sh"
 cp internal/gputest/device-run.sh "$out/"
 chmod +x "$out"/*.sh
 tar -C "$(dirname "$out")" -cJf "$out.tar.xz" "$(basename "$out")"

@@ -10,11 +10,12 @@
 # /root/cuvs) once. For 26.08's multi-GPU build, put NCCL on
 # LD_LIBRARY_PATH first (../shared/cuvs/README).
 #
-# Environment: PARTS, the parts to run [tenants bfbitmap tiered hnswlib];
+# Environment: PARTS, the parts to run [tenants bfbitmap tiered hnswlib
+# memest] (memest.sh's own variables pass through: ROWS, MODES, ...);
 # SECONDS per row [3]; TIERED_BENCHTIME [2s].
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-parts=${PARTS:-tenants bfbitmap tiered hnswlib}
+parts=${PARTS:-tenants bfbitmap tiered hnswlib memest}
 root=${REAL_ROOT:-/root/cuvs}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$root" "$out"
@@ -37,6 +38,7 @@ for rel in "$@"; do
 		tiered) CUVS_TEST_LIBRARY=$lib "$here/tiered.test" -test.run '^$' \
 			-test.bench 'BenchmarkTieredSearch|BenchmarkTieredDeletes' -test.benchtime "${TIERED_BENCHTIME:-2s}" ;;
 		hnswlib) OUT=$out/hnswlib-$name sh "$here/hnswlib-bench/run.sh" "$lib" ;;
+		memest) OUT=$out/memest-$name sh "$here/memest.sh" "$here/memest" "$lib" ;;
 		*) echo "unknown part $p" >&2; false ;;
 		esac >"$out/$name-$p.txt" 2>&1 || status=1
 		cat "$out/$name-$p.txt"
