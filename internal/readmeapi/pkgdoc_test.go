@@ -33,7 +33,7 @@ const (
 var pendingDocs = []string{
 	"dlpack", "safe", "safe/allneighbors", "safe/distance", "safe/hnsw", "safe/ivfflat",
 	"safe/ivfpq", "safe/ivfsq", "safe/kmeans", "safe/multigpu", "safe/nndescent", "safe/pca",
-	"safe/quantize", "safe/refine", "safe/selectk", "safe/tiered", "safe/vamana",
+	"safe/quantize", "safe/tiered", "safe/vamana",
 }
 
 // pkgDirs returns the module's public packages under safe/ and dlpack/.

@@ -4,12 +4,22 @@
 // approximate search (IVF-PQ, IVF-SQ, CAGRA): ask that search for more
 // candidates than you need, then Refine them against the original dataset.
 //
-// Distances and neighbor ids: see package safe's doc, sections Distances
-// and Neighbor ids (what each metric returns here, and unfilled slots).
+//	if err := safe.Load(); err != nil { ... }
+//	res, _ := safe.NewResources()
+//	defer res.Close()
+//	data, _ := dlpack.NewHostMatrix(rows, n, dim)        // the original rows
+//	q, _ := dlpack.NewHostMatrix(queries, nq, dim)
+//	cand, _ := dlpack.NewHostMatrix(candidateIDs, nq, c) // int64, from the ANN search
+//	nb, _ := dlpack.NewHostMatrix(neighbors, nq, k)      // []int64, written
+//	ds, _ := dlpack.NewHostMatrix(distances, nq, k)      // []float32, written
+//	err := refine.Refine(res, data, q, cand, nb, ds, safe.L2Expanded)
 //
 // Refine runs on the GPU when every tensor is in device-compatible memory
 // (CUDA, pinned or managed) and on the CPU, inside libcuvs, when every
-// tensor is Go or other kDLCPU memory; cuVS refuses a mix.
+// tensor is Go or other kDLCPU memory; cuVS refuses a mix. Metrics says
+// which metrics each takes. Distances and neighbor ids: see package safe's
+// doc, sections Distances and Neighbor ids (what each metric returns here,
+// and unfilled slots).
 //
 // C call: cuvsRefine (and cuvsStreamSync for host memory).
 package refine

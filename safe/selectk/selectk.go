@@ -2,6 +2,12 @@
 // (cuvsSelectK, cuVS 26.08 and later): the top-k step of a search whose
 // distances were computed elsewhere (safe/distance, a model's scores).
 //
+//	if err := safe.Load(); err != nil { ... }
+//	res, _ := safe.NewResources()
+//	defer res.Close()
+//	vals, pos, err := selectk.SelectSortedSlice(res, scores, 10) // []float32 in Go memory
+//	// vals: the 10 smallest, smallest first; pos: their int64 positions in scores
+//
 // cuVS 26.08's C function takes one row at a time (a batch of 1): a float32
 // row of n values in device memory, and writes the k smallest with their
 // positions in the row (int64), in no particular order: it has no params
