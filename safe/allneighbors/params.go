@@ -69,8 +69,10 @@ type IndexParams struct {
 // IVFPQParams are the IVF-PQ build parameters of an IVFPQ build (the
 // members of cuvsIvfPqIndexParams that matter there). A zero field is the
 // value cuvsIvfPqIndexParamsCreate gives (1024 lists, 20 k-means
-// iterations, a training fraction of 0.5, 8 bits, pq_dim chosen by cuVS);
-// the metric is always IndexParams.Metric.
+// iterations, a training fraction of 0.5, 8 bits, pq_dim chosen by cuVS;
+// the 1024 lists are refused for fewer rows); the metric is always
+// IndexParams.Metric. Without IVFPQParams cuVS chooses the IVF-PQ index
+// from the dataset's shape; with them, every member counts.
 type IVFPQParams struct {
 	NLists                 int     // inverted lists, at most the rows of a batch
 	KMeansNIters           int     // k-means iterations
