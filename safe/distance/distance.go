@@ -27,6 +27,22 @@ var metrics = []safe.Metric{
 // and KLDivergence. The others (JaccardExpanded, Haversine, BrayCurtis,
 // DiceExpanded, BitwiseHamming) are refused: cuVS's dense pairwise distance
 // has no kernel for them.
+//
+// The metrics are cuVS's definitions, which are not always the textbook's:
+//
+//   - L2Expanded and L2Unexpanded are squared Euclidean distances (the
+//     expanded form computes ‖x‖² + ‖y‖² − 2x·y and so loses precision for
+//     nearby rows); L2SqrtExpanded and L2SqrtUnexpanded their roots;
+//   - InnerProduct is x·y itself (larger is nearer), CosineExpanded 1 − cos,
+//     CorrelationExpanded 1 − Pearson's r;
+//   - L1, Linf, Canberra (Σ|x−y|/(|x|+|y|), 0/0 terms skipped), LpUnexpanded
+//     ((Σ|x−y|^p)^(1/p), p = metricArg);
+//   - HammingUnexpanded is the fraction of differing coordinates,
+//     RusselRaoExpanded (k − x·y)/k;
+//   - HellingerExpanded is sqrt(1 − Σ sqrt(x·y)), JensenShannon sqrt(½ Σ (x
+//     log(x/m) + y log(y/m))) with m = (x+y)/2, and KLDivergence ½ Σ x
+//     log(x/y) (note the ½; a zero x contributes 0, a zero y is read as
+//     log y = 0).
 func Metrics() []safe.Metric { return append([]safe.Metric(nil), metrics...) }
 
 // Supported reports whether Pairwise computes metric m.
@@ -69,6 +85,12 @@ func checkMetric(op string, m safe.Metric, arg float32) error {
 // float64. metricArg is p for LpUnexpanded (a finite p > 0) and read by no
 // other metric. The distances are ready once res's stream is synchronized
 // (res.Sync).
+//
+// A tensor of one row or one column is both row- and column-major, and
+// reaches C as row-major (cuVS tests C-contiguity first): a column-major
+// call needs every tensor to have at least two rows and two columns. cuVS
+// casts the extents to 32-bit ints: Pairwise refuses larger ones (products
+// of extents beyond 2^31 are not checked here and were not tried on a GPU).
 //
 // HellingerExpanded writes square roots into x and y during the call, and
 // KLDivergence logarithms into y (cuVS restores them afterwards, up to
