@@ -209,8 +209,10 @@ func (idx *Index) Graph(res *safe.Resources, dst dlpack.TensorMut) error {
 // (cuvsNNDescentIndexGetDistances, cuvsStreamSync). Row i, column j is the
 // distance from row i to Graph's row i, column j: squared for L2Expanded,
 // 1 - cosine for CosineExpanded, the inner product itself for
-// InnerProduct. An index built without ReturnDistances refuses, with an
-// *safe.ArgError naming the index.
+// InnerProduct; with float16 computation (what DistCompAuto chooses for
+// float32 data of more than 16 dimensions: see DefaultIndexParams;
+// DistCompFP32 avoids it) they are approximate. An index built without
+// ReturnDistances refuses, with an *safe.ArgError naming the index.
 func (idx *Index) Distances(res *safe.Resources, dst dlpack.TensorMut) error {
 	if idx == nil {
 		return kit.NilIndex("nndescent.Index.Distances")
