@@ -140,10 +140,14 @@ func fmtBytes(n int64) string {
 }
 
 // WithoutMemoryCheck makes the Resources' builds skip the check of their
-// estimated peak against the device's available memory: cuVS is called
-// whatever the estimate, and fails inside the build (ErrOutOfMemory) if
-// memory runs out. The bindings still count the build and its index in
-// DeviceMemory.InUse.
+// estimated peak (the index packages' EstimateMemory) against what the
+// device can still give (DeviceMemory.Available: free memory, the pool's
+// cap, SetMemoryLimit's limit): cuVS is called whatever the estimate, and
+// fails inside the build (ErrOutOfMemory) if memory runs out, the pool's
+// cap holding. For estimates known to be wrong for a workload. The
+// bindings still count the build and its index in DeviceMemory.InUse, and
+// an exact allocation (NewDeviceMatrix, a host dataset's upload) over
+// SetMemoryLimit's limit is still refused.
 func WithoutMemoryCheck() ResourcesOption {
 	return func(c *resourcesConfig) { c.noMemCheck = true }
 }
@@ -319,6 +323,9 @@ func enablePool(op string, d int32, initialPct, maxPct int, managed bool, limit 
 // (cudaMemGetInfo), its pool, and what the safe layer accounts on it.
 func (r *Resources) DeviceMemory() (DeviceMemory, error) {
 	const op = "safe.Resources.DeviceMemory"
+	if r == nil {
+		return DeviceMemory{}, argf(op, "res", "nil *Resources")
+	}
 	d, err := r.deviceID(op)
 	if err != nil {
 		return DeviceMemory{}, err
@@ -367,6 +374,9 @@ func deviceMemory(op string, d int32) (DeviceMemory, error) {
 // charge bytes on it until release is called. what names the need in the
 // error.
 func (r *Resources) reserve(op, what string, need, charge int64, check bool) (release func(), err error) {
+	if r == nil {
+		return nil, argf(op, "res", "nil *Resources")
+	}
 	d, err := r.deviceID(op)
 	if err != nil {
 		return nil, err
