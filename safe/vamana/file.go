@@ -38,7 +38,13 @@ func (idx *Index) checkDataFile(op, path string) error {
 }
 
 // Graph is a Vamana graph as Serialize writes it (DiskANN's in-memory
-// index format).
+// index format). The medoid is a random row (cuVS's own TODO says so), and
+// unfilled neighbour slots are left out of the file: rows have up to
+// GraphDegree neighbours. A row may name the same neighbour more than
+// once: cuVS's RobustPrune drops a repeat only when its two merged lists
+// meet it head to head, writes a merge no longer than GraphDegree without
+// pruning, and overwrites only its result's slots, leaving an older tail
+// behind.
 type Graph struct {
 	FileSize  uint64     // the header's file size
 	MaxDegree uint32     // the header's largest degree
