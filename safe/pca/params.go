@@ -37,7 +37,7 @@ type Params struct {
 	// Components is the number of principal components kept, 1..columns.
 	Components int
 	// Whiten scales each transformed component to unit variance
-	// (see the package documentation for how cuVS counts the rows).
+	// (see Model.Transform for how cuVS counts the rows).
 	Whiten bool
 	// Solver selects the eigensolver.
 	Solver Solver

@@ -313,7 +313,16 @@ func (m *Model) params() *Params {
 
 // Transform projects data (rows × Dim, row-major, Go memory) onto the
 // model's components: (x − Mean) · Componentsᵀ, rows × k, each column
-// scaled to unit variance when the model whitens.
+// scaled to unit variance when the model whitens. data needs at least one
+// row and two columns.
+//
+// Whitening divides each projected component by sqrt(eigenvalue),
+// computed as singular value / sqrt(rows − 1), and cuVS counts the rows of
+// the data being transformed, not the rows fitted: Transform of n rows
+// scales by sqrt(n − 1) / singular value, so whitened transforms of a few
+// rows are not on the fitted scale, and a single row transforms to 0 (the
+// inverse of one row returns the mean). Read from raft's pcaTransform and
+// pcaInverseTransform; not tried on a GPU.
 //
 // C calls: cuvsPcaParamsCreate/Destroy, cuvsPcaTransform, and
 // cuvsRMMAlloc/Free, cuvsMatrixCopy, cuvsStreamSync for the copies.
@@ -325,7 +334,8 @@ func (m *Model) Transform(res *safe.Resources, data []float32) ([]float32, error
 // InverseTransform maps transformed rows (rows × k, row-major, Go memory)
 // back to the original space: t · Components + Mean (undoing the
 // whitening), rows × Dim. With fewer components than columns it is the
-// projection onto the components' span, not the original data.
+// projection onto the components' span, not the original data. A whitened
+// model counts the rows of trans (see Transform).
 //
 // C calls: cuvsPcaParamsCreate/Destroy, cuvsPcaInverseTransform, and
 // cuvsRMMAlloc/Free, cuvsMatrixCopy, cuvsStreamSync for the copies.
