@@ -6,6 +6,13 @@ import (
 	"strings"
 )
 
+// ErrInvalidArgument is matched by every refusal of a tensor, a view or an
+// owner given to this package (every *Error, whatever its Kind): the one
+// sentinel of refused arguments across this package and the safe layer,
+// whose safe.ErrInvalidArgument it is. A *BorrowedError is not one: the
+// memory is in use, the request itself was well formed.
+var ErrInvalidArgument = errors.New("invalid argument")
+
 // The kinds of error this package returns. Every error it returns wraps one
 // of them: test with errors.Is, and use errors.As with *Error or
 // *BorrowedError for the details.
@@ -55,6 +62,10 @@ func (e *Error) Error() string {
 
 // Unwrap returns e.Kind.
 func (e *Error) Unwrap() error { return e.Kind }
+
+// Is makes errors.Is(err, ErrInvalidArgument) true (and so
+// errors.Is(err, safe.ErrInvalidArgument)).
+func (e *Error) Is(target error) bool { return target == ErrInvalidArgument }
 
 // nilTensor is the error of a method called on a typed nil tensor.
 func nilTensor(op string) error {

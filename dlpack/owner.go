@@ -1,7 +1,6 @@
 package dlpack
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -12,8 +11,10 @@ import (
 	"github.com/cuvs-go/cuvs/internal/live"
 )
 
-// errNilOwner is what a nil *Owner's Retain and LendMut return.
-var errNilOwner = errors.New("dlpack: a nil *Owner: no memory to borrow")
+// nilOwner is what a nil *Owner's Retain and LendMut return.
+func nilOwner(op string) error {
+	return newError(ErrInvalidMetadata, op, "owner", nil, "a nil *Owner: no memory to borrow")
+}
 
 // liveRetentions counts the retentions not yet ended, for tests' leak checks.
 var liveRetentions = live.New("dlpack.Retention")
@@ -212,7 +213,7 @@ func (o *Owner) releaseCall(excl bool) {
 // or lent exclusively.
 func (o *Owner) Retain(by string) (*Retention, error) {
 	if o == nil {
-		return nil, errNilOwner
+		return nil, nilOwner("Owner.Retain")
 	}
 	r := &Retention{o: o, by: by}
 	if err := o.hold(r, "borrow"); err != nil {
@@ -227,7 +228,7 @@ func (o *Owner) Retain(by string) (*Retention, error) {
 // or the owner closed.
 func (o *Owner) LendMut(by string) (*Retention, error) {
 	if o == nil {
-		return nil, errNilOwner
+		return nil, nilOwner("Owner.LendMut")
 	}
 	r := &Retention{o: o, by: by, mut: true}
 	if err := o.hold(r, "lend mutably"); err != nil {

@@ -184,8 +184,12 @@ func (dt DataType) ElemSize() int64 {
 }
 
 // String formats the type as NumPy names it ("float32", "uint8"), with an
-// "xN" suffix for N lanes.
+// "xN" suffix for N lanes; the zero DataType (an element type not known,
+// as a deserialized IVF-PQ index's) is "unknown".
 func (dt DataType) String() string {
+	if dt == (DataType{}) {
+		return "unknown"
+	}
 	s := dt.Code.String() + strconv.Itoa(int(dt.Bits))
 	if dt.Lanes != 1 {
 		s += "x" + strconv.Itoa(int(dt.Lanes))

@@ -104,6 +104,9 @@ func checkErr(t *testing.T, err, kind error, field, value string) {
 	if !errors.Is(err, kind) {
 		t.Fatalf("error %q is not %v", err, kind)
 	}
+	if !errors.Is(err, dlpack.ErrInvalidArgument) {
+		t.Errorf("error %q is not dlpack.ErrInvalidArgument", err)
+	}
 	var e *dlpack.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("error %q is not a *dlpack.Error", err)
@@ -298,6 +301,9 @@ func TestDataTypes(t *testing.T) {
 		{dlpack.DataType{Code: dlpack.Bfloat, Bits: 16, Lanes: 1}, dlpack.DataType{Code: 4, Bits: 16, Lanes: 1}, "bfloat16"},
 		{dlpack.DataType{Code: dlpack.Float, Bits: 32, Lanes: 4}, dlpack.DataType{Code: 2, Bits: 32, Lanes: 4}, "float32x4"},
 		{dlpack.DataType{Code: 9, Bits: 8, Lanes: 1}, dlpack.DataType{Code: 9, Bits: 8, Lanes: 1}, "code(9)8"},
+		// The zero DataType (a deserialized IVF-PQ's: an element type not
+		// known) is not "int0x0" (issue 46).
+		{dlpack.DataType{}, dlpack.DataType{Code: dlpack.Int, Bits: 0, Lanes: 0}, "unknown"},
 	}
 	for _, tc := range cases {
 		if tc.got != tc.want || tc.got.String() != tc.name {

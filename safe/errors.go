@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
 	"github.com/cuvs-go/cuvs/safe/internal/base"
 )
@@ -29,8 +30,11 @@ var (
 	ErrCuvs = errors.New("cuVS call failed")
 	// ErrClosed: the handle was closed.
 	ErrClosed = errors.New("use of a closed handle")
-	// ErrInvalidArgument: an argument failed validation before any C call.
-	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrInvalidArgument: an argument failed validation before any C call:
+	// an *ArgError, or a refusal of package dlpack (a negative extent, a
+	// bad stride: every *dlpack.Error), whose dlpack.ErrInvalidArgument it
+	// is.
+	ErrInvalidArgument = dlpack.ErrInvalidArgument
 	// ErrOutOfMemory: cuVS could not allocate device (or pinned host) memory:
 	// RMM's out_of_memory, a pool at its maximum size, or CUDA's
 	// cudaErrorMemoryAllocation. A service may shed load on it. The *Error

@@ -3,6 +3,7 @@ package safe_test
 import (
 	"errors"
 	"testing"
+	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
@@ -102,6 +103,18 @@ func TestErrorChains(t *testing.T) {
 		}
 		if err := f.idx.Search(res, f.queries, f.neighbors, f.distances, nil); !errors.Is(err, safe.ErrClosed) {
 			t.Errorf("Search on closed resources: %v, want ErrClosed", err)
+		}
+	})
+
+	t.Run("dlpack's refusals: ErrInvalidArgument", func(t *testing.T) {
+		buf := make([]float32, 8)
+		_, neg := dlpack.NewHostMatrix(buf, -2, 4)
+		_, rank := dlpack.FromRawParts(unsafe.Pointer(&buf[0]), dlpack.HostDevice, []int64{2, 4}, []int64{4}, dlpack.Float32)
+		for _, err := range []error{neg, rank} {
+			var de *dlpack.Error
+			if !errors.Is(err, safe.ErrInvalidArgument) || !errors.As(err, &de) || errors.Is(err, safe.ErrCuvs) {
+				t.Errorf("got %v (%T), want a *dlpack.Error that is safe.ErrInvalidArgument", err, err)
+			}
 		}
 	})
 
