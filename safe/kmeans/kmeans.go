@@ -104,9 +104,12 @@ func shapes(op string, res *safe.Resources, p *Params, x, w *arg, cent *dlpack.V
 // host or device memory (balanced k-means: device only, float32);
 // weights, if not nil, hold one weight per row, in host memory for host x
 // and device memory for device x (cuVS scales them to sum to rows), and are
-// refused by balanced k-means. Clusters may not exceed the rows. The
-// centroids are ready once res's stream is synchronized (res.Sync); the
-// inertia and iteration count come back at once.
+// refused by balanced k-means. Clusters may not exceed the rows (cuVS's
+// seeding samples rows; what it does with too few was not tried on a GPU).
+// The centroids are ready once res's stream is synchronized (res.Sync); the
+// inertia and iteration count come back at once. cuVS draws its random
+// numbers from a fixed seed: the same call on the same data gives the same
+// centroids (balanced k-means excepted: see Params).
 //
 // Every shape, dtype, memory and params mistake is an *safe.ArgError
 // naming the argument, before the C call.
@@ -199,11 +202,23 @@ func Fit(res *safe.Resources, p *Params, x, weights dlpack.Tensor, centroids dlp
 // not squared for L2SqrtExpanded), weighted by weights if not nil (as
 // given, or scaled to sum to the rows when normalizeWeights). The
 // distances are cuVS's expanded ones, on some GPUs from a TF32 product
-// (see the package doc): the inertia may exceed the exact sum and a label
-// may be nearest only within that rounding. x, weights and centroids are
-// device memory of one dtype (float32 or float64; balanced k-means:
-// float32, no weights, and cuVS reports inertia 0). The labels are ready
-// once res's stream is synchronized (res.Sync).
+// (below): the inertia may exceed the exact sum and a label may be nearest
+// only within that rounding. x, weights and centroids are device memory of
+// one dtype (float32 or float64; balanced k-means: float32, no weights, and
+// cuVS reports inertia 0). The labels are ready once res's stream is
+// synchronized (res.Sync). cuVS indexes with 32-bit ints: rows and columns
+// up to 2^31-1, and rows × columns too for the balanced predict.
+//
+// The distances are computed as ‖x‖² + ‖c‖² − 2x·c, clamped at 0. On some
+// GPUs (compute capability 9.x below 4096 rows and 4096 centroids, 10 and
+// later always) x·c comes from a TF32 matrix product (10-bit mantissas), so
+// for float32 data far from the origin each distance may be off by up to
+// about 2⁻⁸ × Σ|x_j c_j|: on an H200, 240 rows in clusters 20 apart gave a
+// predict inertia of 77.18 where the exact sum (Fit's, and ClusterCost's)
+// was 57.74, and a label may pick a centroid that is nearest only within
+// that error. Fit's inertia and ClusterCost use a kernel as exact as
+// float32; float64 is exact. Center your data, or use ClusterCost, where
+// the inertia matters.
 //
 // p must be the params the centroids were fitted with: its Metric and
 // Balanced decide the assignment, and cuVS cannot tell them from the
@@ -309,7 +324,8 @@ func Predict(res *safe.Resources, p *Params, x, weights, centroids dlpack.Tensor
 // (regular or balanced, any metric); a weighted fit's Inertia weighs each
 // squared distance with the weights rescaled to sum to the rows, which
 // this C function does not take. x and centroids are device memory of one
-// dtype (float32 or float64), row-major, with the same number of columns.
+// dtype (float32 or float64), row-major, with the same number of columns;
+// cuVS indexes them with 32-bit ints (rows and columns up to 2^31-1).
 //
 // C calls: cuvsKMeansClusterCost.
 func ClusterCost(res *safe.Resources, x, centroids dlpack.Tensor) (float64, error) {

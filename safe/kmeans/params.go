@@ -44,6 +44,18 @@ func (m InitMethod) String() string {
 //
 // The zero Params is refused: Clusters, MaxIter, NInit and BatchSamples
 // must be at least 1 and Tol above 0.
+//
+// Balanced k-means ignores Clusters in Fit (it uses the centroids' rows),
+// Init, MaxIter, Tol, NInit and OversamplingFactor; it refuses host data,
+// weights and float64; its Fit reports Iterations = BalancedIters and its
+// Predict an inertia of 0. It re-balances as it trains
+// (cpp/src/cluster/detail/kmeans_balanced.cuh) by moving the centroids of
+// small clusters next to large ones: 26.06 those of clusters under 0.25 ×
+// the mean size (0.2 in its last pass), 26.08 while a cluster is under
+// 0.333 × the mean or another over 3 × (tolerances the C API does not
+// expose); the last step is a plain k-means one, so these are targets, not
+// bounds. The offsets it draws rows with come from a counter cuVS keeps
+// across calls: two balanced fits of the same data may differ.
 type Params struct {
 	// Metric: L2Expanded or L2SqrtExpanded (Predict's inertia in its
 	// distances, Fit's in squared distances either way); balanced k-means
@@ -58,7 +70,7 @@ type Params struct {
 	// Tol is the convergence threshold, above 0.
 	Tol float64
 	// NInit is the number of runs from different seeds; the best (lowest
-	// inertia) is kept.
+	// inertia) is kept. Init Array runs once whatever NInit says.
 	NInit int
 	// OversamplingFactor is k-means||'s oversampling (0: plain k-means++).
 	OversamplingFactor float64
@@ -77,8 +89,8 @@ type Params struct {
 	// device_buffer_samples. Ignored for device data.
 	HostBatchRows int64
 	// InitSize is the number of rows k-means++ seeds from (0: cuVS's
-	// choice: min(3 × Clusters, rows) for host data, all rows for device
-	// data).
+	// choice: min(3 × Clusters, rows) for host data, with a warning in
+	// cuVS's log, all rows for device data).
 	InitSize int64
 }
 
