@@ -30,7 +30,11 @@ const (
 	ThresholdMean = Threshold(generated.CuvsBinaryQuantizerThreshold_MEAN)
 	// ThresholdSamplingMedian sets a bit for a value above its column's
 	// median over a sample of the training rows (SamplingRatio of them).
-	// See the package documentation for device-memory training sets.
+	// On device memory it does not give medians in cuVS 26.06 and 26.08:
+	// after sorting the sampled columns, the C++ code copies the
+	// thresholds from the unsorted samples. On host memory it is the
+	// median of an odd sample of rows taken with a fixed prime stride
+	// (every row when SamplingRatio is 1 and the rows are odd in number).
 	ThresholdSamplingMedian = Threshold(generated.CuvsBinaryQuantizerThreshold_SAMPLING_MEDIAN)
 )
 

@@ -294,9 +294,16 @@ func (q *PQ) labelsFor(op string, res *safe.Resources, rows int64, mut dlpack.Te
 // device memory; host data must be finite) into codes (rows × EncodedDim()
 // uint8, device memory): each sub-vector's nearest codebook entry. With
 // UseVQ, labels (rows uint32, device memory) receives each row's nearest VQ
-// center (up to the TF32 rounding the package doc describes), which
-// InverseTransform needs; without it, labels must be nil. It waits for
-// res's stream.
+// center, which InverseTransform needs; without it, labels must be nil.
+// It waits for res's stream.
+//
+// A VQ label is the nearest center by cuVS's balanced k-means predict,
+// whose distances on some GPUs (compute capability 9.x below 4096 rows and
+// centers, 10 and later always) are ‖x‖² + ‖c‖² − 2x·c with x·c from a
+// TF32 product: a label may name a center nearest only within that
+// rounding (on an H200, 1.73454 where another center was at 1.73373). The
+// codes are the nearest entries of the residual against the label's
+// center.
 //
 // C calls: cuvsProductQuantizerTransform, cuvsStreamSync.
 func (q *PQ) Transform(res *safe.Resources, dataset dlpack.Tensor, codes dlpack.TensorMut, labels dlpack.TensorMut) error {

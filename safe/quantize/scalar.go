@@ -40,7 +40,8 @@ func DefaultScalarParams() (ScalarParams, error) {
 // Scalar is a trained scalar (int8) quantizer: the range [Min, Max] mapped
 // linearly onto -128..127. It is plain data (cuVS's cuvsScalarQuantizer is
 // two doubles): copy it, compare it, keep it; it holds nothing to free. The
-// zero Scalar is no quantizer: its methods refuse it.
+// zero Scalar is no quantizer: its methods refuse it. A value inside the
+// range comes back from InverseTransform within Step()/2.
 type Scalar struct {
 	min, max float64
 	ok       bool
