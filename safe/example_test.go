@@ -7,7 +7,6 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
-	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // Load the library, make a Resources (one per goroutine that calls cuVS),
@@ -49,6 +48,9 @@ func Example() {
 
 // Arguments are checked before any C call; a refusal names the argument.
 func ExampleArgError() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)
@@ -68,6 +70,9 @@ func ExampleArgError() {
 // Memory that something borrows refuses to be freed, and says who holds
 // it; Close succeeds once the borrow ends.
 func ExampleDeviceMatrix_Close() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)
@@ -96,6 +101,9 @@ func ExampleDeviceMatrix_Close() {
 // A bitset filter for an index of 70 rows that lets rows 0, 33 and 69
 // through: sized for the index's rows, uploaded once, reusable.
 func ExampleNewBitsetFilterAllowing() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)
@@ -106,7 +114,7 @@ func ExampleNewBitsetFilterAllowing() {
 		log.Fatal(err)
 	}
 	defer f.Close()
-	fmt.Println(f.Kind(), f.Rows(), kit.Words(int64(f.Rows())))
+	fmt.Println(f.Kind(), f.Rows(), f.Allowed())
 	// Output:
 	// bitset 70 3
 }

@@ -93,6 +93,9 @@ func Example() {
 // A bitset filter restricts the search to some rows: here the three points
 // near (5, 5) are excluded, so the second query finds the others.
 func ExampleIndex_Search_filtered() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)

@@ -104,6 +104,9 @@ func Example() {
 // an even first coordinate. The filter is sized for the index's row count,
 // uploaded once, and reusable by any number of searches.
 func ExampleIndex_Search_filtered() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)
@@ -167,6 +170,9 @@ func ExampleIndex_Search_filtered() {
 
 // Serialize an index to a file and read it back.
 func ExampleDeserialize() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)

@@ -10,6 +10,9 @@ import (
 
 // The squared Euclidean and the L1 distances between two sets of 2-D points.
 func Example() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)

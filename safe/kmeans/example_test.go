@@ -10,6 +10,9 @@ import (
 
 // Two clusters of 1-D points, found and used to label new points.
 func Example() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)

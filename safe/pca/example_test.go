@@ -10,6 +10,9 @@ import (
 
 // Points on the line y = 2x: one component explains all the variance.
 func Example() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	res, err := safe.NewResources()
 	if err != nil {
 		log.Fatal(err)
