@@ -72,6 +72,9 @@ func (s MemoryShape) Check(op string) error {
 	if s.Rows < 1 || s.Dim < 1 {
 		return argf(op, "shape", "%d rows × %d dimensions, want at least 1 × 1", s.Rows, s.Dim)
 	}
+	if int64(s.Rows) > (1<<48)/int64(s.Dim) || s.Batch > 1<<31 || s.K > 1<<20 {
+		return argf(op, "shape", "%d rows × %d dimensions, batch %d, k %d: too large to estimate", s.Rows, s.Dim, s.Batch, s.K)
+	}
 	if s.Batch < 0 || s.K < 0 || (s.Batch > 0 && s.K < 1) {
 		return argf(op, "shape", "batch %d, k %d: want both positive, or batch 0 for no search", s.Batch, s.K)
 	}

@@ -137,3 +137,21 @@ func TestMemoryLimitArgs(t *testing.T) {
 		t.Errorf("%q", s)
 	}
 }
+
+func TestMemoryShapeCheck(t *testing.T) {
+	for _, s := range []safe.MemoryShape{
+		{Rows: 0, Dim: 1},
+		{Rows: 1, Dim: 0},
+		{Rows: 1 << 30, Dim: 1 << 20},
+		{Rows: 10, Dim: 10, Batch: -1},
+		{Rows: 10, Dim: 10, Batch: 5},
+		{Rows: 10, Dim: 10, Batch: 5, K: 1 << 21},
+	} {
+		if err := s.Check("x"); !errors.Is(err, safe.ErrInvalidArgument) {
+			t.Errorf("%+v: %v, want an *ArgError", s, err)
+		}
+	}
+	if err := (safe.MemoryShape{Rows: 1 << 30, Dim: 1 << 17, Batch: 10, K: 10}).Check("x"); err != nil {
+		t.Errorf("2^47 elements: %v", err)
+	}
+}

@@ -4,11 +4,7 @@
 // and v26.08.01 (identical in both where cited).
 package memest
 
-import (
-	"math"
-
-	"github.com/cuvs-go/cuvs/dlpack"
-)
+import "github.com/cuvs-go/cuvs/dlpack"
 
 // Align is RMM's allocation alignment (rmm::CUDA_ALLOCATION_ALIGNMENT):
 // every allocation is rounded up to it.
@@ -109,19 +105,4 @@ func PQDim(dim int64) int64 {
 		r *= 2
 	}
 	return r
-}
-
-// Mul multiplies non-negative sizes, saturating at MaxInt64.
-func Mul(a ...int64) int64 {
-	p := int64(1)
-	for _, x := range a {
-		if x <= 0 {
-			return 0
-		}
-		if p > math.MaxInt64/x {
-			return math.MaxInt64
-		}
-		p *= x
-	}
-	return p
 }
