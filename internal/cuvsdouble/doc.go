@@ -21,6 +21,18 @@
 //     posix_memalign (filled with 0xCD), a kDLCUDA, kDLCUDAHost or
 //     kDLCUDAManaged tensor is read through its data pointer as host memory,
 //     cuvsMatrixCopy is a strided memcpy;
+//   - but device memory is counted as a GPU's is (csrc/dbl_devmem.c): each
+//     fake device has a size (141 GiB, CUVSDOUBLE_DEVICE_BYTES,
+//     Control.SetDeviceBytes), cudaMemGetInfo reports its free memory,
+//     cuvsRMMPoolMemoryResourceEnable makes RMM's pool (initial and maximum
+//     sizes a percent of the free memory, refusing past the maximum with
+//     "Maximum pool size exceeded"), and cuvsRMMAlloc, cudaMalloc and the
+//     device storage of the indexes the double builds (what cuVS would
+//     allocate for them: the IVF lists at capacity, CAGRA's build phases
+//     and graph, brute force's norms, NN-Descent's working set, 26.08's
+//     padded datasets) are taken from it, refused with RMM's
+//     rmm::out_of_memory text when they do not fit. Control.DeviceMemory
+//     reports what the memory resource handed out and its peak;
 //   - work is asynchronous where the GPU's is (csrc/dbl_stream.c): what a
 //     function writes into device or pinned memory the double allocated
 //     (search outputs, cuvsMatrixCopy between such buffers) is queued on the
