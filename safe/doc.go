@@ -11,8 +11,8 @@
 // Call Load once before anything else. It finds libcuvs_c (WithLibrary,
 // else $CUVS_LIBRARY, else the dynamic loader's search for libcuvs_c.so,
 // else $CONDA_PREFIX/lib), refuses a library whose major.minor version is
-// not the one the bindings were generated from (ErrVersion, naming both;
-// WithoutVersionCheck overrides), and enables the device memory pool. Later
+// none of the releases the bindings serve (Releases: ErrVersion, naming
+// them; WithoutVersionCheck overrides), and enables the device memory pool. Later
 // calls do nothing. Until Load succeeds, every call fails with ErrNotLoaded.
 //
 // # The memory pool

@@ -17,13 +17,15 @@ var (
 	// release (Release); the error is a *NotInReleaseError, which names the
 	// releases that have it.
 	ErrNotInRelease = generated.ErrNotInRelease
-	// ErrLibraryNotFound: Load found no libcuvs_c.
+	// ErrLibraryNotFound: Load found no libcuvs_c; the error names where it
+	// looked and the releases that load (Releases).
 	ErrLibraryNotFound = generated.ErrLibraryNotFound
 	// ErrMissingSymbol: the loaded library lacks a function (older release,
 	// or a build without the algorithm).
 	ErrMissingSymbol = generated.ErrMissingSymbol
-	// ErrVersion: the loaded library's version is not the one the bindings
-	// were generated from.
+	// ErrVersion: the library's major.minor version is none of the
+	// releases the bindings serve (Releases), or the library failed Load's
+	// check of its error channel.
 	ErrVersion = errors.New("incompatible cuVS version")
 	// ErrCuvs: a cuVS function reported a failure; the *Error says which
 	// and why.

@@ -178,6 +178,9 @@ func Load(opts ...Option) error {
 		if errors.Is(err, generated.ErrUnsupportedRelease) {
 			return fmt.Errorf("safe.Load: %w: %w (or load with WithoutVersionCheck)", ErrVersion, err)
 		}
+		if errors.Is(err, ErrLibraryNotFound) {
+			return fmt.Errorf("safe.Load: %w; these bindings load the libcuvs_c of cuVS %s", err, strings.Join(Releases(), " or "))
+		}
 		return fmt.Errorf("safe.Load: %w", err)
 	}
 	if c.versionCheck {

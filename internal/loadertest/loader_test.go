@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
 )
 
 var (
@@ -96,6 +97,29 @@ func TestMissingLibrary(t *testing.T) {
 		t.Errorf("Tried = %v", le.Tried)
 	}
 	for _, want := range []string{missing, generated.EnvLibrary, "LD_LIBRARY_PATH"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if generated.Loaded() {
+		t.Error("Loaded after a failed Load")
+	}
+}
+
+// safe.Load's refusal of a missing library names the releases that load,
+// from the bindings' table (safe.Releases), not a version written in the
+// message (issue 46).
+func TestSafeLoadNotFoundNamesReleases(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "libnothere.so")
+	err := safe.Load(safe.WithLibrary(missing))
+	if !errors.Is(err, safe.ErrLibraryNotFound) {
+		t.Fatalf("got %v, want ErrLibraryNotFound", err)
+	}
+	rs := safe.Releases()
+	if len(rs) < 2 {
+		t.Fatalf("Releases() = %v", rs)
+	}
+	for _, want := range append([]string{missing, generated.EnvLibrary, "cuVS " + strings.Join(rs, " or ")}, rs...) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
