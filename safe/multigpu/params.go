@@ -14,7 +14,15 @@ import (
 )
 
 // Mode is how an index is laid out over the devices
-// (cuvsMultiGpuDistributionMode).
+// (cuvsMultiGpuDistributionMode): Sharded (the default: device r holds rows
+// [r·⌈n/R⌉, (r+1)·⌈n/R⌉) of the dataset, and every query is searched on
+// every device, the per-device top-k merged on the root rank, by TreeMerge
+// or MergeOnRootRank) or Replicated (every device holds the whole index; a
+// search's queries are split in batches over the devices, LoadBalancer, or
+// go whole to the next device, RoundRobin). Sharded results over exact
+// backends (IVF-Flat with every list probed) are the exact kNN of the whole
+// dataset; the ids are dataset rows (see Shards for their numbering after
+// an Extend).
 type Mode int32
 
 const (

@@ -27,6 +27,11 @@ import (
 // clique from the calling thread's OpenMP team). The zero Resources is not
 // usable: every call given one returns an *safe.ArgError naming it; its
 // Close does nothing.
+//
+// One GPU is enough: resources on one device lay an index over it (sharded
+// is then one shard), with every operation of two. A library built without
+// multi-GPU support (CUVS_BUILD_MG_ALGOS off) lacks every function of this
+// package: each call returns an error wrapping generated.ErrMissingSymbol.
 type Resources struct {
 	mu      sync.Mutex
 	h       generated.CuvsResources_t
