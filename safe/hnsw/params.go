@@ -93,6 +93,12 @@ type IndexParams struct {
 
 // SearchParams configures Search (cuvsHnswSearchParams). A zero Ef means
 // cuVS's default; the zero SearchParams, like nil, is cuVS's defaults.
+//
+// Serving: keep one Ef per index (a search with another Ef waits for the
+// searches in flight: see Index) and NumThreads 1 for one-query searches
+// (cuVS starts an OpenMP team of NumThreads per call, all cores for 0).
+// Copies of the index (DeserializeFrom) buy nothing more and cost the
+// memory again.
 type SearchParams struct {
 	// Ef is the candidate list size; hnswlib searches with max(Ef, k)
 	// candidates, so recall grows with it (0: cuVS's default, 200).
