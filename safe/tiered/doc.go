@@ -23,9 +23,14 @@
 //
 // Search, when one tier holds every row and there is no filter, is one C
 // call. Otherwise it searches the ANN tier for min(k, ANNRows()) and the
-// fresh tier for min(k, its rows allowed), the fresh ids shifted by
-// ANNRows(), and merges the two lists by distance on the host (both
-// releases; cuvsSelectK, 26.08 only, is not used yet). A filter is split
+// fresh tier for min(k, its rows allowed) into one pooled device buffer,
+// reads it back with one copy and one wait, and merges the lists by
+// distance on the host, the fresh ids shifted by ANNRows() (both
+// releases: 26.08's cuvsSelectK selects from one row, smallest first,
+// returning positions, so a batch would take a C call per query and the
+// ids a gather; cuVS's own device merge, knn_merge_parts, is reached only
+// through its tiered search, which needs the fresh rows in the C index).
+// A filter is split
 // once per filter and index state into the ANN rows' bits and the fresh
 // rows' bits shifted down (two small bitsets, kept until the next Extend);
 // the ANN tier then follows the ExactBelow policy (exact brute force over
@@ -68,7 +73,8 @@
 // rebuilds and the exact filter path read, and cuVS's tiered storage), the
 // fresh rows once (plus their norms), the brute force over the ANN rows
 // (norms) only once a selective filter needed it; deleted rows until a
-// compaction. On the host: a bit per stored row once a row is deleted,
+// compaction; per composed search in flight (up to 32 kept idle) 12 bytes
+// per candidate on the device and in pinned host memory. On the host: a bit per stored row once a row is deleted,
 // 8 bytes per stored row once a compaction has moved rows (the id map).
 //
 // # Unfilled slots

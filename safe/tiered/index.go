@@ -90,6 +90,8 @@ type parts struct {
 	annExact *bruteforce.Index // brute force over annData, for selective filters (made on first use)
 	filters  map[weak.Pointer[safe.Filter]]*derived
 	noFilter *derived // the deletions alone, for searches without a filter
+
+	merges mergePool // the composed searches' idle memory
 }
 
 // free releases everything; the first error is returned, the rest freed
@@ -101,6 +103,7 @@ func (s *parts) free() error {
 			first = err
 		}
 	}
+	s.merges.close()
 	s.mu.Lock()
 	s.dropFilters()
 	if s.annExact != nil {
