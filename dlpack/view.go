@@ -117,10 +117,25 @@ type TensorMut interface {
 }
 
 // FromRawParts makes a read-only view from raw tensor metadata, checking
-// everything a C consumer would trip on (see the package documentation for the
-// list). shape has one extent per dimension (rank 1 to MaxRank); strides is nil
+// everything a C consumer would trip on, and saying which field is wrong.
+// shape has one extent per dimension (rank 1 to MaxRank); strides is nil
 // for a row-major contiguous tensor, or has one entry per dimension, in
-// elements. shape and strides are copied.
+// elements. shape and strides are copied. Every constructor of a view
+// (FromRawParts, FromRawPartsMut, FromDLTensor, HostVector, HostMatrix,
+// Import) checks:
+//
+//   - a known device type and a non-negative device id (ErrUnsupportedDevice,
+//     ErrInvalidMetadata);
+//   - a known type code, a width in whole bytes that is legal for the code,
+//     at least one lane (ErrUnsupportedDType);
+//   - rank 1 to MaxRank, non-negative extents, one stride per dimension
+//     (ErrInvalidMetadata, ErrStridesRank);
+//   - element count, byte size and memory span without int64 overflow, and a
+//     span that does not wrap the address space;
+//   - a non-nil data pointer unless the tensor is empty, aligned for its
+//     element type;
+//   - for a writable view, no two indices reaching the same element
+//     (ErrAliased).
 //
 // # Safety contract
 //
