@@ -33,7 +33,7 @@
 //
 //	go build -o build/memest ./internal/bench/memest
 //	memest -lib /root/cuvs/26.08.01/lib/libcuvs_c.so -algos ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd -rows 100000,1000000,5000000
-//	memest -lib ... -mode toolarge -algo cagra-ivfpq -rows 5000000 -cap 4294967296
+//	memest -lib ... -mode toolarge -algo cagra-ivfpq -rows 8000000 -cap 4294967296
 //	memest -lib ... -mode overcap -hostrows 16777216 -cap 4294967296
 package main
 

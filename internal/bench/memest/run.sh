@@ -17,6 +17,8 @@
 #   DTYPES   the table's element types [float32 int8]
 #   MODES    which parts run [table toolarge overcap]
 #   CAP      the pool's cap for toolarge and overcap, bytes [4294967296]
+#   TOOLARGE_ROWS toolarge's rows of 128 float32 in host memory, CAGRA by
+#            IVF-PQ [8000000: its padded copy alone, 4.1 GB, is over 4 GiB]
 #   HOSTROWS overcap's rows of 128 float32 in host memory [16777216: 8 GiB]
 #   OUT      where each run's output is kept [a temporary folder]
 # Each part prints as it goes; the exit status is 1 when one failed.
@@ -33,6 +35,7 @@ DTYPES=${DTYPES:-float32 int8}
 MODES=${MODES:-table toolarge overcap}
 CAP=${CAP:-4294967296}
 HOSTROWS=${HOSTROWS:-16777216}
+TOOLARGE_ROWS=${TOOLARGE_ROWS:-8000000}
 root=${REAL_ROOT:-/root/cuvs}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/memest.XXXXXX")}
 mkdir -p "$OUT" "$root"
@@ -59,8 +62,8 @@ for rel in "$@"; do
 			done
 			;;
 		toolarge)
-			echo "## $name: a CAGRA build over the cap, today and after"
-			"$bin" -lib "$lib" -mode toolarge -algo cagra-ivfpq -rows 5000000 -cap "$CAP" | tee "$OUT/$name.toolarge" || status=1
+			echo "## $name: a CAGRA build over the cap ($TOOLARGE_ROWS rows), today and after"
+			"$bin" -lib "$lib" -mode toolarge -algo cagra-ivfpq -rows "$TOOLARGE_ROWS" -cap "$CAP" | tee "$OUT/$name.toolarge" || status=1
 			;;
 		overcap)
 			echo "## $name: IVF-PQ from host rows over the cap"
