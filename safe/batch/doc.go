@@ -20,7 +20,8 @@
 // them as its next batch, so batches grow by themselves (Batcher has the
 // rule). A request may ask for any k up to Options.MaxK and carry its own
 // filter (SearchFiltered); its context withdraws it at any time (Batcher).
-// Stats says where the time went.
+// Stats says where the time went; distances and ids are the index's
+// (package safe's doc).
 //
 // # Design
 //

@@ -17,8 +17,8 @@
 // package adds a policy to cuVS's filtered graph search, whose recall falls
 // with the allowed fraction (SearchParams.FilterPath). Any number of
 // goroutines may search one index at once. Index says how an index borrows
-// its dataset, searches, filters and lives; distances and neighbor ids are
-// package safe's tables (Distances, Neighbor ids).
+// its dataset, searches, filters and lives; for distances and neighbor ids
+// see package safe's doc (Distances, Neighbor ids).
 //
 // # Design
 //
