@@ -18,11 +18,10 @@
 // turns the distances into mutual-reachability ones. BuildSlice takes and
 // returns Go memory. The builder is a typed choice (IndexParams.Algo with
 // IndexParams.IVFPQ or IndexParams.NNDescent): the C struct's pointers to
-// other params never reach the API. Nothing is kept after a build: there
-// is no index. Multi-GPU builds (cuVS's multi-GPU resources) are not
-// offered. Distances and neighbor ids: see package safe's doc, sections
-// Distances and Neighbor ids (what each metric returns here, and unfilled
-// slots).
+// other params never reach the API. Nothing is kept after a build: there is
+// no index. Multi-GPU builds (cuVS's multi-GPU resources) are not offered.
+// Distances and neighbor ids: see safe.Metric (what each metric returns
+// here) and safe.Sentinel (unfilled slots).
 //
 // # Design
 //

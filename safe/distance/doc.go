@@ -15,8 +15,8 @@
 // uploads Go slices and returns Go memory. Metrics lists the metrics and
 // gives cuVS's definitions, which are not always the textbook's (L2Expanded
 // is squared, InnerProduct is x·y itself, KLDivergence carries a ½).
-// Distances and neighbor ids: see package safe's doc, sections Distances
-// and Neighbor ids (what each metric returns here, and unfilled slots).
+// Distances and neighbor ids: see safe.Metric (what each metric returns
+// here) and safe.Sentinel (unfilled slots).
 //
 // # Design
 //

@@ -24,8 +24,8 @@
 // goroutines with one Ef (Index). Extend adds rows (not to a HierarchyNone
 // index); Serialize writes hnswlib's format, which hnswlib itself reads;
 // Deserialize reads it back given the element type and metric. Distances
-// and neighbor ids: see package safe's doc (hnswlib's distances: squared
-// L2, and 1 - <q, x> for InnerProduct, the only two metrics with an
+// and neighbor ids: see safe.Metric and safe.Sentinel (hnswlib's distances:
+// squared L2, and 1 - <q, x> for InnerProduct, the only two metrics with an
 // hnswlib space).
 //
 // # Design

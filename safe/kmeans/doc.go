@@ -15,17 +15,17 @@
 //	// m.Centroids: 4 × dim, row-major
 //
 // The tensor functions (Fit, Predict, ClusterCost) take your tensors; Fit
-// takes host data (streamed to the GPU Params.HostBatchRows rows at a
-// time) or device data, but its centroids are device memory and its
-// weights on x's side; Predict and ClusterCost take device data only.
-// FitSlice and Model's methods take Go slices and copy them; a Model keeps
-// its params, and Model.Predict predicts with them. Nil params mean
-// DefaultParams (Predict: with Clusters the centroids' rows). Only
-// L2Expanded and L2SqrtExpanded serve regular k-means. Fit's inertia
-// (FitResult) is in squared distances whatever the metric, weighted with
-// the weights rescaled to sum to the rows; Predict's in the metric's,
-// possibly from a TF32 product (Predict); ClusterCost squared and
-// unweighted. Distances: see package safe's doc, section Distances.
+// takes host data (streamed to the GPU Params.HostBatchRows rows at a time)
+// or device data, but its centroids are device memory and its weights on
+// x's side; Predict and ClusterCost take device data only. FitSlice and
+// Model's methods take Go slices and copy them; a Model keeps its params,
+// and Model.Predict predicts with them. Nil params mean DefaultParams
+// (Predict: with Clusters the centroids' rows). Only L2Expanded and
+// L2SqrtExpanded serve regular k-means. Fit's inertia (FitResult) is in
+// squared distances whatever the metric, weighted with the weights rescaled
+// to sum to the rows; Predict's in the metric's, possibly from a TF32
+// product (Predict); ClusterCost squared and unweighted. Distances: see
+// safe.Metric.
 //
 // # Design
 //

@@ -21,8 +21,8 @@
 // errors about them name params.Base.<field>. A Batcher (package
 // safe/batch) can sit in front of an index (the Searcher methods): many
 // small requests become the big host batches the multi-GPU search wants.
-// Distances and neighbor ids: see package safe's doc, sections Distances
-// and Neighbor ids.
+// Distances and neighbor ids: see safe.Metric (what each metric returns
+// here) and safe.Sentinel (unfilled slots).
 //
 // # Design
 //

@@ -13,16 +13,15 @@
 //	defer idx.Close()
 //	g, _ := idx.GraphSlice(res) // row i's neighbours: g[i*64 : (i+1)*64], uint32
 //
-// Build takes float32, float16, int8 or uint8 rows in host or device
-// memory (row-major) and returns an Index holding the graph in host memory
-// and, with IndexParams.ReturnDistances, the distances in device memory.
-// Read them into tensors of yours with Graph and Distances (host or device
+// Build takes float32, float16, int8 or uint8 rows in host or device memory
+// (row-major) and returns an Index holding the graph in host memory and,
+// with IndexParams.ReturnDistances, the distances in device memory. Read
+// them into tensors of yours with Graph and Distances (host or device
 // memory), or into Go memory with GraphSlice and DistancesSlice. BuildInto
 // writes the graph straight into a host uint32 matrix of yours and keeps
 // nothing. There is no search and no serialization in cuVS's C API for
-// NN-Descent. Distances and neighbor ids: see package safe's doc, sections
-// Distances and Neighbor ids (what each metric returns here, and unfilled
-// slots).
+// NN-Descent. Distances and neighbor ids: see safe.Metric (what each metric
+// returns here) and safe.Sentinel (unfilled slots).
 //
 // # Design
 //

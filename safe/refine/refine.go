@@ -17,9 +17,8 @@
 // Refine runs on the GPU when every tensor is in device-compatible memory
 // (CUDA, pinned or managed) and on the CPU, inside libcuvs, when every
 // tensor is Go or other kDLCPU memory; cuVS refuses a mix. Metrics says
-// which metrics each takes. Distances and neighbor ids: see package safe's
-// doc, sections Distances and Neighbor ids (what each metric returns here,
-// and unfilled slots).
+// which metrics each takes. Distances and neighbor ids: see safe.Metric
+// (what each metric returns here) and safe.Sentinel (unfilled slots).
 //
 // C call: cuvsRefine (and cuvsStreamSync for host memory).
 package refine

@@ -16,14 +16,15 @@
 // (row-major; host rows are copied to the device first) and returns an
 // Index; Serialize writes it in DiskANN's in-memory index format (a graph
 // file, and with the dataset a ".data" file), which DiskANN's
-// diskann::Index::load reads. ReadGraph reads a graph file back into Go,
-// to inspect it. Start from DefaultIndexParams, which reads cuVS's
-// defaults from the library (IndexParams has the limits: L2Expanded only,
+// diskann::Index::load reads. ReadGraph reads a graph file back into Go, to
+// inspect it. Start from DefaultIndexParams, which reads cuVS's defaults
+// from the library (IndexParams has the limits: L2Expanded only,
 // GraphDegree 32, 64, 128 or 256). There is no search in cuVS's C API for
 // Vamana, no deserialization, and no way to read the graph but the file:
 // search the graph with DiskANN, or build a CAGRA index (package cagra) or
-// an HNSW one for search in cuVS. Distances and neighbor ids: see package
-// safe's doc, sections Distances and Neighbor ids.
+// an HNSW one for search in cuVS. Distances and neighbor ids: see
+// safe.Metric (what each metric returns here) and safe.Sentinel (unfilled
+// slots).
 //
 // # Design
 //
