@@ -319,12 +319,12 @@ func (r *Resources) deviceID(op string) (int32, error) {
 	if d := r.devID.Load(); d >= 0 {
 		return d, nil
 	}
-	id, err := r.DeviceID()
+	id, err := r.askDeviceID(op)
 	if err != nil {
 		return 0, err
 	}
-	r.devID.Store(int32(id))
-	return int32(id), nil
+	r.devID.Store(id)
+	return id, nil
 }
 
 // CheckDevice refuses, with an *ArgError naming arg, a tensor in the memory

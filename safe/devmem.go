@@ -113,7 +113,7 @@ func newDeviceMatrix[T dlpack.DType](op string, res *Resources, rows, cols int) 
 		return nil, argf(op, "rows", "%d×%d elements of %d bytes overflow", rows, cols, esz)
 	}
 	bytes := uint64(rows) * uint64(cols) * uint64(esz)
-	id, err := res.DeviceID()
+	id, err := res.askDeviceID(op)
 	if err != nil {
 		return nil, err
 	}

@@ -129,6 +129,9 @@ func checkWords(op string, rows, sets int64, words []uint32) error {
 }
 
 func uploadFilter(op string, res *Resources, kind FilterKind, rows, queries int64, words []uint32) (*Filter, error) {
+	if err := res.open(op); err != nil {
+		return nil, err
+	}
 	f := &Filter{kind: kind, rows: rows, queries: queries}
 	if kind == Bitmap {
 		f.perQuery = make([]int64, queries)

@@ -12,6 +12,7 @@ import (
 func init() {
 	base.Lock = func(res any, op string) (generated.CuvsResources_t, error) { return res.(*Resources).lock(op) }
 	base.Unlock = func(res any) { res.(*Resources).unlock() }
+	base.Open = func(res any, op string) error { return res.(*Resources).open(op) }
 	base.Params = func(res any, n uintptr) uintptr { return res.(*Resources).params(n) }
 	base.CheckDevice = func(res any, op, arg string, dev dlpack.Device) error {
 		return res.(*Resources).checkDevice(op, arg, dev)

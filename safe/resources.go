@@ -338,6 +338,25 @@ func (r *Resources) lock(op string) (generated.CuvsResources_t, error) {
 	return r.h, nil
 }
 
+// open refuses, as lock does, a nil, zero or closed r, naming op; it holds
+// nothing after. An operation that goes on through others of the safe
+// layer (a Slice helper uploading through DeviceMatrixFrom) asks it first,
+// so that a closed r is refused under the name the caller called.
+func (r *Resources) open(op string) error {
+	if r == nil {
+		return argf(op, "res", "nil *Resources")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("%s: res: the Resources is closed: %w", op, ErrClosed)
+	}
+	if r.h == 0 {
+		return argf(op, "res", "a zero Resources: make one with NewResources")
+	}
+	return nil
+}
+
 // Unlock ends what Lock began.
 func (r *Resources) unlock() {
 	if r.dev != unbound {
@@ -430,7 +449,14 @@ func (r *Resources) Stream() (Stream, error) {
 
 // DeviceID returns the CUDA device r works on.
 func (r *Resources) DeviceID() (int, error) {
-	const op = "safe.Resources.DeviceID"
+	id, err := r.askDeviceID("safe.Resources.DeviceID")
+	return int(id), err
+}
+
+// askDeviceID asks cuVS the device r works on (cuvsDeviceIdGet), for op:
+// the operation its errors name, the caller's (a closed r is "op: res: the
+// Resources is closed").
+func (r *Resources) askDeviceID(op string) (int32, error) {
 	h, err := r.lock(op)
 	if err != nil {
 		return 0, err
@@ -440,5 +466,5 @@ func (r *Resources) DeviceID() (int, error) {
 	if err := generated.CuvsDeviceIdGet(h, &id); err != nil {
 		return 0, wrap(op, err)
 	}
-	return int(id), nil
+	return id, nil
 }

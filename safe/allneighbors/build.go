@@ -160,6 +160,9 @@ func build(op string, res *safe.Resources, dataset dlpack.Tensor, indices, dista
 // outputs' shapes, copied to im, dm and cm (those given) and freed before
 // it returns.
 func viaDevice(op string, res *safe.Resources, dataset dlpack.Tensor, im, dm, cm *dlpack.ViewMut, alpha float32, p *IndexParams) error {
+	if err := kit.Open(res, op); err != nil {
+		return err
+	}
 	rows, k := int(im.Dim(0)), int(im.Dim(1))
 	di, err := safe.NewDeviceMatrix[int64](res, rows, k)
 	if err != nil {

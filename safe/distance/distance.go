@@ -289,6 +289,9 @@ func PairwiseSlice[T Float](res *safe.Resources, x, y []T, dim int, metric safe.
 			}
 		}
 	}
+	if err := kit.Open(res, op); err != nil {
+		return nil, err
+	}
 	n, m := len(x)/dim, len(y)/dim
 	dx, err := safe.DeviceMatrixFrom(res, x, n, dim)
 	if err != nil {

@@ -94,6 +94,9 @@ func FitSlice[T Float](res *safe.Resources, p *Params, data []T, dim int, weight
 			return nil, err
 		}
 	}
+	if err := kit.Open(res, op); err != nil {
+		return nil, err
+	}
 	dx, err := safe.DeviceMatrixFrom(res, data, rows, dim)
 	if err != nil {
 		return nil, err
@@ -153,6 +156,9 @@ func (m *Model[T]) Predict(res *safe.Resources, data, weights []T, normalizeWeig
 	}
 	if weights != nil && len(weights) != rows {
 		return nil, 0, kit.Argf(op, "weights", "%d weights for %d rows", len(weights), rows)
+	}
+	if err := kit.Open(res, op); err != nil {
+		return nil, 0, err
 	}
 	dx, err := safe.DeviceMatrixFrom(res, data, rows, m.Dim)
 	if err != nil {
@@ -228,6 +234,9 @@ func (m *Model[T]) Cost(res *safe.Resources, data []T) (float64, error) {
 	}
 	rows, err := rowsOf(op, "data", data, m.Dim)
 	if err != nil {
+		return 0, err
+	}
+	if err := kit.Open(res, op); err != nil {
 		return 0, err
 	}
 	dx, err := safe.DeviceMatrixFrom(res, data, rows, m.Dim)

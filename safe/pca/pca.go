@@ -266,6 +266,9 @@ func fit(op string, res *safe.Resources, p *Params, data []float32, dim int, tra
 	if transform {
 		specs = append(specs, struct{ rank, rows, cols int }{2, rows, k})
 	}
+	if err := kit.Open(res, op); err != nil {
+		return nil, nil, err
+	}
 	ds := make([]*dev, 0, len(specs))
 	defer func() {
 		for _, d := range ds {
@@ -363,6 +366,9 @@ func (m *Model) tx(op string, res *safe.Resources, in []float32, inverse bool) (
 	col := colMajor()
 	specs := []struct{ rank, rows, cols int }{
 		{2, rows, inCols}, {2, k, m.Dim}, {1, 1, k}, {1, 1, m.Dim}, {2, rows, outCols},
+	}
+	if err := kit.Open(res, op); err != nil {
+		return nil, err
 	}
 	ds := make([]*dev, 0, len(specs))
 	defer func() {

@@ -145,6 +145,9 @@ func SelectSortedSlice(res *safe.Resources, values []float32, k int) ([]float32,
 			return nil, nil, kit.Argf(op, "values", "value %d is NaN", i)
 		}
 	}
+	if err := kit.Open(res, op); err != nil {
+		return nil, nil, err
+	}
 	in, err := safe.DeviceMatrixFrom(res, values, 1, n)
 	if err != nil {
 		return nil, nil, err

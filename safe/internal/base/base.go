@@ -24,6 +24,8 @@ var (
 	Lock func(res any, op string) (generated.CuvsResources_t, error)
 	// Unlock ends what Lock began.
 	Unlock func(res any)
+	// Open refuses a nil, zero or closed *safe.Resources, naming op.
+	Open func(res any, op string) error
 	// Params returns a locked *safe.Resources' C memory for the params
 	// struct of the call it is locked for (n bytes at most).
 	Params func(res any, n uintptr) uintptr

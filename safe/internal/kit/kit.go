@@ -59,6 +59,12 @@ func Retain(res *safe.Resources, op string) (release func(), err error) { return
 // Unlock ends what Lock began.
 func Unlock(res *safe.Resources) { base.Unlock(res) }
 
+// Open refuses a nil, zero or closed res as Lock does, naming op, and
+// holds nothing: an operation that goes on through the safe layer's public
+// functions (safe.DeviceMatrixFrom, whose refusals name themselves) asks
+// it first, so that a closed res is refused under the caller's name.
+func Open(res *safe.Resources, op string) error { return base.Open(res, op) }
+
 // cHandle is a generated handle type whose struct is S.
 type cHandle[S any] interface {
 	~uintptr
