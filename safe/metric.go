@@ -4,7 +4,7 @@ import "github.com/cuvs-go/cuvs/generated"
 
 // Metric is a distance measure (cuVS's cuvsDistanceType). Which metrics
 // each package takes, and what its searches return for each, is the table
-// below (internal/doctables tests it against the packages).
+// below (a test checks it against the packages).
 //
 // # Distances
 //
@@ -12,7 +12,7 @@ import "github.com/cuvs-go/cuvs/generated"
 // x, by package and metric; ‖·‖ is the Euclidean norm, ⟨q,x⟩ the inner
 // product. A metric missing from a package's rows is refused: by the
 // package before any C call, or by cuVS. "≈" marks distances computed from
-// compressed rows. Package distance gives the formulas of the other
+// compressed rows. distance.Metrics gives the formulas of the other
 // metrics.
 //
 //	package       metrics                           distance
