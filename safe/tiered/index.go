@@ -39,16 +39,59 @@ var (
 // added since. It owns a copy of every row in device memory: nothing the
 // caller passed is referenced.
 //
-// Ids: a row's id is the number of rows added before it (Build's rows 0
-// to n-1, each Extend's next ones, Merge's as it says), and it keeps that
-// id for its life: Delete, Compact, the ANN rebuild, Merge and a
-// serialization move rows in storage, never renumber them, and an id is
-// never given again. Rows() counts the ids given, Live() the rows not
-// deleted, Stored() the rows held.
-//
 // Any number of goroutines may search it at once, each with its own
 // safe.Resources; Delete runs beside them; Extend and Compact need it
 // alone to swap their storage in (they wait their turn); Close waits.
+//
+// # Ids and deletions
+//
+// A row's id is the number of rows added before it (Build's rows are 0
+// to n-1, an Extend's the next ones; Merge shifts index i's ids by the
+// Rows() of the indexes before it) and never changes: no id is given
+// twice. Delete marks rows deleted; searches never return them. Their
+// storage is freed by a compaction (Compact, the ANN rebuild of an
+// Extend, Merge, DeserializeFrom), which moves rows but keeps their ids:
+// the index then maps storage positions to ids (results, filters and
+// Delete all speak ids). Rows() counts the ids given (a filter's size),
+// Live() the rows not deleted, Stored() the rows held. cuVS's tiered
+// index has no delete (both releases: create, build, extend, merge,
+// search): the deletions are the package's, a bitset by position combined
+// with the caller's filter into each tier's prefilter.
+//
+// # Building, growing, merging, persisting
+//
+// Build copies float32 rows (Go, host or device memory; host values must
+// be finite) into the index's device storage and builds the ANN index
+// over more than IndexParams.MinANNRows rows (otherwise every row is
+// fresh). Extend appends to the fresh tier (Go, host or device memory);
+// with CreateANNIndexOnExtend, once the tier holds more than MinANNRows
+// rows, the ANN index is rebuilt over every row. Merge concatenates
+// indexes and builds as Build does (an ANN index over every row above
+// MinANNRows). SerializeTo/Serialize write the parameters, the tier split,
+// the live rows and their ids (format version 2; version 1 files are
+// read); DeserializeFrom/Deserialize rebuild the ANN index over the same
+// ANN rows (cuVS has no serializer for a tiered index), so ids and the
+// fresh tier's results are exact after a round trip and the ANN tier's
+// approximate as any build is. NewSearcher adapts an index to
+// package batch (its Rows() is the index's).
+//
+// Memory: the ANN rows are held twice on the device (the package's copy,
+// which cuVS's CAGRA index may reference and which serialization, merges,
+// rebuilds and the exact filter path read, and cuVS's tiered storage), the
+// fresh rows once (plus their norms), the brute force over the ANN rows
+// (norms) only once a selective filter needed it; deleted rows until a
+// compaction; per composed search in flight (up to 32 kept idle) 12 bytes
+// per candidate on the device and in pinned host memory. On the host: a bit per stored row once a row is deleted,
+// 8 bytes per stored row once a compaction has moved rows (the id map).
+//
+// # Unfilled slots
+//
+// Every path that merges (both tiers, a filter, deletions, k past a
+// tier's rows) and
+// every result in Go memory (SearchSlice, the batcher) holds
+// safe.SentinelID64 with distance +Inf in a slot it cannot fill: a filter
+// allowing fewer than k rows, say. The one-call paths write what their
+// backend writes (see Search).
 type Index struct {
 	st      *parts
 	rows    atomic.Int64 // ids given: the next row's id
