@@ -40,7 +40,7 @@ import (
 // wait, its batch's hand-off, staging, search and delivery.
 //
 // Distances and neighbor ids are those of the index behind the Searcher:
-// see package safe's doc, sections Distances and Neighbor ids.
+// see safe.Metric (distances) and safe.Sentinel (neighbor ids).
 //
 // Each of the Options.Slots slots has its own safe.Resources (its own CUDA
 // stream), buffers and goroutine, so several batches search at once on

@@ -21,7 +21,7 @@
 // rule). A request may ask for any k up to Options.MaxK and carry its own
 // filter (SearchFiltered); its context withdraws it at any time (Batcher).
 // Stats says where the time went; distances and ids are the index's
-// (package safe's doc).
+// (safe.Metric, safe.Sentinel).
 //
 // # Design
 //

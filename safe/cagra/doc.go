@@ -18,7 +18,7 @@
 // with the allowed fraction (SearchParams.FilterPath). Any number of
 // goroutines may search one index at once. Index says how an index borrows
 // its dataset, searches, filters and lives; for distances and neighbor ids
-// see package safe's doc (Distances, Neighbor ids).
+// see safe.Metric and safe.Sentinel.
 //
 // # Design
 //

@@ -18,7 +18,8 @@
 // how a filter and the deletions combine, how the index grows, merges,
 // compacts and persists, and the memory it holds; Search what a search
 // costs and writes in a slot it cannot fill. For distances and neighbor
-// ids see package safe's doc. NewSearcher adapts an index to package batch.
+// ids see safe.Metric and safe.Sentinel. NewSearcher adapts an index to
+// package batch.
 //
 // # Design
 //
