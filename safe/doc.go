@@ -45,9 +45,10 @@
 // borrows it until its Close; meanwhile the owner refuses to be closed or
 // written (a *dlpack.BorrowedError naming the index), and views into an
 // index's memory expire with it (dlpack.ErrExpired). Every handle's Close
-// is idempotent, and a handle used after it is ErrClosed; a runtime
-// cleanup frees a handle dropped without Close, but device memory is
-// scarcer than the garbage collector knows: do not rely on it. Float inputs in host
+// is idempotent; after it, a call with the handle is ErrClosed and a getter
+// (Rows, Dim, DType...) returns its zero value. A runtime cleanup frees a
+// handle dropped without Close, but device memory is scarcer than the
+// garbage collector knows: do not rely on it. Float inputs in host
 // memory (SearchSlice's queries, Build's and Extend's rows) are read once
 // and a NaN or an infinity is refused, naming the first bad row (cuVS
 // would answer with NaN distances or sentinels, and NaN rows in IVF

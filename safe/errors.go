@@ -30,7 +30,9 @@ var (
 	// ErrCuvs: a cuVS function reported a failure; the *Error says which
 	// and why.
 	ErrCuvs = errors.New("cuVS call failed")
-	// ErrClosed: the handle was closed.
+	// ErrClosed: the handle was closed. Its getters, which return no
+	// error, return their zero values once it is (a closed index's Rows and
+	// Dim are 0, its DType the zero DataType).
 	ErrClosed = errors.New("use of a closed handle")
 	// ErrInvalidArgument: an argument failed validation before any C call:
 	// an *ArgError, or a refusal of package dlpack (a negative extent, a

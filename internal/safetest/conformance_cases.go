@@ -287,13 +287,20 @@ func (s *IndexSuite[I, P]) prepared(t *testing.T) {
 	}
 }
 
-// Close twice succeeds; then every call refuses with safe.ErrClosed.
+// Close twice succeeds; then every call refuses with safe.ErrClosed, and
+// the getters return their zero values (safe.ErrClosed's rule for them).
 func (s *IndexSuite[I, P]) closed(t *testing.T) {
 	f := s.fixture(t)
 	idx, err := s.Build(f.res, f.dataset, s.Lists, s.Dim)
 	noErr(t, err)
+	if idx.Rows() != s.Rows || idx.Dim() != s.Dim || idx.DType() != dlpack.Float32 {
+		t.Fatalf("built: %s", s.shape(idx))
+	}
 	noErr(t, idx.Close())
 	noErr(t, idx.Close())
+	if idx.Rows() != 0 || idx.Dim() != 0 || idx.DType() != (dlpack.DataType{}) {
+		t.Errorf("getters after Close: Rows %d, Dim %d, DType %s; want 0, 0, unknown", idx.Rows(), idx.Dim(), idx.DType())
+	}
 	sp := s.params(s.Probes)
 	calls := map[string]error{
 		"Search":      s.Search(idx, f.res, sp, f.queries, f.neighbors, f.distances, nil),

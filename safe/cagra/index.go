@@ -429,7 +429,7 @@ func (idx *Index) Dim() int { return kind.Dim(idx) }
 // the degree cuVS built, which is below IndexParams.GraphDegree when the
 // rows were too few for it (IndexParams.Degrees).
 func (idx *Index) GraphDegree() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return int(idx.degree.Load())
@@ -437,7 +437,7 @@ func (idx *Index) GraphDegree() int {
 
 // DType returns the element type of the vectors.
 func (idx *Index) DType() dlpack.DataType {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return dlpack.DataType{}
 	}
 	return idx.dtype

@@ -36,7 +36,7 @@ func (idx *Index) WarmUp(res *safe.Resources, params *SearchParams, batch, k int
 	if neighbors != dlpack.Uint32 && neighbors != dlpack.Int64 {
 		return kit.Argf(op, "neighbors", "dtype %s, want uint32 or int64", neighbors)
 	}
-	switch idx.DType() {
+	switch idx.dtype {
 	case dlpack.Float32:
 		return warmUp[float32](idx, res, params, batch, k, neighbors)
 	case dlpack.Float16:
@@ -46,11 +46,12 @@ func (idx *Index) WarmUp(res *safe.Resources, params *SearchParams, batch, k int
 	case dlpack.Uint8:
 		return warmUp[uint8](idx, res, params, batch, k, neighbors)
 	}
-	return kit.Argf(op, "index", "element type %s is not one CAGRA searches", idx.DType())
+	return kit.Argf(op, "index", "element type %s is not one CAGRA searches", idx.dtype)
 }
 
 func warmUp[T dlpack.DType](idx *Index, res *safe.Resources, params *SearchParams, batch, k int, nt dlpack.DataType) (err error) {
-	q, err := safe.DeviceMatrixFrom(res, make([]T, batch*int(idx.Dim())), batch, int(idx.Dim()))
+	dim := int(kind.Core(idx).Dim) // Dim, closed or not (a closed index is refused by the search)
+	q, err := safe.DeviceMatrixFrom(res, make([]T, batch*dim), batch, dim)
 	if err != nil {
 		return err
 	}

@@ -313,7 +313,7 @@ func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // DType returns the vectors' element type.
 func (idx *Index) DType() dlpack.DataType {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return dlpack.DataType{}
 	}
 	return idx.dtype
@@ -322,7 +322,7 @@ func (idx *Index) DType() dlpack.DataType {
 // Metric returns the index's metric: L2Expanded or InnerProduct (for an
 // index from a CAGRA index whose metric was not known, the zero Metric).
 func (idx *Index) Metric() safe.Metric {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return idx.metric
@@ -330,7 +330,7 @@ func (idx *Index) Metric() safe.Metric {
 
 // Hierarchy returns the hierarchy the index was made or deserialized with.
 func (idx *Index) Hierarchy() Hierarchy {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return idx.hierarchy

@@ -143,7 +143,7 @@ func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // NLists returns the number of lists (cuvsIvfFlatIndexGetNLists).
 func (idx *Index) NLists() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return int(idx.ivf.NLists)
@@ -151,7 +151,7 @@ func (idx *Index) NLists() int {
 
 // DType returns the element type of the vectors.
 func (idx *Index) DType() dlpack.DataType {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return dlpack.DataType{}
 	}
 	return idx.dtype

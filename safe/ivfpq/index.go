@@ -281,7 +281,7 @@ func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // NLists returns the number of inverted lists (cuvsIvfPqIndexGetNLists).
 func (idx *Index) NLists() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return int(idx.nLists)
@@ -290,7 +290,7 @@ func (idx *Index) NLists() int {
 // PQDim returns the number of PQ sub-spaces, the codes per vector
 // (cuvsIvfPqIndexGetPqDim).
 func (idx *Index) PQDim() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return int(idx.pqDim)
@@ -298,7 +298,7 @@ func (idx *Index) PQDim() int {
 
 // PQBits returns the bits per PQ code (cuvsIvfPqIndexGetPqBits).
 func (idx *Index) PQBits() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return int(idx.pqBits)
@@ -307,7 +307,7 @@ func (idx *Index) PQBits() int {
 // PQLen returns the length of a PQ sub-space, ceil(Dim/PQDim)
 // (cuvsIvfPqIndexGetPqLen).
 func (idx *Index) PQLen() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return int(idx.pqLen)
@@ -315,7 +315,7 @@ func (idx *Index) PQLen() int {
 
 // RotDim returns the dimension of the rotated space, PQLen × PQDim.
 func (idx *Index) RotDim() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return int(idx.pqLen * idx.pqDim)
@@ -325,11 +325,14 @@ func (idx *Index) RotDim() int {
 // ceil(PQDim × PQBits / 8): the width of Transform's and UnpackListCodes's
 // codes.
 func (idx *Index) CodeBytes() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
-	return int((idx.pqDim*idx.pqBits + 7) / 8)
+	return idx.codeBytes()
 }
+
+// codeBytes is CodeBytes for the package's own checks, closed or not.
+func (idx *Index) codeBytes() int { return int((idx.pqDim*idx.pqBits + 7) / 8) }
 
 // DType returns the element type of the vectors the index was built or
 // extended with, or the zero DataType while it is unknown: cuVS records it
@@ -337,16 +340,20 @@ func (idx *Index) CodeBytes() int {
 // While it is unknown, Search, Extend and Transform accept any of float32,
 // float16, int8 and uint8.
 func (idx *Index) DType() dlpack.DataType {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return dlpack.DataType{}
 	}
-	return unpackDType(idx.dtype.Load())
+	return idx.elemType()
 }
+
+// elemType is DType for the package's own checks: the index's element type,
+// closed or not.
+func (idx *Index) elemType() dlpack.DataType { return unpackDType(idx.dtype.Load()) }
 
 // checkDType checks an input's element type against the index's, when
 // known.
 func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
-	if want := idx.DType(); want != (dlpack.DataType{}) && dt != want {
+	if want := idx.elemType(); want != (dlpack.DataType{}) && dt != want {
 		return kit.Argf(op, arg, "dtype %s, the index holds %s", dt, want)
 	}
 	return nil
@@ -483,7 +490,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 // searchDType is the element type a search binds queries with: the index's,
 // or, while unknown, the queries' own (whose rule still limits it).
 func (idx *Index) searchDType(queries dlpack.Tensor) dlpack.DataType {
-	dt := idx.DType()
+	dt := idx.elemType()
 	if dt == (dlpack.DataType{}) && queries != nil {
 		if qv, err := queries.View(); err == nil {
 			dt = qv.DType()
@@ -576,8 +583,8 @@ func (idx *Index) Transform(res *safe.Resources, input dlpack.Tensor, labels, co
 	if lm.Dim(0) != n {
 		return kit.Argf(op, "labels", "%d entries for %d rows", lm.Dim(0), n)
 	}
-	if cm.Dim(0) != n || cm.Dim(1) != int64(idx.CodeBytes()) {
-		return kit.Argf(op, "codes", "shape %v, want [%d %d]", cm.Shape(), n, idx.CodeBytes())
+	if cm.Dim(0) != n || cm.Dim(1) != int64(idx.codeBytes()) {
+		return kit.Argf(op, "codes", "shape %v, want [%d %d]", cm.Shape(), n, idx.codeBytes())
 	}
 	call := dlpack.Begin(op)
 	defer call.End()
@@ -674,8 +681,8 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 	if err := codesRule.CheckMut(op, &cm); err != nil {
 		return err
 	}
-	if cm.Dim(1) != int64(idx.CodeBytes()) {
-		return kit.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.CodeBytes())
+	if cm.Dim(1) != int64(idx.codeBytes()) {
+		return kit.Argf(op, "codes", "%d columns, want CodeBytes() = %d", cm.Dim(1), idx.codeBytes())
 	}
 	if c.Rows.Load() == 0 {
 		return kit.Argf(op, "label", "the index holds no rows")

@@ -40,7 +40,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		return nil, kit.NilIndex(kind.Op.Prepare)
 	}
 	op := kind.Op.Prepare
-	dt := idx.DType() // the index's, or while unknown the queries' own (whose rule still limits it)
+	dt := idx.elemType() // the index's, or while unknown the queries' own (whose rule still limits it)
 	if dt == (dlpack.DataType{}) && queries != nil {
 		if qm, err := queries.ViewMut(); err == nil {
 			dt = qm.DType()
@@ -52,7 +52,7 @@ func (idx *Index) Prepare(params *SearchParams, queries, neighbors, distances dl
 		if sp, err = idx.checkSearch(op, params); err != nil {
 			return err
 		}
-		if now := idx.DType(); now != (dlpack.DataType{}) && dt != (dlpack.DataType{}) && now != dt {
+		if now := idx.elemType(); now != (dlpack.DataType{}) && dt != (dlpack.DataType{}) && now != dt {
 			// dt, the queries' own, was read before the use began, and an
 			// Extend set the index's since: refused as prepared.New would
 			return kit.Argf(op, searchRules.Queries.Arg, "dtype %s, the index holds %s", dt, now)

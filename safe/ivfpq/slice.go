@@ -38,7 +38,7 @@ func SearchSlice[T dlpack.DType](res *safe.Resources, idx *Index, params *Search
 // when large enough.
 func SearchSliceInto[T dlpack.DType](res *safe.Resources, idx *Index, params *SearchParams, queries []T, k int, out *safe.Results) error {
 	dtypes := elemTypes
-	if dt := idx.DType(); dt != (dlpack.DataType{}) {
+	if dt := idx.elemType(); dt != (dlpack.DataType{}) {
 		dtypes = []dlpack.DataType{dt}
 	}
 	s := core.Slice{
@@ -64,7 +64,7 @@ func SearchSliceFiltered[T dlpack.DType](res *safe.Resources, f *Filtered, queri
 	}
 	idx := f.idx
 	dtypes := elemTypes
-	if dt := idx.DType(); dt != (dlpack.DataType{}) {
+	if dt := idx.elemType(); dt != (dlpack.DataType{}) {
 		dtypes = []dlpack.DataType{dt}
 	}
 	spec := hostsearch.Spec{

@@ -206,6 +206,7 @@ func TestClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	codeBytes := idx.CodeBytes() // 0 once closed, as every getter's value
 	if err := idx.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestClosed(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 	labels := vector(t, newDevice[uint32](t, f.res, nq, 1))
-	codes := newDevice[uint8](t, f.res, nq, int(idx.CodeBytes()))
+	codes := newDevice[uint8](t, f.res, nq, codeBytes)
 	for name, err := range map[string]error{
 		"Search":          idx.Search(f.res, &f.sp, f.queries, f.nb, f.dist),
 		"Prepare":         errOf(idx.Prepare(&f.sp, f.queries, f.nb, f.dist)),

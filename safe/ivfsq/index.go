@@ -144,7 +144,7 @@ func (idx *Index) Dim() int { return kind.Dim(idx) }
 
 // NLists returns the number of lists (cuvsIvfSqIndexGetNLists).
 func (idx *Index) NLists() int {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return 0
 	}
 	return int(idx.ivf.NLists)
@@ -155,7 +155,7 @@ func (idx *Index) NLists() int {
 // Deserialize until an Extend. It constrains nothing: the index holds
 // codes, and Search and Extend take float32 or float16 alike.
 func (idx *Index) DType() dlpack.DataType {
-	if idx == nil {
+	if kind.Gone(idx) {
 		return dlpack.DataType{}
 	}
 	v := idx.dtype.Load()

@@ -296,7 +296,7 @@ func (idx *CagraIndex) learnRows(path string, multi bool, ranks int) {
 
 // Dim returns the vectors' dimension, 0 when not known.
 func (idx *CagraIndex) Dim() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.dim)
@@ -304,7 +304,7 @@ func (idx *CagraIndex) Dim() int {
 
 // DType returns the vectors' element type.
 func (idx *CagraIndex) DType() dlpack.DataType {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return dlpack.DataType{}
 	}
 	return idx.dtype
@@ -312,7 +312,7 @@ func (idx *CagraIndex) DType() dlpack.DataType {
 
 // Mode returns how the index is laid out.
 func (idx *CagraIndex) Mode() Mode {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return idx.mode
@@ -395,7 +395,7 @@ func (idx *CagraIndex) UpdateDataset(res *Resources, dataset dlpack.Tensor) erro
 // no getter, so Go counts them through Build and Extend, and reads them
 // from the file after Deserialize and Distribute (see DeserializeCagra).
 func (idx *CagraIndex) Rows() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return idx.rowCount()
@@ -408,7 +408,7 @@ func (idx *CagraIndex) Rows() int {
 // Shards()[r-1] + i, its built rows first, then the rows later Extends gave
 // it (each Extend splits its rows over the devices as Build does).
 func (idx *CagraIndex) Shards() []int64 {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return nil
 	}
 	return idx.shardRows()

@@ -218,7 +218,7 @@ func loadIVFFlat(op string, res *Resources, path string, multi bool) (*IVFFlatIn
 
 // Dim returns the vectors' dimension, 0 when not known.
 func (idx *IVFFlatIndex) Dim() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.dim)
@@ -226,7 +226,7 @@ func (idx *IVFFlatIndex) Dim() int {
 
 // DType returns the vectors' element type.
 func (idx *IVFFlatIndex) DType() dlpack.DataType {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return dlpack.DataType{}
 	}
 	return idx.dtype
@@ -234,7 +234,7 @@ func (idx *IVFFlatIndex) DType() dlpack.DataType {
 
 // Mode returns how the index is laid out.
 func (idx *IVFFlatIndex) Mode() Mode {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return idx.mode
@@ -253,7 +253,7 @@ func (idx *IVFFlatIndex) Close() error {
 // no getter, so Go counts them through Build and Extend; after Deserialize
 // and Distribute they are not known.
 func (idx *IVFFlatIndex) Rows() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return idx.rowCount()
@@ -266,7 +266,7 @@ func (idx *IVFFlatIndex) Rows() int {
 // Shards()[r-1] + i, its built rows first, then the rows later Extends gave
 // it (each Extend splits its rows over the devices as Build does).
 func (idx *IVFFlatIndex) Shards() []int64 {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return nil
 	}
 	return idx.shardRows()

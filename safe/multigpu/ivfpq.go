@@ -223,7 +223,7 @@ func loadIVFPQ(op string, res *Resources, path string, multi bool) (*IVFPQIndex,
 
 // Dim returns the vectors' dimension, 0 when not known.
 func (idx *IVFPQIndex) Dim() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.dim)
@@ -231,7 +231,7 @@ func (idx *IVFPQIndex) Dim() int {
 
 // DType returns the vectors' element type.
 func (idx *IVFPQIndex) DType() dlpack.DataType {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return dlpack.DataType{}
 	}
 	return idx.dtype
@@ -239,7 +239,7 @@ func (idx *IVFPQIndex) DType() dlpack.DataType {
 
 // Mode returns how the index is laid out.
 func (idx *IVFPQIndex) Mode() Mode {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return idx.mode
@@ -258,7 +258,7 @@ func (idx *IVFPQIndex) Close() error {
 // no getter, so Go counts them through Build and Extend; after Deserialize
 // and Distribute they are not known.
 func (idx *IVFPQIndex) Rows() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return idx.rowCount()
@@ -271,7 +271,7 @@ func (idx *IVFPQIndex) Rows() int {
 // Shards()[r-1] + i, its built rows first, then the rows later Extends gave
 // it (each Extend splits its rows over the devices as Build does).
 func (idx *IVFPQIndex) Shards() []int64 {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return nil
 	}
 	return idx.shardRows()

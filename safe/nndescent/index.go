@@ -165,7 +165,7 @@ func BuildInto(res *safe.Resources, dataset dlpack.Tensor, graph dlpack.TensorMu
 
 // Rows returns the number of rows of the graph (the dataset's).
 func (idx *Index) Rows() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.rows)
@@ -173,7 +173,7 @@ func (idx *Index) Rows() int {
 
 // GraphDegree returns the number of neighbours per row.
 func (idx *Index) GraphDegree() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.degree)
@@ -181,11 +181,11 @@ func (idx *Index) GraphDegree() int {
 
 // HasDistances reports whether the index keeps distances (built with
 // ReturnDistances).
-func (idx *Index) HasDistances() bool { return idx != nil && idx.dist }
+func (idx *Index) HasDistances() bool { return idx != nil && !idx.life.Closed() && idx.dist }
 
 // Metric returns the metric the graph was built with.
 func (idx *Index) Metric() safe.Metric {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return idx.metric

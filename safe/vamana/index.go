@@ -151,7 +151,7 @@ func build(op string, res *safe.Resources, dv dlpack.View, p *IndexParams, uploa
 
 // Rows returns the number of rows in the graph (the dataset's).
 func (idx *Index) Rows() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.rows)
@@ -160,7 +160,7 @@ func (idx *Index) Rows() int {
 // Dim returns the rows' dimension (cuvsVamanaIndexGetDims, read after
 // Build).
 func (idx *Index) Dim() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.dim)
@@ -169,7 +169,7 @@ func (idx *Index) Dim() int {
 // GraphDegree returns the most neighbours a row has (IndexParams.
 // GraphDegree); rows may have fewer.
 func (idx *Index) GraphDegree() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.degree)
@@ -177,7 +177,7 @@ func (idx *Index) GraphDegree() int {
 
 // DType returns the dataset's element type.
 func (idx *Index) DType() dlpack.DataType {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return dlpack.DataType{}
 	}
 	return idx.dtype
@@ -185,7 +185,7 @@ func (idx *Index) DType() dlpack.DataType {
 
 // Borrows reports whether the index keeps a view of the caller's dataset
 // (borrowed until Close) rather than a copy.
-func (idx *Index) Borrows() bool { return idx != nil && idx.borrowed }
+func (idx *Index) Borrows() bool { return idx != nil && !idx.life.Closed() && idx.borrowed }
 
 // Serialize writes the index in Microsoft DiskANN's in-memory index format
 // to path (cuvsVamanaSerialize, not sector aligned): a 24-byte header

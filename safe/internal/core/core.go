@@ -177,17 +177,22 @@ func (k *Kind[T, H]) Enter(t *T, op string) (*Index[H], error) {
 // Leave ends a shared use Enter began.
 func (c *Index[H]) Leave() { c.Life.Leave() }
 
-// Rows returns t's rows; 0 for a nil t.
+// Gone reports whether t is nil, never made or closed (Close has begun):
+// then its getters return their zero values (safe's doc: ErrClosed's rule
+// for getters).
+func (k *Kind[T, H]) Gone(t *T) bool { return t == nil || k.Core(t).Life.Closed() }
+
+// Rows returns t's rows; 0 for a nil or closed t.
 func (k *Kind[T, H]) Rows(t *T) int {
-	if t == nil {
+	if k.Gone(t) {
 		return 0
 	}
 	return int(k.Core(t).Rows.Load())
 }
 
-// Dim returns t's dimension; 0 for a nil t.
+// Dim returns t's dimension; 0 for a nil or closed t.
 func (k *Kind[T, H]) Dim(t *T) int {
-	if t == nil {
+	if k.Gone(t) {
 		return 0
 	}
 	return int(k.Core(t).Dim)
