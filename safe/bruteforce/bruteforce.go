@@ -11,8 +11,8 @@
 //	out, _ := bruteforce.SearchSlice(res, idx, queries, 10, nil) // Go memory in and out
 //	ids, dists := out.Row(0)                                     // int64 ids, nearest first
 //
-// Distances and neighbor ids: see package safe's doc, sections Distances
-// and Neighbor ids (what each metric returns here, and unfilled slots).
+// Distances and neighbor ids: see safe.Metric and safe.Sentinel (what each
+// metric returns here, and unfilled slots).
 //
 // The index keeps a reference to a device dataset, not a copy: the
 // dataset's owner (a safe.DeviceMatrix, say) refuses to be freed or written
