@@ -70,7 +70,10 @@ type IndexSuite[I Index, P any] struct {
 	SerializeTo     func(idx I, res *safe.Resources, w io.Writer) (int64, error)
 	Serialize       func(idx I, res *safe.Resources, path string) error
 	DeserializeFrom func(res *safe.Resources, r io.Reader, opts ...safe.DeserializeOption) (I, error)
-	Deserialize     func(res *safe.Resources, path string) (I, error)
+	Deserialize     func(res *safe.Resources, path string, opts ...safe.DeserializeOption) (I, error)
+	// SerializeCuVS writes the index to a file exactly as cuVS's serializer
+	// does, without the bindings' checksum (nil: Integrity skips).
+	SerializeCuVS func(idx I, res *safe.Resources, path string) error
 
 	// Filters is whether the package's searches take a filter.
 	Filters bool
@@ -111,7 +114,7 @@ type IndexSuite[I Index, P any] struct {
 // TestIndex runs the conformance suite on s, one subtest per old
 // per-package test, under its name without "Test":
 // SerializeToDeserializeFrom, SerializeToErrors, SerializeRoundTrip,
-// DeserializeBadFiles, SearchSlice, SearchSliceAllocs,
+// DeserializeBadFiles, Integrity, SearchSlice, SearchSliceAllocs,
 // SearchSliceRefusedBeforeAllocation, Prepared, Closed,
 // HostInputsNonFinite, BuildFromHostLikeDevice, ExtendUnderLoad,
 // ZeroSearchParamsAreDefaults and NilParamsMeanDefaults. What a package
@@ -125,6 +128,7 @@ func TestIndex[I Index, P any](t *testing.T, s *IndexSuite[I, P]) {
 		{"SerializeToErrors", s.serializeToErrors},
 		{"SerializeRoundTrip", s.serializeRoundTrip},
 		{"DeserializeBadFiles", s.deserializeBadFiles},
+		{"Integrity", s.integrity},
 		{"SearchSlice", s.searchSlice},
 		{"SearchSliceAllocs", s.searchSliceAllocs},
 		{"SearchSliceRefusedBeforeAllocation", s.searchSliceRefused},

@@ -41,6 +41,7 @@ var conformance = &safetest.IndexSuite[*bruteforce.Index, noParams]{
 	Serialize:       (*bruteforce.Index).Serialize,
 	DeserializeFrom: bruteforce.DeserializeFrom,
 	Deserialize:     bruteforce.Deserialize,
+	SerializeCuVS:   bruteforce.SerializeCuVS,
 	Filters:         true,
 	Half:            true,
 	Check: func(t *testing.T, res *safe.Resources, data, queries []float32, n *safe.DeviceMatrix[int64], d *safe.DeviceMatrix[float32]) {

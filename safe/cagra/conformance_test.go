@@ -46,6 +46,7 @@ var conformance = &safetest.IndexSuite[*cagra.Index, cagra.SearchParams]{
 	Serialize:       func(idx *cagra.Index, res *safe.Resources, path string) error { return idx.Serialize(res, path, true) },
 	DeserializeFrom: cagra.DeserializeFrom,
 	Deserialize:     cagra.Deserialize,
+	SerializeCuVS:   cagra.SerializeCuVS,
 	Filters:         true,
 	Half:            true,
 	FindsRows:       true,

@@ -24,3 +24,10 @@ func PlanOf(idx *Index, sp SearchParams, filter *safe.Filter, k, n int) (exact b
 // FilterITopK is the policy's raised top-k for a graph search of k
 // neighbors at itopk with the fraction f of the rows allowed.
 func FilterITopK(itopk, k int, f float64) int { return int(filterITopK(int64(itopk), int64(k), f)) }
+
+// SerializeCuVS writes idx (with its dataset) to path exactly as cuVS's
+// serializer does, without the bindings' checksum: the tests read what
+// cuVS itself wrote.
+func SerializeCuVS(idx *Index, res *safe.Resources, path string) error {
+	return idx.serialize(kind.Op.Serialize, res, path, true)
+}

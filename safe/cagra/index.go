@@ -634,6 +634,9 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // Serialize writes the index to a file, with its dataset when
 // includeDataset is true: cuvsCagraSerialize on cuVS 26.06,
 // cuvsCagraSerializeGraphAndDataset or cuvsCagraSerializeGraph on 26.08.
+// cuVS's bytes are followed by the bindings' checksum trailer (CRC-32C
+// sums, 4 bytes per MiB), which cuVS's reader, stopping at its last field
+// (cagra_serialize.cuh), ignores: cuVS reads the file as its own.
 //
 // Files are not read across releases: cuVS 26.08's format is version 6
 // (with the dataset's kind after the version), 26.06's an earlier one, and
@@ -643,6 +646,14 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // Deserialize on the other. Re-serialize after upgrading.
 func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
 	op := kind.Op.Serialize
+	if err := idx.serialize(op, res, path, includeDataset); err != nil {
+		return err
+	}
+	return kit.Seal(op, path, false)
+}
+
+// serialize writes the index to a file as cuVS does, without a checksum.
+func (idx *Index) serialize(op string, res *safe.Resources, path string, includeDataset bool) error {
 	if idx == nil {
 		return kit.NilIndex(op)
 	}
@@ -659,15 +670,20 @@ func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset boo
 }
 
 // SerializeToHnswlib writes the index in hnswlib's format
-// (cuvsCagraSerializeToHnswlib), for CPU search with hnswlib.
+// (cuvsCagraSerializeToHnswlib), for CPU search with hnswlib, and its
+// checksum to the sidecar file path+".crc32c" (hnswlib refuses bytes
+// after its data), which hnsw.Deserialize checks.
 func (idx *Index) SerializeToHnswlib(res *safe.Resources, path string) error {
 	if idx == nil {
 		return kit.NilIndex("cagra.Index.SerializeToHnswlib")
 	}
 	const op = "cagra.Index.SerializeToHnswlib"
-	return idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
+	if err := idx.write(op, res, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsCagraSerializeToHnswlib(h, p, idx.c.H)
-	})
+	}); err != nil {
+		return err
+	}
+	return kit.Seal(op, path, true)
 }
 
 func (idx *Index) write(op string, res *safe.Resources, path string, f func(generated.CuvsResources_t, *byte) error) error {
@@ -697,15 +713,28 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // refused with ErrNoDataset until UpdateDataset). Files of the other
 // release are refused (see Serialize).
 //
+// The file's checksum trailer is checked first, where it has one: a
+// flipped bit anywhere is safe.ErrCorruptIndex naming the damaged byte
+// range. A file cuVS wrote has none and loads unproved (the checks above
+// only): safe.RequireChecksum refuses it, safe.Verified tells which.
+//
 // C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize (26.06) or
 // cuvsCagraDeserializeGraph[AndDataset] (26.08), and
 // cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
-func Deserialize(res *safe.Resources, path string) (*Index, error) {
+func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
 	op := kind.Op.Deserialize
+	lim, err := kit.Limits(op, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
-	if err := kit.CheckItems(op, path, true, nil); err != nil {
+	info, err := kit.VerifyFile(op, path, false, lim)
+	if err != nil {
+		return nil, err
+	}
+	if err := kit.CheckItemsN(op, path, info.DataLen, true, nil); err != nil {
 		return nil, err
 	}
 	idx, err := newIndex(op, res)

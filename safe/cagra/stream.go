@@ -8,7 +8,8 @@ import (
 )
 
 // SerializeTo writes the index to w in the format Serialize writes to a
-// file (with its dataset when includeDataset is true), and returns the bytes written. cuVS writes only to file names:
+// file (with its dataset when includeDataset is true), checksum trailer
+// included, and returns the bytes written. cuVS writes only to file names:
 // cuvsCagraSerialize writes into a named pipe in a private temporary
 // directory while a goroutine copies it to w, so nothing reaches the disk.
 // If w fails, the rest of cuVS's output is dropped and w's error returned.
@@ -18,11 +19,12 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer, includeDataset b
 	if _, err := kind.Of(idx, op); err != nil { // a zero index says so, before its arguments are checked
 		return 0, err
 	}
-	return kit.SerializeTo(op, w, func(path string) error { return idx.Serialize(res, path, includeDataset) })
+	return kit.SerializeSealed(op, w, func(path string) error { return idx.serialize(kind.Op.Serialize, res, path, includeDataset) })
 }
 
 // DeserializeFrom reads an index written by Serialize or SerializeTo from
-// r, to its end, and checks it as Deserialize does. cuVS reads only file
+// r, to its end, and checks it as Deserialize does (the checksum trailer
+// too; opts as Deserialize's, and MaxBytes). cuVS reads only file
 // names (cuvsCagraDeserialize): r is copied into an anonymous in-memory file
 // (memfd_create, opened by cuVS as /proc/self/fd/N; nothing reaches the
 // disk, and the index's size in memory until DeserializeFrom returns;

@@ -409,9 +409,11 @@ func TestSerializeRoundTrip(t *testing.T) {
 			var buf bytes.Buffer
 			n, err := idx.SerializeTo(f.res, &buf)
 			must(t, err)
+			// the stream: the file, then its checksum (the file's sidecar)
 			file, _ := os.ReadFile(path)
-			if n != int64(len(file)) || !bytes.Equal(buf.Bytes(), file) {
-				t.Errorf("SerializeTo wrote %d bytes, the file has %d", n, len(file))
+			side, _ := os.ReadFile(path + ".crc32c")
+			if n != int64(len(file)+len(side)) || !bytes.Equal(buf.Bytes(), append(file, side...)) {
+				t.Errorf("SerializeTo wrote %d bytes, the file has %d and its sidecar %d", n, len(file), len(side))
 			}
 			back2, err := hnsw.DeserializeFrom(f.res, &buf, dlpack.Float32, safe.L2Expanded, indexParams(t, h))
 			must(t, err)

@@ -3,6 +3,8 @@ package hnsw
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -12,6 +14,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/internal/cagraref"
 	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/stream"
 )
 
 var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16, dlpack.Int8, dlpack.Uint8}
@@ -81,6 +84,8 @@ var kind = core.Kind[Index, generated.CuvsHnswIndex_t]{
 		return wrapMissing(generated.CuvsHnswSerialize(h, p, idx))
 	},
 	Core: func(i *Index) *core.Index[generated.CuvsHnswIndex_t] { return &i.c },
+	// hnswlib's loadIndex refuses a file longer than its data.
+	Sidecar: true,
 }
 
 func init() { kind.Init() }
@@ -498,7 +503,9 @@ func (idx *Index) search(op string, res *safe.Resources, sp *SearchParams, qv *d
 // (cuvsHnswSerialize: hnswlib's saveIndex; an index ACE left on disk is
 // copied from its hnsw_index.bin). hnswlib's own loadIndex reads it, and so
 // does Deserialize given the element type and metric, which the file does
-// not hold.
+// not hold. Its checksum (CRC-32C sums, 4 bytes per MiB) goes to the
+// sidecar file path+".crc32c", not after the data: hnswlib's loadIndex
+// (hnswalg.h) refuses a file longer than its data.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	return kind.Serialize(idx, res, path)
 }
@@ -540,12 +547,49 @@ func wrapMissing(err error) error {
 // metric cannot be told from the vectors. Pass the dtype and metric the
 // index was made with; compare Dim() with what you expect.
 //
+// The checksum is checked first: the sidecar path+".crc32c" where there
+// is one, else a trailer after the data (a stream SerializeTo wrote, saved
+// to a file: then read from a copy in memory without it). A flipped bit
+// anywhere is safe.ErrCorruptIndex naming the damaged byte range. A file
+// without either loads unproved: safe.RequireChecksum refuses it,
+// safe.Verified tells which.
+//
 // C calls: cuvsHnswIndexCreate, cuvsHnswDeserialize.
-func Deserialize(res *safe.Resources, path string, dtype dlpack.DataType, metric safe.Metric, params *IndexParams) (*Index, error) {
+func Deserialize(res *safe.Resources, path string, dtype dlpack.DataType, metric safe.Metric, params *IndexParams, opts ...safe.DeserializeOption) (*Index, error) {
 	const op = "hnsw.Deserialize"
+	lim, err := kit.Limits(op, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
 		return nil, err
 	}
+	info, err := kit.VerifyFile(op, path, true, lim)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Appended {
+		return load(op, res, path, dtype, metric, params)
+	}
+	// hnswlib reads the file to its end: a copy without the trailer.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	defer f.Close()
+	var idx *Index
+	_, err = stream.FromReader(io.NewSectionReader(f, 0, info.DataLen), 0, func(copyPath string) error {
+		idx, err = load(op, res, copyPath, dtype, metric, params)
+		return kit.RenamePath(op, copyPath, path, err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return idx, nil
+}
+
+// load is Deserialize of a file without an appended trailer, checked.
+func load(op string, res *safe.Resources, path string, dtype dlpack.DataType, metric safe.Metric, params *IndexParams) (*Index, error) {
 	ok := false
 	for _, t := range elemTypes {
 		ok = ok || t == dtype

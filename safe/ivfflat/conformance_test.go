@@ -42,6 +42,7 @@ var conformance = &safetest.IndexSuite[*ivfflat.Index, ivfflat.SearchParams]{
 	Serialize:       (*ivfflat.Index).Serialize,
 	DeserializeFrom: ivfflat.DeserializeFrom,
 	Deserialize:     ivfflat.Deserialize,
+	SerializeCuVS:   ivfflat.SerializeCuVS,
 	Filters:         true,
 	Half:            true,
 	FindsRows:       true,

@@ -303,6 +303,10 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 }
 
 // Serialize writes the index to a file (cuvsIvfFlatSerialize).
+//
+// The file is cuVS's bytes followed by the bindings' checksum trailer
+// (CRC-32C sums, 4 bytes per MiB), which cuVS's reader, stopping at its
+// last field, ignores: cuVS (C, C++, Python) reads the file as its own.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	return kind.Serialize(idx, res, path)
 }
@@ -315,22 +319,27 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // and layout are checked before any C call, and cuVS's own refusals of
 // its contents carry the sentinel too.
 //
+// The file's checksum trailer is checked first, where it has one: a
+// flipped bit anywhere is safe.ErrCorruptIndex naming the damaged byte
+// range. A file cuVS wrote has none and loads unproved (the checks above
+// only): safe.RequireChecksum refuses it, safe.Verified tells which.
+//
 // C calls: cuvsIvfFlatIndexCreate, cuvsIvfFlatDeserialize,
 // cuvsIvfFlatIndexGetNLists, cuvsIvfFlatIndexGetDim.
-func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	return kind.Deserialize(res, path)
+func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
+	return kind.Deserialize(res, path, opts)
 }
 
 // checkFile refuses, before any C call, a file whose header is not an
 // IVF-Flat index's or that is not whole .npy items to its end.
-func checkFile(op, path string) error {
+func checkFile(op, path string, size int64) error {
 	if _, err := readSize(path); err != nil {
 		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		return kit.Corrupt(op, err)
 	}
-	return kit.CheckItems(op, path, true, nil)
+	return kit.CheckItemsN(op, path, size, true, nil)
 }
 
 // loaded reads the size from the file's header, once cuVS has read the

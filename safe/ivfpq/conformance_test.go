@@ -50,6 +50,7 @@ var conformance = &safetest.IndexSuite[*ivfpq.Index, ivfpq.SearchParams]{
 	Serialize:       (*ivfpq.Index).Serialize,
 	DeserializeFrom: ivfpq.DeserializeFrom,
 	Deserialize:     ivfpq.Deserialize,
+	SerializeCuVS:   ivfpq.SerializeCuVS,
 	Half:            true,
 	LosesDType:      true,
 

@@ -52,9 +52,11 @@ type Index struct {
 var kind = core.Kind[Index, generated.CuvsIvfPqIndex_t]{
 	Name: "ivfpq", Create: generated.CuvsIvfPqIndexCreate, Destroy: generated.CuvsIvfPqIndexDestroy,
 	SerializeC: generated.CuvsIvfPqSerialize, DeserializeC: generated.CuvsIvfPqDeserialize,
-	CheckFile: func(op, path string) error { return kit.CheckItems(op, path, false, new(pqLayout).visit) },
-	Core:      func(i *Index) *core.Index[generated.CuvsIvfPqIndex_t] { return &i.c },
-	Refresh:   (*Index).refresh,
+	CheckFile: func(op, path string, size int64) error {
+		return kit.CheckItemsN(op, path, size, false, new(pqLayout).visit)
+	},
+	Core:    func(i *Index) *core.Index[generated.CuvsIvfPqIndex_t] { return &i.c },
+	Refresh: (*Index).refresh,
 }
 
 func init() { kind.Init() }
@@ -709,6 +711,10 @@ func (idx *Index) UnpackListCodes(res *safe.Resources, label, offset uint32, cod
 }
 
 // Serialize writes the index to a file (cuvsIvfPqSerialize).
+//
+// The file is cuVS's bytes followed by the bindings' checksum trailer
+// (CRC-32C sums, 4 bytes per MiB), which cuVS's reader, stopping at its
+// last field, ignores: cuVS (C, C++, Python) reads the file as its own.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	return kind.Serialize(idx, res, path)
 }
@@ -725,10 +731,15 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // checked before any C call, and cuVS's own refusals of its contents
 // carry the sentinel too.
 //
+// The file's checksum trailer is checked first, where it has one: a
+// flipped bit anywhere is safe.ErrCorruptIndex naming the damaged byte
+// range. A file cuVS wrote has none and loads unproved (the checks above
+// only): safe.RequireChecksum refuses it, safe.Verified tells which.
+//
 // C calls: cuvsIvfPqIndexCreate, cuvsIvfPqDeserialize, and the getters as
 // Build.
-func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	return kind.Deserialize(res, path)
+func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
+	return kind.Deserialize(res, path, opts)
 }
 
 // Centers copies the coarse cluster centres, NLists() × Dim() float32,

@@ -42,6 +42,7 @@ var conformance = &safetest.IndexSuite[*ivfsq.Index, ivfsq.SearchParams]{
 	Serialize:       (*ivfsq.Index).Serialize,
 	DeserializeFrom: ivfsq.DeserializeFrom,
 	Deserialize:     ivfsq.Deserialize,
+	SerializeCuVS:   ivfsq.SerializeCuVS,
 	Filters:         true,
 	Half:            true,
 	LosesDType:      true,

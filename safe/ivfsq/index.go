@@ -47,7 +47,7 @@ type Index struct {
 var kind = core.Kind[Index, generated.CuvsIvfSqIndex_t]{
 	Name: "ivfsq", Create: generated.CuvsIvfSqIndexCreate, Destroy: generated.CuvsIvfSqIndexDestroy,
 	SerializeC: generated.CuvsIvfSqSerialize, DeserializeC: generated.CuvsIvfSqDeserialize,
-	CheckFile: func(op, path string) error { return kit.CheckItems(op, path, true, nil) },
+	CheckFile: func(op, path string, size int64) error { return kit.CheckItemsN(op, path, size, true, nil) },
 	Core:      func(i *Index) *core.Index[generated.CuvsIvfSqIndex_t] { return &i.c },
 	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
 	Refresh:   (*Index).refresh,
@@ -335,6 +335,10 @@ func (idx *Index) Centers(res *safe.Resources, dst dlpack.TensorMut) error {
 }
 
 // Serialize writes the index to a file (cuvsIvfSqSerialize).
+//
+// The file is cuVS's bytes followed by the bindings' checksum trailer
+// (CRC-32C sums, 4 bytes per MiB), which cuVS's reader, stopping at its
+// last field, ignores: cuVS (C, C++, Python) reads the file as its own.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	return kind.Serialize(idx, res, path)
 }
@@ -347,10 +351,15 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // checked before any C call, and cuVS's own refusals of its contents
 // carry the sentinel too.
 //
+// The file's checksum trailer is checked first, where it has one: a
+// flipped bit anywhere is safe.ErrCorruptIndex naming the damaged byte
+// range. A file cuVS wrote has none and loads unproved (the checks above
+// only): safe.RequireChecksum refuses it, safe.Verified tells which.
+//
 // C calls: cuvsIvfSqIndexCreate, cuvsIvfSqDeserialize,
 // cuvsIvfSqIndexGetSize/GetNLists/GetDim.
-func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	return kind.Deserialize(res, path)
+func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
+	return kind.Deserialize(res, path, opts)
 }
 
 // Close frees the index, waiting for the searches and the Extend in

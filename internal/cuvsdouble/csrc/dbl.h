@@ -590,6 +590,17 @@ DBL_HIDDEN void* dbl_buf_alloc(size_t bytes);
  * position; it is true where the size cannot be read. */
 DBL_HIDDEN int dbl_file_holds(FILE* f, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
                               uint64_t g);
+/* Whether f is at the end of its index: at end-of-file, or followed by
+ * exactly the bindings' checksum trailer recording f's position as its data
+ * length (safe/internal/integrity: 4 bytes per chunk, a 32-byte footer
+ * starting "\x89cuvsgo\n"; its sums are the safe layer's to check). cuVS's
+ * readers stop at their last field and never look further
+ * (brute_force_serialize.cu, cagra_serialize.cuh, ivf_flat_serialize.cuh,
+ * ivf_pq_serialize.cuh, ivf_sq_serialize.cuh, 26.06 and 26.08); the
+ * double's formats end where the index does and the double refuses other
+ * bytes after them itself, standing in for the safe layer's npy.Walk,
+ * which refuses them in cuVS's formats up to the trailer's data length. */
+DBL_HIDDEN int dbl_at_end(FILE* f);
 DBL_HIDDEN void dbl_buf_free(void* p, size_t bytes);
 /* Tensor metadata handed to callers with a deleter (shape/strides arrays). */
 DBL_HIDDEN int64_t* dbl_meta_alloc(int n);

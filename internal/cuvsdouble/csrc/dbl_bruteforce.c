@@ -678,7 +678,7 @@ static cuvsError_t bf_deserialize(const char* filename, cuvsBruteForceIndex_t in
   }
   /* the double's format ends with the index: bytes after it are refused
    * (cuVS reads no further; the safe layer refuses them in cuVS's format) */
-  if (fgetc(f) != EOF) {
+  if (!dbl_at_end(f)) {
     fclose(f);
     dbl_buf_free(data, bytes);
     return RAFT_FAIL("cuvsdouble: %s has bytes after the index", filename);

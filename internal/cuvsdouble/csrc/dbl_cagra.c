@@ -1358,7 +1358,7 @@ static int file_metric_ok(int m) { return (m >= 0 && m <= 20) || m == 100 || m =
 /* The double's own formats end where the index does: bytes after it are
  * refused (cuVS reads no further; the safe layer refuses them before C in
  * cuVS's formats, whose items it can walk). */
-static int file_at_end(FILE* f) { return fgetc(f) == EOF; }
+static int file_at_end(FILE* f) { return dbl_at_end(f); }
 
 static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
 {

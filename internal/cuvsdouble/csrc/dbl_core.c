@@ -1403,6 +1403,26 @@ static uint64_t mul_sat(uint64_t a, uint64_t b)
   return a * b;
 }
 
+int dbl_at_end(FILE* f)
+{
+  long at = ftell(f);
+  if (fgetc(f) == EOF) return 1;
+  struct stat st;
+  if (at < 0 || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  uint64_t left = (uint64_t)st.st_size - (uint64_t)at;
+  unsigned char ft[32];
+  if (left < sizeof ft || fseek(f, st.st_size - (long)sizeof ft, SEEK_SET) != 0 ||
+      fread(ft, 1, sizeof ft, f) != sizeof ft || memcmp(ft, "\x89" "cuvsgo\n", 8) != 0)
+    return 0;
+  uint64_t n = 0;
+  uint32_t chunk = 0;
+  for (int i = 7; i >= 0; i--) n = n << 8 | ft[8 + i];
+  for (int i = 3; i >= 0; i--) chunk = chunk << 8 | ft[16 + i];
+  if (chunk == 0 || n != (uint64_t)at) return 0;
+  uint64_t chunks = n / chunk + (n % chunk != 0);
+  return left == 4 * chunks + sizeof ft;
+}
+
 int dbl_file_holds(FILE* f, uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e,
                    uint64_t g)
 {

@@ -462,7 +462,7 @@ ivf_impl* ivf_read(FILE* f, int sq)
     for (size_t i = 0; ok && i < n; i++) ok = impl->labels[i] < h.n_lists;
   }
   /* the double's format ends with the index: bytes after it are refused */
-  if (ok && fgetc(f) != EOF) ok = 0;
+  if (ok && !dbl_at_end(f)) ok = 0;
   if (!ok) {
     ivf_free(impl);
     return NULL;

@@ -63,9 +63,17 @@ type Kind[T any, H ~uintptr] struct {
 	// file (cuvs...Serialize, cuvs...Deserialize).
 	SerializeC, DeserializeC func(h generated.CuvsResources_t, path *byte, idx H) error
 
-	// CheckFile checks a file's layout before any C call of Deserialize;
-	// nil checks only that it can be opened (kit.CheckFile).
-	CheckFile func(op, path string) error
+	// CheckFile checks a file's layout before any C call of Deserialize,
+	// its first size bytes (what precedes a checksum trailer); nil checks
+	// only that it can be opened (kit.CheckFile).
+	CheckFile func(op, path string, size int64) error
+
+	// Sidecar: the format's reader refuses bytes after its data
+	// (hnswlib's), so Serialize writes the checksum to a sidecar file
+	// beside the file rather than after its data; streams still carry it
+	// after the data (DeserializeFrom cuts it off). The package then reads
+	// files with its own Deserialize.
+	Sidecar bool
 
 	// Core returns the Index inside a package's index.
 	Core func(*T) *Index[H]
@@ -198,9 +206,25 @@ func (k *Kind[T, H]) Dim(t *T) int {
 	return int(k.Core(t).Dim)
 }
 
-// Serialize writes t to the file path (SerializeC), inside a shared use.
+// Serialize writes t to the file path (SerializeC), inside a shared use,
+// then its checksum (kit.Seal): after cuVS's bytes, or in a sidecar file
+// for a Sidecar kind.
 func (k *Kind[T, H]) Serialize(t *T, res *safe.Resources, path string) error {
 	op := k.Op.Serialize
+	if err := k.serialize(op, t, res, path); err != nil {
+		return err
+	}
+	return kit.Seal(op, path, k.Sidecar)
+}
+
+// SerializeCuVS writes t to the file path exactly as cuVS does, without
+// the checksum: for the tests that read what cuVS itself wrote.
+func (k *Kind[T, H]) SerializeCuVS(t *T, res *safe.Resources, path string) error {
+	return k.serialize(k.Op.Serialize, t, res, path)
+}
+
+// serialize writes t to the file path as cuVS does, without a checksum.
+func (k *Kind[T, H]) serialize(op string, t *T, res *safe.Resources, path string) error {
 	if t == nil {
 		return kit.NilIndex(op)
 	}
@@ -210,25 +234,35 @@ func (k *Kind[T, H]) Serialize(t *T, res *safe.Resources, path string) error {
 	})
 }
 
-// SerializeTo writes t to w through Serialize (kit.SerializeTo).
+// SerializeTo writes t to w as Serialize writes a file, the checksum
+// trailer after cuVS's bytes (kit.SerializeSealed), for every kind.
 func (k *Kind[T, H]) SerializeTo(t *T, res *safe.Resources, w io.Writer) (int64, error) {
 	op := k.Op.SerializeTo
 	if _, err := k.Of(t, op); err != nil { // a zero index says so, before its arguments are checked
 		return 0, err
 	}
-	return kit.SerializeTo(op, w, func(path string) error { return k.Serialize(t, res, path) })
+	return kit.SerializeSealed(op, w, func(path string) error { return k.serialize(k.Op.Serialize, t, res, path) })
 }
 
-// Deserialize reads an index from the file path: CheckFile, then a new
-// handle filled by DeserializeC (a refusal of the file's contents is
-// safe.ErrCorruptIndex), then Made.
-func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string) (*T, error) {
+// Deserialize reads an index from the file path: its checksum where it
+// has one (kit.VerifyFile), CheckFile, then a new handle filled by
+// DeserializeC (a refusal of the file's contents is safe.ErrCorruptIndex),
+// then Made. cuVS's reader stops at its last field, before the trailer.
+func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string, opts []safe.DeserializeOption) (*T, error) {
 	op := k.Op.Deserialize
+	lim, err := kit.Limits(op, opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := kit.CheckFile(op, path); err != nil { // refused before any C call: a missing file is fs.ErrNotExist
 		return nil, err
 	}
+	info, err := kit.VerifyFile(op, path, false, lim)
+	if err != nil {
+		return nil, err
+	}
 	if k.CheckFile != nil {
-		if err := k.CheckFile(op, path); err != nil {
+		if err := k.CheckFile(op, path, info.DataLen); err != nil {
 			return nil, err
 		}
 	}
@@ -247,9 +281,9 @@ func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string) (*T, error) {
 }
 
 // DeserializeFrom reads an index from r through Deserialize
-// (kit.DeserializeFrom).
+// (kit.DeserializeFrom: the stream's checksum checked, and cut off).
 func (k *Kind[T, H]) DeserializeFrom(res *safe.Resources, r io.Reader, opts []safe.DeserializeOption) (*T, error) {
-	return kit.DeserializeFrom(k.Op.DeserializeFrom, r, opts, func(path string) (*T, error) { return k.Deserialize(res, path) })
+	return kit.DeserializeFrom(k.Op.DeserializeFrom, r, opts, func(path string) (*T, error) { return k.Deserialize(res, path, nil) })
 }
 
 // Close frees t (kit.Life.Close): Release and the one-call searches'

@@ -52,6 +52,12 @@ func CheckFile(op, path string) error {
 // as CheckFile does.
 // visit, if not nil, checks the items' sequence (npy.Walk).
 func CheckItems(op, path string, tagged bool, visit func(i int, it npy.Item) error) error {
+	return CheckItemsN(op, path, -1, tagged, visit)
+}
+
+// CheckItemsN is CheckItems of the file's first size bytes (what precedes
+// its checksum trailer); size < 0 is the whole file.
+func CheckItemsN(op, path string, size int64, tagged bool, visit func(i int, it npy.Item) error) error {
 	if err := CheckFile(op, path); err != nil {
 		return err
 	}
@@ -64,7 +70,10 @@ func CheckItems(op, path string, tagged bool, visit func(i int, it npy.Item) err
 	if err != nil {
 		return nil
 	}
-	if _, _, err := npy.Walk(f, st.Size(), tagged, visit); err != nil {
+	if size < 0 || size > st.Size() {
+		size = st.Size()
+	}
+	if _, _, err := npy.Walk(f, size, tagged, visit); err != nil {
 		return Corrupt(op, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/cuvs-go/cuvs/safe"
@@ -31,8 +32,10 @@ func SerializeTo(op string, w io.Writer, serialize func(path string) error) (int
 
 // DeserializeFrom copies r to its end into an anonymous in-memory file
 // (stream.FromReader: cuVS's deserializers read a path, some twice; a
-// private temporary file where memfd_create is missing) and runs
-// deserialize on its path. deserialize's own error comes back as the
+// private temporary file where memfd_create is missing), checks its
+// checksum trailer where it has one (a damaged stream, or one without a
+// trailer where opts require it, is safe.ErrCorruptIndex; opts' Verified
+// is set), cuts the trailer off and runs deserialize on its path. deserialize's own error comes back as the
 // caller's (FromStream: named op, the file called "the stream"); a stream
 // over opts' MaxBytes is an *ArgError naming r; a failure of r or of the
 // copy is wrapped with op.
@@ -41,18 +44,15 @@ func DeserializeFrom[I any](op string, r io.Reader, opts []safe.DeserializeOptio
 	if r == nil {
 		return zero, Argf(op, "r", "nil io.Reader")
 	}
-	var lim safe.DeserializeLimits
-	for _, o := range opts {
-		if o == nil {
-			return zero, Argf(op, "opts", "nil DeserializeOption")
-		}
-		o(&lim)
-	}
-	if lim.MaxBytes < 0 {
-		return zero, Argf(op, "opts", "MaxBytes(%d): want a positive limit, or 0 for none", lim.MaxBytes)
+	lim, err := Limits(op, opts)
+	if err != nil {
+		return zero, err
 	}
 	var derr error
-	_, err := stream.FromReader(r, lim.MaxBytes, func(path string) error {
+	_, err = stream.FromReaderFile(r, lim.MaxBytes, func(f *os.File, path string) error {
+		if derr = checkStream(op, f, lim); derr != nil {
+			return derr
+		}
 		idx, derr = deserialize(path)
 		derr = FromStream(op, path, derr)
 		return derr
@@ -103,6 +103,29 @@ func FromStream(op, path string, err error) error {
 		msg = op + ": " + rest
 	}
 	return &renamed{msg: msg, err: err}
+}
+
+// RenamePath rewrites err, op's error on a copy of the file name at
+// copyPath, to name name instead; nil stays nil. An *safe.Error or
+// *safe.ArgError stays one (a copy); any other error keeps its chain.
+func RenamePath(op, copyPath, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	fix := func(s string) string { return strings.ReplaceAll(s, copyPath, name) }
+	var e *safe.Error
+	if errors.As(err, &e) && error(e) == err {
+		c := *e
+		c.Reason, c.Text = fix(c.Reason), fix(c.Text)
+		return &c
+	}
+	var ae *safe.ArgError
+	if errors.As(err, &ae) && error(ae) == err {
+		c := *ae
+		c.Reason = fix(c.Reason)
+		return &c
+	}
+	return &renamed{msg: fix(err.Error()), err: err}
 }
 
 // renamed is an error with its message rewritten and its chain kept.

@@ -13,6 +13,7 @@ import (
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/integrity"
 )
 
 // Damaged is one way of spoiling a valid index stream.
@@ -102,16 +103,26 @@ func Query(dtype dlpack.DataType, dim, rows int) []float32 {
 // safe.ErrInvalidArgument, for a stream over the bound), names op, is
 // valid UTF-8 and does not show the stream's internal /proc/self/fd path.
 func Fuzz[I io.Closer](f *testing.F, op string, valid []byte, read func(r io.Reader, opts ...safe.DeserializeOption) (I, error), use func(idx I) error) {
-	f.Add(valid)
-	for _, d := range Damages(valid) {
-		f.Add(d.Data)
+	// valid, as the bindings write it (a checksum trailer after cuVS's
+	// bytes), and cuVS's bytes alone (as cuVS writes them): damage to the
+	// first is refused by the checksum, to the second by the layout checks
+	// and cuVS's reader, which the fuzzer thus keeps reaching.
+	seeds := [][]byte{valid}
+	if info, err := integrity.Check(bytes.NewReader(valid), int64(len(valid))); err == nil && info.Appended {
+		seeds = append(seeds, valid[:info.DataLen])
 	}
-	// Further into the header, and past it, on the double only: a real
-	// library is fed only what TestCorruptIndexes feeds it.
-	for i := 9; safetest.Control() != nil && i < len(valid) && i < 256; i += 7 {
-		b := bytes.Clone(valid)
-		b[i] ^= 0xff
-		f.Add(b)
+	for _, v := range seeds {
+		f.Add(v)
+		for _, d := range Damages(v) {
+			f.Add(d.Data)
+		}
+		// Further into the header, and past it, on the double only: a real
+		// library is fed only what TestCorruptIndexes feeds it.
+		for i := 9; safetest.Control() != nil && i < len(v) && i < 256; i += 7 {
+			b := bytes.Clone(v)
+			b[i] ^= 0xff
+			f.Add(b)
+		}
 	}
 	limit := safe.MaxBytes(int64(4*len(valid) + 4096))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -117,6 +117,13 @@ var noMemfd = false
 // copied and the first error: r's or *TooLargeError (read is then not
 // called), else read's. It reads at most limit+1 bytes from r.
 func FromReader(r io.Reader, limit int64, read func(path string) error) (int64, error) {
+	return FromReaderFile(r, limit, func(_ *os.File, path string) error { return read(path) })
+}
+
+// FromReaderFile is FromReader with the file handed to read too (open for
+// reading and writing, its offset at its end): read may check it or cut it
+// (Truncate) before a deserializer opens path.
+func FromReaderFile(r io.Reader, limit int64, read func(f *os.File, path string) error) (int64, error) {
 	f, path, cleanup, err := memFile()
 	if err != nil {
 		return 0, err
@@ -138,7 +145,7 @@ func FromReader(r io.Reader, limit int64, read func(path string) error) (int64, 
 	if limit > 0 && n > limit {
 		return n, &TooLargeError{Limit: limit}
 	}
-	return n, read(path)
+	return n, read(f, path)
 }
 
 // memFile makes an anonymous in-memory file and the /proc path that reopens
