@@ -324,6 +324,10 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, queries 
 }
 
 // Serialize writes the index, with its dataset, to a file.
+//
+// The file is cuVS's bytes followed by the bindings' checksum trailer
+// (CRC-32C sums, 4 bytes per MiB), which cuVS's reader, stopping at its
+// last field, ignores: cuVS (C, C++, Python) reads the file as its own.
 func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	return kind.Serialize(idx, res, path)
 }
@@ -333,20 +337,25 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // damaged, with bytes after the index) is refused with
 // safe.ErrCorruptIndex: its header and layout are checked before any C
 // call, and cuVS's own refusals of its contents carry the sentinel too.
-func Deserialize(res *safe.Resources, path string) (*Index, error) {
-	return kind.Deserialize(res, path)
+//
+// The file's checksum trailer is checked first, where it has one: a
+// flipped bit anywhere is safe.ErrCorruptIndex naming the damaged byte
+// range. A file cuVS wrote has none and loads unproved (the checks above
+// only): safe.RequireChecksum refuses it, safe.Verified tells which.
+func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
+	return kind.Deserialize(res, path, opts)
 }
 
 // checkFile refuses, before any C call, a file whose header is not a
 // brute-force index's or that is not whole .npy items to its end.
-func checkFile(op, path string) error {
+func checkFile(op, path string, size int64) error {
 	if _, err := readHeader(path); err != nil {
 		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		return kit.Corrupt(op, err)
 	}
-	return kit.CheckItems(op, path, true, nil)
+	return kit.CheckItemsN(op, path, size, true, nil)
 }
 
 // loaded reads what the index holds from the file's header, once cuVS has
