@@ -67,6 +67,19 @@ func Sentinel[N NeighborID]() N {
 	return N(s64u)
 }
 
-// Valid reports whether id is a neighbor rather than the sentinel of its
-// type (Sentinel[N]).
-func Valid[N NeighborID](id N) bool { return id != Sentinel[N]() }
+// Valid reports whether id can be a row of an index: true for 0 up to
+// below the sentinel of its type, false for the sentinel (Sentinel[N]),
+// for negative int64 ids and for ids above the sentinel (a uint32 with its
+// top bit set, which CAGRA uses as a flag; a uint64 beyond int64's range,
+// such as -1 read as uint64), none of which is a row.
+func Valid[N NeighborID](id N) bool {
+	switch v := any(id).(type) {
+	case uint32:
+		return v < SentinelID32
+	case int64:
+		return v >= 0 && v < SentinelID64
+	case uint64:
+		return v < uint64(SentinelID64)
+	}
+	return false
+}
