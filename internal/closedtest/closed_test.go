@@ -70,6 +70,31 @@ func TestClosedResourcesNameTheOperation(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, fl)
+	cp, err := cagra.DefaultIndexParams()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.GraphDegree, cp.IntermediateGraphDegree = 8, 16
+	cg, err := cagra.Build(live, dev, &cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, cg)
+	nb, err := safe.NewDeviceMatrix[int64](live, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, nb)
+	ds, err := safe.NewDeviceMatrix[float32](live, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, ds)
+	q, err := safe.DeviceMatrixFrom(live, data[:dim], 1, dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, q)
 	res, err := safe.NewResources()
 	if err != nil {
 		t.Fatal(err)
@@ -77,11 +102,6 @@ func TestClosedResourcesNameTheOperation(t *testing.T) {
 	if err := res.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := cagra.DefaultIndexParams()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp.GraphDegree, cp.IntermediateGraphDegree = 8, 16
 	path := filepath.Join(t.TempDir(), "bf")
 	if err := bf.Serialize(live, path); err != nil {
 		t.Fatal(err)
@@ -108,6 +128,10 @@ func TestClosedResourcesNameTheOperation(t *testing.T) {
 		{"bruteforce.Index.Serialize", bf.Serialize(res, filepath.Join(t.TempDir(), "x"))},
 		{"bruteforce.SearchSlice", second(bruteforce.SearchSlice(res, bf, data[:dim], 2, nil))},
 		{"cagra.Build", second(cagra.Build(res, host, &cp))},
+		{"cagra.Index.Search", cg.Search(res, nil, q, nb, ds, nil)},
+		{"bruteforce.Index.Search", bf.Search(res, q, nb, ds, nil)},
+		{"ivfflat.Index.Search", fl.Search(res, nil, q, nb, ds, nil)},
+		{"ivfflat.Index.Extend", fl.Extend(res, q, nil)},
 		{"cagra.Build", second(cagra.Build(res, dev, &cp))},
 		{"ivfflat.Build", second(ivfflat.Build(res, host, &fp))},
 		{"ivfflat.SearchSlice", second(ivfflat.SearchSlice(res, fl, nil, data[:dim], 2, nil))},
