@@ -137,4 +137,13 @@ func wrap(op string, err error) error {
 // items to its end), and a failure of cuVS's deserializer on the file's
 // contents is reported with it too (an *Error, which is also ErrCuvs). A
 // file that cannot be opened is not corrupt.
+//
+// What the bindings write carries a checksum (a CRC-32C per MiB, after
+// cuVS's bytes; hnsw's files keep it in a sidecar, path+".crc32c"),
+// checked first: any flipped bit, and any burst of up to 32 damaged bits
+// in a MiB, is refused naming the damaged byte range; other damage
+// escapes with a chance of 2^-32 per MiB. A file cuVS wrote has no
+// checksum: only its layout and cuVS's reader check it, and a flipped
+// bit in its data may load (RequireChecksum refuses such files). The
+// checksum proves the bytes are those written, not who wrote them.
 var ErrCorruptIndex = errors.New("corrupt or truncated index")
