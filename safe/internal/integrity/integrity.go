@@ -23,6 +23,27 @@
 // append the trailer after cuVS's bytes (cuVS's readers stop at their last
 // field) or keep it beside the file, and map its errors to
 // safe.ErrCorruptIndex.
+//
+// # Why a trailer, and where a sidecar
+//
+// A trailer keeps one object per index, streams included, and leaves
+// cuVS's bytes as cuVS wrote them: an envelope before them would make the
+// files unreadable by cuVS itself, a sidecar alone cannot follow a stream.
+// It works because every reader but hnswlib's stops at its last field
+// without looking for the end of the file, in cuVS 26.06.00 and 26.08.01
+// alike (std::ifstream reads, no tellg, seekg, peek or eof check):
+// brute_force_serialize.cu (dtype, version, rows, dim, metric, dataset,
+// norms), detail/cagra/cagra_serialize.cuh (and, on 26.08,
+// detail/dataset_serialize.hpp), ivf_flat/ivf_flat_serialize.cuh,
+// ivf_pq/ivf_pq_serialize.cuh and ivf_sq/ivf_sq_serialize.cuh, under
+// cpp/src/neighbors; the C layer (c/src/neighbors/*.cpp) reads only the
+// 4-byte dtype first. hnsw's reader is hnswlib 0.7.0's loadIndex
+// (cpp/src/neighbors/detail/hnsw.hpp; cpp/cmake/patches/
+// hnswlib_override.json), which throws "Index seems to be corrupted or
+// unsupported" unless it ends exactly at the file's end (hnswalg.h): hnsw's
+// files keep hnswlib's bytes and their trailer goes to a sidecar file,
+// path+SidecarSuffix; its streams carry the trailer, cut off before
+// hnswlib reads them.
 package integrity
 
 import (
