@@ -637,6 +637,9 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 				timed("tiered Search+ToHost", t0)
 			}
 			after := idx.Rows()
+			if after == 0 { // closed since the search (a closed index's getters are 0)
+				after = mutCap
+			}
 			for i := range n {
 				if err := checkRows(ids[i*k:(i+1)*k], ds[i*k:(i+1)*k], after, filtered, -1); err != nil {
 					fail("tiered Search (filtered %v), query %d: %v", filtered, q0+i, err)
@@ -739,6 +742,9 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 				return
 			}
 			after := idx.Rows()
+			if after == 0 { // closed since the search (a closed index's getters are 0)
+				after = mutCap
+			}
 			ids := make([]int64, len(nb))
 			for i, id := range nb {
 				ids[i] = int64(id)
