@@ -27,7 +27,8 @@ type closer interface{ Close() error }
 func TestClosedIndexGetters(t *testing.T) {
 	safetest.Check(t)
 	res := safetest.Resources(t)
-	const n, dim = 64, 4
+	// 512 rows: enough for IVF-PQ's 256-code books on the real library.
+	const n, dim = 512, 4
 	data := safetest.Random(3, n, dim)
 	host, err := dlpack.NewHostMatrix(data, n, dim)
 	if err != nil {
