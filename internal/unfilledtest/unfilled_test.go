@@ -39,7 +39,7 @@ func tieredFixture(t *testing.T, backend tiered.Backend) (*safe.Resources, *tier
 	p.Backend = backend
 	p.CAGRA = tiered.CAGRAParams{GraphDegree: 16, IntermediateGraphDegree: 32}
 	p.IVFFlat.NLists = 8
-	p.IVFPQ.NLists, p.IVFPQ.PQDim = 8, 2
+	p.IVFPQ.NLists, p.IVFPQ.PQDim, p.IVFPQ.PQBits = 8, 2, 4 // 16-code books: 250 rows train them on the real library
 	idx, err := tiered.Build(res, first, &p)
 	if err != nil {
 		t.Fatal(err)
