@@ -2,6 +2,7 @@ package closedtest
 
 import (
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,6 +127,8 @@ func TestClosedResourcesNameTheOperation(t *testing.T) {
 		{"bruteforce.Build", second(bruteforce.Build(res, host, nil))},
 		{"bruteforce.Deserialize", second(bruteforce.Deserialize(res, path))},
 		{"bruteforce.Index.Serialize", bf.Serialize(res, filepath.Join(t.TempDir(), "x"))},
+		{"bruteforce.Index.SerializeTo", second(bf.SerializeTo(res, io.Discard))},
+		{"ivfflat.Index.SerializeTo", second(fl.SerializeTo(res, io.Discard))},
 		{"bruteforce.SearchSlice", second(bruteforce.SearchSlice(res, bf, data[:dim], 2, nil))},
 		{"cagra.Build", second(cagra.Build(res, host, &cp))},
 		{"cagra.Index.Search", cg.Search(res, nil, q, nb, ds, nil)},

@@ -241,7 +241,7 @@ func (k *Kind[T, H]) SerializeTo(t *T, res *safe.Resources, w io.Writer) (int64,
 	if _, err := k.Of(t, op); err != nil { // a zero index says so, before its arguments are checked
 		return 0, err
 	}
-	return kit.SerializeSealed(op, w, func(path string) error { return k.serialize(k.Op.Serialize, t, res, path) })
+	return kit.SerializeSealed(op, w, func(path string) error { return k.serialize(op, t, res, path) })
 }
 
 // Deserialize reads an index from the file path: its checksum where it
