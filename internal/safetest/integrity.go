@@ -2,6 +2,7 @@ package safetest
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -25,6 +26,19 @@ const (
 
 // TrailerLen returns the length of the checksum trailer of n bytes of data.
 func TrailerLen(n int) int { return 4*((n+trailerChunk-1)/trailerChunk) + trailerFooter }
+
+// CuVSBytes returns what precedes b's checksum trailer (the data length
+// its footer records), cuVS's bytes; b itself where it has no footer.
+func CuVSBytes(b []byte) []byte {
+	if len(b) < trailerFooter || string(b[len(b)-trailerFooter:len(b)-trailerFooter+8]) != "\x89cuvsgo\n" {
+		return b
+	}
+	n := binary.LittleEndian.Uint64(b[len(b)-trailerFooter+8:])
+	if n > uint64(len(b)) {
+		return b
+	}
+	return b[:n]
+}
 
 // where matches the byte range a checksum refusal names.
 var where = regexp.MustCompile(`checksum: [a-z' ]+ at bytes (\d+) to (\d+)`)
@@ -98,7 +112,7 @@ func (s *IndexSuite[I, P]) integrity(t *testing.T) {
 	sealed, err := os.ReadFile(path)
 	noErr(t, err)
 	tl := TrailerLen(len(raw))
-	if len(sealed) != len(raw)+tl || !bytes.Equal(sealed[:len(raw)], raw) {
+	if len(sealed) != len(raw)+tl || !bytes.Equal(sealed[:len(raw)], raw) || !bytes.Equal(CuVSBytes(sealed), raw) {
 		t.Fatalf("the file (%d bytes) is not cuVS's %d bytes followed by a %d-byte trailer", len(sealed), len(raw), tl)
 	}
 

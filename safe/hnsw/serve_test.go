@@ -219,8 +219,9 @@ func TestDeserializeDtypeMismatch(t *testing.T) {
 	if !errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), "wrong dtype") {
 		t.Errorf("float16: %v, want ErrCorruptIndex (NaN/Inf patterns)", err)
 	}
-	// vectors of 4*dim+2 bytes
-	b := bytes.Clone(buf.Bytes())
+	// vectors of 4*dim+2 bytes (in hnswlib's bytes: the stream's checksum
+	// would refuse the edit first)
+	b := bytes.Clone(safetest.CuVSBytes(buf.Bytes()))
 	for _, off := range []int{24, 32} { // size_data_per_element, label_offset
 		binary.LittleEndian.PutUint64(b[off:], binary.LittleEndian.Uint64(b[off:])+2)
 	}
