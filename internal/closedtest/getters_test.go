@@ -14,6 +14,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/ivfsq"
 	"github.com/cuvs-go/cuvs/safe/nndescent"
+	"github.com/cuvs-go/cuvs/safe/tiered"
 	"github.com/cuvs-go/cuvs/safe/vamana"
 )
 
@@ -102,6 +103,15 @@ func TestClosedIndexGetters(t *testing.T) {
 	vm, err := vamana.Build(res, host, &vp)
 	must(err)
 	cases = append(cases, getters{"vamana", vm, func() []any { return []any{vm.Rows(), vm.Dim(), vm.GraphDegree(), vm.DType(), vm.Borrows()} }})
+
+	tp, err := tiered.DefaultIndexParams()
+	must(err)
+	tp.MinANNRows = n / 2
+	td, err := tiered.Build(res, host, &tp)
+	must(err)
+	cases = append(cases, getters{"tiered", td, func() []any {
+		return []any{td.Rows(), td.ANNRows(), td.Dim(), td.DType(), td.Backend(), td.Params(), td.Live(), td.Stored()}
+	}})
 
 	for _, c := range cases {
 		before := c.get()

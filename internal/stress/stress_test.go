@@ -641,7 +641,7 @@ func mutating(t *testing.T, worker func(uint64, func(*rand.Rand, *safe.Resources
 				after = mutCap
 			}
 			for i := range n {
-				if err := checkRows(ids[i*k:(i+1)*k], ds[i*k:(i+1)*k], after, filtered, -1); err != nil {
+				if err := checkRows(ids[i*k:(i+1)*k], ds[i*k:(i+1)*k], after, filtered, safe.SentinelID64); err != nil {
 					fail("tiered Search (filtered %v), query %d: %v", filtered, q0+i, err)
 				}
 			}

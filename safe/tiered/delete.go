@@ -120,7 +120,7 @@ func (idx *Index) Delete(ids []int64) (int, error) {
 
 // Live returns the rows not deleted: what searches can return.
 func (idx *Index) Live() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.live.Load())
@@ -130,7 +130,7 @@ func (idx *Index) Live() int {
 // and the deleted ones not yet compacted away. Stored() - Live() rows
 // would be freed by Compact.
 func (idx *Index) Stored() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.stored.Load())

@@ -2,6 +2,7 @@ package tiered_test
 
 import (
 	"fmt"
+	"log"
 
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/tiered"
@@ -10,6 +11,9 @@ import (
 // A growable index: a CAGRA index over the first rows, fresh rows in a
 // brute-force tier, both searched by one call.
 func Example() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	const dim = 4
 	res, err := safe.NewResources()
 	if err != nil {
@@ -64,6 +68,9 @@ func Example() {
 // Deleting rows by id: they are never returned again, and ids do not
 // change, neither at the deletion nor when Compact frees their storage.
 func ExampleIndex_Delete() {
+	if err := safe.Load(); err != nil {
+		log.Fatal(err)
+	}
 	const dim = 4
 	res, err := safe.NewResources()
 	if err != nil {

@@ -409,7 +409,7 @@ func (p *IndexParams) checkANNRows(op, arg string, rows int64) error {
 // and the largest k a search takes (slots past the live rows hold the
 // sentinel). Live() counts the rows not deleted.
 func (idx *Index) Rows() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.rows.Load())
@@ -419,7 +419,7 @@ func (idx *Index) Rows() int {
 // included until a compaction); the other Stored() rows are in the fresh
 // tier.
 func (idx *Index) ANNRows() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.annRows.Load())
@@ -427,7 +427,7 @@ func (idx *Index) ANNRows() int {
 
 // Dim returns the vectors' dimension.
 func (idx *Index) Dim() int {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return int(idx.dim)
@@ -435,7 +435,7 @@ func (idx *Index) Dim() int {
 
 // DType returns float32, the only element type of the C API.
 func (idx *Index) DType() dlpack.DataType {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return dlpack.DataType{}
 	}
 	return dlpack.Float32
@@ -443,7 +443,7 @@ func (idx *Index) DType() dlpack.DataType {
 
 // Backend returns the ANN backend.
 func (idx *Index) Backend() Backend {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return 0
 	}
 	return idx.p.Backend
@@ -451,7 +451,7 @@ func (idx *Index) Backend() Backend {
 
 // Params returns the parameters the index was built with.
 func (idx *Index) Params() IndexParams {
-	if idx == nil {
+	if idx == nil || idx.life.Closed() {
 		return IndexParams{}
 	}
 	return idx.p
