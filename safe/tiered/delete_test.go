@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/batch"
+	"github.com/cuvs-go/cuvs/safe/internal/integrity"
 	"github.com/cuvs-go/cuvs/safe/tiered"
 )
 
@@ -500,8 +502,8 @@ func TestDeletePersist(t *testing.T) {
 	_, err = plain.SerializeTo(res, &v2)
 	must(t, err)
 	const magicLen = 16
-	hdr := v2.Len() - magicLen - 8 - 600*dim*4
-	s := v2.Bytes()
+	s := unsealed(t, v2.Bytes()) // the format's own checks, under the checksum
+	hdr := len(s) - magicLen - 8 - 600*dim*4
 	if s[magicLen-1] != 2 || binary.LittleEndian.Uint64(s[magicLen+hdr:]) != 600 {
 		t.Fatalf("stream layout: version byte %d, ids given %d", s[magicLen-1], binary.LittleEndian.Uint64(s[magicLen+hdr:]))
 	}
@@ -525,7 +527,7 @@ func TestDeletePersist(t *testing.T) {
 	must(t, err)
 	_, err = plain.SerializeTo(res, &withIDs)
 	must(t, err)
-	bad := withIDs.Bytes()
+	bad := slices.Clone(unsealed(t, withIDs.Bytes()))
 	tail := len(bad) - 599*8 // the ids: 0, 1, 3, ...
 	binary.LittleEndian.PutUint64(bad[tail+8:], 0)
 	if _, err := tiered.DeserializeFrom(res, bytes.NewReader(bad)); !errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), "ids") {
@@ -681,5 +683,89 @@ func TestDeleteConcurrent(t *testing.T) {
 	wg.Wait()
 	if want := 2*pairs + extra - pairs; idx.Live() != want {
 		t.Errorf("live %d, want %d", idx.Live(), want)
+	}
+}
+
+// unsealed returns a sealed stream's data: its checksum trailer cut off.
+func unsealed(t testing.TB, b []byte) []byte {
+	t.Helper()
+	off := int64(len(b) - integrity.FooterSize)
+	f, found, err := integrity.ParseFooter(b[off:], off)
+	if err != nil || !found {
+		t.Fatalf("no checksum trailer at the stream's end (%v)", err)
+	}
+	return b[:f.DataLen]
+}
+
+// TestIntegrity: the package's own format is sealed (a CRC-32C trailer):
+// a stream and a file read back verified; any flipped bit, in the data or
+// the trailer, is safe.ErrCorruptIndex naming the checksum's damaged
+// range; a stream without the trailer (as written before it) loads
+// unverified, and safe.RequireChecksum refuses it.
+func TestIntegrity(t *testing.T) {
+	safetest.Check(t)
+	res := safetest.Resources(t)
+	data := safetest.Random(47, 400, dim)
+	idx, err := tiered.Build(res, device(t, res, data[:300*dim], 300), params(t, tiered.CAGRA, 200))
+	must(t, err)
+	safetest.Close(t, idx)
+	must(t, idx.Extend(res, device(t, res, data[300*dim:], 100)))
+	_, err = idx.Delete([]int64{5, 305})
+	must(t, err)
+	var buf bytes.Buffer
+	n, err := idx.SerializeTo(res, &buf)
+	must(t, err)
+	if n != int64(buf.Len()) {
+		t.Fatalf("SerializeTo returned %d bytes, wrote %d", n, buf.Len())
+	}
+	sealed := buf.Bytes()
+	ok := false
+	back, err := tiered.DeserializeFrom(res, bytes.NewReader(sealed), safe.Verified(&ok))
+	must(t, err)
+	if !ok || back.Live() != idx.Live() || back.Rows() != idx.Rows() {
+		t.Errorf("round trip: verified %v, live %d rows %d; want true, %d, %d", ok, back.Live(), back.Rows(), idx.Live(), idx.Rows())
+	}
+	must(t, back.Close())
+	rng := rand.New(rand.NewPCG(47, 1))
+	for i := range 24 {
+		bad := slices.Clone(sealed)
+		bit := rng.IntN(8 * len(bad))
+		if i%4 == 0 { // the trailer
+			bit = 8*len(unsealed(t, sealed)) + rng.IntN(8*(len(bad)-len(unsealed(t, sealed))))
+		}
+		bad[bit/8] ^= 1 << (bit % 8)
+		if x, err := tiered.DeserializeFrom(res, bytes.NewReader(bad)); !errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), "checksum") {
+			if x != nil {
+				_ = x.Close()
+			}
+			t.Fatalf("bit %d of %d flipped: %v, want safe.ErrCorruptIndex from the checksum", bit, 8*len(bad), err)
+		}
+	}
+	plain := unsealed(t, sealed)
+	ok = true
+	old, err := tiered.DeserializeFrom(res, bytes.NewReader(plain), safe.Verified(&ok))
+	must(t, err)
+	must(t, old.Close())
+	if ok {
+		t.Error("a stream without a trailer read back as verified")
+	}
+	if _, err := tiered.DeserializeFrom(res, bytes.NewReader(plain), safe.RequireChecksum()); !errors.Is(err, safe.ErrCorruptIndex) {
+		t.Errorf("RequireChecksum, no trailer: %v, want safe.ErrCorruptIndex", err)
+	}
+	path := filepath.Join(t.TempDir(), "tiered.idx")
+	must(t, idx.Serialize(res, path))
+	ok = false
+	f, err := tiered.Deserialize(res, path, safe.Verified(&ok))
+	must(t, err)
+	must(t, f.Close())
+	if !ok {
+		t.Error("the file read back unverified")
+	}
+	b, err := os.ReadFile(path)
+	must(t, err)
+	b[len(b)/3] ^= 0x10
+	must(t, os.WriteFile(path, b, 0o600))
+	if _, err := tiered.Deserialize(res, path); !errors.Is(err, safe.ErrCorruptIndex) || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("a flipped bit in the file: %v, want safe.ErrCorruptIndex from the checksum", err)
 	}
 }

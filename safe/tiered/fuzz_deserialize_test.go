@@ -23,7 +23,10 @@ func FuzzDeserializeFrom(f *testing.F) {
 	f.Cleanup(func() { idx.Close() })
 	plain := serialtest.Stream(f, func(w io.Writer) (int64, error) { return idx.SerializeTo(res, w) })
 	f.Add(plain)
-	// the same in version 1: the magic's last byte 1, no ids-given field
+	// the same without its checksum trailer (as written before it), and in
+	// version 1: the magic's last byte 1, no ids-given field
+	plain = unsealed(f, plain)
+	f.Add(plain)
 	const magicLen = 16
 	hdr := len(plain) - magicLen - 8 - idx.Rows()*idx.Dim()*4
 	v1 := append(bytes.Clone(plain[:magicLen+hdr]), plain[magicLen+hdr+8:]...)

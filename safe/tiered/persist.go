@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/integrity"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
@@ -20,6 +21,9 @@ import (
 // ones, each tier in id order; from version 2, when fewer rows than ids
 // given are written (rows deleted), the id of each row, int64, ascending.
 // Version 1 (written before deletions) holds ids 0..Rows-1; it is read.
+// After the data, a checksum trailer (safe/internal/integrity: a CRC-32C
+// per MiB), which the readers check first; a stream without one (written
+// before it) is read unverified, and refused under safe.RequireChecksum.
 const (
 	magic   = "cuvs-go/tiered\x00\x02"
 	magicV1 = "cuvs-go/tiered\x00\x01"
@@ -39,7 +43,10 @@ type fileHeader struct {
 
 // SerializeTo writes the index to w: its parameters, its tier split, its
 // live rows (Live() × Dim() float32, copied from the device) and, when
-// rows were deleted, their ids; it returns the bytes written. Deleted rows
+// rows were deleted, their ids, then a checksum trailer (a CRC-32C per MiB:
+// DeserializeFrom refuses a stream with a flipped bit as
+// safe.ErrCorruptIndex naming the damaged range); it returns the bytes
+// written. Deleted rows
 // are not written (their ids stay deleted in the index read back). The ANN
 // index itself is not written (the C API has no serializer for a tiered
 // index): DeserializeFrom rebuilds it over the same rows. A shared use: it
@@ -106,7 +113,8 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 		h.AdaptiveCenters = 1
 	}
 	cw := &countingWriter{w: w}
-	bw := bufio.NewWriter(cw)
+	sum := integrity.NewSum()
+	bw := bufio.NewWriter(integrity.Writer(cw, sum))
 	if _, err := bw.WriteString(magic); err != nil {
 		return cw.n, fmt.Errorf("%s: %w", op, err)
 	}
@@ -121,6 +129,9 @@ func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer) (int64, error) {
 		}
 	}
 	if err := bw.Flush(); err != nil {
+		return cw.n, fmt.Errorf("%s: %w", op, err)
+	}
+	if _, err := cw.Write(sum.Trailer()); err != nil {
 		return cw.n, fmt.Errorf("%s: %w", op, err)
 	}
 	return cw.n, nil
@@ -165,12 +176,20 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
 		return nil, err
 	}
+	lim, err := kit.Limits(op, opts)
+	if err != nil {
+		return nil, err
+	}
+	info, err := kit.VerifyFile(op, path, false, lim)
+	if err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	defer f.Close()
-	return deserialize(op, res, f, opts)
+	return deserialize(op, res, io.LimitReader(f, info.DataLen), lim.MaxBytes)
 }
 
 // DeserializeFrom reads an index written by SerializeTo from r: the same
@@ -185,23 +204,24 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 // safe.MaxBytes bounds its length, checked from the header before the
 // rows are read.
 func DeserializeFrom(res *safe.Resources, r io.Reader, opts ...safe.DeserializeOption) (*Index, error) {
-	return deserialize("tiered.DeserializeFrom", res, r, opts)
+	const op = "tiered.DeserializeFrom"
+	lim, err := kit.Limits(op, opts)
+	if err != nil {
+		return nil, err
+	}
+	return kit.DeserializeFrom(op, r, opts, func(path string) (*Index, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		defer f.Close()
+		return deserialize(op, res, f, lim.MaxBytes)
+	})
 }
 
-func deserialize(op string, res *safe.Resources, r io.Reader, opts []safe.DeserializeOption) (*Index, error) {
-	if r == nil {
-		return nil, kit.Argf(op, "r", "nil io.Reader")
-	}
-	var lim safe.DeserializeLimits
-	for _, o := range opts {
-		if o == nil {
-			return nil, kit.Argf(op, "opts", "nil DeserializeOption")
-		}
-		o(&lim)
-	}
-	if lim.MaxBytes < 0 {
-		return nil, kit.Argf(op, "opts", "MaxBytes(%d): want a positive limit, or 0 for none", lim.MaxBytes)
-	}
+// deserialize reads the stream's data (its checksum checked and cut off
+// by the caller) from r; maxBytes (0: none) bounds its length.
+func deserialize(op string, res *safe.Resources, r io.Reader, maxBytes int64) (*Index, error) {
 	br := bufio.NewReader(r)
 	m := make([]byte, len(magic))
 	if _, err := io.ReadFull(br, m); err != nil || (string(m) != magic && string(m) != magicV1) {
@@ -239,8 +259,8 @@ func deserialize(op string, res *safe.Resources, r io.Reader, opts []safe.Deseri
 			size += h.Rows * 8
 		}
 	}
-	if lim.MaxBytes > 0 && size > lim.MaxBytes {
-		return nil, kit.Argf(op, "r", "a tiered index of %d bytes, over the limit of %d (safe.MaxBytes)", size, lim.MaxBytes)
+	if maxBytes > 0 && size > maxBytes {
+		return nil, kit.Argf(op, "r", "a tiered index of %d bytes, over the limit of %d (safe.MaxBytes)", size, maxBytes)
 	}
 	host := make([]float32, h.Rows*h.Dim)
 	if err := binary.Read(br, binary.LittleEndian, host); err != nil {
