@@ -218,32 +218,31 @@ func (idx *CagraIndex) Serialize(res *Resources, path string) error {
 // Shards are read from the file, whose every rank begins with cuVS's CAGRA
 // header (rows, dim); they stay unknown (-1, 0, nil) for a file in no
 // format Go can read, and then UpdateDataset refuses the index.
-func DeserializeCagra(res *Resources, path string) (*CagraIndex, error) {
-	return loadCagra("multigpu.DeserializeCagra", res, path, true)
+func DeserializeCagra(res *Resources, path string, opts ...safe.DeserializeOption) (*CagraIndex, error) {
+	return loadCagra("multigpu.DeserializeCagra", res, path, true, opts)
 }
 
 // DistributeCagra loads a single-GPU CAGRA index file (what
 // cagra.Index.Serialize writes) onto every device of res: a replicated
 // index (cuvsMultiGpuCagraDistribute). Rows, Dim and Shards are read from
 // the file's header, as for DeserializeCagra.
-func DistributeCagra(res *Resources, path string) (*CagraIndex, error) {
-	return loadCagra("multigpu.DistributeCagra", res, path, false)
+func DistributeCagra(res *Resources, path string, opts ...safe.DeserializeOption) (*CagraIndex, error) {
+	return loadCagra("multigpu.DistributeCagra", res, path, false, opts)
 }
 
-func loadCagra(op string, res *Resources, path string, multi bool) (*CagraIndex, error) {
+func loadCagra(op string, res *Resources, path string, multi bool, opts []safe.DeserializeOption) (*CagraIndex, error) {
+	var pre func(int64) error
 	if !multi {
 		// as cagra.Deserialize: whole .npy items after the dtype tag, to
-		// the file's end (cuVS's distribute reads what it needs and
+		// the end of the data (cuVS's distribute reads what it needs and
 		// takes a file with bytes after the index, measured on 26.08.01)
-		if err := kit.CheckItems(op, path, true, nil); err != nil {
-			return nil, err
-		}
+		pre = func(n int64) error { return kit.CheckItemsN(op, path, n, true, nil) }
 	}
 	idx, err := newCagra(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := idx.load(op, res, path, multi, func(h generated.CuvsResources_t, p *byte) error {
+	if err := idx.load(op, res, path, multi, opts, pre, func(h generated.CuvsResources_t, p *byte) error {
 		if multi {
 			return generated.CuvsMultiGpuCagraDeserialize(h, p, idx.h)
 		}
@@ -260,7 +259,7 @@ func loadCagra(op string, res *Resources, path string, multi bool) (*CagraIndex,
 // file (readCagraRows), where the file's ranks agree with what the load
 // learned; otherwise they stay unknown.
 func (idx *CagraIndex) learnRows(path string, multi bool, ranks int) {
-	file, dim, err := readCagraRows(path, multi)
+	file, dim, err := readCagraRows(path, idx.fileData, multi)
 	if err != nil {
 		return
 	}

@@ -63,7 +63,7 @@ func cagraRank(r *bufio.Reader, skip func(n int64) error) (rows, dim int64, err 
 // each rank's CAGRA index), or, multi false, a single-GPU one
 // (cuvsCagraSerialize, or the test double's own format): one rank. It
 // returns the rows of each rank and the dimension.
-func readCagraRows(path string, multi bool) (shards []int64, dim int64, err error) {
+func readCagraRows(path string, size int64, multi bool) (shards []int64, dim int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
@@ -110,8 +110,8 @@ func readCagraRows(path string, multi bool) (shards []int64, dim int64, err erro
 		}
 		shards[i], dim = n, d
 	}
-	if _, err := r.Peek(1); err != io.EOF {
-		return nil, 0, errNotCagra
+	if at, err := f.Seek(0, io.SeekCurrent); err != nil || at-int64(r.Buffered()) != size {
+		return nil, 0, errNotCagra // not the data's end (size: before its checksum trailer)
 	}
 	return shards, dim, nil
 }

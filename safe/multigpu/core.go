@@ -9,6 +9,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/generated"
+	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
@@ -40,6 +41,9 @@ type core struct {
 	mu     sync.Mutex
 	rows   atomic.Int64 // -1 when not known
 	shards []int64      // rows per device, nil when not known (guarded by mu)
+	// fileData is the length of the data of the file load read (what
+	// precedes its checksum trailer), for reading its header afterwards.
+	fileData int64
 }
 
 // take returns t's view checked against r, with CheckFinite for float
@@ -361,18 +365,41 @@ func (c *core) serialize(op string, res *Resources, path string, call func(h gen
 	if err != nil {
 		return err
 	}
-	defer res.unlock()
-	return kit.Wrap(op, call(h, &p[0]))
+	err = kit.Wrap(op, call(h, &p[0]))
+	res.unlock()
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return nil // SerializeTo's pipe: the stream is sealed as it is copied (kit.SerializeSealed)
+	}
+	return kit.Seal(op, path, false) // the checksum trailer (cuVS's readers stop before it)
 }
 
 // load runs a Deserialize or Distribute call (a missing file refused
-// first, cuVS's refusals of the file also safe.ErrCorruptIndex); the index learns its dtype
+// first, then the file's checksum trailer checked under opts, and pre,
+// if not nil, given the length of the data before it; cuVS's refusals of
+// the file also safe.ErrCorruptIndex); the index learns its dtype
 // from the handle, and, for a multi-GPU file, its mode and device count from
 // the file's header (NumPy dtype, then .npy scalars: mode, ranks).
-func (c *core) load(op string, res *Resources, path string, multi bool, call func(h generated.CuvsResources_t, p *byte) error, dtype func() generated.DLDataType) error {
+func (c *core) load(op string, res *Resources, path string, multi bool, opts []safe.DeserializeOption, pre func(dataLen int64) error, call func(h generated.CuvsResources_t, p *byte) error, dtype func() generated.DLDataType) error {
 	if err := kit.CheckFile(op, path); err != nil { // a missing file is fs.ErrNotExist
 		return err
 	}
+	lim, err := kit.Limits(op, opts)
+	if err != nil {
+		return err
+	}
+	info, err := kit.VerifyFile(op, path, false, lim)
+	if err != nil {
+		return err
+	}
+	if pre != nil {
+		if err := pre(info.DataLen); err != nil {
+			return err
+		}
+	}
+	c.fileData = info.DataLen
 	p, err := kit.CPath(op, path)
 	if err != nil {
 		return err

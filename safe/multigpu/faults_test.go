@@ -53,7 +53,7 @@ func TestFaults(t *testing.T) {
 		}
 		return err
 	}
-	load := func(f func(*multigpu.Resources, string) (*multigpu.IVFFlatIndex, error), p string) func() error {
+	load := func(f func(*multigpu.Resources, string, ...safe.DeserializeOption) (*multigpu.IVFFlatIndex, error), p string) func() error {
 		return func() error {
 			i, err := f(res, p)
 			if err == nil {

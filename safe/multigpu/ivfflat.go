@@ -187,24 +187,24 @@ func (idx *IVFFlatIndex) Serialize(res *Resources, path string) error {
 // (cuvsMultiGpuIvfFlatDeserialize): res must have as many devices as the
 // file (cuVS refuses otherwise). Rows and Dim are not known afterwards (no
 // getter).
-func DeserializeIVFFlat(res *Resources, path string) (*IVFFlatIndex, error) {
-	return loadIVFFlat("multigpu.DeserializeIVFFlat", res, path, true)
+func DeserializeIVFFlat(res *Resources, path string, opts ...safe.DeserializeOption) (*IVFFlatIndex, error) {
+	return loadIVFFlat("multigpu.DeserializeIVFFlat", res, path, true, opts)
 }
 
 // DistributeIVFFlat loads a single-GPU IVF-Flat index file (what
 // ivfflat.Index.Serialize writes) onto every device of res: a replicated
 // index (cuvsMultiGpuIvfFlatDistribute). Rows and Dim are not known
 // afterwards (no getter).
-func DistributeIVFFlat(res *Resources, path string) (*IVFFlatIndex, error) {
-	return loadIVFFlat("multigpu.DistributeIVFFlat", res, path, false)
+func DistributeIVFFlat(res *Resources, path string, opts ...safe.DeserializeOption) (*IVFFlatIndex, error) {
+	return loadIVFFlat("multigpu.DistributeIVFFlat", res, path, false, opts)
 }
 
-func loadIVFFlat(op string, res *Resources, path string, multi bool) (*IVFFlatIndex, error) {
+func loadIVFFlat(op string, res *Resources, path string, multi bool, opts []safe.DeserializeOption) (*IVFFlatIndex, error) {
 	idx, err := newIVFFlat(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := idx.load(op, res, path, multi, func(h generated.CuvsResources_t, p *byte) error {
+	if err := idx.load(op, res, path, multi, opts, nil, func(h generated.CuvsResources_t, p *byte) error {
 		if multi {
 			return generated.CuvsMultiGpuIvfFlatDeserialize(h, p, idx.h)
 		}

@@ -192,24 +192,24 @@ func (idx *IVFPQIndex) Serialize(res *Resources, path string) error {
 // (cuvsMultiGpuIvfPqDeserialize): res must have as many devices as the
 // file (cuVS refuses otherwise). Rows and Dim are not known afterwards (no
 // getter).
-func DeserializeIVFPQ(res *Resources, path string) (*IVFPQIndex, error) {
-	return loadIVFPQ("multigpu.DeserializeIVFPQ", res, path, true)
+func DeserializeIVFPQ(res *Resources, path string, opts ...safe.DeserializeOption) (*IVFPQIndex, error) {
+	return loadIVFPQ("multigpu.DeserializeIVFPQ", res, path, true, opts)
 }
 
 // DistributeIVFPQ loads a single-GPU IVF-PQ index file (what
 // ivfpq.Index.Serialize writes) onto every device of res: a replicated
 // index (cuvsMultiGpuIvfPqDistribute). Rows and Dim are not known
 // afterwards (no getter).
-func DistributeIVFPQ(res *Resources, path string) (*IVFPQIndex, error) {
-	return loadIVFPQ("multigpu.DistributeIVFPQ", res, path, false)
+func DistributeIVFPQ(res *Resources, path string, opts ...safe.DeserializeOption) (*IVFPQIndex, error) {
+	return loadIVFPQ("multigpu.DistributeIVFPQ", res, path, false, opts)
 }
 
-func loadIVFPQ(op string, res *Resources, path string, multi bool) (*IVFPQIndex, error) {
+func loadIVFPQ(op string, res *Resources, path string, multi bool, opts []safe.DeserializeOption) (*IVFPQIndex, error) {
 	idx, err := newIVFPQ(op)
 	if err != nil {
 		return nil, err
 	}
-	if err := idx.load(op, res, path, multi, func(h generated.CuvsResources_t, p *byte) error {
+	if err := idx.load(op, res, path, multi, opts, nil, func(h generated.CuvsResources_t, p *byte) error {
 		if multi {
 			return generated.CuvsMultiGpuIvfPqDeserialize(h, p, idx.h)
 		}

@@ -17,7 +17,7 @@ func (idx *IVFFlatIndex) SerializeTo(res *Resources, w io.Writer) (int64, error)
 	if err := idx.life.Built("multigpu.IVFFlatIndex.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
 		return 0, err
 	}
-	return kit.SerializeTo("multigpu.IVFFlatIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
+	return kit.SerializeSealed("multigpu.IVFFlatIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
 }
 
 // DeserializeIVFFlatFrom reads an index Serialize or SerializeTo wrote from r,
@@ -42,7 +42,7 @@ func (idx *IVFPQIndex) SerializeTo(res *Resources, w io.Writer) (int64, error) {
 	if err := idx.life.Built("multigpu.IVFPQIndex.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
 		return 0, err
 	}
-	return kit.SerializeTo("multigpu.IVFPQIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
+	return kit.SerializeSealed("multigpu.IVFPQIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
 }
 
 // DeserializeIVFPQFrom reads an index Serialize or SerializeTo wrote from r,
@@ -67,7 +67,7 @@ func (idx *CagraIndex) SerializeTo(res *Resources, w io.Writer) (int64, error) {
 	if err := idx.life.Built("multigpu.CagraIndex.SerializeTo"); err != nil { // a zero index says so, before its arguments are checked
 		return 0, err
 	}
-	return kit.SerializeTo("multigpu.CagraIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
+	return kit.SerializeSealed("multigpu.CagraIndex.SerializeTo", w, func(path string) error { return idx.Serialize(res, path) })
 }
 
 // DeserializeCagraFrom reads an index Serialize or SerializeTo wrote from r,

@@ -1210,7 +1210,7 @@ static cuvsError_t mg_load(cuvsResources_t res, int algo, const char* filename, 
       m->rank[k]->dtype = dt;
       m->dim = m->rank[k]->dim;
     }
-    if (st == CUVS_SUCCESS && fgetc(f) != EOF) {
+    if (st == CUVS_SUCCESS && !dbl_at_end(f)) { /* one checksum trailer is read past, as cuVS does */
       st = RAFT_FAIL("cuvsdouble: trailing bytes in %s", filename);
     }
   } while (0);
