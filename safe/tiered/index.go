@@ -119,6 +119,8 @@ type parts struct {
 	// fresh rows with its ANN index alone, the filter by id). Zero while
 	// no ANN index is built.
 	ann     generated.CuvsTieredIndex_t
+	annMem  func()                      // gives back ann's device memory in DeviceMemory.InUse (EstimateMemory's)
+	cRows   int64                       // the rows cuVS's storage in ann has room for
 	annData *safe.DeviceMatrix[float32] // the ANN rows (ann was built from it)
 	fresh   *safe.DeviceMatrix[float32] // the fresh rows in its first stored-annRows rows (capacity: its Rows())
 	freshBF *bruteforce.Index           // brute force over the fresh rows
@@ -164,6 +166,10 @@ func (s *parts) free() error {
 		}
 		s.ann = 0
 	}
+	if s.annMem != nil {
+		s.annMem()
+		s.annMem = nil
+	}
 	for _, m := range []**safe.DeviceMatrix[float32]{&s.annData, &s.fresh} {
 		if *m != nil {
 			keep((*m).Close())
@@ -185,20 +191,31 @@ func newIndex(op string, res *safe.Resources) (*Index, error) {
 }
 
 // newTiered builds a C tiered index over data (all of it under the ANN
-// index: more than p.MinANNRows rows).
-func newTiered(op string, res *safe.Resources, p *IndexParams, data *safe.DeviceMatrix[float32]) (generated.CuvsTieredIndex_t, error) {
+// index: more than p.MinANNRows rows), refused before cuVS when the device
+// cannot give its estimated peak; mem gives back its device memory in
+// DeviceMemory.InUse, cRows is its storage's room (rows + rows/16).
+func newTiered(op string, res *safe.Resources, p *IndexParams, data *safe.DeviceMatrix[float32]) (h generated.CuvsTieredIndex_t, mem func(), cRows int64, err error) {
 	dv, err := data.View()
 	if err != nil {
-		return 0, kit.Wrap(op, err)
+		return 0, nil, 0, kit.Wrap(op, err)
 	}
+	n := dv.Dim(0)
+	peak, held, err := cTier(op, p, n, n+n/16, dv.Dim(1))
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	done, keep, err := reserveTier(op, res, peak, held)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer done()
 	cp, err := newCParams(op, p)
 	if err != nil {
-		return 0, err
+		return 0, nil, 0, err
 	}
 	defer cp.free()
-	var h generated.CuvsTieredIndex_t
 	if err := generated.CuvsTieredIndexCreate(&h); err != nil {
-		return 0, kit.Wrap(op, err)
+		return 0, nil, 0, kit.Wrap(op, err)
 	}
 	if err := kit.CallWith(op, res, []*dlpack.View{&dv}, func(r generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 		if release.Has(release.TieredParams2608) {
@@ -207,9 +224,9 @@ func newTiered(op string, res *safe.Resources, p *IndexParams, data *safe.Device
 		return generated.CuvsTieredIndexBuild(r, cp.p06, t[0], h)
 	}); err != nil {
 		_ = generated.CuvsTieredIndexDestroy(h)
-		return 0, err
+		return 0, nil, 0, err
 	}
-	return h, nil
+	return h, keep(), n + n/16, nil
 }
 
 // Build copies dataset (rows × dim float32, row-major; Go, host or device
@@ -241,6 +258,15 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return nil, err
 	}
 	if err := p.checkANNRows(op, "dataset", dv.Dim(0)); err != nil {
+		return nil, err
+	}
+	// the whole build's estimate, checked before the rows are copied (the
+	// copy and each part count themselves as they are made)
+	est, err := EstimateMemory(safe.MemoryShape{Rows: int(dv.Dim(0)), Dim: int(dv.Dim(1)), DType: dlpack.Float32}, &p, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := kit.CheckMemory(op, res, est.BuildPeak); err != nil {
 		return nil, err
 	}
 	data, err := safe.NewDeviceMatrix[float32](res, int(dv.Dim(0)), int(dv.Dim(1)))
@@ -286,6 +312,8 @@ func newWith(op string, res *safe.Resources, p *IndexParams, dim, rows int64, la
 // each stored row (nil: its position).
 type layout struct {
 	ann             generated.CuvsTieredIndex_t
+	annMem          func() // gives back ann's count in DeviceMemory.InUse
+	cRows           int64  // ann's storage room
 	annData         *safe.DeviceMatrix[float32]
 	fresh           *safe.DeviceMatrix[float32]
 	freshBF         *bruteforce.Index
@@ -306,7 +334,7 @@ func makeLayout(op string, res *safe.Resources, p *IndexParams, data *safe.Devic
 		}
 	case n > p.MinANNRows:
 		l.annData, l.annRows = data, n
-		if l.ann, err = newTiered(op, res, p, data); err != nil {
+		if l.ann, l.annMem, l.cRows, err = newTiered(op, res, p, data); err != nil {
 			l.free()
 			return layout{}, err
 		}
@@ -327,6 +355,9 @@ func (l *layout) free() {
 	}
 	if l.ann != 0 {
 		_ = generated.CuvsTieredIndexDestroy(l.ann)
+	}
+	if l.annMem != nil {
+		l.annMem()
 	}
 	for _, m := range []*safe.DeviceMatrix[float32]{l.annData, l.fresh} {
 		if m != nil {
@@ -354,8 +385,9 @@ func (idx *Index) install(lay *layout, gathered *deletions) {
 	}
 	st.dropFilters()
 	st.mu.Unlock()
-	old := layout{ann: st.ann, annData: st.annData, fresh: st.fresh, freshBF: st.freshBF}
+	old := layout{ann: st.ann, annMem: st.annMem, annData: st.annData, fresh: st.fresh, freshBF: st.freshBF}
 	st.ann, st.annData, st.fresh, st.freshBF = lay.ann, lay.annData, lay.fresh, lay.freshBF
+	st.annMem, st.cRows = lay.annMem, lay.cRows
 	st.ids = lay.ids
 	if st.ids != nil && int64(len(st.ids)) == idx.rows.Load() {
 		st.ids = nil // every id stored: position p holds id p
@@ -640,6 +672,28 @@ func (idx *Index) compact(op string, res *safe.Resources) error {
 		// (cpp/src/neighbors/detail/tiered_index.cuh, extend and compact,
 		// both releases), so the C index again holds ANN rows only, in
 		// the order of their positions.
+		//
+		// Its device memory: the storage grown (by doubling, or to the
+		// rows) while the old one is held, then the new ANN index built
+		// while the old one is held; refused before cuVS when the device
+		// cannot give that.
+		cRows := st.cRows
+		var grown int64
+		if cRows < stored {
+			cRows = max(stored, 2*st.cRows)
+			grown = storageBytes(cRows, idx.dim, idx.p.Metric)
+		}
+		peak, held, err := cTier(op, &idx.p, stored, cRows, idx.dim)
+		var done func()
+		var keep func() func()
+		if err == nil {
+			done, keep, err = reserveTier(op, res, grown+peak, held)
+		}
+		if err != nil {
+			_ = all.Close()
+			return err
+		}
+		defer done()
 		fv, err := st.fresh.RowsView(0, int(stored-idx.annRows.Load()))
 		if err == nil {
 			err = kit.CallWith(op, res, []*dlpack.View{&fv}, func(r generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
@@ -651,7 +705,9 @@ func (idx *Index) compact(op string, res *safe.Resources) error {
 			return err
 		}
 		lay.ann, st.ann = st.ann, 0 // extended in place: moved to the new layout
-	} else if lay.ann, err = newTiered(op, res, &idx.p, all); err != nil {
+		lay.annMem, lay.cRows = keep(), cRows
+		// the old count goes with the old layout (install frees it)
+	} else if lay.ann, lay.annMem, lay.cRows, err = newTiered(op, res, &idx.p, all); err != nil {
 		_ = all.Close()
 		return err
 	}
@@ -850,6 +906,19 @@ func mergeC(op string, res *safe.Resources, p *IndexParams, indexes []*Index, al
 		return nil, err
 	}
 	defer cp.free()
+	// cuVS's merge: a storage of the rows exactly, then (the merged tier
+	// past MinANNRows) the ANN index rebuilt over them
+	peak, held, err := cTier(op, p, rows, rows, int64(all.Cols()))
+	var done func()
+	var keep func() func()
+	if err == nil {
+		done, keep, err = reserveTier(op, res, storageBytes(rows, int64(all.Cols()), p.Metric)+peak, held)
+	}
+	if err != nil {
+		_ = all.Close()
+		return nil, err
+	}
+	defer done()
 	idx, err := newIndex(op, res)
 	if err != nil {
 		_ = all.Close()
@@ -888,6 +957,7 @@ func mergeC(op string, res *safe.Resources, p *IndexParams, indexes []*Index, al
 		idx.life.Fail()
 		return nil, kit.Wrap(op, err)
 	}
+	st.annMem, st.cRows = keep(), rows
 	idx.annRows.Store(rows)
 	idx.stored.Store(rows)
 	idx.live.Store(rows)

@@ -546,6 +546,17 @@ DBL_HIDDEN cuvsError_t dbl_ivf_pq_model(const struct cuvsIvfPqIndexParams* p, in
                                         uint32_t dim, int64_t esz, int host, uint64_t* peak,
                                         uint64_t* index, uint32_t geo[3]);
 
+/* dbl_cagra.c, dbl_ivf_flat.c: a CAGRA and an IVF-Flat build's device
+ * memory computed without data (for the tiered index's ANN tier). */
+struct cuvsCagraIndexParams;
+struct cuvsIvfFlatIndexParams;
+DBL_HIDDEN cuvsError_t dbl_cagra_model(struct cuvsCagraIndexParams* params, int64_t n,
+                                       int64_t dim, uint64_t copy_bytes, uint64_t* peak,
+                                       uint64_t* index);
+DBL_HIDDEN cuvsError_t dbl_ivf_flat_model(const struct cuvsIvfFlatIndexParams* p, int64_t n,
+                                          int64_t dim, int64_t esz, uint64_t* peak,
+                                          uint64_t* index);
+
 typedef struct {
   void* p;
   int kind;

@@ -686,6 +686,30 @@ static cuvsError_t cg_dev_build(cg_impl* impl, cuvsCagraIndexParams_t params, in
   return dbl_dev_take(c256(N * (uint64_t)deg * 4) + c256(copy_bytes), &impl->dev);
 }
 
+/* dbl_tiered.c: a CAGRA build's device memory over n float32 rows on the
+ * device, without data: the phases of cg_dev_build (the kNN graph, the
+ * pruning, the graph), the rows copied padded (copy_bytes) kept with the
+ * graph. */
+cuvsError_t dbl_cagra_model(cuvsCagraIndexParams_t params, int64_t n, int64_t dim,
+                            uint64_t copy_bytes, uint64_t* peak, uint64_t* index)
+{
+  int algo = (int)params->build_algo;
+  if (algo < AUTO_SELECT || algo > ACE) algo = AUTO_SELECT;
+  int64_t ideg = (int64_t)params->intermediate_graph_degree, deg = (int64_t)params->graph_degree;
+  if (ideg >= n) ideg = n - 1;
+  if (deg > ideg) deg = ideg;
+  uint64_t N = (uint64_t)n, knn;
+  TRY(cg_dev_knn(params, algo, n, dim, 4, 0, ideg, &knn));
+  uint64_t batch = N < 256 * 1024 ? N : 256 * 1024;
+  uint64_t prune = c256(N * (uint64_t)ideg * 4) + c256(batch * (uint64_t)deg * 4);
+  uint64_t merge = c256(N * (uint64_t)deg * 4) + c256(N * 4) + c256(2 * batch * (uint64_t)deg * 4);
+  *index = c256(N * (uint64_t)deg * 4) + c256(copy_bytes);
+  uint64_t p = knn > prune ? knn : prune;
+  if (merge > p) p = merge;
+  *peak = p > *index ? p : *index;
+  return CUVS_SUCCESS;
+}
+
 /* ref == NULL: 26.06's build from a tensor (checked here, referenced or
  * copied); else 26.08's from a dataset (dataset describes its rows, already
  * checked when the dataset was made). */

@@ -244,6 +244,37 @@ static uint64_t fl_lists_bytes(const ivf_impl* impl, int64_t esz)
   return b;
 }
 
+/* dbl_tiered.c: an IVF-Flat build's device memory over n rows without
+ * data, its lists balanced (the size of the average list each): the
+ * centers and their companions, then the training set, or the lists with
+ * the extend's labels, whichever is larger. */
+cuvsError_t dbl_ivf_flat_model(const struct cuvsIvfFlatIndexParams* p, int64_t n, int64_t dim,
+                               int64_t esz, uint64_t* peak, uint64_t* index)
+{
+  EXPECTS(p->n_lists > 0 && (int64_t)p->n_lists <= n, "number of rows can't be less than n_lists");
+  ivf_impl probe;
+  memset(&probe, 0, sizeof probe);
+  probe.n_lists = p->n_lists;
+  probe.dim = dim;
+  probe.metric = (int)p->metric;
+  uint64_t fixed = fl_fixed_bytes(&probe);
+  double want = p->kmeans_trainset_fraction * (double)n;
+  if (want < (double)p->n_lists) want = p->n_lists;
+  int64_t ratio = want > 0 ? (int64_t)((double)n / want) : 1;
+  if (ratio < 1) ratio = 1;
+  uint64_t train = r256((uint64_t)((n / ratio) * dim * esz));
+  uint64_t lists = 0, extend = 0;
+  if (p->add_data_on_build) {
+    int64_t avg = (n + p->n_lists - 1) / p->n_lists;
+    uint64_t cap = (uint64_t)fl_list_cap(avg, p->conservative_memory_allocation);
+    lists = p->n_lists * (r256(cap * (uint64_t)dim * (uint64_t)esz) + r256(cap * 8));
+    extend = r256((uint64_t)n * 4) + r256((uint64_t)p->n_lists * 4);
+  }
+  *index = fixed + lists;
+  *peak = fixed + (train > lists + extend ? train : lists + extend);
+  return CUVS_SUCCESS;
+}
+
 /* ---- build ---- */
 
 static cuvsError_t fl_build(cuvsIvfFlatIndexParams_t params, DLManagedTensor* dataset,

@@ -19,6 +19,24 @@
  *
  * The ANN index: CAGRA is a real graph (dbl_cagra_graph.c) searched by graph
  * walk; IVF-Flat and IVF-PQ are exact over their rows in the double.
+ *
+ * Device memory (dbl_devmem.c), as detail/tiered_index.cuh takes it in
+ * v26.06.00 and v26.08.01:
+ *   - the storage (brute_force_storage): n + n/16 rows at build, doubled
+ *     (or what the rows need) when an extend outgrows it, the merged rows
+ *     exactly at merge; cuVS sizes its device_uvector<T> in bytes where
+ *     the constructor takes elements (initial_rows * dim * sizeof(T)
+ *     elements of T), so it takes sizeof(T) = 4 times the rows' bytes, and
+ *     the norms (L2Expanded, L2SqrtExpanded, CosineExpanded) likewise 16
+ *     bytes a row. The grown storage is taken before the old is freed;
+ *   - the ANN index: the backend's build over the rows (its phases taken
+ *     and given back, computed without data: dbl_cagra_model, 26.06's
+ *     padded copy included where CAGRA copies; dbl_ivf_flat_model;
+ *     dbl_ivf_pq_model), built before the storage at build, and while the
+ *     previous ANN index is still held when an extend or a merge compacts.
+ *     A merge that does not compact shares index 0's ANN index (a
+ *     shared_ptr in cuVS): nothing is taken for it.
+ * The search's temporaries are not taken.
  */
 #include "dbl.h"
 #include "dbl_cagra_graph.h"
@@ -44,6 +62,14 @@ typedef struct {
   uint32_t* graph; /* CAGRA: ann_rows x degree */
   int64_t degree;
   pthread_rwlock_t lock;
+  /* the device memory cuVS would hold: the storage of alloc_rows rows, the
+   * ANN index; and the backend's parameters, for the ANN builds' model */
+  int64_t alloc_rows;
+  dbl_dev_block dev_store, dev_ann;
+  struct cuvsCagraIndexParams cgp;
+  struct cuvsIvfPqParams cgg;
+  struct cuvsIvfFlatIndexParams flp;
+  struct cuvsIvfPqIndexParams pqp;
 } td_impl;
 
 /* ---- params ---- */
@@ -84,6 +110,8 @@ DBL_API cuvsError_t cuvsTieredIndexParamsDestroy(cuvsTieredIndexParams_t params)
 static void td_free(td_impl* t)
 {
   if (!t) return;
+  dbl_dev_give(&t->dev_store);
+  dbl_dev_give(&t->dev_ann);
   free(t->rows);
   free(t->graph);
   pthread_rwlock_destroy(&t->lock);
@@ -173,6 +201,70 @@ DBL_API cuvsError_t cuvsTieredIndexDestroy(cuvsTieredIndex_t index)
   return dbl_ok();
 }
 
+/* ---- device memory ---- */
+
+/* The storage's bytes for rows rows: sizeof(float) times the rows' (and
+ * the norms') bytes, as brute_force_storage's device_uvector<T>(rows * dim
+ * * sizeof(T)) takes them. */
+static uint64_t td_store_bytes(const td_impl* t, int64_t rows)
+{
+  uint64_t b = (uint64_t)rows * (uint64_t)t->dim * 4 * 4;
+  b = (b + 255) / 256 * 256;
+  if (t->metric == L2Expanded || t->metric == L2SqrtExpanded || t->metric == CosineExpanded) {
+    b += ((uint64_t)rows * 4 * 4 + 255) / 256 * 256;
+  }
+  return b;
+}
+
+/* Makes the storage hold rows rows: a new block taken, then the old one
+ * given back. */
+static cuvsError_t td_dev_store(td_impl* t, int64_t rows)
+{
+  dbl_dev_block b;
+  TRY(dbl_dev_take(td_store_bytes(t, rows), &b));
+  dbl_dev_give(&t->dev_store);
+  t->dev_store = b;
+  t->alloc_rows = rows;
+  return CUVS_SUCCESS;
+}
+
+/* The backend's build over n rows: its peak taken and given back, then its
+ * index taken (the previous ANN index held meanwhile) and the previous one
+ * given back. */
+static cuvsError_t td_dev_ann(td_impl* t, int64_t n)
+{
+  uint64_t peak = 0, index = 0;
+  switch (t->algo) {
+    case CUVS_TIERED_INDEX_ALGO_CAGRA: {
+      uint64_t copy = 0;
+#if DBL_RELEASE < 2608
+      /* 26.06 builds CAGRA from the storage's view: rows whose width is no
+       * multiple of 16 bytes are copied, padded */
+      if ((t->dim * 4) % 16 != 0) copy = (uint64_t)n * (uint64_t)((t->dim * 4 + 15) / 16 * 16);
+#endif
+      struct cuvsCagraIndexParams p = t->cgp;
+      struct cuvsIvfPqParams g = t->cgg;
+      p.graph_build_params = &g;
+      TRY(dbl_cagra_model(&p, n, t->dim, copy, &peak, &index));
+      break;
+    }
+    case CUVS_TIERED_INDEX_ALGO_IVF_FLAT:
+      TRY(dbl_ivf_flat_model(&t->flp, n, t->dim, 4, &peak, &index));
+      break;
+    default: {
+      uint32_t geo[3];
+      TRY(dbl_ivf_pq_model(&t->pqp, n, (uint32_t)t->dim, 4, 0, &peak, &index, geo));
+    }
+  }
+  dbl_dev_block b;
+  TRY(dbl_dev_take(peak, &b));
+  dbl_dev_give(&b);
+  TRY(dbl_dev_take(index, &b));
+  dbl_dev_give(&t->dev_ann);
+  t->dev_ann = b;
+  return CUVS_SUCCESS;
+}
+
 /* ---- the ANN index ---- */
 
 static cuvsError_t td_build_ann(td_impl* t)
@@ -229,6 +321,24 @@ static cuvsError_t td_params(cuvsTieredIndexParams_t p, td_impl* t)
   t->cg_degree = 64;
   t->cg_inter = 128;
   t->n_lists = 1024;
+  /* the backends' defaults (cuvs...IndexParamsCreate), for the device model */
+  t->cgp.metric = L2Expanded;
+  t->cgp.intermediate_graph_degree = 128;
+  t->cgp.graph_degree = 64;
+  t->cgp.build_algo = IVF_PQ;
+  t->cgg.refinement_rate = 1;
+  t->flp.metric = L2Expanded;
+  t->flp.n_lists = 1024;
+  t->flp.kmeans_n_iters = 20;
+  t->flp.kmeans_trainset_fraction = 0.5;
+  t->flp.add_data_on_build = true;
+  t->pqp.metric = L2Expanded;
+  t->pqp.n_lists = 1024;
+  t->pqp.kmeans_n_iters = 20;
+  t->pqp.kmeans_trainset_fraction = 0.5;
+  t->pqp.pq_bits = 8;
+  t->pqp.add_data_on_build = true;
+  t->pqp.max_train_points_per_pq_code = 256;
   switch (t->algo) {
     case CUVS_TIERED_INDEX_ALGO_CAGRA:
       if (p->cagra_params) {
@@ -236,6 +346,12 @@ static cuvsError_t td_params(cuvsTieredIndexParams_t p, td_impl* t)
         t->metric = (int)p->cagra_params->metric;
         t->cg_degree = (int64_t)p->cagra_params->graph_degree;
         t->cg_inter = (int64_t)p->cagra_params->intermediate_graph_degree;
+        t->cgp = *p->cagra_params;
+        if (p->cagra_params->graph_build_params && p->cagra_params->build_algo == IVF_PQ) {
+          t->cgg = *(struct cuvsIvfPqParams*)p->cagra_params->graph_build_params;
+        }
+        t->cgg.ivf_pq_build_params = NULL; /* not kept past the call */
+        t->cgg.ivf_pq_search_params = NULL;
       }
       if (t->metric != L2Expanded && t->metric != InnerProduct && t->metric != CosineExpanded) {
         return RAFT_FAIL("cuvsdouble: CAGRA does not support metric %d", t->metric);
@@ -246,6 +362,7 @@ static cuvsError_t td_params(cuvsTieredIndexParams_t p, td_impl* t)
         TRY(dbl_check_plain_params(p->ivf_flat_params, K_IVF_FLAT_INDEX_PARAMS));
         t->metric = (int)p->ivf_flat_params->metric;
         t->n_lists = p->ivf_flat_params->n_lists;
+        t->flp = *p->ivf_flat_params;
       }
       break;
     case CUVS_TIERED_INDEX_ALGO_IVF_PQ:
@@ -253,6 +370,7 @@ static cuvsError_t td_params(cuvsTieredIndexParams_t p, td_impl* t)
         TRY(dbl_check_plain_params(p->ivf_pq_params, K_IVFPQ_INDEX_PARAMS));
         t->metric = (int)p->ivf_pq_params->metric;
         t->n_lists = p->ivf_pq_params->n_lists;
+        t->pqp = *p->ivf_pq_params;
       }
       break;
     default: return RAFT_FAIL("unsupported tiered index algorithm");
@@ -305,6 +423,9 @@ static cuvsError_t td_build(cuvsTieredIndexParams_t params, DLManagedTensor* dat
   cuvsError_t st = td_params(params, t);
   if (st == CUVS_SUCCESS && td_append(t, d->data, n) != 0) st = dbl_plain_fail("std::bad_alloc");
   if (st == CUVS_SUCCESS && n > t->min_ann_rows) st = td_build_ann(t);
+  /* the ANN index first, then the storage of n + n/16 rows */
+  if (st == CUVS_SUCCESS && n > t->min_ann_rows) st = td_dev_ann(t, n);
+  if (st == CUVS_SUCCESS) st = td_dev_store(t, n + n / 16);
   if (st != CUVS_SUCCESS) {
     td_free(t);
     return st;
@@ -351,11 +472,18 @@ static cuvsError_t td_extend(DLManagedTensor* v, cuvsTieredIndex_t index)
     pthread_rwlock_wrlock(&t->lock);
   }
   cuvsError_t st = CUVS_SUCCESS;
-  if (td_append(t, v->dl_tensor.data, v->dl_tensor.shape[0]) != 0) {
+  int64_t m = v->dl_tensor.shape[0];
+  if (t->alloc_rows - t->n < m) {
+    /* grown by doubling, or to what the rows need */
+    int64_t to = t->n + m > 2 * t->alloc_rows ? t->n + m : 2 * t->alloc_rows;
+    st = td_dev_store(t, to);
+  }
+  if (st == CUVS_SUCCESS && td_append(t, v->dl_tensor.data, m) != 0) {
     st = dbl_plain_fail("std::bad_alloc");
   }
   if (st == CUVS_SUCCESS && t->on_extend && t->n - t->ann_rows > t->min_ann_rows) {
-    st = td_build_ann(t);
+    st = td_dev_ann(t, t->n);
+    if (st == CUVS_SUCCESS) st = td_build_ann(t);
   }
   pthread_rwlock_unlock(&t->lock);
   return st;
@@ -418,6 +546,7 @@ static cuvsError_t td_merge(cuvsTieredIndexParams_t params, cuvsTieredIndex_t* i
     st = td_params(params, t);
     t->algo = in[0]->algo;
   }
+  if (st == CUVS_SUCCESS) st = td_dev_store(t, total); /* the merged rows exactly */
   for (size_t i = 0; st == CUVS_SUCCESS && i < num; i++) {
     pthread_rwlock_rdlock(&in[i]->lock);
     if (td_append(t, in[i]->rows, in[i]->n) != 0) st = dbl_plain_fail("std::bad_alloc");
@@ -435,9 +564,11 @@ static cuvsError_t td_merge(cuvsTieredIndexParams_t params, cuvsTieredIndex_t* i
       else memcpy(t->graph, in[0]->graph, (size_t)(t->ann_rows * t->degree) * sizeof(uint32_t));
     }
     pthread_rwlock_unlock(&in[0]->lock);
-    if (st == CUVS_SUCCESS && t->n - t->ann_rows > t->min_ann_rows) st = td_build_ann(t);
+    if (st == CUVS_SUCCESS && t->n - t->ann_rows > t->min_ann_rows) {
+      st = td_dev_ann(t, t->n);
+      if (st == CUVS_SUCCESS) st = td_build_ann(t);
+    }
   }
-  (void)total;
   if (st == CUVS_SUCCESS) {
     if (out->addr != 0) {
       dbl_violation("merging into a cuvsTieredIndex_t that already holds an index: the real "

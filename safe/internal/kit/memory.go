@@ -21,3 +21,21 @@ func KeepIndex(op string, res *safe.Resources, life *Life, bytes int64) {
 		life.OnRelease(rel)
 	}
 }
+
+// Charge counts bytes in safe.DeviceMemory.InUse until release is called
+// (at most once counts): for device memory an index holds apart from its
+// Life (tiered's C index, replaced as the index grows).
+func Charge(op string, res *safe.Resources, bytes int64) (release func()) {
+	if rel, err := base.Reserve(res, op, "", 0, bytes, false); err == nil {
+		return rel
+	}
+	return func() {}
+}
+
+// CheckMemory refuses, with a *safe.MemoryError, an operation needing need
+// bytes of device memory (its estimated peak) that res's device cannot
+// give, unless res was made safe.WithoutMemoryCheck; it counts nothing.
+func CheckMemory(op string, res *safe.Resources, need int64) error {
+	_, err := base.Reserve(res, op, "the operation's peak (EstimateMemory)", need, 0, true)
+	return err
+}
