@@ -32,7 +32,13 @@
 // Build it here (no Go on the GPU machine) and carry the binary:
 //
 //	go build -o build/memest ./internal/bench/memest
-//	memest -lib /root/cuvs/26.08.01/lib/libcuvs_c.so -algos ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd -rows 100000,1000000,5000000
+//	memest -lib /root/cuvs/26.08.01/lib/libcuvs_c.so -algos ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq -rows 100000,1000000,5000000
+//
+// The tiered rows build the ANN tier over every row (MinANNRows rows/2):
+// their index counts cuVS's storage, which takes four times the rows'
+// bytes (tiered.EstimateMemory); a measured index near the estimate
+// confirms that reading of brute_force_storage on the GPU.
+//
 //	memest -lib ... -mode toolarge -algo cagra-ivfpq -rows 8000000 -cap 4294967296
 //	memest -lib ... -mode overcap -hostrows 16777216 -cap 4294967296
 package main
@@ -57,6 +63,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/cagra"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
+	"github.com/cuvs-go/cuvs/safe/tiered"
 )
 
 type config struct {
@@ -232,7 +239,22 @@ func builders(rows int) map[string]builder {
 		p.BuildAlgo = a
 		return &p
 	}
+	tdp := func(b tiered.Backend) *tiered.IndexParams {
+		p, _ := tiered.DefaultIndexParams()
+		p.Backend, p.MinANNRows = b, int64(rows/2) // the ANN tier built over every row
+		p.IVFFlat.NLists, p.IVFPQ.NLists = nl, nl
+		return &p
+	}
+	td := func(name string, b tiered.Backend) builder {
+		return builder{name, func(s safe.MemoryShape) (safe.MemoryEstimate, error) { return tiered.EstimateMemory(s, tdp(b), nil) },
+			func(res *safe.Resources, ds dlpack.Tensor) (interface{ Close() error }, error) {
+				return tiered.Build(res, ds, tdp(b))
+			}}
+	}
 	return map[string]builder{
+		"tiered-cagra":   td("tiered-cagra", tiered.CAGRA),
+		"tiered-ivfflat": td("tiered-ivfflat", tiered.IVFFlat),
+		"tiered-ivfpq":   td("tiered-ivfpq", tiered.IVFPQ),
 		"ivfflat": {"ivfflat", func(s safe.MemoryShape) (safe.MemoryEstimate, error) { return ivfflat.EstimateMemory(s, ivfp(), nil) },
 			func(res *safe.Resources, ds dlpack.Tensor) (interface{ Close() error }, error) {
 				return ivfflat.Build(res, ds, ivfp())
@@ -280,8 +302,8 @@ func table(c *config) error {
 			if !ok {
 				return fmt.Errorf("-algos: %q", name)
 			}
-			if c.dtype == "int8" && name == "bruteforce" {
-				continue // brute force takes float32 and float16 only
+			if c.dtype == "int8" && (name == "bruteforce" || strings.HasPrefix(name, "tiered-")) {
+				continue // brute force takes float32 and float16 only, the tiered index float32
 			}
 			if err := tableRow(c, b, rows, f); err != nil {
 				fmt.Printf("| %s | %s | %d | error: %v |\n", name, c.dtype, rows, err)

@@ -13,7 +13,7 @@
 #
 # Environment (defaults in brackets):
 #   ROWS     the table's sizes [100000,1000000,5000000]
-#   ALGOS    the table's algorithms [ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd]
+#   ALGOS    the table's algorithms [ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq]
 #   DTYPES   the table's element types [float32 int8]
 #   MODES    which parts run [table toolarge overcap]
 #   CAP      the pool's cap for toolarge and overcap, bytes [4294967296]
@@ -30,7 +30,7 @@ fi
 bin=$1
 shift
 ROWS=${ROWS:-100000,1000000,5000000}
-ALGOS=${ALGOS:-ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd}
+ALGOS=${ALGOS:-ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq}
 DTYPES=${DTYPES:-float32 int8}
 MODES=${MODES:-table toolarge overcap}
 CAP=${CAP:-4294967296}
