@@ -77,7 +77,10 @@ var (
 //
 // Memory: the ANN rows are held twice on the device (the package's copy,
 // which cuVS's CAGRA index may reference and which serialization, merges,
-// rebuilds and the exact filter path read, and cuVS's tiered storage), the
+// rebuilds and the exact filter path read, and cuVS's tiered storage,
+// which takes four times the rows' bytes, with 1/16 room to grow: see
+// EstimateMemory, whose figures Build, Extend's rebuild and Merge check
+// and count in safe.DeviceMemory.InUse), the
 // fresh rows once (plus their norms), the brute force over the ANN rows
 // (norms) only once a selective filter needed it; deleted rows until a
 // compaction; per composed search in flight (up to 32 kept idle) 12 bytes
