@@ -241,14 +241,15 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 	if !ok {
 		return nil, kit.Argf(op, "N", "%s, the index writes %v", nt, s.NeighborTypes())
 	}
-	if oc, ok := s.(optionChecker); ok && o.MaxBatch == 0 {
+	oc, fixed := s.(optionChecker)
+	if fixed && o.MaxBatch == 0 {
 		o.MaxBatch = min(DefaultMaxBatch, oc.maxBatch())
 	}
 	o, err := o.withDefaults(op, int64(s.Rows()))
 	if err != nil {
 		return nil, err
 	}
-	if oc, ok := s.(optionChecker); ok {
+	if fixed {
 		if err := oc.checkOptions(op, o); err != nil {
 			return nil, err
 		}

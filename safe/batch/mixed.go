@@ -226,27 +226,15 @@ func (b *batcher[T, N]) takeMixed(s *slot[T, N], now time.Time) (int, bool) {
 		return 0, false
 	}
 	for _, r := range b.pending[:i] {
-		r.state.Store(stTaken)
-		b.times.Queue += now.Sub(r.enq)
-		b.passed = max(b.passed, b.batches-r.seen)
 		if r.filter != nil {
 			_ = kit.HoldFilter(r.filter, "batch.Batcher") // its request holds it: this cannot fail
 		}
-		s.reqs = append(s.reqs, r)
+		b.takeOne(s, r, now)
 	}
-	b.times.Requests += int64(i)
-	n := copy(b.pending, b.pending[i:])
-	clear(b.pending[n:])
-	b.pending = b.pending[:n]
-	b.pendRows -= rows
-	b.flight += rows
-	b.decay()
 	s.mixed = true
 	b.filtered++
 	b.mixedBatches++
-	b.batches++
-	b.queries += int64(rows)
-	b.sizes[rows]++
+	b.taken(s, rows, copy(b.pending, b.pending[i:]))
 	return rows, true
 }
 

@@ -268,25 +268,39 @@ func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 		if rows+r.rows > b.maxBatch {
 			break // full: a later, smaller request does not pass it
 		}
-		r.state.Store(stTaken)
 		rows += r.rows
-		b.times.Queue += now.Sub(r.enq)
-		b.passed = max(b.passed, b.batches-r.seen)
-		s.reqs = append(s.reqs, r)
+		b.takeOne(s, r, now)
 	}
-	b.times.Requests += int64(len(s.reqs))
 	n += copy(b.pending[n:], b.pending[i:])
-	clear(b.pending[n:])
-	b.pending = b.pending[:n]
-	b.pendRows -= rows
-	b.flight += rows
-	b.decay()
 	if rows > 0 {
 		s.filter = f
 		if f != nil {
 			_ = kit.HoldFilter(f, "batch.Batcher") // its requests hold it: this cannot fail
 			b.filtered++
 		}
+	}
+	b.taken(s, rows, n)
+	return rows
+}
+
+// takeOne moves r, pending, into s's batch. b.mu is held.
+func (b *batcher[T, N]) takeOne(s *slot[T, N], r *request[T, N], now time.Time) {
+	r.state.Store(stTaken)
+	b.times.Queue += now.Sub(r.enq)
+	b.passed = max(b.passed, b.batches-r.seen)
+	s.reqs = append(s.reqs, r)
+}
+
+// taken counts the batch of rows rows just taken into s (none: nothing
+// was due), the pending requests left being the first n. b.mu is held.
+func (b *batcher[T, N]) taken(s *slot[T, N], rows, n int) {
+	clear(b.pending[n:])
+	b.pending = b.pending[:n]
+	b.times.Requests += int64(len(s.reqs))
+	b.pendRows -= rows
+	b.flight += rows
+	b.decay()
+	if rows > 0 {
 		b.batches++
 		if s.light {
 			b.lightBatches++
@@ -294,5 +308,4 @@ func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 		b.queries += int64(rows)
 		b.sizes[rows]++
 	}
-	return rows
 }
