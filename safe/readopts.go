@@ -41,3 +41,23 @@ func RequireChecksum() DeserializeOption {
 func Verified(v *bool) DeserializeOption {
 	return func(l *DeserializeLimits) { l.Verified = v }
 }
+
+// SerializeOption configures the Serialize and SerializeTo methods of the
+// index packages whose format has a choice (cagra, vamana): what differs
+// from the family's Serialize(res, path) is an option, as for Deserialize.
+type SerializeOption func(*SerializeSettings)
+
+// SerializeSettings is what the SerializeOptions set. The zero value is
+// cuVS's default: the dataset is written with the index.
+type SerializeSettings struct {
+	// WithoutDataset writes the index without its rows (cagra: the graph
+	// only; vamana: no path+".data" file). Whoever reads it gives the rows
+	// back (cagra.Index.UpdateDataset).
+	WithoutDataset bool
+}
+
+// WithoutDataset writes an index without its rows (see
+// SerializeSettings.WithoutDataset).
+func WithoutDataset() SerializeOption {
+	return func(s *SerializeSettings) { s.WithoutDataset = true }
+}

@@ -131,11 +131,11 @@ func BenchmarkIVFFiltered(b *testing.B) {
 				var fs *ivfpq.Filtered
 				switch mode {
 				case "_refine":
-					fs, err = idx.NewFiltered(res, nil, filters[name], dataset, safe.L2Expanded, nq, k)
+					fs, err = idx.NewFiltered(res, nil, filters[name], dataset, nq, k)
 				case "_index": // the caller's probes, not raised
-					fs, err = idx.NewFiltered(res, &ivfpq.SearchParams{FilterPath: safe.FilterIndex}, filters[name], nil, safe.L2Expanded, nq, k)
+					fs, err = idx.NewFiltered(res, &ivfpq.SearchParams{FilterPath: safe.FilterIndex}, filters[name], nil, nq, k)
 				default:
-					fs, err = idx.NewFiltered(res, nil, filters[name], nil, safe.L2Expanded, nq, k)
+					fs, err = idx.NewFiltered(res, nil, filters[name], nil, nq, k)
 				}
 				must(b, err)
 				closeAtEnd(b, fs)

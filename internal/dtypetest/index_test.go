@@ -80,7 +80,7 @@ func testCagra[T elem](t *testing.T, d *data[T]) {
 
 		// round trip with the dataset: same dtype, same recall
 		var buf bytes.Buffer
-		_, err = idx.SerializeTo(res, &buf, true)
+		_, err = idx.SerializeTo(res, &buf)
 		must(t, err)
 		back, err := cagra.DeserializeFrom(res, &buf)
 		must(t, err)
@@ -246,7 +246,7 @@ func testIvfPq[T elem](t *testing.T, d *data[T]) {
 		f, err := safe.NewBitsetFilterAllowing(res, rows, allowed)
 		must(t, err)
 		safetest.Close(t, f)
-		fs, err := idx.NewFiltered(res, sp, f, nil, m, nq, k)
+		fs, err := idx.NewFiltered(res, sp, f, nil, nq, k)
 		must(t, err)
 		safetest.Close(t, fs)
 		fr := &safe.Results{}

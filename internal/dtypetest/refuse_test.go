@@ -105,7 +105,7 @@ func testRefusals[T elem](t *testing.T, d *data[T]) {
 	pi, err := ivfpq.Build(res, host, ivfPqParams(t, safe.L2Expanded))
 	must(t, err)
 	safetest.Close(t, pi)
-	_, err = pi.NewFiltered(res, nil, f, devMatrix(t, res, d.rows, rows, dim), safe.L2Expanded, nq, k)
+	_, err = pi.NewFiltered(res, nil, f, devMatrix(t, res, d.rows, rows, dim), nq, k)
 	argRefused(t, "ivfpq.NewFiltered with the dataset", err, "dataset", "dtype "+name, "brute force", "float32 or float16")
 	_, err = ivfpq.SearchSlice(res, pi, nil, make([]float32, nq*dim), k)
 	argRefused(t, "ivfpq float32 queries", err, "queries", "float32")

@@ -85,7 +85,7 @@ func TestNoFreedHandleAfterClose(t *testing.T) {
 		}},
 		{"cagra.Index (DeserializeFrom)", func(t *testing.T, res *safe.Resources) (any, closer) {
 			var buf bytes.Buffer
-			_, err := cagraIndex(t, res).SerializeTo(res, &buf, true)
+			_, err := cagraIndex(t, res).SerializeTo(res, &buf)
 			must(t, err)
 			idx, err := cagra.DeserializeFrom(res, &buf)
 			must(t, err)
@@ -125,7 +125,7 @@ func TestNoFreedHandleAfterClose(t *testing.T) {
 			// With the dataset, NewFiltered builds a brute-force index of
 			// its own (the exact path), destroyed by Close.
 			idx := ivfpqIndex(t, res)
-			f, err := idx.NewFiltered(res, nil, filter(t, res, rows/2), dataset(t, res, 1, rows), safe.L2Expanded, nq, k)
+			f, err := idx.NewFiltered(res, nil, filter(t, res, rows/2), dataset(t, res, 1, rows), nq, k)
 			must(t, err)
 			return f, both(f.Close, idx.Close)
 		}},

@@ -382,7 +382,7 @@ func TestStress(t *testing.T) {
 	// Serialize while searched; now and then read it back and search it.
 	worker(700, func(rng *rand.Rand, wres *safe.Resources) {
 		var buf bytes.Buffer
-		if _, err := cg.SerializeTo(wres, &buf, true); err != nil {
+		if _, err := cg.SerializeTo(wres, &buf); err != nil {
 			fail("SerializeTo: %v", err)
 			return
 		}

@@ -58,7 +58,7 @@ func TestIVFFiltered(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, pq)
-	pf, err := pq.NewFiltered(res, &ivfpq.SearchParams{NProbes: 2}, filter, ds, safe.L2Expanded, nq, k)
+	pf, err := pq.NewFiltered(res, &ivfpq.SearchParams{NProbes: 2}, filter, ds, nq, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestIVFPQTenants(t *testing.T) {
 	safetest.Close(t, pq)
 	sp := &ivfpq.SearchParams{NProbes: 2}
 	mkF := func(filter *safe.Filter, n int) *ivfpq.Filtered {
-		f, err := pq.NewFiltered(res, sp, filter, ds, safe.L2Expanded, n, k)
+		f, err := pq.NewFiltered(res, sp, filter, ds, n, k)
 		if err != nil {
 			t.Fatal(err)
 		}

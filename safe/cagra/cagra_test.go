@@ -2,6 +2,7 @@ package cagra_test
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -511,7 +512,7 @@ func TestBuildAlgorithms(t *testing.T) {
 					if !errors.Is(err, cagra.ErrOnDisk) || !isArg(err, "index") {
 						t.Errorf("search of a disk-mode index: %v", err)
 					}
-					if err := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"), true); !errors.Is(err, cagra.ErrOnDisk) {
+					if err := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x")); !errors.Is(err, cagra.ErrOnDisk) {
 						t.Errorf("serialize of a disk-mode index: %v", err)
 					}
 					if err := idx.Extend(f.res, hostData, &cagra.ExtendParams{}); !errors.Is(err, cagra.ErrOnDisk) {
@@ -701,7 +702,7 @@ func TestExtendBusy(t *testing.T) {
 	// succeed (none fails).
 	done = hold("cuvsCagraExtend", func() error { return idx.Extend(sres, moreDev, &ep) })
 	serr := idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil)
-	werr := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"), true)
+	werr := idx.Serialize(f.res, filepath.Join(t.TempDir(), "x"))
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -721,7 +722,7 @@ func TestSerialize(t *testing.T) {
 	idx := build(t, f.res, f.dataset, params(t))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cagra.idx")
-	if err := idx.Serialize(f.res, path, true); err != nil {
+	if err := idx.Serialize(f.res, path); err != nil {
 		t.Fatal(err)
 	}
 	back, err := cagra.Deserialize(f.res, path)
@@ -769,9 +770,21 @@ func TestSerialize(t *testing.T) {
 	}
 	search(t, f, back, f.n64, f.data, nil, nil)
 
+	// A nil option is refused naming opts, before cuVS writes anything.
+	var ae *safe.ArgError
+	if err := back.Serialize(f.res, filepath.Join(dir, "nil.idx"), nil); !errors.As(err, &ae) || ae.Arg != "opts" {
+		t.Errorf("Serialize with a nil option: %v, want an ArgError naming opts", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nil.idx")); !os.IsNotExist(err) {
+		t.Errorf("Serialize with a nil option wrote a file: %v", err)
+	}
+	if _, err := back.SerializeTo(f.res, io.Discard, nil); !errors.As(err, &ae) || ae.Arg != "opts" {
+		t.Errorf("SerializeTo with a nil option: %v, want an ArgError naming opts", err)
+	}
+
 	// Without the dataset: the graph alone, which cannot be searched.
 	lean := filepath.Join(dir, "lean.idx")
-	if err := back.Serialize(f.res, lean, false); err != nil {
+	if err := back.Serialize(f.res, lean, safe.WithoutDataset()); err != nil {
 		t.Fatal(err)
 	}
 	graphOnly, err := cagra.Deserialize(f.res, lean)
@@ -829,7 +842,7 @@ func TestSerialize(t *testing.T) {
 	if _, err := cagra.Deserialize(f.res, hnsw); err == nil {
 		t.Error("an hnswlib file deserialized as a CAGRA index")
 	}
-	if err := back.Serialize(f.res, filepath.Join(dir, "no", "such", "dir"), true); !errors.Is(err, safe.ErrCuvs) {
+	if err := back.Serialize(f.res, filepath.Join(dir, "no", "such", "dir")); !errors.Is(err, safe.ErrCuvs) {
 		t.Errorf("serializing into a missing directory: %v", err)
 	}
 }
@@ -1295,8 +1308,8 @@ func TestValidation(t *testing.T) {
 		{"int8 additional", "additional", func() error { return idx.Extend(f.res, q8, &ep) }},
 		{"no additional rows", "additional", func() error { return idx.Extend(f.res, empty, &ep) }},
 		// Serialization.
-		{"empty path", "path", func() error { return idx.Serialize(f.res, "", true) }},
-		{"NUL in path", "path", func() error { return idx.Serialize(f.res, "a\x00b", true) }},
+		{"empty path", "path", func() error { return idx.Serialize(f.res, "") }},
+		{"NUL in path", "path", func() error { return idx.Serialize(f.res, "a\x00b") }},
 		{"NUL in hnswlib path", "path", func() error { return idx.SerializeToHnswlib(f.res, "a\x00b") }},
 		{"empty deserialize path", "path", func() error { return errOf(cagra.Deserialize(f.res, "")) }},
 		// IndexFromArgs.
@@ -1369,7 +1382,7 @@ func TestClosed(t *testing.T) {
 	for name, err := range map[string]error{
 		"Search":             idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil),
 		"Extend":             idx.Extend(f.res, f.queries, &ep),
-		"Serialize":          idx.Serialize(f.res, path, true),
+		"Serialize":          idx.Serialize(f.res, path),
 		"SerializeToHnswlib": idx.SerializeToHnswlib(f.res, path),
 		"Dataset":            errOf(idx.Dataset()),
 		"Graph":              errOf(idx.Graph()),
@@ -1440,7 +1453,7 @@ func TestFaults(t *testing.T) {
 	idx := build(t, f.res, f.dataset, params(t))
 	other := build(t, f.res, f.dataset, params(t))
 	path := filepath.Join(dir, "cagra.idx")
-	if err := idx.Serialize(f.res, path, true); err != nil {
+	if err := idx.Serialize(f.res, path); err != nil {
 		t.Fatal(err)
 	}
 	closeIndex := func(x *cagra.Index, err error) error {
@@ -1475,7 +1488,7 @@ func TestFaults(t *testing.T) {
 		{"Search int64 filtered", func() error { return idx.Search(f.res, &graphSP, f.queries, f.n64, f.dist, bs) }},
 		{"Extend host", func() error { return idx.Extend(f.res, hostMore, &cagra.ExtendParams{}) }},
 		{"Extend device", func() error { return idx.Extend(f.res, devMore, &cagra.ExtendParams{}) }},
-		{"Serialize", func() error { return idx.Serialize(f.res, filepath.Join(dir, "s.idx"), true) }},
+		{"Serialize", func() error { return idx.Serialize(f.res, filepath.Join(dir, "s.idx")) }},
 		{"SerializeToHnswlib", func() error { return idx.SerializeToHnswlib(f.res, filepath.Join(dir, "h.bin")) }},
 		{"Deserialize", func() error { return closeIndex(cagra.Deserialize(f.res, path)) }},
 		{"IndexFromArgs host", func() error { return closeIndex(cagra.IndexFromArgs(f.res, safe.L2Expanded, hostGraph, hostData)) }},
@@ -1488,7 +1501,7 @@ func TestFaults(t *testing.T) {
 	}
 	if on2608() {
 		leanPath := filepath.Join(dir, "lean.idx")
-		if err := idx.Serialize(f.res, leanPath, false); err != nil {
+		if err := idx.Serialize(f.res, leanPath, safe.WithoutDataset()); err != nil {
 			t.Fatal(err)
 		}
 		pids := newDevice[uint32](t, f.res, nq, k)
@@ -1525,7 +1538,7 @@ func TestFaults(t *testing.T) {
 	if err := idx.Search(f.res, &f.sp, f.queries, f.n64, f.dist, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := idx.Serialize(f.res, path, true); err != nil {
+	if err := idx.Serialize(f.res, path); err != nil {
 		t.Fatal(err)
 	}
 	back, err := cagra.Deserialize(f.res, path)

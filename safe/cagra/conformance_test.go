@@ -41,9 +41,9 @@ var conformance = &safetest.IndexSuite[*cagra.Index, cagra.SearchParams]{
 	Extend:    func(idx *cagra.Index, res *safe.Resources, v dlpack.Tensor) error { return idx.Extend(res, v, nil) },
 	ExtendArg: "additional",
 	SerializeTo: func(idx *cagra.Index, res *safe.Resources, w io.Writer) (int64, error) {
-		return idx.SerializeTo(res, w, true)
+		return idx.SerializeTo(res, w)
 	},
-	Serialize:       func(idx *cagra.Index, res *safe.Resources, path string) error { return idx.Serialize(res, path, true) },
+	Serialize:       func(idx *cagra.Index, res *safe.Resources, path string) error { return idx.Serialize(res, path) },
 	DeserializeFrom: cagra.DeserializeFrom,
 	Deserialize:     cagra.Deserialize,
 	SerializeCuVS:   cagra.SerializeCuVS,

@@ -193,7 +193,7 @@ func ExampleDeserialize() {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "grid.cagra")
-	if err := idx.Serialize(res, path, true); err != nil { // with the dataset
+	if err := idx.Serialize(res, path); err != nil { // with the dataset
 		log.Fatal(err)
 	}
 	back, err := cagra.Deserialize(res, path)

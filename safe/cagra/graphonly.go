@@ -8,12 +8,12 @@ import (
 
 // ErrNoDataset is wrapped by the refusals of an index that holds a graph
 // but no dataset: one deserialized from a file written with
-// includeDataset false. cuVS keeps the empty dataset such a file leaves
+// safe.WithoutDataset. cuVS keeps the empty dataset such a file leaves
 // (cuvsCagraIndexGetDims then reports 0, so Dim is 0), and cannot search
 // or extend it.
 var ErrNoDataset = errors.New("cagra: the index holds no dataset (serialized without it)")
 
-const noDatasetHelp = "to search it, make an index of its graph (Graph) and the dataset with IndexFromArgs, or deserialize a file written with includeDataset true"
+const noDatasetHelp = "to search it, make an index of its graph (Graph) and the dataset with IndexFromArgs, or deserialize a file written with its dataset"
 
 // graphOnly reports whether the index holds a graph but no dataset: rows
 // (the graph's) and dimension 0, which only a file written without its

@@ -113,7 +113,7 @@ type Index struct {
 }
 
 // kind is CAGRA for the index core. It has no SerializeC or DeserializeC:
-// Serialize takes includeDataset and, like Deserialize, picks its C call
+// Serialize takes options and, like Deserialize, picks its C call
 // by release (see those). Its own buffers (exact, scratch, ds) are freed
 // through the life's OnRelease and Own, which also run when an Index is
 // dropped without Close, so it has no Release.
@@ -631,8 +631,8 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	return idx.searchGraph(op, res, &cp, &t, f, plan, allowed)
 }
 
-// Serialize writes the index to a file, with its dataset when
-// includeDataset is true: cuvsCagraSerialize on cuVS 26.06,
+// Serialize writes the index to a file, with its dataset unless
+// safe.WithoutDataset is given: cuvsCagraSerialize on cuVS 26.06,
 // cuvsCagraSerializeGraphAndDataset or cuvsCagraSerializeGraph on 26.08.
 // cuVS's bytes are followed by the bindings' checksum trailer (CRC-32C
 // sums, 4 bytes per MiB), which cuVS's reader, stopping at its last field
@@ -644,9 +644,13 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 // (cagra_serialize.cuh: "serialization version mismatch"), so a file
 // written on one release is refused, as safe.ErrCorruptIndex, by
 // Deserialize on the other. Re-serialize after upgrading.
-func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
+func (idx *Index) Serialize(res *safe.Resources, path string, opts ...safe.SerializeOption) error {
 	op := kind.Op.Serialize
-	if err := idx.serialize(op, res, path, includeDataset); err != nil {
+	s, err := kit.SerializeSettings(op, opts)
+	if err != nil {
+		return err
+	}
+	if err := idx.serialize(op, res, path, !s.WithoutDataset); err != nil {
 		return err
 	}
 	return kit.Seal(op, path, false)

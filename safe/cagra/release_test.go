@@ -62,7 +62,7 @@ func TestReleaseRoundTrip(t *testing.T) {
 	// Serialize / Deserialize: the same results from the file's index.
 	dir := t.TempDir()
 	path := filepath.Join(dir, "full.idx")
-	if err := merged.Serialize(f.res, path, true); err != nil {
+	if err := merged.Serialize(f.res, path); err != nil {
 		t.Fatal(err)
 	}
 	back, err := cagra.Deserialize(f.res, path)
@@ -78,7 +78,7 @@ func TestReleaseRoundTrip(t *testing.T) {
 		t.Errorf("deserialized index finds %v, the original %v", got, want)
 	}
 	var buf bytes.Buffer
-	if _, err := merged.SerializeTo(f.res, &buf, true); err != nil {
+	if _, err := merged.SerializeTo(f.res, &buf); err != nil {
 		t.Fatal(err)
 	}
 	fromStream, err := cagra.DeserializeFrom(f.res, &buf)
@@ -91,7 +91,7 @@ func TestReleaseRoundTrip(t *testing.T) {
 	}
 	// A file without its dataset: a graph-only index, refused by search.
 	lean := filepath.Join(dir, "lean.idx")
-	if err := merged.Serialize(f.res, lean, false); err != nil {
+	if err := merged.Serialize(f.res, lean, safe.WithoutDataset()); err != nil {
 		t.Fatal(err)
 	}
 	g, err := cagra.Deserialize(f.res, lean)
@@ -179,7 +179,7 @@ func TestOnly2608(t *testing.T) {
 	t.Run("UpdateDataset", func(t *testing.T) {
 		// A graph-only file becomes searchable with its rows attached.
 		path := filepath.Join(t.TempDir(), "lean.idx")
-		if err := idx.Serialize(f.res, path, false); err != nil {
+		if err := idx.Serialize(f.res, path, safe.WithoutDataset()); err != nil {
 			t.Fatal(err)
 		}
 		g, err := cagra.Deserialize(f.res, path)

@@ -8,18 +8,22 @@ import (
 )
 
 // SerializeTo writes the index to w in the format Serialize writes to a
-// file (with its dataset when includeDataset is true), checksum trailer
+// file (with its dataset unless safe.WithoutDataset), checksum trailer
 // included, and returns the bytes written. cuVS writes only to file names:
 // cuvsCagraSerialize writes into a named pipe in a private temporary
 // directory while a goroutine copies it to w, so nothing reaches the disk.
 // If w fails, the rest of cuVS's output is dropped and w's error returned.
-func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer, includeDataset bool) (int64, error) {
-	// Not kind.SerializeTo: Serialize takes includeDataset.
+func (idx *Index) SerializeTo(res *safe.Resources, w io.Writer, opts ...safe.SerializeOption) (int64, error) {
+	// Not kind.SerializeTo: Serialize takes options.
 	op := kind.Op.SerializeTo
 	if _, err := kind.Of(idx, op); err != nil { // a zero index says so, before its arguments are checked
 		return 0, err
 	}
-	return kit.SerializeSealed(op, w, func(path string) error { return idx.serialize(kind.Op.Serialize, res, path, includeDataset) })
+	s, err := kit.SerializeSettings(op, opts)
+	if err != nil {
+		return 0, err
+	}
+	return kit.SerializeSealed(op, w, func(path string) error { return idx.serialize(kind.Op.Serialize, res, path, !s.WithoutDataset) })
 }
 
 // DeserializeFrom reads an index written by Serialize or SerializeTo from

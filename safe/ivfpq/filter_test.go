@@ -86,10 +86,10 @@ func testFilteredRecall(t *testing.T, n int) {
 	out := new(safe.Results)
 	// A Filtered made without a filter, with the dataset and without,
 	// searching each case's filter in turn (SearchWith).
-	anyData, err := idx.NewFiltered(res, nil, nil, ds, safe.L2Expanded, fd.NQ, fd.K)
+	anyData, err := idx.NewFiltered(res, nil, nil, ds, fd.NQ, fd.K)
 	must(t, err)
 	defer anyData.Close()
-	anyNoData, err := idx.NewFiltered(res, nil, nil, nil, safe.L2Expanded, fd.NQ, fd.K)
+	anyNoData, err := idx.NewFiltered(res, nil, nil, nil, fd.NQ, fd.K)
 	must(t, err)
 	defer anyNoData.Close()
 	must(t, anyData.SearchWith(res, queries, nb, dd, nil))
@@ -110,9 +110,9 @@ func testFilteredRecall(t *testing.T, n int) {
 			}
 			var f *ivfpq.Filtered
 			if data != nil {
-				f, err = idx.NewFiltered(res, nil, filter, data, safe.L2Expanded, fd.NQ, fd.K)
+				f, err = idx.NewFiltered(res, nil, filter, data, fd.NQ, fd.K)
 			} else {
-				f, err = idx.NewFiltered(res, nil, filter, nil, safe.L2Expanded, fd.NQ, fd.K)
+				f, err = idx.NewFiltered(res, nil, filter, nil, fd.NQ, fd.K)
 			}
 			must(t, err)
 			check := func(what string, ids []int64, dists []float32, rows int) {
@@ -181,7 +181,8 @@ func must(t testing.TB, err error) {
 // Bad input to a filtered search is refused naming the argument: a filter
 // for another row count, none, a bitmap, FilterExact without a dataset, a
 // dataset of the wrong shape, k out of range, more queries than prepared,
-// another k, a bad metric, FilterPath out of range.
+// another k, a dataset for an index whose metric the exact path cannot
+// take, FilterPath out of range.
 func TestFilteredRefused(t *testing.T) {
 	f := setup(t)
 	idx := build(t, f.res, f.dataset, params(t))
@@ -202,31 +203,33 @@ func TestFilteredRefused(t *testing.T) {
 		make      func() (*ivfpq.Filtered, error)
 	}{
 		{"other rows", "filter", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, nil, other, nil, safe.L2Expanded, nq, k)
+			return idx.NewFiltered(f.res, nil, other, nil, nq, k)
 		}},
 		{"bitmap", "filter", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, nil, bitmap, nil, safe.L2Expanded, nq, k)
+			return idx.NewFiltered(f.res, nil, bitmap, nil, nq, k)
 		}},
 		{"exact without dataset", "params.FilterPath", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: safe.FilterExact}, filter, nil, safe.L2Expanded, nq, k)
+			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: safe.FilterExact}, filter, nil, nq, k)
 		}},
 		{"bad FilterPath", "params.FilterPath", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: 7}, filter, nil, safe.L2Expanded, nq, k)
+			return idx.NewFiltered(f.res, &ivfpq.SearchParams{FilterPath: 7}, filter, nil, nq, k)
 		}},
 		{"dataset shape", "dataset", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, nil, filter, small, safe.L2Expanded, nq, k)
+			return idx.NewFiltered(f.res, nil, filter, small, nq, k)
 		}},
 		{"k 0", "k", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, 0)
+			return idx.NewFiltered(f.res, nil, filter, nil, nq, 0)
 		}},
 		{"k > rows", "k", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, nq, rows+1)
+			return idx.NewFiltered(f.res, nil, filter, nil, nq, rows+1)
 		}},
 		{"queries 0", "maxQueries", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2Expanded, 0, k)
+			return idx.NewFiltered(f.res, nil, filter, nil, 0, k)
 		}},
-		{"metric", "metric", func() (*ivfpq.Filtered, error) {
-			return idx.NewFiltered(f.res, nil, filter, nil, safe.L2SqrtExpanded, nq, k)
+		{"L2SqrtExpanded index with a dataset", "dataset", func() (*ivfpq.Filtered, error) {
+			p := params(t)
+			p.Metric = safe.L2SqrtExpanded
+			return build(t, f.res, f.dataset, p).NewFiltered(f.res, nil, filter, f.dataset, nq, k)
 		}},
 	} {
 		fs, err := c.make()
@@ -237,7 +240,7 @@ func TestFilteredRefused(t *testing.T) {
 			fs.Close()
 		}
 	}
-	fs, err := idx.NewFiltered(f.res, nil, filter, f.dataset, safe.L2Expanded, nq/2, k)
+	fs, err := idx.NewFiltered(f.res, nil, filter, f.dataset, nq/2, k)
 	must(t, err)
 	defer fs.Close()
 	if err := fs.Search(f.res, f.queries, f.nb, f.dist); !isArg(err, "queries") {
@@ -259,7 +262,7 @@ func TestFilteredRefused(t *testing.T) {
 	if err := fs.Search(f.res, q2, n2, d2); err == nil {
 		t.Error("Search after Close: no error")
 	}
-	perSearch, err := idx.NewFiltered(f.res, nil, nil, f.dataset, safe.L2Expanded, nq, k)
+	perSearch, err := idx.NewFiltered(f.res, nil, nil, f.dataset, nq, k)
 	must(t, err)
 	defer perSearch.Close()
 	if perSearch.Filter() != nil {
@@ -300,9 +303,9 @@ func TestFilteredAllocs(t *testing.T) {
 		var fs *ivfpq.Filtered
 		var err error
 		if c.data {
-			fs, err = idx.NewFiltered(f.res, &f.sp, mk(c.allowed), f.dataset, safe.L2Expanded, nq, k)
+			fs, err = idx.NewFiltered(f.res, &f.sp, mk(c.allowed), f.dataset, nq, k)
 		} else {
-			fs, err = idx.NewFiltered(f.res, &f.sp, mk(c.allowed), nil, safe.L2Expanded, nq, k)
+			fs, err = idx.NewFiltered(f.res, &f.sp, mk(c.allowed), nil, nq, k)
 		}
 		must(t, err)
 		must(t, fs.Search(f.res, f.queries, f.nb, f.dist))
@@ -326,7 +329,7 @@ func TestFilteredAllocs(t *testing.T) {
 		if c.data {
 			data = f.dataset
 		}
-		anyF, err := idx.NewFiltered(f.res, &f.sp, nil, data, safe.L2Expanded, nq, k)
+		anyF, err := idx.NewFiltered(f.res, &f.sp, nil, data, nq, k)
 		must(t, err)
 		fl := mk(c.allowed)
 		must(t, anyF.SearchWith(f.res, f.queries, f.nb, f.dist, fl))
@@ -368,7 +371,7 @@ func TestFilterIndexKeepsProbes(t *testing.T) {
 		t.Helper()
 		p := sp
 		p.FilterPath = path
-		fs, err := idx.NewFiltered(f.res, &p, filter, nil, safe.L2Expanded, nq, k)
+		fs, err := idx.NewFiltered(f.res, &p, filter, nil, nq, k)
 		must(t, err)
 		defer fs.Close()
 		must(t, fs.Search(f.res, f.queries, f.nb, f.dist))
@@ -444,7 +447,7 @@ func TestFilterDeeperSecondPass(t *testing.T) {
 	safetest.Close(t, filter)
 	sp := f.sp
 	sp.NProbes, sp.FilterPath = 4, safe.FilterIndex
-	fs, err := idx.NewFiltered(f.res, &sp, filter, nil, safe.L2Expanded, nq, k)
+	fs, err := idx.NewFiltered(f.res, &sp, filter, nil, nq, k)
 	must(t, err)
 	defer fs.Close()
 	must(t, fs.Search(f.res, f.queries, f.nb, f.dist))
@@ -455,4 +458,72 @@ func TestFilterDeeperSecondPass(t *testing.T) {
 			t.Fatalf("query 0 slot %d: %d, want an allowed row (%d allowed, none among its 80 nearest): %v", j, id, len(allowed), ids[:k])
 		}
 	}
+}
+
+// The index knows its metric, built or read back (the C API has no
+// getter: Deserialize reads the file's header), and a Filtered's exact
+// path ranks in it: an inner-product index read from a file returns, for
+// a selective filter, the exact inner-product answer among the allowed
+// rows, the same as the index it was written from.
+func TestFilteredMetricFromFile(t *testing.T) {
+	f := setup(t)
+	p := params(t)
+	p.Metric = safe.InnerProduct
+	idx := build(t, f.res, f.dataset, p)
+	if got := idx.Metric(); got != safe.InnerProduct {
+		t.Fatalf("built: Metric() = %s, want InnerProduct", got)
+	}
+	path := t.TempDir() + "/ip.ivfpq"
+	must(t, idx.Serialize(f.res, path))
+	back, err := ivfpq.Deserialize(f.res, path)
+	must(t, err)
+	safetest.Close(t, back)
+	if got := back.Metric(); got != safe.InnerProduct {
+		t.Fatalf("deserialized: Metric() = %s, want InnerProduct", got)
+	}
+	allowed := []int64{3, 17, 40, 41, 99, 150, 151, 200, 333, 401, 402, 480}
+	filter, err := safe.NewBitsetFilterAllowing(f.res, rows, allowed)
+	must(t, err)
+	safetest.Close(t, filter)
+	// per query, each allowed row's inner product and the k-th largest
+	ips := make([]map[int64]float32, nq)
+	kth := make([]float32, nq)
+	for q := range ips {
+		ips[q] = map[int64]float32{}
+		var all []float32
+		for _, id := range allowed {
+			var ip float32
+			for j := 0; j < dim; j++ {
+				ip += f.qs[q*dim+j] * f.data[int(id)*dim+j]
+			}
+			ips[q][id] = ip
+			all = append(all, ip)
+		}
+		sort.Slice(all, func(a, b int) bool { return all[a] > all[b] })
+		kth[q] = all[k-1]
+	}
+	for name, ix := range map[string]*ivfpq.Index{"built": idx, "deserialized": back} {
+		fs, err := ix.NewFiltered(f.res, nil, filter, f.dataset, nq, k)
+		must(t, err)
+		out := &safe.Results{}
+		must(t, ivfpq.SearchSliceFiltered(f.res, fs, f.qs, out))
+		must(t, fs.Close())
+		for q := 0; q < nq; q++ {
+			for i := 0; i < k; i++ {
+				id := out.Neighbors[q*k+i]
+				ip, ok := ips[q][id]
+				// float32 sums in another order: a tie within 1e-4 may swap
+				if !ok || ip < kth[q]-1e-4*(1+abs(kth[q])) {
+					t.Fatalf("%s: query %d slot %d is row %d (allowed %v), not among the %d largest inner products of the allowed rows", name, q, i, id, ok, k)
+				}
+			}
+		}
+	}
+}
+
+func abs(x float32) float32 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }

@@ -108,9 +108,10 @@ type Filtered struct {
 // dataset, optional, is the index's rows (Rows() × Dim(), the index's
 // element type, device memory, row i the row of id i): with it, the
 // candidates are refined (cuvsRefine: exact distances) and selective
-// filters are searched exactly (brute force with the filter); metric is
-// the index's metric, for those (the C API has no getter; zero:
-// L2Expanded). The dataset and the filter are borrowed until Close.
+// filters are searched exactly (brute force with the filter), in the
+// index's Metric (L2Expanded, InnerProduct or CosineExpanded; an
+// L2SqrtExpanded index takes no dataset). The dataset and the filter are
+// borrowed until Close.
 //
 // What a search does (safe.FilterAuto):
 //   - every row allowed: the plain search (cuvsIvfPqSearch), one C call;
@@ -145,7 +146,7 @@ type Filtered struct {
 //
 // C calls: cuvsMatrixCopy, cuvsStreamSync, cuvsRMMAlloc (the buffers),
 // cuvsBruteForceIndexCreate and cuvsBruteForceBuild (with a dataset).
-func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter *safe.Filter, dataset dlpack.Tensor, metric safe.Metric, maxQueries, k int) (*Filtered, error) {
+func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter *safe.Filter, dataset dlpack.Tensor, maxQueries, k int) (*Filtered, error) {
 	const op = "ivfpq.Index.NewFiltered"
 	c, err := kind.Enter(idx, op)
 	if err != nil {
@@ -166,9 +167,7 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 	if k < 1 || int64(k) > rows {
 		return nil, kit.Argf(op, "k", "%d, want 1 to the index's %d rows", k, rows)
 	}
-	if metric != safe.L2Expanded && metric != safe.InnerProduct && metric != safe.CosineExpanded {
-		return nil, kit.Argf(op, "metric", "%s: want L2Expanded, InnerProduct or CosineExpanded (IVF-PQ's metrics)", metric)
-	}
+	metric := idx.metric
 	f := &Filtered{idx: idx, sp: sp, rows: rows, perSearch: filter == nil,
 		maxN: int64(maxQueries), k: int64(k), metric: metric, call: dlpack.Begin(op)}
 	ok := false
@@ -194,6 +193,9 @@ func (idx *Index) NewFiltered(res *safe.Resources, params *SearchParams, filter 
 		if dv.DType() != dlpack.Float32 && dv.DType() != dlpack.Float16 {
 			// brute force, the exact path, takes these only
 			return nil, kit.Argf(op, "dataset", "dtype %s: the filtered search's exact path (brute force) takes float32 or float16", dv.DType())
+		}
+		if metric != safe.L2Expanded && metric != safe.InnerProduct && metric != safe.CosineExpanded {
+			return nil, kit.Argf(op, "dataset", "the index's metric is %s: the exact path takes L2Expanded, InnerProduct or CosineExpanded", metric)
 		}
 		if f.ds, err = f.call.In(&dv); err != nil {
 			return nil, kit.Argf(op, "dataset", "%w", err)

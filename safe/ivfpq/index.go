@@ -45,7 +45,8 @@ type Index struct {
 	// read from the library when the index is made
 	nLists, pqDim, pqBits, pqLen int64
 	layout                       CodesLayout
-	layoutKnown                  bool // false after Deserialize: the C API has no getter
+	layoutKnown                  bool        // false after a failed Deserialize only
+	metric                       safe.Metric // from the params, or the file's header (no C getter)
 }
 
 // kind is IVF-PQ for the index core.
@@ -57,6 +58,7 @@ var kind = core.Kind[Index, generated.CuvsIvfPqIndex_t]{
 	},
 	Core:    func(i *Index) *core.Index[generated.CuvsIvfPqIndex_t] { return &i.c },
 	Refresh: (*Index).refresh,
+	Loaded:  (*Index).loaded,
 }
 
 func init() { kind.Init() }
@@ -170,7 +172,7 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return generated.CuvsIvfPqBuild(h, cp, t[0], idx.c.H)
 	})
 	if idx, err = kind.Made(op, res, idx, err); err == nil {
-		idx.layout, idx.layoutKnown = p.CodesLayout, true
+		idx.layout, idx.layoutKnown, idx.metric = p.CodesLayout, true, p.Metric
 		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
 	}
 	return idx, err
@@ -269,7 +271,7 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 		return generated.CuvsIvfPqBuildPrecomputed(h, cp, uint32(dim), t[0], t[1], t[2], t[3], idx.c.H)
 	})
 	if idx, err = kind.Made(op, res, idx, err); err == nil {
-		idx.layout, idx.layoutKnown = p.CodesLayout, true
+		idx.layout, idx.layoutKnown, idx.metric = p.CodesLayout, true, p.Metric
 	}
 	return idx, err
 }
@@ -346,6 +348,15 @@ func (idx *Index) DType() dlpack.DataType {
 		return dlpack.DataType{}
 	}
 	return idx.elemType()
+}
+
+// Metric returns the index's distance: the one it was built with, or, for
+// a deserialized index, the one its file records.
+func (idx *Index) Metric() safe.Metric {
+	if kind.Gone(idx) {
+		return 0
+	}
+	return idx.metric
 }
 
 // elemType is DType for the package's own checks: the index's element type,
@@ -722,9 +733,9 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Deserialize reads an index written by Serialize. The index owns its data.
 // cuVS's file does not record the element type: DType is unknown until the
 // first Extend, and Search accepts queries of any of the four types (the
-// index's codes are the same whatever type the vectors had). Nor does the
-// C API report the codes layout, so Search leaves a Flat index for cuVS to
-// refuse.
+// index's codes are the same whatever type the vectors had). The metric and
+// the codes layout, which the C API does not report, are read from the
+// file's header.
 //
 // A file that is not a whole IVF-PQ index (truncated, damaged, with bytes
 // after the index) is refused with safe.ErrCorruptIndex: its layout is

@@ -1,10 +1,13 @@
 package ivfpq
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 
@@ -84,4 +87,39 @@ func (l *pqLayout) visit(i int, it npy.Item) error {
 		}
 	}
 	return nil
+}
+
+// loaded reads from the file's header what the C API has no getter for:
+// the metric (the seventh scalar) and the codes layout (the ninth).
+func (idx *Index) loaded(op, path string) error {
+	m, l, err := readHeader(path)
+	if err != nil {
+		return kit.Corrupt(op, err)
+	}
+	idx.metric, idx.layout, idx.layoutKnown = m, l, true
+	return nil
+}
+
+// readHeader reads an IVF-PQ file's ten header scalars (pqLayout) and
+// returns its metric and codes layout.
+func readHeader(path string) (safe.Metric, CodesLayout, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	var v [10]int64
+	for i := range v {
+		s, err := npy.ReadScalar(r)
+		if err != nil {
+			return 0, 0, fmt.Errorf("not an IVF-PQ index: header scalar %d: %w", i, err)
+		}
+		v[i] = s.Int
+	}
+	m, l := safe.Metric(v[6]), CodesLayout(v[8])
+	if !metricOK(m) || (l != Flat && l != Interleaved) {
+		return 0, 0, fmt.Errorf("%w: not an IVF-PQ index of this library (metric %d, codes layout %d)", npy.ErrFormat, v[6], v[8])
+	}
+	return m, l, nil
 }

@@ -51,7 +51,7 @@ func TestDistributeCagraIVFPQ(t *testing.T) {
 		}
 		defer single.Close()
 		path := filepath.Join(t.TempDir(), "cagra.bin")
-		if err := single.Serialize(sres, path, true); err != nil {
+		if err := single.Serialize(sres, path); err != nil {
 			t.Fatal(err)
 		}
 		idx, err := multigpu.DistributeCagra(res, path)

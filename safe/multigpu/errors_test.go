@@ -60,7 +60,7 @@ func TestDeserializeErrors(t *testing.T) {
 	}
 	safetest.Close(t, single)
 	var sc bytes.Buffer
-	if _, err := single.SerializeTo(sres, &sc, true); err != nil {
+	if _, err := single.SerializeTo(sres, &sc); err != nil {
 		t.Fatal(err)
 	}
 	type reader func(r io.Reader, o ...safe.DeserializeOption) (io.Closer, error)

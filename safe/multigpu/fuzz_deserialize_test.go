@@ -72,7 +72,7 @@ func FuzzDistributeCagraFrom(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { single.Close() })
-	valid := serialtest.Stream(f, func(w io.Writer) (int64, error) { return single.SerializeTo(sres, w, true) })
+	valid := serialtest.Stream(f, func(w io.Writer) (int64, error) { return single.SerializeTo(sres, w) })
 	serialtest.Fuzz(f, "multigpu.DistributeCagraFrom", valid, func(r io.Reader, o ...safe.DeserializeOption) (*multigpu.CagraIndex, error) {
 		return multigpu.DistributeCagraFrom(res, r, o...)
 	}, func(idx *multigpu.CagraIndex) error {

@@ -115,7 +115,7 @@ func TestDoubleRepeatsNeighbours(t *testing.T) {
 	must(t, err)
 	safetest.Close(t, idx)
 	path := filepath.Join(t.TempDir(), "g")
-	must(t, idx.Serialize(res, path, false))
+	must(t, idx.Serialize(res, path, safe.WithoutDataset()))
 	g := readGraph(t, path)
 	withRepeats := 0
 	for _, row := range g.Adjacency {

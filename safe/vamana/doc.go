@@ -10,7 +10,7 @@
 //	data, _ := dlpack.NewHostMatrix(rows, n, dim) // rows: n × dim float32 in Go memory
 //	idx, _ := vamana.Build(res, data, nil)         // cuVS's defaults: L2, degree 32
 //	defer idx.Close()
-//	err := idx.Serialize(res, "index", true)       // "index" and "index.data", for DiskANN
+//	err := idx.Serialize(res, "index") // "index" and "index.data", for DiskANN
 //
 // Build takes float32, int8 or uint8 rows in host or device memory
 // (row-major; host rows are copied to the device first) and returns an

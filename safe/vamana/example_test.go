@@ -51,7 +51,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "index")
-	if err := idx.Serialize(res, path, true); err != nil { // writes index and index.data
+	if err := idx.Serialize(res, path); err != nil { // writes index and index.data
 		log.Fatal(err)
 	}
 	f, err := os.Open(path)

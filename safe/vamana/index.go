@@ -191,13 +191,13 @@ func (idx *Index) Borrows() bool { return idx != nil && !idx.life.Closed() && id
 // to path (cuvsVamanaSerialize, not sector aligned): a 24-byte header
 // (uint64 file size, uint32 largest degree, uint32 medoid — the search's
 // entry point — and uint64 frozen points, 0), then for each row a uint32
-// degree and that many uint32 neighbour ids, little-endian. With
-// includeDataset cuVS also writes the rows to path + ".data" in DiskANN's
+// degree and that many uint32 neighbour ids, little-endian. Unless
+// safe.WithoutDataset is given, cuVS also writes the rows to path + ".data" in DiskANN's
 // .bin format (int32 rows, int32 dim, the rows); cuVS ignores a failure to
 // write that file (it logs it), so Serialize checks that it exists and is
 // complete, and reports an error otherwise. DiskANN's in-memory index
 // (diskann::Index::load) reads the pair; cuVS's C API reads neither back.
-func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset bool) error {
+func (idx *Index) Serialize(res *safe.Resources, path string, opts ...safe.SerializeOption) error {
 	if idx == nil {
 		return kit.NilIndex("vamana.Index.Serialize")
 	}
@@ -205,6 +205,11 @@ func (idx *Index) Serialize(res *safe.Resources, path string, includeDataset boo
 		return err
 	}
 	const op = "vamana.Index.Serialize"
+	s, err := kit.SerializeSettings(op, opts)
+	if err != nil {
+		return err
+	}
+	includeDataset := !s.WithoutDataset
 	if err := kit.Serialize(op, res, &idx.life, path, func(h generated.CuvsResources_t, p *byte) error {
 		return generated.CuvsVamanaSerialize(h, p, idx.h, includeDataset)
 	}); err != nil {

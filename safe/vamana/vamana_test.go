@@ -128,7 +128,7 @@ func TestBuildAndSerialize(t *testing.T) {
 		t.Fatalf("rows %d, dim %d, degree %d, dtype %v", idx.Rows(), idx.Dim(), idx.GraphDegree(), idx.DType())
 	}
 	path := filepath.Join(t.TempDir(), "vamana.index")
-	must(t, idx.Serialize(res, path, true))
+	must(t, idx.Serialize(res, path))
 	g := readGraph(t, path)
 	if len(g.Adjacency) != rows || g.Frozen != 0 || g.MaxDegree > 32 || g.MaxDegree == 0 {
 		t.Fatalf("%d rows, frozen %d, largest degree %d", len(g.Adjacency), g.Frozen, g.MaxDegree)
@@ -188,14 +188,14 @@ func TestBuildAndSerialize(t *testing.T) {
 	}
 	// Without the dataset: the same graph, no .data file.
 	p2 := filepath.Join(t.TempDir(), "graph-only")
-	must(t, idx.Serialize(res, p2, false))
+	must(t, idx.Serialize(res, p2, safe.WithoutDataset()))
 	a, _ := os.ReadFile(path)
 	c, _ := os.ReadFile(p2)
 	if !bytes.Equal(a, c) {
 		t.Error("the graph file differs without the dataset")
 	}
 	if _, err := os.Stat(p2 + ".data"); !os.IsNotExist(err) {
-		t.Errorf("a dataset file without includeDataset: %v", err)
+		t.Errorf("a dataset file with safe.WithoutDataset: %v", err)
 	}
 }
 
@@ -244,7 +244,7 @@ func TestRetention(t *testing.T) {
 		t.Errorf("host int8: borrowed %v, dtype %v", idx.Borrows(), idx.DType())
 	}
 	path := filepath.Join(t.TempDir(), "i8")
-	must(t, idx.Serialize(res, path, true))
+	must(t, idx.Serialize(res, path))
 	if st, err := os.Stat(path + ".data"); err != nil || st.Size() != 8+400*dim {
 		t.Errorf("int8 dataset file: %v, %v", st, err)
 	}
@@ -273,7 +273,7 @@ func TestBuildFromHost(t *testing.T) {
 		data[i] = -1 // the index holds its own copy
 	}
 	path := filepath.Join(t.TempDir(), "host")
-	must(t, idx.Serialize(res, path, true))
+	must(t, idx.Serialize(res, path))
 	b, err := os.ReadFile(path + ".data")
 	must(t, err)
 	if len(b) != 8+n*d*4 || !bytes.Equal(b[8:], unsafe.Slice((*byte)(unsafe.Pointer(&orig[0])), len(orig)*4)) {
@@ -372,23 +372,23 @@ func TestRefused(t *testing.T) {
 	idx, err := vamana.Build(res, ds, nil)
 	must(t, err)
 	safetest.Close(t, idx)
-	safetest.Refused(t, "NUL in the path", "path", "", func() error { return idx.Serialize(res, "a\x00b", false) })
+	safetest.Refused(t, "NUL in the path", "path", "", func() error { return idx.Serialize(res, "a\x00b", safe.WithoutDataset()) })
 	var ce *safe.Error
-	if err := idx.Serialize(res, filepath.Join(t.TempDir(), "no", "such", "dir"), false); !errors.As(err, &ce) || ce.Func != "cuvsVamanaSerialize" {
+	if err := idx.Serialize(res, filepath.Join(t.TempDir(), "no", "such", "dir"), safe.WithoutDataset()); !errors.As(err, &ce) || ce.Func != "cuvsVamanaSerialize" {
 		t.Errorf("Serialize into a missing directory: %v", err)
 	}
 	// cuVS swallows a failure to write the .data file: Serialize does not.
 	path := filepath.Join(t.TempDir(), "x")
 	must(t, os.Mkdir(path+".data", 0o755))
-	if err := idx.Serialize(res, path, true); !errors.As(err, &ce) || ce.Func != "cuvsVamanaSerialize" {
+	if err := idx.Serialize(res, path); !errors.As(err, &ce) || ce.Func != "cuvsVamanaSerialize" {
 		t.Errorf("Serialize with an unwritable dataset file: %v", err)
 	}
 	must(t, idx.Close())
-	if err := idx.Serialize(res, path, false); !errors.Is(err, safe.ErrClosed) {
+	if err := idx.Serialize(res, path, safe.WithoutDataset()); !errors.Is(err, safe.ErrClosed) {
 		t.Errorf("Serialize after Close: %v", err)
 	}
 	var nilIdx *vamana.Index
-	if err := nilIdx.Serialize(res, path, false); !safetest.IsArg(err, "index") {
+	if err := nilIdx.Serialize(res, path, safe.WithoutDataset()); !safetest.IsArg(err, "index") {
 		t.Errorf("nil index: %v", err)
 	}
 }
@@ -447,7 +447,7 @@ func TestFaults(t *testing.T) {
 		{"cuvsVamanaBuild", func() error { _, err := vamana.Build(res, ds, nil); return err }},
 		{"cuvsStreamSync", func() error { _, err := vamana.Build(res, ds, nil); return err }},
 		{"cuvsVamanaIndexGetDims", func() error { _, err := vamana.Build(res, ds, nil); return err }},
-		{"cuvsVamanaSerialize", func() error { return idx.Serialize(res, path, true) }},
+		{"cuvsVamanaSerialize", func() error { return idx.Serialize(res, path) }},
 	} {
 		ctl.FailNext(s.fn, "injected")
 		err := s.run()
@@ -485,7 +485,11 @@ func TestConcurrentSerialize(t *testing.T) {
 	errs := make(chan error, 4)
 	for i := range 4 {
 		r := safetest.Resources(t)
-		go func() { errs <- idx.Serialize(r, filepath.Join(dir, string(rune('a'+i))), i%2 == 0) }()
+		var opts []safe.SerializeOption
+		if i%2 != 0 {
+			opts = append(opts, safe.WithoutDataset())
+		}
+		go func() { errs <- idx.Serialize(r, filepath.Join(dir, string(rune('a'+i))), opts...) }()
 	}
 	for range 4 {
 		must(t, <-errs)

@@ -16,8 +16,11 @@
  *   - the getters hand out views into the index's memory as the C code does
  *     (shape and strides from the library, a deleter that frees only those);
  *   - BuildPrecomputed keeps references to the caller's four tensors;
- *   - serialization uses a format of the double's own; Deserialize leaves
- *     the handle's dtype as it was, as cuVS does.
+ *   - serialization writes cuVS's ten .npy header scalars (version 4, size,
+ *     dim, pq_bits, pq_dim, conservative allocation, metric, codebook kind,
+ *     codes layout, n_lists: ivf_pq_serialize.cuh) and then a body of the
+ *     double's own; Deserialize leaves the handle's dtype as it was, as cuVS
+ *     does.
  * The slots a search cannot fill (fewer rows than k in the probed lists)
  * get cuVS's kOutOfBoundsRecord (INT64_MAX) with distance +Inf, as an H200
  * showed for L2 (ivf_pq_search.cuh's top-k dummy, then ivf_common.cuh's
@@ -28,6 +31,7 @@
  * inner product, larger first.
  */
 #include "dbl.h"
+#include "dbl_ivf.h"
 
 #include <float.h>
 #include <math.h>
@@ -1505,7 +1509,7 @@ DBL_API cuvsError_t cuvsIvfPqIndexGetListIndices(cuvsIvfPqIndex_t index, uint32_
   return pq_view(index, out_labels, V_LIST_INDICES, label);
 }
 
-/* ---- serialization (the double's own format) ---- */
+/* ---- serialization: cuVS's header scalars, then the double's own body ---- */
 
 typedef struct {
   char magic[8];
@@ -1516,6 +1520,21 @@ typedef struct {
 
 static int wr(FILE* f, const void* p, size_t n) { return n == 0 || fwrite(p, n, 1, f) == 1; }
 static int rd(FILE* f, void* p, size_t n) { return n == 0 || fread(p, n, 1, f) == 1; }
+
+/* cuVS's header, as ivf_pq_serialize.cuh writes it (both releases): what
+ * a reader of the file's header (the safe layer reads the metric and the
+ * codes layout there) finds where cuVS puts it. */
+static int pq_write_prefix(FILE* f, const pq_impl* impl)
+{
+  return ivf_npy_write(f, "<i4", 4, 4) && ivf_npy_write(f, "<i8", (uint64_t)impl->size, 8) &&
+         ivf_npy_write(f, "<u4", impl->dim, 4) && ivf_npy_write(f, "<u4", impl->pq_bits, 4) &&
+         ivf_npy_write(f, "<u4", impl->pq_dim, 4) &&
+         ivf_npy_write(f, "|b1", (uint64_t)(impl->conservative != 0), 1) &&
+         ivf_npy_write(f, "<i4", (uint64_t)(uint32_t)impl->metric, 4) &&
+         ivf_npy_write(f, "<i4", (uint64_t)(uint32_t)impl->codebook_kind, 4) &&
+         ivf_npy_write(f, "<i4", (uint64_t)(uint32_t)impl->layout, 4) &&
+         ivf_npy_write(f, "<u4", impl->n_lists, 4);
+}
 
 static cuvsError_t pq_serialize(const char* filename, cuvsIvfPqIndex_t index)
 {
@@ -1538,7 +1557,7 @@ static cuvsError_t pq_serialize(const char* filename, cuvsIvfPqIndex_t index)
     h.conservative = impl->conservative, h.n_lists = impl->n_lists, h.dim = impl->dim;
     h.pq_bits = impl->pq_bits, h.pq_dim = impl->pq_dim, h.lists_made = (uint32_t)impl->lists_made;
     h.size = impl->size;
-    int ok = wr(f, &h, sizeof h) &&
+    int ok = pq_write_prefix(f, impl) && wr(f, &h, sizeof h) &&
              wr(f, impl->centers, (size_t)impl->n_lists * impl->dim_ext * sizeof(float)) &&
              wr(f, impl->pq_centers,
                 (size_t)pq_books(impl) * impl->pq_len * impl->book * sizeof(float)) &&
@@ -1586,8 +1605,18 @@ static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
   }
   FILE* f = fopen(filename, "rb");
   if (!f) return RAFT_FAIL("Cannot open file %s", filename);
+  /* cuVS's header first: its version check, then the values, which the
+   * double's own header repeats and must match */
+  uint64_t pre[10];
+  static const int pre_size[10] = {4, 8, 4, 4, 4, 1, 4, 4, 4, 4};
+  int pre_ok = 1;
+  for (int i = 0; i < 10 && pre_ok; i++) pre_ok = ivf_npy_read(f, pre_size[i], &pre[i]);
+  if (pre_ok && pre[0] != 4) {
+    fclose(f);
+    return RAFT_FAIL("serialization version mismatch %d vs. %d", (int)(uint32_t)pre[0], 4);
+  }
   pq_file_header h;
-  if (!rd(f, &h, sizeof h) || memcmp(h.magic, PQ_FILE_MAGIC, 8) != 0 || h.pq_bits < 4 ||
+  if (!pre_ok || !rd(f, &h, sizeof h) || memcmp(h.magic, PQ_FILE_MAGIC, 8) != 0 || h.pq_bits < 4 ||
       h.pq_bits > 8 || h.pq_dim == 0 || h.dim == 0 || h.n_lists == 0 || h.n_lists > (1u << 24) ||
       h.dim > (1u << 24) || h.pq_dim > (1u << 24)) {
     fclose(f);
@@ -1603,7 +1632,10 @@ static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
   } else if (h.layout != 0 && h.layout != 1) {
     bad = RAFT_FAIL("ivf_pq::deserialize: invalid list_layout value %d", (int)h.layout);
   } else if ((h.conservative != 0 && h.conservative != 1) || (h.lists_made != 0 && h.lists_made != 1) ||
-             h.pad != 0 || h.size < 0) {
+             h.pad != 0 || h.size < 0 || pre[1] != (uint64_t)h.size || pre[2] != h.dim ||
+             pre[3] != h.pq_bits || pre[4] != h.pq_dim || pre[5] != (uint64_t)h.conservative ||
+             pre[6] != (uint32_t)h.metric || pre[7] != (uint32_t)h.codebook_kind ||
+             pre[8] != (uint32_t)h.layout || pre[9] != h.n_lists) {
     bad = RAFT_FAIL("cuvsdouble: %s is not an IVF-PQ index file written by the test double",
                     filename);
   }

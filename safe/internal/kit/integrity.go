@@ -26,6 +26,19 @@ func Limits(op string, opts []safe.DeserializeOption) (safe.DeserializeLimits, e
 	return lim, nil
 }
 
+// SerializeSettings reads a serializer's options for op: a nil option is
+// an *ArgError naming opts.
+func SerializeSettings(op string, opts []safe.SerializeOption) (safe.SerializeSettings, error) {
+	var s safe.SerializeSettings
+	for _, o := range opts {
+		if o == nil {
+			return s, Argf(op, "opts", "nil SerializeOption")
+		}
+		o(&s)
+	}
+	return s, nil
+}
+
 // checked turns integrity's verdict on a file or stream into op's: a
 // damaged one (an *integrity.Error), or one without a trailer where lim
 // requires it, is safe.ErrCorruptIndex; lim.Verified is set.

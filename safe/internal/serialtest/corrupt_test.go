@@ -86,7 +86,7 @@ var kinds = []kind{
 			p.GraphDegree, p.IntermediateGraphDegree = 16, 32
 			idx, err := cagra.Build(res, data, &p)
 			must(t, idx, err)
-			return stream(t, func(w io.Writer) (int64, error) { return idx.SerializeTo(res, w, true) })
+			return stream(t, func(w io.Writer) (int64, error) { return idx.SerializeTo(res, w) })
 		},
 		file: func(res *safe.Resources, path string) (io.Closer, error) { return closer(cagra.Deserialize(res, path)) },
 		read: func(res *safe.Resources, r io.Reader, o ...safe.DeserializeOption) (io.Closer, error) {
