@@ -429,6 +429,21 @@ func TestSerializeRoundTrip(t *testing.T) {
 					t.Errorf("base-layer file with a hierarchy: %v", err)
 				}
 			}
+			// nil params: the hierarchy the file holds, searched as the original
+			inferred, err := hnsw.Deserialize(f.res, path, dlpack.Float32, safe.L2Expanded, nil)
+			must(t, err)
+			safetest.Close(t, inferred)
+			want := h
+			if h != hnsw.HierarchyNone {
+				want = hnsw.HierarchyGPU // DefaultIndexParams'
+			}
+			if got := inferred.Hierarchy(); got != want {
+				t.Errorf("nil params: hierarchy %s, want %s", got, want)
+			}
+			d, _ := f.search(t, inferred, 64, f.qs)
+			if !slices.Equal(a, d) {
+				t.Errorf("nil params: results differ from the original's")
+			}
 		})
 	}
 }

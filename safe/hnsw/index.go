@@ -526,8 +526,9 @@ func wrapMissing(err error) error {
 // spaces are not saved). params.Hierarchy says how to search it: None
 // searches the base layer only; CPU and GPU descend through the upper
 // layers, which a base-layer-only file (FromCagra with HierarchyNone,
-// SerializeToHnswlib) does not have. Nil params means DefaultIndexParams
-// (hierarchy GPU).
+// SerializeToHnswlib) does not have. Nil params reads the hierarchy from
+// the file: None for a base-layer-only file, else DefaultIndexParams'
+// (GPU).
 //
 // A file that cannot be opened is refused before any C call with os's
 // error, path included (errors.Is(err, fs.ErrNotExist) for a missing
@@ -616,7 +617,11 @@ func load(op string, res *safe.Resources, path string, dtype dlpack.DataType, me
 	if err != nil {
 		return nil, kit.Corrupt(op, err)
 	}
-	if p.Hierarchy != HierarchyNone && info.count > 0 && info.entryLevel < info.maxLevel {
+	baseOnly := info.count > 0 && info.entryLevel < info.maxLevel
+	if params == nil && baseOnly {
+		p.Hierarchy = HierarchyNone // what the file holds
+	}
+	if p.Hierarchy != HierarchyNone && baseOnly {
 		return nil, kit.Corrupt(op, fmt.Errorf("a base-layer-only file (its entry point has no level %d): deserialize it with HierarchyNone", info.maxLevel))
 	}
 	idx, err := newIndex(op, res)
