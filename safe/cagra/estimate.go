@@ -12,8 +12,7 @@ import (
 )
 
 // ErrNotEstimated is wrapped by EstimateMemory's error for the builds it
-// does not estimate: ACE (which sizes its partitions by its own
-// MaxGPUMemoryGB), IterativeSearch and Compression. Build then calls cuVS
+// does not estimate: IterativeSearch and Compression. Build then calls cuVS
 // unchecked.
 var ErrNotEstimated = fmt.Errorf("cagra: not estimated")
 
@@ -48,6 +47,24 @@ var ErrNotEstimated = fmt.Errorf("cagra: not estimated")
 //     to 16 bytes (on 26.08 the copy is made before the build, by
 //     cuvsDatasetMakePadded, and held through it).
 //
+// ACE (cagra_build.cuh, build_ace, both releases; host rows, s.HostDataset
+// is not read) is the largest of: the partition labelling
+// (ace_get_partition_labels: a float32 sample of max(1%, 100 per
+// partition) of the rows, the centroids, and 32 Ki-row chunks of rows and
+// of distances to the centroids); one partition's CAGRA build, a partition
+// counted at its average size, min(rows, 2·ceil(rows/partitions)) (each row
+// joins its nearest partition and its second: "core" and "augmented"),
+// over NPartitions (0: 2; at most rows/1000, at least 2) with the
+// parameters build_ace gives it (v26.08.01: index_params::from_dataset,
+// degree GraphDegree, intermediate 1.5·GraphDegree, rows copied padded to
+// the device first; v26.06.00: from_hnsw_params with M = GraphDegree/2, from
+// host rows; NN-Descent under 10^6 rows, else IVF-PQ with n_probes
+// 2 + sqrt(n_lists)/20 + EFConstruction/16: cpp/src/neighbors/cagra.cpp);
+// and, in memory, the index (the graph, copied to the device by
+// update_graph, and the rows copied padded: by cuVS on 26.06, by Build's
+// cuvsDatasetMakePadded on 26.08). With UseDisk the index stays in
+// BuildDir: Index is 0.
+//
 // The search estimate is the single-CTA search's per-query buffers
 // (ITopKSize candidates' ids and distances, and the queries' result ids
 // and distances): a rough figure.
@@ -56,8 +73,16 @@ var ErrNotEstimated = fmt.Errorf("cagra: not estimated")
 // scratch, the workspace-driven shrinking of the batches (on a small
 // device cuVS searches fewer rows at once than counted here), the
 // 26.08 kNN graph sort's device copy of the rows, and the multi-CTA
-// search's hash tables. ACE, IterativeSearch and Compression are not
-// estimated: the error wraps ErrNotEstimated.
+// search's hash tables. For ACE: balanced k-means' scratch, partitions
+// larger than the average (k-means leaves them uneven: cuVS's own model
+// allows 3 times it), and ACE's own choices at run time: it goes to disk
+// when its model (cagra_build.cuh, ace_check_use_disk_mode) finds the free
+// host memory or the device's total memory (or MaxGPUMemoryGB) short, and
+// then raises the partitions until they fit: the estimate is the in-memory
+// build's with the partitions asked for, which Build checks (set UseDisk
+// to have the disk build's checked); and 26.06's index without its rows
+// when they do not fit (update_dataset's fallback). IterativeSearch and
+// Compression are not estimated: the error wraps ErrNotEstimated.
 func EstimateMemory(s safe.MemoryShape, p *IndexParams, sp *SearchParams) (safe.MemoryEstimate, error) {
 	const op = "cagra.EstimateMemory"
 	if err := s.Check(op); err != nil {
@@ -72,7 +97,7 @@ func EstimateMemory(s safe.MemoryShape, p *IndexParams, sp *SearchParams) (safe.
 		return safe.MemoryEstimate{}, kit.Argf(op, "shape.DType", "%s: CAGRA takes float32, float16, int8 or uint8", s.DType)
 	}
 	switch {
-	case pd.BuildAlgo == ACE, pd.BuildAlgo == IterativeSearch:
+	case pd.BuildAlgo == IterativeSearch:
 		return safe.MemoryEstimate{}, fmt.Errorf("%s: the %v graph build: %w", op, pd.BuildAlgo, ErrNotEstimated)
 	case pd.Compression != nil:
 		return safe.MemoryEstimate{}, fmt.Errorf("%s: a compressed dataset: %w", op, ErrNotEstimated)
@@ -88,31 +113,31 @@ func EstimateMemory(s safe.MemoryShape, p *IndexParams, sp *SearchParams) (safe.
 	deg = min(deg, ideg)
 
 	v2608 := release.Has(release.CagraDataset)
-	ks := s
-	if v2608 {
-		ks.HostDataset = false // cuVS builds from the padded device copy
-	}
-	var knn int64
-	if pd.BuildAlgo == IVFPQ {
-		if knn, err = ivfpqGraphPeak(ks, pd, ideg); err != nil {
+	var e safe.MemoryEstimate
+	if pd.BuildAlgo == ACE {
+		if e, err = aceEstimate(s, pd, deg, v2608); err != nil {
 			return safe.MemoryEstimate{}, err
 		}
-	} else { // NNDescent, AutoSelect
-		knn = memest.Sum(rows*dim*2, rows*4, rows*32*4, rows*32*4, rows*4, 2*rows*8)
-	}
-	batch := min(rows, 256*1024)
-	optimize := max(memest.Sum(rows*ideg*4, batch*deg*4), memest.Sum(rows*deg*4, rows*4, 2*batch*deg*4))
-
-	graph := memest.Round(rows * deg * 4)
-	var rowsCopy int64
-	if s.HostDataset || (dim*esz)%16 != 0 {
-		rowsCopy = memest.Round(rows * ((dim*esz + 15) / 16 * 16))
-	}
-	e := safe.MemoryEstimate{Index: graph + rowsCopy}
-	if v2608 {
-		e.BuildPeak = rowsCopy + max(knn, optimize, graph)
 	} else {
-		e.BuildPeak = max(knn, optimize, graph+rowsCopy)
+		ks := s
+		if v2608 {
+			ks.HostDataset = false // cuVS builds from the padded device copy
+		}
+		knn, optimize, err := graphPhases(ks, pd, ideg, deg)
+		if err != nil {
+			return safe.MemoryEstimate{}, err
+		}
+		graph := memest.Round(rows * deg * 4)
+		var rowsCopy int64
+		if s.HostDataset || (dim*esz)%16 != 0 {
+			rowsCopy = paddedRows(rows, dim, esz)
+		}
+		e.Index = graph + rowsCopy
+		if v2608 {
+			e.BuildPeak = rowsCopy + max(knn, optimize, graph)
+		} else {
+			e.BuildPeak = max(knn, optimize, graph+rowsCopy)
+		}
 	}
 	if s.Batch > 0 {
 		sd := SearchParams{}
@@ -127,6 +152,89 @@ func EstimateMemory(s safe.MemoryShape, p *IndexParams, sp *SearchParams) (safe.
 		q := int64(s.Batch)
 		e.Search = memest.Sum(q*itopk*8, q*int64(s.K)*4, q*int64(s.K)*4)
 	}
+	return e, nil
+}
+
+// paddedRows is a device copy of rows × dim elements of esz bytes, each row
+// padded to 16 bytes (make_aligned_dataset, make_device_padded_dataset).
+func paddedRows(rows, dim, esz int64) int64 {
+	return memest.Round(rows * ((dim*esz + 15) / 16 * 16))
+}
+
+// graphPhases are a build's kNN graph phase (p.BuildAlgo: IVFPQ, else
+// NN-Descent) and its pruning, at degrees ideg and deg (already lowered as
+// check_graph_degree lowers them), over s (s.HostDataset: the rows cuVS
+// reads are in host memory).
+func graphPhases(s safe.MemoryShape, p *IndexParams, ideg, deg int64) (knn, optimize int64, err error) {
+	rows, dim := int64(s.Rows), int64(s.Dim)
+	if p.BuildAlgo == IVFPQ {
+		if knn, err = ivfpqGraphPeak(s, p, ideg); err != nil {
+			return 0, 0, err
+		}
+	} else { // NNDescent, AutoSelect
+		knn = memest.Sum(rows*dim*2, rows*4, rows*32*4, rows*32*4, rows*4, 2*rows*8)
+	}
+	batch := min(rows, 256*1024)
+	optimize = max(memest.Sum(rows*ideg*4, batch*deg*4), memest.Sum(rows*deg*4, rows*4, 2*batch*deg*4))
+	return knn, optimize, nil
+}
+
+// aceEstimate is an ACE build's estimate (EstimateMemory's doc), deg the
+// graph degree lowered as build_ace's check_graph_degree lowers it.
+func aceEstimate(s safe.MemoryShape, p *IndexParams, deg int64, v2608 bool) (safe.MemoryEstimate, error) {
+	ap := p.ACE
+	if ap == nil {
+		d, err := DefaultACEParams()
+		if err != nil {
+			return safe.MemoryEstimate{}, err
+		}
+		ap = &d
+	}
+	rows, dim, esz := int64(s.Rows), int64(s.Dim), memest.ElemSize(s.DType)
+	np := int64(ap.NPartitions)
+	if np <= 0 {
+		np = 2
+	}
+	if np > rows/1000 {
+		np = max(rows/1000, 2) // min_required_per_partition
+	}
+	// ace_get_partition_labels: the sample, the centroids, a chunk of rows
+	// and one of their distances to the centroids, all float32
+	const chunk = 32 * 1024
+	samples := min(max(int64(float64(rows)*0.01), 100*np), rows)
+	labels := memest.Sum(samples*dim*4, np*dim*4, chunk*dim*4, chunk*np*4)
+
+	// one partition's build, as build_ace sets it up
+	n := min(rows, 2*((rows+np-1)/np))
+	sub := IndexParams{Metric: p.Metric, BuildAlgo: NNDescent}
+	if v2608 {
+		sub.GraphDegree, sub.IntermediateGraphDegree = int(deg), int(deg*3/2)
+	} else {
+		m := max(deg/2, 1)
+		sub.GraphDegree, sub.IntermediateGraphDegree = int(2*m), int(3*m)
+	}
+	if n >= 1_000_000 {
+		nl := max(1, n/2000)
+		probes := math.Round(2 + math.Sqrt(float64(nl))/20 + float64(ap.EFConstruction/16))
+		sub.BuildAlgo = IVFPQ
+		sub.IVFPQ = &IVFPQGraphParams{Search: &IVFPQSearchParams{NProbes: uint32(probes)}}
+	}
+	sideg := min(int64(sub.IntermediateGraphDegree), n-1)
+	sdeg := min(int64(sub.GraphDegree), sideg)
+	knn, optimize, err := graphPhases(safe.MemoryShape{Rows: int(n), Dim: s.Dim, DType: s.DType, HostDataset: !v2608}, &sub, sideg, sdeg)
+	if err != nil {
+		return safe.MemoryEstimate{}, err
+	}
+	part := max(knn, optimize, memest.Round(n*sdeg*4))
+	if v2608 {
+		part += paddedRows(n, dim, esz) // make_device_padded_dataset, before the build
+	}
+
+	var e safe.MemoryEstimate
+	if !ap.UseDisk {
+		e.Index = memest.Round(rows*deg*4) + paddedRows(rows, dim, esz)
+	}
+	e.BuildPeak = max(labels, part, e.Index)
 	return e, nil
 }
 
