@@ -54,5 +54,7 @@
 // as package cagra's are. The same 17 C functions on 26.06 and 26.08, each
 // named by the function calling it; params go to C as Go values (with
 // C-made ACE parameters for Build); without HNSW in the library every call
-// fails with ErrNotBuilt.
+// fails with ErrNotBuilt. Device memory: EstimateMemory (Build: ACE, then
+// the GPU hierarchy), EstimateFromCagra and EstimateHostMemory; Build and
+// a GPU-hierarchy FromCagra are refused before cuVS past what is left.
 package hnsw

@@ -163,6 +163,17 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		defer cFree(unsafe.Pointer(cs))
 		ap.Ref().BuildDir = cs // cuVS copies it into a std::string
 	}
+	pe := p
+	pe.ACE = ace
+	est, err := EstimateMemory(safe.MemoryShape{Rows: int(dv.Dim(0)), Dim: int(dv.Dim(1)), DType: dv.DType(), HostDataset: true}, &pe)
+	if err != nil {
+		return nil, err
+	}
+	done, err := kit.ReserveBuild(op, res, est)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	idx, err := newIndex(op, res)
 	if err != nil {
 		return nil, err
@@ -278,7 +289,18 @@ func fromCagra(op string, res *safe.Resources, cagraIdx *cagra.Index, dataset dl
 		if info.OnDisk && p.Hierarchy == HierarchyCPU {
 			return errDiskCPU(op)
 		}
-		var err error
+		var est safe.MemoryEstimate
+		if p.Hierarchy == HierarchyGPU && dim > 0 { // the others convert on the host
+			var err error
+			if est, err = EstimateFromCagra(safe.MemoryShape{Rows: int(info.Rows), Dim: int(dim), DType: info.DType, HostDataset: dataset != nil}, int(max(info.Degree, 1)), &p); err != nil {
+				return err
+			}
+		}
+		done, err := kit.ReserveBuild(op, res, est)
+		if err != nil {
+			return err
+		}
+		defer done()
 		if idx, err = newIndex(op, res); err != nil {
 			return err
 		}

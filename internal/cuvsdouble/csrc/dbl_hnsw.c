@@ -27,6 +27,10 @@
  * build_dir/hnsw_index.bin, as cuVS's disk path leaves it. That path (and
  * FromCagra of a CAGRA index ACE left on disk) refuses the CPU hierarchy
  * with the release's message (HN_DISK_CPU).
+ *
+ * Device memory (dbl_devmem.c; the index itself is host memory): Build
+ * takes ACE's phases and the GPU hierarchy's kNN graph, FromCagra the
+ * hierarchy's, from formulas (HN_DEV below), as cuVS would allocate them.
  */
 #include "dbl.h"
 
@@ -677,6 +681,115 @@ DBL_API cuvsError_t cuvsHnswIndexDestroy(cuvsHnswIndex_t index)
 
 static cuvsError_t hn_write(const hn_impl* h, const char* filename);
 
+/* ---- device memory (HN_DEV) ----
+ *
+ * What cuVS takes from the device for an HNSW index, phase by phase (the
+ * double builds its graphs its own way, so each phase's size comes from
+ * the formulas, every allocation rounded up to 256 bytes):
+ *   - HierarchyGPU (cpp/src/neighbors/detail/hnsw.hpp, from_cagra<GPU> and
+ *     serialize_to_hnswlib_batched, v26.06.00 and v26.08.01): the rows of
+ *     level 1 and up (those the double drew) get a kNN graph of
+ *     min(M, rows - 1) neighbours from all_neighbors_graph: NN-Descent
+ *     under 10^7 entries (GNND's working set, cpp/src/neighbors/
+ *     nn_descent.cu build_mem_usage; none for a complete graph, which
+ *     v26.08.01's nn_descent writes without it), else CAGRA's IVF-PQ kNN
+ *     graph (dbl_cagra_model of an IVF-PQ CAGRA build: float32 rows
+ *     assumed). The higher levels are smaller;
+ *   - Build: CAGRA's ACE (cpp/src/neighbors/detail/cagra/cagra_build.cuh,
+ *     build_ace): the partition labelling (a float32 sample of max(1%, 100
+ *     per partition) of the rows, the centroids, 32 Ki-row chunks of rows
+ *     and of distances), then one partition's CAGRA build at the average
+ *     partition size min(n, 2 * ceil(n / partitions)) (partitions:
+ *     npartitions, 0 meaning 2, at most n / 1000, at least 2) with
+ *     build_ace's parameters (26.08: degree d, intermediate 1.5 d, the rows
+ *     copied padded to the device first; 26.06: from_hnsw_params with
+ *     M = d / 2, host rows; NN-Descent under 10^6 rows, else IVF-PQ with
+ *     n_probes 2 + sqrt(n_lists) / 20 + ef_construction / 16), then, in
+ *     memory, the graph on the device held through the conversion's
+ *     hierarchy (26.06's copy of the rows beside it, which cuVS skips when
+ *     it does not fit, is not taken). */
+
+static uint64_t hn_c256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+/* Takes bytes from the device model and gives them back at once. */
+static cuvsError_t hn_dev_phase(uint64_t bytes)
+{
+  dbl_dev_block b;
+  TRY(dbl_dev_take(bytes, &b));
+  dbl_dev_give(&b);
+  return CUVS_SUCCESS;
+}
+
+/* The GPU hierarchy's kNN graph over h's rows of level >= 1. */
+static cuvsError_t hn_dev_hierarchy(const hn_impl* h)
+{
+  if (h->hierarchy != GPU || h->base_only) return CUVS_SUCCESS;
+  uint64_t n = 0;
+  for (int64_t i = 0; i < h->n; i++) n += h->levels[i] >= 1;
+  if (n <= 1) return CUVS_SUCCESS;
+  uint64_t ns = n > (uint64_t)h->M ? (uint64_t)h->M : n - 1;
+  if (ns == n - 1) return CUVS_SUCCESS; /* complete: no GNND */
+  uint64_t D = (uint64_t)h->dim;
+  if (n * ns < 10000000ull) {
+    return hn_dev_phase(hn_c256(n * D * 2) + hn_c256(n * 4) + 2 * hn_c256(n * 32 * 4) +
+                        hn_c256(n * 4) + hn_c256(2 * n * 8));
+  }
+  struct cuvsCagraIndexParams p = {0};
+  p.metric = h->metric;
+  p.build_algo = IVF_PQ;
+  p.graph_degree = ns;
+  p.intermediate_graph_degree = ns;
+  uint64_t peak = 0, index = 0;
+  TRY(dbl_cagra_model(&p, (int64_t)n, h->dim, 0, &peak, &index));
+  return hn_dev_phase(peak);
+}
+
+/* ACE's partition phases for an HNSW build of n × dim rows of es bytes
+ * into a graph of degree d (Build's doc above). */
+static cuvsError_t hn_dev_ace(int64_t n, int64_t dim, size_t es, int64_t d, int metric,
+                              int64_t ef, uint64_t npartitions)
+{
+  uint64_t N = (uint64_t)n, D = (uint64_t)dim;
+  uint64_t np = npartitions ? npartitions : 2;
+  if (np > N / 1000) np = N / 1000 > 2 ? N / 1000 : 2;
+  uint64_t samples = (uint64_t)((double)N * 0.01);
+  if (samples < 100 * np) samples = 100 * np;
+  if (samples > N) samples = N;
+  const uint64_t chunk = 32 * 1024;
+  TRY(hn_dev_phase(hn_c256(samples * D * 4) + hn_c256(np * D * 4) + hn_c256(chunk * D * 4) +
+                   hn_c256(chunk * np * 4)));
+  uint64_t sub = 2 * ((N + np - 1) / np);
+  if (sub > N) sub = N;
+  struct cuvsCagraIndexParams p = {0};
+  struct cuvsIvfPqSearchParams sp = {0};
+  struct cuvsIvfPqParams g = {0};
+  p.metric = metric;
+#if DBL_RELEASE >= 2608
+  p.graph_degree = (size_t)d;
+  p.intermediate_graph_degree = (size_t)(d * 3 / 2);
+#else
+  int64_t m = d / 2 > 1 ? d / 2 : 1;
+  p.graph_degree = (size_t)(2 * m);
+  p.intermediate_graph_degree = (size_t)(3 * m);
+#endif
+  p.build_algo = NN_DESCENT;
+  if (sub >= 1000000) {
+    double nl = sub / 2000 > 1 ? (double)(sub / 2000) : 1;
+    sp.n_probes = (uint32_t)llround(2 + sqrt(nl) / 20 + (double)(ef / 16));
+    g.ivf_pq_search_params = &sp;
+    g.refinement_rate = 1;
+    p.build_algo = IVF_PQ;
+    p.graph_build_params = &g;
+  }
+  uint64_t peak = 0, index = 0;
+  TRY(dbl_cagra_model(&p, (int64_t)sub, dim, 0, &peak, &index));
+#if DBL_RELEASE >= 2608
+  peak += hn_c256(sub * ((D * es + 15) / 16 * 16)); /* make_device_padded_dataset */
+#endif
+  (void)es;
+  return hn_dev_phase(peak);
+}
+
 /* ---- from CAGRA ---- */
 
 static cuvsError_t hn_check_params(cuvsHnswIndexParams_t p)
@@ -756,6 +869,7 @@ static cuvsError_t hn_from_cagra(cuvsHnswIndexParams_t params, cuvsCagraIndex_t 
     goto out;
   }
   st = hn_from_graph(h, c.graph, c.degree);
+  if (st == CUVS_SUCCESS) st = hn_dev_hierarchy(h);
   if (st == CUVS_SUCCESS && c.on_disk) {
     /* cuVS converts the files into hnsw_index.bin next to the graph file and
      * returns an index loaded from it at its first use */
@@ -1040,6 +1154,8 @@ static cuvsError_t hn_build(cuvsHnswIndexParams_t params, DLManagedTensor* datas
   /* the ACE build runs first (its files land in build_dir), then from_cagra
    * of the on-disk CAGRA index refuses the CPU hierarchy */
   EXPECTS(!(a->use_disk && hierarchy == CPU), HN_DISK_CPU);
+  TRY(hn_dev_ace(n, dim, dl_elem_size(t->dtype), degree, metric, params->ef_construction,
+                 a->npartitions));
   size_t gbytes = (size_t)(n * degree) * sizeof(uint32_t);
   uint32_t* g = calloc(gbytes ? gbytes : 1, 1);
   if (!g) return dbl_plain_fail("std::bad_alloc");
@@ -1056,7 +1172,12 @@ static cuvsError_t hn_build(cuvsHnswIndexParams_t params, DLManagedTensor* datas
   if (st == CUVS_SUCCESS && hn_append(h, t->data, n, dim, 0) != 0) {
     st = dbl_plain_fail("std::bad_alloc");
   }
+  /* in memory, ACE's graph stays on the device through the conversion */
+  dbl_dev_block dg = {0};
+  if (st == CUVS_SUCCESS && !a->use_disk) st = dbl_dev_take(gbytes, &dg);
   if (st == CUVS_SUCCESS) st = hn_from_graph(h, g, n > 1 ? degree : 0);
+  if (st == CUVS_SUCCESS) st = hn_dev_hierarchy(h);
+  dbl_dev_give(&dg);
   free(g);
   if (st == CUVS_SUCCESS && a->use_disk) {
     /* cuVS leaves the converted index in build_dir/hnsw_index.bin */
