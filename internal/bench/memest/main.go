@@ -20,14 +20,26 @@
 // error, what the device and pool hold after, and whether a small build
 // and search still work.
 //
-// -mode overcap: IVF-PQ built from -hostrows rows in host memory (8 GiB of
-// float32 rows × 128 by default) under a pool capped at -cap (4 GiB),
-// which cuVS reads in batches: the build's time, the pool's size after
-// (its peak: a pool does not shrink), recall@10 of -queries queries
-// against the exact neighbours (brute force over device chunks that fit
-// the cap, merged), and IVF-Flat's refusal of the same rows (its C build
-// takes device rows only, and its lists hold every row: the index alone
-// is larger than the cap).
+// -mode overcap -algo ivfpq|ivfsq|ivfflat|cagra|hnsw-ace (overcap.go):
+// an index built over -hostrows rows of -dim float32 in host memory (0:
+// twice the cap) under a cap of -cap bytes, with docs/MEMORY.md's recipe
+// for the algorithm: the estimate and the bindings' check (a refused
+// build is tried again WithoutMemoryCheck, so that cuVS says whether it
+// fits), the build's time, the pool's size after it (an upper bound of
+// its peak: RMM grows a capped pool by half its remaining room), the
+// tracked peak (cuVS 26.08: WithMemoryTracking's CSV, kept under -out),
+// recall@-k of -queries queries against the exact neighbours (brute force
+// over device chunks of an eighth of the cap, after the index is closed),
+// before and after refining -refine×k candidates on the host, and a table
+// row and a RESULT line. -capby pool caps cuVS's pool (Load
+// WithMemoryLimit); -capby device runs without a pool, a DeviceMatrix of
+// ours taking all of the device but the cap, and samples cudaMemGetInfo
+// for the build's peak (the only peak 26.06 gives). IVF-Flat cannot hold
+// the rows (its plain Build is refused) and builds 60% of the cap in
+// rows by training on a sample and extending in device chunks; CAGRA is
+// CAGRA-Q on 26.06 and refused on 26.08 (no compression, rows on the
+// device); hnsw-ace searches on the CPU. One algorithm a process: the
+// pool does not shrink.
 //
 // Build it here (no Go on the GPU machine) and carry the binary:
 //
@@ -40,7 +52,7 @@
 // confirms that reading of brute_force_storage on the GPU.
 //
 //	memest -lib ... -mode toolarge -algo cagra-ivfpq -rows 8000000 -cap 4294967296
-//	memest -lib ... -mode overcap -hostrows 16777216 -cap 4294967296
+//	memest -lib ... -mode overcap -algo ivfpq -cap 4294967296   # 8 GiB of rows: twice the cap
 package main
 
 import (
@@ -67,13 +79,13 @@ import (
 )
 
 type config struct {
-	lib, mode, algos, algo, dtype, out string
-	rows                               []int
-	dim, queries, k                    int
-	hostRows                           int
-	capBytes                           int64
-	sample                             time.Duration
-	track                              bool
+	lib, mode, algos, algo, dtype, out, capBy string
+	rows                                      []int
+	dim, queries, k, refineRatio              int
+	hostRows                                  int
+	capBytes                                  int64
+	sample                                    time.Duration
+	track                                     bool
 }
 
 func main() {
@@ -82,17 +94,19 @@ func main() {
 	flag.StringVar(&c.lib, "lib", "", "libcuvs_c.so")
 	flag.StringVar(&c.mode, "mode", "table", "table, toolarge or overcap")
 	flag.StringVar(&c.algos, "algos", "ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd", "table: algorithms")
-	flag.StringVar(&c.algo, "algo", "cagra-ivfpq", "toolarge: the algorithm")
+	flag.StringVar(&c.algo, "algo", "", "toolarge: the algorithm [cagra-ivfpq]; overcap: "+strings.Join(overcapAlgos, ", ")+" [ivfpq]")
 	flag.StringVar(&rows, "rows", "100000,1000000,5000000", "rows (table: each; toolarge: the first)")
 	flag.IntVar(&c.dim, "dim", 128, "dimension")
 	flag.StringVar(&c.dtype, "dtype", "float32", "float32 or int8 (int8: IVF-Flat, IVF-PQ and CAGRA)")
-	flag.IntVar(&c.hostRows, "hostrows", 16<<20, "overcap: rows in host memory (float32)")
-	flag.Int64Var(&c.capBytes, "cap", 4<<30, "toolarge, overcap: the pool's cap in bytes")
+	flag.IntVar(&c.hostRows, "hostrows", 0, "overcap: rows of -dim float32 in host memory (0: twice the cap)")
+	flag.Int64Var(&c.capBytes, "cap", 4<<30, "toolarge, overcap: the cap in bytes")
+	flag.StringVar(&c.capBy, "capby", "pool", "overcap: pool (safe.WithMemoryLimit) or device (no pool, a filler taking the rest)")
 	flag.IntVar(&c.queries, "queries", 1000, "overcap: queries for recall")
 	flag.IntVar(&c.k, "k", 10, "overcap: neighbours")
-	flag.DurationVar(&c.sample, "sample", time.Millisecond, "table: cudaMemGetInfo sampling interval")
+	flag.IntVar(&c.refineRatio, "refine", 4, "overcap: candidates per neighbour refined on the host (IVF-PQ, IVF-SQ, CAGRA-Q)")
+	flag.DurationVar(&c.sample, "sample", time.Millisecond, "table, overcap -capby device: cudaMemGetInfo sampling interval")
 	flag.BoolVar(&c.track, "track", false, "table: also build WithMemoryTracking (cuVS 26.08) and keep the CSVs under -out")
-	flag.StringVar(&c.out, "out", "memest-out", "where -track's CSVs go")
+	flag.StringVar(&c.out, "out", "memest-out", "where the tracking CSVs go (-track; overcap on 26.08 always tracks)")
 	flag.Parse()
 	for _, s := range strings.Split(rows, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -396,9 +410,13 @@ func tooLarge(c *config) error {
 		return err
 	}
 	rows := c.rows[0]
-	b, ok := builders(rows)[c.algo]
+	algo := c.algo
+	if algo == "" {
+		algo = "cagra-ivfpq"
+	}
+	b, ok := builders(rows)[algo]
 	if !ok {
-		return fmt.Errorf("-algo %q", c.algo)
+		return fmt.Errorf("-algo %q", algo)
 	}
 	f := clustered(2, rows, c.dim)
 	hm, err := dlpack.NewHostMatrix(f, rows, c.dim)
@@ -410,7 +428,7 @@ func tooLarge(c *config) error {
 		return err
 	}
 	fmt.Printf("# %s over %d × %d float32 rows in host memory: estimated peak %.2f GiB (+ %.2f GiB upload), index %.2f GiB; pool cap %.2f GiB\n",
-		c.algo, rows, c.dim, gib(est.BuildPeak), gib(est.Dataset), gib(est.Index), gib(c.capBytes))
+		algo, rows, c.dim, gib(est.BuildPeak), gib(est.Dataset), gib(est.Index), gib(c.capBytes))
 	for _, today := range []bool{true, false} {
 		label := "after (checked)"
 		var opts []safe.ResourcesOption
@@ -468,70 +486,6 @@ func smallWorks(res *safe.Resources) error {
 }
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
-
-// overCap builds IVF-PQ from c.hostRows float32 rows in host memory under a
-// pool capped at c.cap, and measures its recall.
-func overCap(c *config) error {
-	if err := load(c, safe.WithMemoryLimit(c.capBytes)); err != nil {
-		return err
-	}
-	res, err := safe.NewResources()
-	if err != nil {
-		return err
-	}
-	defer res.Close()
-	rows := c.hostRows
-	f := clustered(4, rows, c.dim)
-	hm, err := dlpack.NewHostMatrix(f, rows, c.dim)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("# %d × %d float32 rows in host memory: %.2f GiB; pool cap %.2f GiB\n", rows, c.dim, gib(int64(rows)*int64(c.dim)*4), gib(c.capBytes))
-
-	// IVF-Flat cannot: refused before cuVS (its C build takes device rows,
-	// and the index holds them all).
-	fp, _ := ivfflat.DefaultIndexParams()
-	fp.NLists = 4096
-	fe, _ := ivfflat.EstimateMemory(safe.MemoryShape{Rows: rows, Dim: c.dim, DType: dlpack.Float32, HostDataset: true}, &fp, nil)
-	_, ferr := ivfflat.Build(res, hm, &fp)
-	fmt.Printf("ivfflat: estimate peak %.2f GiB + upload %.2f GiB, index %.2f GiB: %v\n", gib(fe.BuildPeak), gib(fe.Dataset), gib(fe.Index), ferr)
-
-	pp, _ := ivfpq.DefaultIndexParams()
-	pp.NLists = 4096
-	pp.PQDim = uint32(c.dim / 2)
-	pe, err := ivfpq.EstimateMemory(safe.MemoryShape{Rows: rows, Dim: c.dim, DType: dlpack.Float32, HostDataset: true}, &pp, nil)
-	if err != nil {
-		return err
-	}
-	m0, _ := res.DeviceMemory()
-	start := time.Now()
-	idx, err := ivfpq.Build(res, hm, &pp)
-	if err != nil {
-		return fmt.Errorf("ivfpq build: %w", err)
-	}
-	defer idx.Close()
-	if err := res.Sync(); err != nil {
-		return err
-	}
-	took := time.Since(start)
-	m1, _ := res.DeviceMemory()
-	fmt.Printf("ivfpq: built in %.1fs; estimate peak %.2f GiB, index %.2f GiB; pool size before %.2f GiB, after %.2f GiB (its peak: a pool does not shrink), cap %.2f GiB; free before %.2f GiB, after %.2f GiB\n",
-		took.Seconds(), gib(pe.BuildPeak), gib(pe.Index), gib(m0.Pool.Size), gib(m1.Pool.Size), gib(m1.Pool.Max), gib(m0.Free), gib(m1.Free))
-
-	qs := clustered(5, c.queries, c.dim)
-	sp, _ := ivfpq.DefaultSearchParams()
-	sp.NProbes = 64
-	got, err := ivfpq.SearchSlice(res, idx, &sp, qs, c.k)
-	if err != nil {
-		return fmt.Errorf("ivfpq search: %w", err)
-	}
-	exact, err := chunkedExact(res, f, rows, c.dim, qs, c.k, c.capBytes/4)
-	if err != nil {
-		return fmt.Errorf("exact neighbours: %w", err)
-	}
-	fmt.Printf("ivfpq: recall@%d over %d queries (n_probes 64, no refinement): %.4f\n", c.k, c.queries, recall(got.Neighbors, exact, c.k))
-	return nil
-}
 
 // chunkedExact is the exact k nearest (L2) over rows in chunks of at most
 // chunkBytes, each uploaded and searched by brute force, merged on the host.
