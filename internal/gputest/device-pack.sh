@@ -14,7 +14,9 @@
 #   hnswlib-bench/    internal/hnswlibbench/pack.sh (issue 44: hnsw beside
 #                     hnswlib's own search)
 #   memest, memest.sh internal/bench/memest (issue 45: estimates against
-#                     measured peaks, the too-large build, the over-cap build)
+#                     measured peaks, the too-large build; and, as the part
+#                     overcap, the builds over more host rows than the cap,
+#                     docs/MEMORY.md)
 #   device-run.sh     runs them: device-run.sh RELEASE... (see it)
 #
 # Binaries are stripped; the folder is packed into OUT.tar.xz as well.

@@ -11,11 +11,15 @@
 # LD_LIBRARY_PATH first (../shared/cuvs/README).
 #
 # Environment: PARTS, the parts to run [tenants bfbitmap tiered hnswlib
-# memest] (memest.sh's own variables pass through: ROWS, MODES, ...);
-# SECONDS per row [3]; TIERED_BENCHTIME [2s].
+# memest overcap] (memest.sh's own variables pass through: ROWS, MODES,
+# ...; memest runs its table and toolarge modes unless MODES says
+# otherwise, overcap its overcap mode: builds over twice the cap in host
+# rows, OVERCAP_ALGOS [ivfpq ivfsq ivfflat cagra hnsw-ace] one process
+# each, CAP, HOSTROWS, CAPBY; give one or two algorithms a call to stay
+# inside 10 minutes); SECONDS per row [3]; TIERED_BENCHTIME [2s].
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-parts=${PARTS:-tenants bfbitmap tiered hnswlib memest}
+parts=${PARTS:-tenants bfbitmap tiered hnswlib memest overcap}
 root=${REAL_ROOT:-/root/cuvs}
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$root" "$out"
@@ -38,7 +42,8 @@ for rel in "$@"; do
 		tiered) CUVS_TEST_LIBRARY=$lib "$here/tiered.test" -test.run '^$' \
 			-test.bench 'BenchmarkTieredSearch|BenchmarkTieredDeletes' -test.benchtime "${TIERED_BENCHTIME:-2s}" ;;
 		hnswlib) OUT=$out/hnswlib-$name sh "$here/hnswlib-bench/run.sh" "$lib" ;;
-		memest) OUT=$out/memest-$name sh "$here/memest.sh" "$here/memest" "$lib" ;;
+		memest) OUT=$out/memest-$name MODES=${MODES:-table toolarge} sh "$here/memest.sh" "$here/memest" "$lib" ;;
+		overcap) OUT=$out/overcap-$name MODES=overcap sh "$here/memest.sh" "$here/memest" "$lib" ;;
 		*) echo "unknown part $p" >&2; false ;;
 		esac >"$out/$name-$p.txt" 2>&1 || status=1
 		cat "$out/$name-$p.txt"
