@@ -44,7 +44,7 @@
 // Build it here (no Go on the GPU machine) and carry the binary:
 //
 //	go build -o build/memest ./internal/bench/memest
-//	memest -lib /root/cuvs/26.08.01/lib/libcuvs_c.so -algos ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq -rows 100000,1000000,5000000
+//	memest -lib /root/cuvs/26.08.01/lib/libcuvs_c.so -algos ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq,cagra-ace,hnsw-ace -rows 100000,1000000,5000000
 //
 // The tiered rows build the ANN tier over every row (MinANNRows rows/2):
 // their index counts cuVS's storage, which takes four times the rows'
@@ -59,6 +59,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -73,6 +74,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/bruteforce"
 	"github.com/cuvs-go/cuvs/safe/cagra"
+	"github.com/cuvs-go/cuvs/safe/hnsw"
 	"github.com/cuvs-go/cuvs/safe/ivfflat"
 	"github.com/cuvs-go/cuvs/safe/ivfpq"
 	"github.com/cuvs-go/cuvs/safe/tiered"
@@ -236,6 +238,10 @@ type builder struct {
 	build    func(res *safe.Resources, ds dlpack.Tensor) (interface{ Close() error }, error)
 }
 
+// hostBuilders are built from the rows in host memory (float32 only): ACE
+// partitions host rows.
+var hostBuilders = map[string]bool{"hnsw-ace": true, "cagra-ace": true}
+
 func builders(rows int) map[string]builder {
 	nl := uint32(max(1, min(rows/2000, 1024)))
 	ivfp := func() *ivfflat.IndexParams {
@@ -265,7 +271,29 @@ func builders(rows int) map[string]builder {
 				return tiered.Build(res, ds, tdp(b))
 			}}
 	}
+	aceP := func() *hnsw.IndexParams {
+		p, _ := hnsw.DefaultIndexParams()
+		a, _ := hnsw.DefaultACEParams()
+		a.UseDisk, a.MaxGPUMemoryGB = false, 0
+		p.ACE = &a
+		return &p
+	}
+	cgACE := func() *cagra.IndexParams {
+		p := cgp(cagra.ACE)
+		a, _ := cagra.DefaultACEParams()
+		a.UseDisk = false
+		p.ACE = &a
+		return p
+	}
 	return map[string]builder{
+		"hnsw-ace": {"hnsw-ace", func(s safe.MemoryShape) (safe.MemoryEstimate, error) { return hnsw.EstimateMemory(s, aceP()) },
+			func(res *safe.Resources, ds dlpack.Tensor) (interface{ Close() error }, error) {
+				return hnsw.Build(res, ds, aceP())
+			}},
+		"cagra-ace": {"cagra-ace", func(s safe.MemoryShape) (safe.MemoryEstimate, error) { return cagra.EstimateMemory(s, cgACE(), nil) },
+			func(res *safe.Resources, ds dlpack.Tensor) (interface{ Close() error }, error) {
+				return cagra.Build(res, ds, cgACE())
+			}},
 		"tiered-cagra":   td("tiered-cagra", tiered.CAGRA),
 		"tiered-ivfflat": td("tiered-ivfflat", tiered.IVFFlat),
 		"tiered-ivfpq":   td("tiered-ivfpq", tiered.IVFPQ),
@@ -316,7 +344,7 @@ func table(c *config) error {
 			if !ok {
 				return fmt.Errorf("-algos: %q", name)
 			}
-			if c.dtype == "int8" && (name == "bruteforce" || strings.HasPrefix(name, "tiered-")) {
+			if c.dtype == "int8" && (name == "bruteforce" || hostBuilders[b.name] || strings.HasPrefix(name, "tiered-")) {
 				continue // brute force takes float32 and float16 only, the tiered index float32
 			}
 			if err := tableRow(c, b, rows, f); err != nil {
@@ -347,7 +375,16 @@ func tableRow(c *config, b builder, rows int, f []float32) error {
 		Close() error
 	}
 	dt := dlpack.Float32
-	if c.dtype == "int8" {
+	if hostBuilders[b.name] {
+		hm, herr := dlpack.NewHostMatrix(f, rows, c.dim)
+		if herr != nil {
+			return herr
+		}
+		ds = struct {
+			dlpack.Tensor
+			io.Closer
+		}{hm, io.NopCloser(nil)}
+	} else if c.dtype == "int8" {
 		ds, err = safe.DeviceMatrixFrom(res, toInt8(f), rows, c.dim)
 		dt = dlpack.Int8
 	} else {
@@ -357,7 +394,7 @@ func tableRow(c *config, b builder, rows int, f []float32) error {
 		return err
 	}
 	defer ds.Close()
-	est, err := b.estimate(safe.MemoryShape{Rows: rows, Dim: c.dim, DType: dt})
+	est, err := b.estimate(safe.MemoryShape{Rows: rows, Dim: c.dim, DType: dt, HostDataset: hostBuilders[b.name]})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@
 #
 # Environment (defaults in brackets):
 #   ROWS     the table's sizes [100000,1000000,5000000]
-#   ALGOS    the table's algorithms [ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq]
+#   ALGOS    the table's algorithms [ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq,cagra-ace,hnsw-ace]
 #   DTYPES   the table's element types [float32 int8]
 #   MODES    which parts run [table toolarge overcap]
 #   CAP      the cap for toolarge and overcap, bytes [4294967296]
@@ -38,7 +38,7 @@ fi
 bin=$1
 shift
 ROWS=${ROWS:-100000,1000000,5000000}
-ALGOS=${ALGOS:-ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq}
+ALGOS=${ALGOS:-ivfflat,ivfpq,bruteforce,cagra-ivfpq,cagra-nnd,tiered-cagra,tiered-ivfflat,tiered-ivfpq,cagra-ace,hnsw-ace}
 DTYPES=${DTYPES:-float32 int8}
 MODES=${MODES:-table toolarge overcap}
 CAP=${CAP:-4294967296}
