@@ -32,7 +32,9 @@ const ExactBelow = 0.25
 // filter, if not nil, is a bitset over Rows() ids, honoured in both tiers
 // together with the deletions (a row must be allowed and live; see
 // ExactBelow for the ANN tier's policy). Its bits are ids whatever the
-// storage: after a compaction the package maps them to positions.
+// storage: after a compaction the package maps them to positions. A CAGRA
+// ANN tier's ITopKSize is raised to its k (rounded up to 32) where k
+// passes it, which cuVS would refuse.
 //
 // How it runs:
 //   - one tier holding every row, none deleted or compacted away, no
@@ -105,6 +107,7 @@ func (idx *Index) Search(res *safe.Resources, params *SearchParams, queries dlpa
 	if err != nil {
 		return err
 	}
+	idx.coverK(&sp, int64(k), ann)
 	// one deletion state for the whole search: it sees a Delete or not
 	dead := idx.st.dead.Load()
 	plain := idx.st.ids == nil && dead.count() == 0 // positions are ids, none deleted
@@ -178,6 +181,16 @@ func (idx *Index) searchANN(op string, res *safe.Resources, sp *cSearch, size ui
 	err = generated.CuvsTieredIndexSearch(h, mem, idx.st.ann, qt, nt, dt, cf)
 	kit.Unlock(res)
 	return kit.Wrap(op, err)
+}
+
+// coverK raises a CAGRA ANN tier's internal top-k to the tier's k, to a
+// multiple of 32, as the filter policy raises it: CAGRA's single-CTA
+// search refuses a k past its ITopKSize (real cuVS: "topk = 120 must be
+// smaller than itopk_size = 64").
+func (idx *Index) coverK(sp *cSearch, k, ann int64) {
+	if ka := uint64(min(k, ann)); idx.p.Backend == CAGRA && ka > sp.cagra.ItopkSize {
+		sp.cagra.ItopkSize = (ka + 31) / 32 * 32
+	}
 }
 
 // raise applies the filter policy to the ANN search's parameters for a

@@ -30,6 +30,7 @@ func (idx *Index) refSearch(res *safe.Resources, params *SearchParams, queries d
 	if err != nil {
 		return err
 	}
+	idx.coverK(&sp, int64(k), idx.annRows.Load())
 	dead := idx.st.dead.Load()
 	plain := idx.st.ids == nil && dead.count() == 0
 	return kit.Wrap(op, idx.composedRef(op, res, &sp, size, queries, &qv, &nv, &dv, qv.Dim(0), k, filter, dead, plain))

@@ -892,7 +892,9 @@ DBL_API cuvsError_t cuvsCagraBuild(cuvsResources_t res, cuvsCagraIndexParams_t p
 
 static size_t round_up32(size_t x) { return (x + 31) / 32 * 32; }
 
-static cuvsError_t cg_check_search_params(cuvsCagraSearchParams_t p, int64_t k, int filtered)
+/* also the tiered index's ANN search (cagra::search, which cuVS's tiered
+ * search calls with its k) */
+cuvsError_t cg_check_search_params(cuvsCagraSearchParams_t p, int64_t k, int filtered)
 {
   int algo = (int)p->algo;
   if (algo != SINGLE_CTA && algo != MULTI_CTA && algo != MULTI_KERNEL && algo != AUTO) {

@@ -17,6 +17,9 @@
  * approximate kNN build would leave them, then pruned and merged with
  * reverse edges as cuVS's graph optimisation does. out holds n * degree ids.
  * Returns 0, or -1 on allocation failure. */
+/* cagra::search's checks of its parameters for k neighbours (dbl_cagra.c) */
+DBL_HIDDEN cuvsError_t cg_check_search_params(cuvsCagraSearchParams_t p, int64_t k, int filtered);
+
 DBL_HIDDEN int cg_graph_build(const dbl_matrix* data, int metric, int64_t intermediate,
                               int64_t degree, uint32_t* out);
 

@@ -632,6 +632,15 @@ static cuvsError_t td_search(void* sp, cuvsTieredIndex_t index, DLManagedTensor*
   EXPECTS(q->shape[1] == t->dim, "cuvsdouble: queries have %lld columns, the index %lld",
           (long long)q->shape[1], (long long)t->dim);
   pthread_rwlock_rdlock(&t->lock);
+  if (t->ann_rows > 0 && t->algo == CUVS_TIERED_INDEX_ALGO_CAGRA && sp) {
+    /* the ANN tier's cagra::search gets the caller's k: it refuses one
+     * past itopk_size (single-CTA) as a CAGRA search does */
+    cuvsError_t ck = cg_check_search_params((cuvsCagraSearchParams_t)sp, k, filter.addr != 0);
+    if (ck != CUVS_SUCCESS) {
+      pthread_rwlock_unlock(&t->lock);
+      return ck;
+    }
+  }
   dbl_filter f;
   cuvsError_t st = dbl_filter_view(filter, t->n, nq, &f);
   if (st != CUVS_SUCCESS) {
@@ -662,7 +671,7 @@ static cuvsError_t td_search(void* sp, cuvsTieredIndex_t index, DLManagedTensor*
       cg_search_cfg cfg;
       memset(&cfg, 0, sizeof cfg);
       int64_t itopk = cs ? (int64_t)cs->itopk_size : 64;
-      if (itopk < k) itopk = k;
+      if (itopk < k) itopk = k; /* multi-CTA: its CTAs' 32 each cover k (checked above) */
       cfg.itopk = (itopk + 31) / 32 * 32;
       cfg.width = cs && cs->search_width ? (int64_t)cs->search_width : 1;
       cfg.min_iter = cs ? (int64_t)cs->min_iterations : 0;
