@@ -151,9 +151,13 @@ func TestTenantsNeverMix(t *testing.T) {
 	if checked != callers*each {
 		t.Fatalf("%d requests checked, want %d", checked, callers*each)
 	}
-	if st := b.Stats(); st.Filtered == 0 || st.Filtered >= st.Batches {
-		t.Errorf("%d filtered batches of %d: want some of each", st.Filtered, st.Batches)
+	// How requests meet in batches is the GPU's timing: on an H200 nearly
+	// every batch holds a filtered request; only that some do is certain.
+	st := b.Stats()
+	if st.Filtered == 0 || st.Filtered > st.Batches {
+		t.Errorf("%d filtered batches of %d: want at least one, and no more than the batches", st.Filtered, st.Batches)
 	}
+	t.Logf("%d batches, %d filtered, %d mixed", st.Batches, st.Filtered, st.Mixed)
 }
 
 // gateF is a gate that is a FilterSearcher: it records each batch's
