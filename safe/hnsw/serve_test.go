@@ -322,7 +322,10 @@ func BenchmarkServe(b *testing.B) {
 	sp := &hnsw.SearchParams{Ef: 64, NumThreads: 1}
 	if dir := os.Getenv(benchDirEnv); dir != "" {
 		must(b, os.MkdirAll(dir, 0o755))
-		must(b, os.WriteFile(filepath.Join(dir, "index.hnsw"), file.Bytes(), 0o644))
+		// Serialize's file: hnswlib's bytes alone (the checksum in a
+		// sidecar); SerializeTo's stream carries it after them, which
+		// hnswlib's loadIndex refuses ("Index seems to be corrupted")
+		must(b, idx.Serialize(res, filepath.Join(dir, "index.hnsw")))
 		must(b, hnswlibbench.WriteQueries(filepath.Join(dir, "queries.fbin"), qs, bDim))
 		r, err := hnsw.SearchSlice(res, idx, sp, qs, bK, nil)
 		must(b, err)
