@@ -699,6 +699,17 @@ static cuvsError_t bf_deserialize(const char* filename, cuvsBruteForceIndex_t in
   impl->owned_bytes = bytes;
   impl->rs = h.dim;
   impl->cs = 1;
+  /* brute_force_serialize.cu deserialize: the rows copied to the device by
+   * the index, and their norms for the expanded metrics */
+  uint64_t dev = ((uint64_t)bytes + 255) / 256 * 256;
+  if (h.metric == L2Expanded || h.metric == L2SqrtExpanded || h.metric == CosineExpanded) {
+    dev += ((uint64_t)h.n * 4 + 255) / 256 * 256;
+  }
+  cuvsError_t st = dbl_dev_take(dev, &impl->dev);
+  if (st != CUVS_SUCCESS) {
+    bf_impl_free(impl);
+    return st;
+  }
   bf_install(index, impl);
   return CUVS_SUCCESS;
 }

@@ -53,6 +53,7 @@ typedef struct {
   size_t graph_bytes;
   uint64_t data_borrow, graph_borrow; /* registry ids of borrowed allocations */
   dbl_dev_block dev; /* a build's: the graph and the rows it copied (cg_dev_build) */
+  dbl_dev_block dev_rows; /* 26.08's merge: the merged dataset's rows, handed to the dataset */
   pthread_rwlock_t lock;
 } cg_impl;
 
@@ -136,6 +137,7 @@ static void cg_release_storage(cg_impl* impl)
 static void cg_free(cg_impl* impl)
 {
   dbl_dev_give(&impl->dev);
+  dbl_dev_give(&impl->dev_rows);
   cg_release_storage(impl);
   pthread_rwlock_destroy(&impl->lock);
   impl->magic = 0;
@@ -595,6 +597,27 @@ static void cg_take_ref(cg_impl* impl, const cg_ref* ref, int64_t n)
  * Every allocation is rounded up to 256 bytes. */
 
 static uint64_t c256(uint64_t n) { return (n + 255) / 256 * 256; }
+
+/* add_nodes.cuh (add_graph_nodes, add_node_core; 26.06 and 26.08): the
+ * device memory of inserting m rows into an index of n0 rows of degree deg,
+ * in chunks of chunk rows (0: one chunk), or of the new graph [n0 + m,
+ * deg] copied to the device while the old one is held, whichever is
+ * larger. The insertion: the graph of the rows before the last chunk on
+ * the device, every row's in-edge count, and per batch of new rows (a
+ * chunk at most) their 2 x deg neighbours' ids and distances, the rows,
+ * and a CAGRA search's candidates at itopk max(4 x deg, 256). */
+static uint64_t cg_dev_insert(int64_t n0, int64_t m, int64_t dim, size_t es, int64_t deg,
+                              int64_t chunk)
+{
+  if (chunk <= 0 || chunk > m) chunk = m;
+  int64_t last = m > 0 ? m - chunk * ((m - 1) / chunk) : 0;
+  uint64_t B = (uint64_t)chunk, D = (uint64_t)deg, N = (uint64_t)(n0 + m);
+  uint64_t itopk = 4 * D > 256 ? 4 * D : 256;
+  uint64_t insert = c256((N - (uint64_t)last) * D * 4) + c256(N * 4) + 2 * c256(B * 2 * D * 4) +
+                    c256(B * (uint64_t)dim * es) + c256(B * itopk * 8);
+  uint64_t graph = c256(N * D * 4);
+  return insert > graph ? insert : graph;
+}
 
 static cuvsError_t cg_dev_knn(cuvsCagraIndexParams_t params, int algo, int64_t n, int64_t dim,
                               int64_t esz, int host, int64_t ideg, uint64_t* out)
@@ -1181,6 +1204,21 @@ static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* ad
                    (long long)t->shape[1], (long long)impl->dim);
   }
   if (st == CUVS_SUCCESS) st = cg_check_alive(impl);
+  uint64_t new_dev = 0;
+  if (st == CUVS_SUCCESS && t->shape[0] > 0) {
+    /* add_nodes.cuh extend_core: the rows the index owns freed, all rows
+     * padded on the device (the index owns them after), then the new
+     * graph (cg_dev_insert) */
+    int64_t n0 = impl->n, m = t->shape[0];
+    size_t es = dl_elem_size(impl->dtype);
+    uint64_t rows = c256((uint64_t)(n0 + m) * (uint64_t)padded_stride(impl->dim, es) * es);
+    uint64_t old = impl->data_owned ? c256(impl->data_bytes) : 0;
+    uint64_t grow = cg_dev_insert(n0, m, impl->dim, es, impl->degree, params->max_chunk_size);
+    dbl_dev_block b;
+    st = dbl_dev_take(rows > old ? rows - old + grow : grow, &b);
+    dbl_dev_give(&b);
+    new_dev = c256((uint64_t)(n0 + m) * (uint64_t)impl->degree * 4) + rows;
+  }
   if (st == CUVS_SUCCESS && t->shape[0] > 0) {
     int64_t n0 = impl->n, m = t->shape[0];
     size_t es = dl_elem_size(impl->dtype);
@@ -1229,6 +1267,8 @@ static cuvsError_t cg_extend(cuvsCagraExtendParams_t params, DLManagedTensor* ad
         impl->graph_owned = tmp.graph_owned;
         impl->graph_bytes = tmp.graph_bytes;
         impl->degree = tmp.degree;
+        dbl_dev_give(&impl->dev);
+        st = dbl_dev_take(new_dev, &impl->dev);
       }
     }
   }
@@ -1489,6 +1529,15 @@ static cuvsError_t cg_deserialize(const char* filename, cuvsCagraIndex_t index)
     cg_free(impl);
     return RAFT_FAIL("cuvsdouble: %s has bytes after the index", filename);
   }
+  /* cagra_serialize.cuh deserialize: the graph and the rows, padded, on
+   * the device */
+  cuvsError_t st = dbl_dev_take(c256((uint64_t)h.n * (uint64_t)h.degree * 4) +
+                                  (impl->has_dataset ? c256(impl->data_bytes) : 0),
+                                &impl->dev);
+  if (st != CUVS_SUCCESS) {
+    cg_free(impl);
+    return st;
+  }
   cg_install(index, impl);
   index->dtype.code = dt.code;
   return CUVS_SUCCESS;
@@ -1617,6 +1666,53 @@ DBL_API cuvsError_t cuvsCagraIndexFromArgs(cuvsResources_t res, cuvsDistanceType
 
 /* ---- merge ---- */
 
+/* cagra_merge.cuh (26.06 and 26.08) and, on 26.08, c/src/neighbors/cagra.cpp:
+ * the device memory of merging total rows into out (its kept rows, of
+ * degree deg), filtered or not. 26.06: the rows gathered in a device
+ * matrix [total, dim] (with a filter, the kept rows' indices and a matrix
+ * of them), held through cagra::build over the kept rows, which copies them
+ * padded when a row is not a multiple of 16 bytes; the index owns its rows
+ * after. 26.08: the merged dataset [kept, padded] (dev_rows, handed to the
+ * dataset by cg_merge_2608), with a filter a padded staging copy of every
+ * row and the kept rows' indices, then the graph build over the padded
+ * rows. The build's phases as cg_dev_build's; an iterative build's are not
+ * modelled. */
+static cuvsError_t cg_dev_build(cg_impl* impl, cuvsCagraIndexParams_t params, int algo, int host,
+                                int64_t ideg, int64_t deg, uint64_t copy_bytes);
+static cuvsError_t cg_dev_merge(cg_impl* out, cuvsCagraIndexParams_t params, int64_t total,
+                                int filtered, int64_t ideg, int64_t deg)
+{
+  size_t es = dl_elem_size(out->dtype);
+  uint64_t kept = (uint64_t)out->n, dim = (uint64_t)out->dim;
+  uint64_t padded = c256(kept * (uint64_t)out->stride * es);
+  int algo = (int)params->build_algo;
+  if (algo < AUTO_SELECT || algo > ACE) algo = AUTO_SELECT;
+  int modelled = algo == IVF_PQ || algo == NN_DESCENT || algo == AUTO_SELECT;
+  dbl_dev_block gather = {0};
+#if DBL_RELEASE >= 2608
+  TRY(dbl_dev_take(padded, &out->dev_rows));
+  uint64_t staging = filtered ? c256((uint64_t)total * (uint64_t)out->stride * es) + c256(kept * 8) : 0;
+  TRY(dbl_dev_take(staging, &gather));
+  cuvsError_t st = modelled ? cg_dev_build(out, params, algo, 0, ideg, deg, 0)
+                            : dbl_dev_take(c256(kept * (uint64_t)deg * 4), &out->dev);
+  dbl_dev_give(&gather);
+  return st;
+#else
+  uint64_t rows = c256((uint64_t)total * dim * es);
+  if (filtered) rows += c256(kept * 8) + c256(kept * dim * es);
+  TRY(dbl_dev_take(rows, &gather));
+  int aligned = (dim * es) % 16 == 0;
+  cuvsError_t st = modelled ? cg_dev_build(out, params, algo, 0, ideg, deg, aligned ? 0 : padded)
+                            : CUVS_SUCCESS;
+  dbl_dev_give(&gather);
+  if (st == CUVS_SUCCESS) { /* the index owns its rows: the merge's matrix, or the build's copy */
+    dbl_dev_give(&out->dev);
+    st = dbl_dev_take(c256(kept * (uint64_t)deg * 4) + padded, &out->dev);
+  }
+  return st;
+#endif
+}
+
 static cuvsError_t cg_merge(cuvsCagraIndexParams_t params, cuvsCagraIndex_t* indices,
                             size_t num_indices, cuvsFilter filter, cuvsCagraIndex_t output)
 {
@@ -1713,6 +1809,10 @@ static cuvsError_t cg_merge(cuvsCagraIndexParams_t params, cuvsCagraIndex_t* ind
         st = cg_degrees(params, kept, &intermediate, &degree);
         if (st == CUVS_SUCCESS && cg_build_graph(out, (int64_t)intermediate, (int64_t)degree) != 0) {
           st = dbl_plain_fail("std::bad_alloc");
+        }
+        if (st == CUVS_SUCCESS) {
+          st = cg_dev_merge(out, params, total, f.kind != FILTER_NONE, (int64_t)intermediate,
+                            (int64_t)degree);
         }
       }
     }

@@ -275,6 +275,39 @@ cuvsError_t dbl_ivf_flat_model(const struct cuvsIvfFlatIndexParams* p, int64_t n
   return CUVS_SUCCESS;
 }
 
+/* An extend's device memory, once the rows were added (rows [before,
+ * size)): cuVS's C extend replaces the index by an extended clone
+ * (ivf_flat_build.cuh: the extend of an index pointer assigns it
+ * extend(handle, *index, ...)): the clone's fixed part, a uint32 label a new
+ * row, the old list sizes, and each list that outgrows its capacity
+ * allocated anew while the original still holds the old one; then the
+ * original is freed and the index holds the lists at their new
+ * capacities. Taken and given back before the lists are swapped; on
+ * failure nothing changed (the caller drops the rows). */
+static cuvsError_t fl_dev_extend(ivf_impl* impl, int64_t before, int64_t esz)
+{
+  int64_t* count = calloc(impl->n_lists, 2 * sizeof(int64_t));
+  if (!count) return dbl_plain_fail("std::bad_alloc");
+  for (int64_t i = 0; i < impl->size; i++) count[2 * impl->labels[i] + (i < before ? 0 : 1)]++;
+  uint64_t grown = 0;
+  for (uint32_t l = 0; l < impl->n_lists; l++) {
+    int64_t old = count[2 * l], now = old + count[2 * l + 1];
+    uint64_t cap = old ? fl_list_cap(old, impl->cma) : 0;
+    if ((uint64_t)now > cap) {
+      uint64_t c = fl_list_cap(now, impl->cma);
+      grown += r256(c * (uint64_t)impl->dim * (uint64_t)esz) + r256(c * 8);
+    }
+  }
+  free(count);
+  dbl_dev_block b;
+  TRY(dbl_dev_take(fl_fixed_bytes(impl) + grown + r256((uint64_t)(impl->size - before) * 4) +
+                     r256((uint64_t)impl->n_lists * 4),
+                   &b));
+  dbl_dev_give(&b);
+  dbl_dev_give(&impl->dev_lists);
+  return dbl_dev_take(fl_lists_bytes(impl, esz), &impl->dev_lists);
+}
+
 /* ---- build ---- */
 
 static cuvsError_t fl_build(cuvsIvfFlatIndexParams_t params, DLManagedTensor* dataset,
@@ -473,6 +506,8 @@ static cuvsError_t fl_extend(DLManagedTensor* vectors, DLManagedTensor* indices,
   cuvsError_t st = CUVS_SUCCESS;
   if (ivf_add(impl, &data, (const int64_t*)ix->data) != 0) {
     st = dbl_plain_fail("std::bad_alloc");
+  } else if ((st = fl_dev_extend(impl, before, impl->dtype.bits / 8)) != CUVS_SUCCESS) {
+    impl->size = before; /* the allocation failed: the rows were not added */
   } else if (impl->adaptive_centers && impl->size > before) {
     /* running mean of each list's members */
     int64_t dim = impl->dim;
@@ -612,6 +647,15 @@ static cuvsError_t fl_deserialize(const char* filename, cuvsIvfFlatIndex_t index
                      filename);
   }
   impl->dtype = (DLDataType){(uint8_t)code, (uint8_t)(itemsize * 8), 1};
+  /* ivf_flat_serialize.cuh deserialize: the index's fixed part, and each
+   * list allocated at the capacity of its size (ivf_list.cuh
+   * deserialize_list) */
+  cuvsError_t st = dbl_dev_take(fl_fixed_bytes(impl), &impl->dev_fixed);
+  if (st == CUVS_SUCCESS) st = dbl_dev_take(fl_lists_bytes(impl, itemsize), &impl->dev_lists);
+  if (st != CUVS_SUCCESS) {
+    ivf_free(impl);
+    return st;
+  }
   fl_install(index, impl);
   index->dtype.code = (uint8_t)code; /* lanes stay as they were: 0 after IndexCreate */
   return CUVS_SUCCESS;

@@ -656,10 +656,11 @@ static uint64_t pq_dev_fixed(const pq_impl* impl)
          r256(nl * 4) + 2 * r256(nl * 8);
 }
 
-static uint64_t pq_dev_lists(const pq_impl* impl)
+static uint64_t pq_dev_lists_of(const pq_impl* impl, int skip_empty)
 {
   uint64_t b = 0;
   for (uint32_t l = 0; l < impl->n_lists; l++) {
+    if (skip_empty && impl->lists[l].size == 0) continue;
     uint64_t cap = (uint64_t)list_capacity(impl, impl->lists[l].size);
     uint64_t row;
     if (impl->layout == CUVS_IVF_PQ_LIST_LAYOUT_FLAT) {
@@ -672,6 +673,10 @@ static uint64_t pq_dev_lists(const pq_impl* impl)
   }
   return b;
 }
+
+/* The lists at their capacities; an extend allocates even the empty ones
+ * (ivf_list.cuh resize_list makes a list of capacity align_min for 0 rows) */
+static uint64_t pq_dev_lists(const pq_impl* impl) { return pq_dev_lists_of(impl, 0); }
 
 /* The training phase's scratch over nt rows of esz-byte elements. */
 static uint64_t pq_dev_train_bytes(const pq_impl* impl, int64_t nt, int64_t esz,
@@ -942,6 +947,13 @@ static cuvsError_t pq_build_precomputed(cuvsIvfPqIndexParams_t params, uint32_t 
   pq_borrow(impl, 1, cen);
   pq_borrow(impl, 2, crot);
   pq_borrow(impl, 3, rot);
+  /* ivf_pq_index.cu: a view index's own part, the list sizes and pointers */
+  uint64_t nl = impl->n_lists;
+  st = dbl_dev_take(r256(nl * 4) + 2 * r256(nl * 8), &impl->dev_fixed);
+  if (st != CUVS_SUCCESS) {
+    pq_free(impl);
+    return st;
+  }
   pq_install(index, impl);
   index->dtype.code = 0;
   index->dtype.bits = 0;
@@ -965,6 +977,71 @@ DBL_API cuvsError_t cuvsIvfPqBuildPrecomputed(cuvsResources_t res, cuvsIvfPqInde
 }
 
 /* ---- extend ---- */
+
+/* The bytes of one row in the index's lists (interleaved: 16-byte chunks). */
+static uint64_t pq_row_bytes(const pq_impl* impl)
+{
+  if (impl->layout == CUVS_IVF_PQ_LIST_LAYOUT_FLAT) {
+    return ((uint64_t)impl->pq_dim * impl->pq_bits + 7) / 8;
+  }
+  uint64_t per_chunk = 128 / impl->pq_bits;
+  return (impl->pq_dim + per_chunk - 1) / per_chunk * 16;
+}
+
+/* The device memory of cuVS's in-place extend of n rows (ivf_pq_build.cuh,
+ * extend), taken and given back phase by phase; host: the rows are in host
+ * memory. Before the rows are added (pq_dev_extend_pre): a placeholder
+ * list of the new rows, which makes an extend too big fail before it
+ * changes anything, then the centers unpadded for k-means predict; after
+ * (pq_dev_extend_post, sizes[] the lists' sizes before): the old list
+ * sizes with each list that outgrows its capacity allocated anew and
+ * filled before the old one is freed, then the encoding batches; the
+ * lists swapped. Each with the labels and a batch of host rows. */
+static uint64_t pq_dev_extend_base(const pq_impl* impl, int64_t n, int64_t esz, int host)
+{
+  uint64_t b = (uint64_t)(n < 65536 ? n : 65536);
+  return r256((uint64_t)n * 4) + (host ? r256(b * impl->dim * (uint64_t)esz) : 0);
+}
+
+static cuvsError_t pq_dev_extend_pre(const pq_impl* impl, int64_t n, int64_t esz, int host)
+{
+  uint64_t base = pq_dev_extend_base(impl, n, esz, host), placeholder;
+  if (impl->layout == CUVS_IVF_PQ_LIST_LAYOUT_FLAT) {
+    placeholder = r256((uint64_t)n * pq_row_bytes(impl));
+  } else {
+    int64_t m = n + 31 * (n < (int64_t)impl->n_lists ? n : (int64_t)impl->n_lists);
+    uint64_t cap = (uint64_t)list_capacity(impl, m);
+    placeholder = r256(cap * pq_row_bytes(impl)) + r256(cap * 8);
+  }
+  dbl_dev_block b;
+  TRY(dbl_dev_take(base + placeholder, &b));
+  dbl_dev_give(&b);
+  TRY(dbl_dev_take(base + r256((uint64_t)impl->n_lists * impl->dim * 4), &b));
+  dbl_dev_give(&b);
+  return CUVS_SUCCESS;
+}
+
+static cuvsError_t pq_dev_extend_post(pq_impl* impl, const int64_t* sizes, int64_t n, int64_t esz,
+                                      int host)
+{
+  uint64_t base = pq_dev_extend_base(impl, n, esz, host) + r256((uint64_t)impl->n_lists * 4);
+  uint64_t row = pq_row_bytes(impl), old_bytes = 0, largest = 0;
+  for (uint32_t l = 0; l < impl->n_lists; l++) {
+    uint64_t cap = (uint64_t)list_capacity(impl, sizes[l]);
+    uint64_t bytes = r256(cap * row) + r256(cap * 8);
+    old_bytes += bytes;
+    if ((uint64_t)impl->lists[l].size > cap && bytes > largest) largest = bytes;
+  }
+  uint64_t new_bytes = pq_dev_lists(impl);
+  uint64_t grown = new_bytes > old_bytes ? new_bytes - old_bytes + largest : 0;
+  uint64_t b = (uint64_t)(n < 65536 ? n : 65536);
+  uint64_t encode = r256(b * (((uint64_t)impl->dim + impl->rot_dim) * 4 + 8)) + (host ? r256(b * 8) : 0);
+  dbl_dev_block blk;
+  TRY(dbl_dev_take(base + (grown > encode ? grown : encode), &blk));
+  dbl_dev_give(&blk);
+  dbl_dev_give(&impl->dev_lists);
+  return dbl_dev_take(new_bytes, &impl->dev_lists);
+}
 
 static cuvsError_t pq_extend(DLManagedTensor* vec_t, DLManagedTensor* ids_t, cuvsIvfPqIndex_t index)
 {
@@ -1001,11 +1078,28 @@ static cuvsError_t pq_extend(DLManagedTensor* vec_t, DLManagedTensor* ids_t, cuv
     pthread_rwlock_wrlock(&impl->lock);
   }
   cuvsError_t st = CUVS_SUCCESS;
-  if (auto_ids && impl->size != 0) {
-    st = RAFT_FAIL("You must pass data indices when the index is non-empty.");
-  } else if (pq_add(impl, v->data, v->dtype, auto_ids ? NULL : ids->data, n) != 0) {
+  int64_t esz = v->dtype.bits / 8;
+  int64_t* sizes = calloc(impl->n_lists ? impl->n_lists : 1, sizeof(int64_t));
+  int64_t size = impl->size;
+  if (!sizes) {
     st = dbl_plain_fail("std::bad_alloc");
+  } else if (auto_ids && impl->size != 0) {
+    st = RAFT_FAIL("You must pass data indices when the index is non-empty.");
+  } else if ((st = pq_dev_extend_pre(impl, n, esz, !device)) != CUVS_SUCCESS) {
+    /* refused before anything changed */
+  } else {
+    for (uint32_t l = 0; l < impl->n_lists; l++) sizes[l] = impl->lists_made ? impl->lists[l].size : 0;
+    if (pq_add(impl, v->data, v->dtype, auto_ids ? NULL : ids->data, n) != 0) {
+      st = dbl_plain_fail("std::bad_alloc");
+    } else if ((st = pq_dev_extend_post(impl, sizes, n, esz, !device)) != CUVS_SUCCESS) {
+      for (uint32_t l = 0; l < impl->n_lists; l++) { /* the rows were not added */
+        impl->lists[l].size = sizes[l];
+        impl->list_sizes[l] = (uint32_t)sizes[l];
+      }
+      impl->size = size;
+    }
   }
+  free(sizes);
   pthread_rwlock_unlock(&impl->lock);
   return st;
 }
@@ -1706,6 +1800,16 @@ static cuvsError_t pq_deserialize(const char* filename, cuvsIvfPqIndex_t index)
     return RAFT_FAIL(trailing ? "cuvsdouble: %s has bytes after the index"
                               : "cuvsdouble: %s: the lists do not hold the rows the header says",
                      filename);
+  }
+  /* ivf_pq_serialize.cuh deserialize: the model, and each list at the
+   * capacity of its size (ivf_list.cuh deserialize_list) */
+  st = dbl_dev_take(pq_dev_fixed(impl), &impl->dev_fixed);
+  if (st == CUVS_SUCCESS && impl->lists_made) {
+    st = dbl_dev_take(pq_dev_lists_of(impl, 1), &impl->dev_lists); /* deserialize_list: none for 0 rows */
+  }
+  if (st != CUVS_SUCCESS) {
+    pq_free(impl);
+    return st;
   }
   /* cuvsIvfPqDeserialize leaves index->dtype as it was */
   pq_install(index, impl);

@@ -240,6 +240,47 @@ static uint64_t sq_lists_bytes(const ivf_impl* impl)
   return b;
 }
 
+static uint64_t sq_fixed_bytes(const ivf_impl* impl)
+{
+  uint64_t nl = impl->n_lists, D = (uint64_t)impl->dim;
+  return q256(nl * 4) + q256(nl * D * 4) + 2 * q256(D * 4) + 2 * q256(nl * 8);
+}
+
+/* An extend's device memory, once the rows were added (rows [before,
+ * size)): cuVS extends in place (ivf_sq_build.cuh extend_inplace): a
+ * uint32 label a new row, the old list sizes, a batch of host rows, and
+ * each list that outgrows its capacity allocated anew and filled before
+ * the old one is freed (the lists' growth plus the largest old list
+ * replaced), the center norms on the first rows. On failure nothing
+ * changed (the caller drops the rows). */
+static cuvsError_t sq_dev_extend(ivf_impl* impl, int64_t before, uint64_t batch_bytes)
+{
+  int64_t* count = calloc(impl->n_lists, 2 * sizeof(int64_t));
+  if (!count) return dbl_plain_fail("std::bad_alloc");
+  for (int64_t i = 0; i < impl->size; i++) count[2 * impl->labels[i] + (i < before ? 0 : 1)]++;
+  uint64_t largest = 0;
+  for (uint32_t l = 0; l < impl->n_lists; l++) {
+    int64_t old = count[2 * l], now = old + count[2 * l + 1];
+    uint64_t cap = old ? sq_list_cap(old, impl->cma) : 0;
+    uint64_t bytes = q256(cap * (uint64_t)impl->dim) + q256(cap * 8);
+    if ((uint64_t)now > cap && bytes > largest) largest = bytes;
+  }
+  free(count);
+  int64_t size = impl->size;
+  impl->size = before;
+  uint64_t old_bytes = sq_lists_bytes(impl);
+  impl->size = size;
+  uint64_t new_bytes = sq_lists_bytes(impl);
+  uint64_t grown = new_bytes > old_bytes ? new_bytes - old_bytes + largest : 0;
+  dbl_dev_block b;
+  TRY(dbl_dev_take(q256((uint64_t)(size - before) * 4) + q256((uint64_t)impl->n_lists * 4) +
+                     batch_bytes + grown,
+                   &b));
+  dbl_dev_give(&b);
+  dbl_dev_give(&impl->dev_lists);
+  return dbl_dev_take(new_bytes, &impl->dev_lists);
+}
+
 static cuvsError_t sq_build(cuvsIvfSqIndexParams_t params, DLManagedTensor* dataset,
                             cuvsIvfSqIndex_t index)
 {
@@ -275,8 +316,7 @@ static cuvsError_t sq_build(cuvsIvfSqIndexParams_t params, DLManagedTensor* data
   if (n_train > n) n_train = n;
   uint64_t nl = params->n_lists, D = (uint64_t)dim, esz = (uint64_t)t->dtype.bits / 8;
   dbl_dev_block train = {0}, scratch = {0};
-  cuvsError_t st = dbl_dev_take(q256(nl * 4) + q256(nl * D * 4) + 2 * q256(D * 4) + 2 * q256(nl * 8),
-                                &impl->dev_fixed);
+  cuvsError_t st = dbl_dev_take(sq_fixed_bytes(impl), &impl->dev_fixed);
   if (st == CUVS_SUCCESS) {
     st = dbl_dev_take(q256((uint64_t)n_train * D * esz) + q256((uint64_t)n_train * 4) + q256(D * 4),
                       &train);
@@ -438,8 +478,18 @@ static cuvsError_t sq_extend(DLManagedTensor* vectors, DLManagedTensor* indices,
   pthread_rwlock_wrlock(&impl->lock);
   dbl_matrix data = {v->data, v->dtype, impl->dim, 1, v->shape[0], impl->dim};
   cuvsError_t st = CUVS_SUCCESS;
+  int64_t before = impl->size;
+  int had_norms = impl->has_norms;
   if (ivf_add(impl, &data, indices ? (const int64_t*)indices->dl_tensor.data : NULL) != 0) {
     st = dbl_plain_fail("std::bad_alloc");
+  } else {
+    int64_t n = v->shape[0], b = n < 65536 ? n : 65536;
+    uint64_t batch = where == WANT_HOST ? q256((uint64_t)b * (uint64_t)impl->dim * (v->dtype.bits / 8)) : 0;
+    st = sq_dev_extend(impl, before, batch);
+    if (st != CUVS_SUCCESS) { /* the allocation failed: the rows were not added */
+      impl->size = before;
+      impl->has_norms = had_norms;
+    }
   }
   pthread_rwlock_unlock(&impl->lock);
   return st;
@@ -550,6 +600,14 @@ static cuvsError_t sq_deserialize(const char* filename, cuvsIvfSqIndex_t index)
     /* what cuVS says of a file that is not an IVF-SQ index is not known */
     return RAFT_FAIL("cuvsdouble: %s is not an IVF-SQ index file written by the test double",
                      filename);
+  }
+  /* ivf_sq_serialize.cuh deserialize: the fixed part, each list at the
+   * capacity of its size (ivf_list.cuh deserialize_list), the norms */
+  cuvsError_t st = dbl_dev_take(sq_fixed_bytes(impl), &impl->dev_fixed);
+  if (st == CUVS_SUCCESS) st = dbl_dev_take(sq_lists_bytes(impl), &impl->dev_lists);
+  if (st != CUVS_SUCCESS) {
+    ivf_free(impl);
+    return st;
   }
   dbl_reg_add(impl, K_IVF_SQ_IMPL, sizeof *impl);
   index->addr = (uintptr_t)impl; /* the dtype stays zero, as cuVS leaves it */
