@@ -65,6 +65,15 @@ type IndexSuite[I Index, P any] struct {
 	// rows ("vectors").
 	Extend    func(idx I, res *safe.Resources, vectors dlpack.Tensor) error
 	ExtendArg string
+	// ExtendC is the C function Extend calls ("cuvsIvfFlatExtend"), counted
+	// on the double, and EstimateExtend the package's Index.EstimateExtend
+	// of rows rows (nil with Extend).
+	ExtendC        string
+	EstimateExtend func(idx I, rows int) (safe.MemoryEstimate, error)
+	// MemTol is the relative tolerance of the device memory the bindings
+	// count for an index against what the double holds (MemoryCounted); 0:
+	// they must agree exactly.
+	MemTol float64
 	// SerializeTo, Serialize, DeserializeFrom and Deserialize are the
 	// package's, the dataset included where that is a choice.
 	SerializeTo     func(idx I, res *safe.Resources, w io.Writer) (int64, error)
@@ -117,8 +126,9 @@ type IndexSuite[I Index, P any] struct {
 // DeserializeBadFiles, Integrity, SearchSlice, SearchSliceAllocs,
 // SearchSliceRefusedBeforeAllocation, Prepared, Closed,
 // HostInputsNonFinite, BuildFromHostLikeDevice, ExtendUnderLoad,
-// ZeroSearchParamsAreDefaults and NilParamsMeanDefaults. What a package
-// lacks (Extend, params, lists) skips its subtests, saying so.
+// ZeroSearchParamsAreDefaults, NilParamsMeanDefaults, MemoryCounted,
+// ExtendOverMemoryLimit and ExtendOverPoolCap. What a package lacks
+// (Extend, params, lists) skips its subtests, saying so.
 func TestIndex[I Index, P any](t *testing.T, s *IndexSuite[I, P]) {
 	for _, c := range []struct {
 		name string
@@ -139,6 +149,9 @@ func TestIndex[I Index, P any](t *testing.T, s *IndexSuite[I, P]) {
 		{"ExtendUnderLoad", s.extendUnderLoad},
 		{"ZeroSearchParamsAreDefaults", s.zeroSearchParams},
 		{"NilParamsMeanDefaults", s.nilParams},
+		{"MemoryCounted", s.memoryCounted},
+		{"ExtendOverMemoryLimit", s.extendOverMemoryLimit},
+		{"ExtendOverPoolCap", s.extendOverPoolCap},
 	} {
 		t.Run(c.name, c.run)
 	}

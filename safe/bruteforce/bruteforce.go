@@ -37,6 +37,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/memest"
 	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 
@@ -91,6 +92,7 @@ type Index struct {
 	dtype  dlpack.DataType
 	metric safe.Metric
 	excl   *exclusive // HellingerExpanded and KLDivergence: one search at a time (rewrite.go); nil for the others
+	owns   bool       // deserialized: cuVS holds a device copy of the rows
 }
 
 // kind is brute force for the index core.
@@ -105,6 +107,7 @@ var kind = core.Kind[Index, generated.CuvsBruteForceIndex_t]{
 		}
 	},
 	Loaded: (*Index).loaded,
+	Held:   (*Index).held,
 }
 
 func init() { kind.Init() }
@@ -333,7 +336,8 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 }
 
 // Deserialize reads an index written by Serialize. The index owns its copy
-// of the dataset. A file that is not a whole brute-force index (truncated,
+// of the dataset, in device memory: it counts in safe.DeviceMemory.InUse
+// (with the norms) until Close. A file that is not a whole brute-force index (truncated,
 // damaged, with bytes after the index) is refused with
 // safe.ErrCorruptIndex: its header and layout are checked before any C
 // call, and cuVS's own refusals of its contents carry the sentinel too.
@@ -366,7 +370,24 @@ func (idx *Index) loaded(op, path string) error {
 		return kit.Corrupt(op, err)
 	}
 	idx.set(hdr.rows, hdr.dim, hdr.dtype, hdr.metric)
+	idx.owns = true
 	return nil
+}
+
+// held is the device memory idx holds: a float norm a row for the
+// expanded metrics, and, deserialized, a copy of its rows
+// (brute_force_serialize.cu, deserialize: the rows read into host memory,
+// then copied to the device by the index).
+func (idx *Index) held() int64 {
+	rows := idx.c.Rows.Load()
+	var b int64
+	if expanded(idx.metric) {
+		b = memest.Round(rows * 4)
+	}
+	if idx.owns {
+		b += memest.Round(rows * idx.c.Dim * memest.ElemSize(idx.dtype))
+	}
+	return b
 }
 
 type header struct {

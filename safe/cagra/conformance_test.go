@@ -40,6 +40,10 @@ var conformance = &safetest.IndexSuite[*cagra.Index, cagra.SearchParams]{
 	},
 	Extend:    func(idx *cagra.Index, res *safe.Resources, v dlpack.Tensor) error { return idx.Extend(res, v, nil) },
 	ExtendArg: "additional",
+	ExtendC:   "cuvsCagraExtend",
+	EstimateExtend: func(idx *cagra.Index, n int) (safe.MemoryEstimate, error) {
+		return idx.EstimateExtend(safe.MemoryShape{Rows: n}, nil)
+	},
 	SerializeTo: func(idx *cagra.Index, res *safe.Resources, w io.Writer) (int64, error) {
 		return idx.SerializeTo(res, w)
 	},

@@ -1,6 +1,9 @@
 package cagra
 
-import "github.com/cuvs-go/cuvs/safe"
+import (
+	"github.com/cuvs-go/cuvs/dlpack"
+	"github.com/cuvs-go/cuvs/safe"
+)
 
 // SetPlanITopK makes the policy's graph path search with top-k itopk (0:
 // the policy's own), so that tests can make queries come back short.
@@ -30,4 +33,11 @@ func FilterITopK(itopk, k int, f float64) int { return int(filterITopK(int64(ito
 // cuVS itself wrote.
 func SerializeCuVS(idx *Index, res *safe.Resources, path string) error {
 	return idx.serialize(kind.Op.Serialize, res, path, true)
+}
+
+// MergeEstimate is Merge's estimate of total rows of dim columns of dt,
+// kept of them (filtered: by a bitset), with p: its peak and the merged
+// index; ok false when Merge does not check it.
+func MergeEstimate(p *IndexParams, total, kept, dim int, dt dlpack.DataType, filtered bool) (e safe.MemoryEstimate, ok bool, err error) {
+	return mergeEstimate(p, int64(total), int64(kept), int64(dim), dt, filtered)
 }

@@ -103,9 +103,10 @@ type Index struct {
 
 	metric      safe.Metric // as built; for the exact path
 	metricKnown bool
-	onDisk      bool       // an ACE build that left the index on disk
-	noDataset   bool       // 26.08: deserialized without its dataset (cuvsCagraDeserializeGraph), until UpdateDataset
-	exactMu     sync.Mutex // builds left.exact
+	onDisk      bool        // an ACE build that left the index on disk
+	noDataset   bool        // 26.08: deserialized without its dataset (cuvsCagraDeserializeGraph), until UpdateDataset
+	ownsRows    atomic.Bool // the index (26.08: its dataset) holds a padded device copy of its rows: counted in held
+	exactMu     sync.Mutex  // builds left.exact
 
 	exact   *exactSlot   // the exact path's brute-force index, once built; released with the index
 	scratch *scratchSlot // the exact path's and the second pass's scratch memory; freed with the index
@@ -121,6 +122,7 @@ var kind = core.Kind[Index, generated.CuvsCagraIndex_t]{
 	Name: "cagra", Create: generated.CuvsCagraIndexCreate, Destroy: generated.CuvsCagraIndexDestroy,
 	Core:    func(i *Index) *core.Index[generated.CuvsCagraIndex_t] { return &i.c },
 	Refresh: (*Index).refresh,
+	Held:    (*Index).held,
 }
 
 func init() { kind.Init() }
@@ -321,8 +323,10 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	if idx, err = kind.Made(op, res, idx, err); err != nil {
 		return nil, err
 	}
+	// what est.Index counts: the rows cuVS (on 26.08 the dataset) copied
+	idx.ownsRows.Store(p.BuildAlgo == ACE || dv.Device().Type == dlpack.CPU || (dv.Dim(1)*dv.DType().ElemSize())%16 != 0)
 	if eerr == nil {
-		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
+		idx.c.Mem.Set(op, res, est.Index)
 	}
 	idx.metric, idx.metricKnown = p.Metric, true
 	if p.BuildAlgo == ACE {
@@ -465,6 +469,12 @@ func (idx *Index) DType() dlpack.DataType {
 // device memory for the old and the new dataset while it runs: extend in
 // few large batches rather than many small ones.
 //
+// Once its turn comes, it refuses with a *safe.MemoryError (matching
+// safe.ErrOutOfMemory), before calling cuVS and leaving the index as it
+// was, an Extend whose estimate (EstimateExtend) exceeds what the device
+// can still give, unless res was made safe.WithoutMemoryCheck;
+// safe.DeviceMemory.InUse then counts the grown index in place of the old.
+//
 // C calls: cuvsCagraExtendParamsCreate/Destroy, cuvsCagraExtend and
 // cuvsStreamSync (on 26.08 also the calls above, cuvsDatasetDestroy).
 // Nil params means cuVS's defaults (DefaultExtendParams).
@@ -503,6 +513,11 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 		if err := idx.c.Life.Keep(res, op); err != nil {
 			return err
 		}
+		done, err := kit.ReserveExtend(op, "the Extend (EstimateExtend: BuildPeak + Dataset)", res, idx.extendEstimate(added, int64(p.MaxChunkSize)))
+		if err != nil {
+			return err
+		}
+		defer done()
 		// The exact path's brute-force index reads the old dataset.
 		idx.exact.release()
 		var cp generated.CuvsCagraExtendParams_t
@@ -515,11 +530,15 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 			extended, err := idx.extend2608(op, res, cp, &av)
 			if extended {
 				idx.c.Rows.Add(added)
+				// a padded copy of Extend's rows, or a view of them (which
+				// count as a matrix)
+				idx.ownsRows.Store((idx.c.Dim*idx.dtype.ElemSize())%16 != 0)
+				kind.Recount(idx, op, res)
 			}
 			return err
 		}
 		extended := false
-		err := kit.CallWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		err = kit.CallWith(op, res, []*dlpack.View{&av}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			err := generated.CuvsCagraExtend(h, cp, t[0], idx.c.H)
 			extended = err == nil
 			return err
@@ -529,6 +548,8 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 			// the count must follow even if the stream sync after it
 			// failed, or filters would be sized for the old count.
 			idx.c.Rows.Add(added)
+			idx.ownsRows.Store(true) // extend_core's padded copy of every row
+			kind.Recount(idx, op, res)
 		}
 		return err
 	})
@@ -722,9 +743,12 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // range. A file cuVS wrote has none and loads unproved (the checks above
 // only): safe.RequireChecksum refuses it, safe.Verified tells which.
 //
-// C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize (26.06) or
-// cuvsCagraDeserializeGraph[AndDataset] (26.08), and
-// cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
+// The device memory it holds, its graph and its rows, counts in
+// safe.DeviceMemory.InUse until Close.
+//
+// C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize (26.06, then
+// cuvsCagraIndexGetDataset) or cuvsCagraDeserializeGraph[AndDataset]
+// (26.08), and cuvsCagraIndexGetSize/GetDims/GetGraphDegree.
 func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
 	op := kind.Op.Deserialize
 	lim, err := kit.Limits(op, opts)
@@ -764,7 +788,42 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 		return nil, err
 	}
 	idx.metric, idx.metricKnown = readMetric(path)
+	// the rows read from the file, padded to 16 bytes in device memory
+	// (26.06: cagra_serialize.cuh deserialize, update_dataset; 26.08: the
+	// owning dataset cuvsCagraDeserializeGraphAndDataset gives)
+	owns := !noDataset
+	if !release.Has(release.CagraDataset) {
+		n, err := idx.datasetRows(op)
+		if err != nil {
+			kind.Fail(idx)
+			return nil, err
+		}
+		owns = n > 0
+	}
+	idx.ownsRows.Store(owns)
+	kind.Recount(idx, op, res)
 	return idx, nil
+}
+
+// datasetRows reads the dataset's row count (cuvsCagraIndexGetDataset): 0
+// for an index without rows (a file written without them, a compressed
+// index).
+func (idx *Index) datasetRows(op string) (int64, error) {
+	mt := cDLManaged()
+	defer cFree(unsafe.Pointer(mt))
+	if err := generated.CuvsCagraIndexGetDataset(idx.c.H, mt); err != nil {
+		return 0, kit.Wrap(op, err)
+	}
+	im, err := dlpack.Import(mt)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", op, err)
+	}
+	defer im.Close()
+	v, err := im.View()
+	if err != nil || v.NDim() != 2 {
+		return 0, nil // an empty dataset may come without a usable view
+	}
+	return v.Dim(0), nil
 }
 
 // Merge makes one index of several, with p's parameters for the merged
@@ -775,6 +834,14 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 // The merged graph is built over the kept rows as Build builds one: its
 // degrees lowered to fit them (GraphDegree reports the degree built); fewer
 // than two kept rows are refused.
+//
+// Merge refuses with a *safe.MemoryError (matching safe.ErrOutOfMemory),
+// before calling cuVS, a merge whose peak (the rows gathered on the
+// device, then Build over the kept rows; see EstimateMemory) exceeds what
+// the device can still give, unless res was made safe.WithoutMemoryCheck
+// (the ACE, IterativeSearch and compressed builds are not estimated:
+// unchecked); the merged index, its graph and its rows, counts in
+// safe.DeviceMemory.InUse until Close.
 //
 // On cuVS 26.08 cuvsCagraMerge fills an empty owning dataset
 // (cuvsDatasetCreate) with the merged rows, in device memory, and the new
@@ -831,6 +898,19 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 	if err := p.checkCompression(op, kept, indexes[0].c.Dim); err != nil {
 		return nil, err
 	}
+	if p.Compression == nil {
+		est, ok, err := mergeEstimate(&p, total, kept, indexes[0].c.Dim, indexes[0].dtype, filter != nil)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			done, err := kit.ReserveExtend(op, "the merge (its rows and their build)", res, safe.MemoryEstimate{BuildPeak: est.BuildPeak})
+			if err != nil {
+				return nil, err
+			}
+			defer done()
+		}
+	}
 	c := dlpack.Begin(op)
 	defer c.End()
 	f, err := kit.BindFilter(filter, op, c, total, 0, safe.Bitset)
@@ -872,6 +952,8 @@ func Merge(res *safe.Resources, params *IndexParams, indexes []*Index, filter *s
 		return nil, err
 	}
 	out.metric, out.metricKnown = p.Metric, true
+	out.ownsRows.Store(true) // the merged rows (cagra_merge.cuh)
+	kind.Recount(out, op, res)
 	return out, nil
 }
 

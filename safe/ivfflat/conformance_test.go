@@ -36,8 +36,12 @@ var conformance = &safetest.IndexSuite[*ivfflat.Index, ivfflat.SearchParams]{
 	Prepare: func(idx *ivfflat.Index, p *ivfflat.SearchParams, q, n, d dlpack.TensorMut) (safetest.IVFPrepared, error) {
 		return idx.Prepare(p, q, n, d, nil)
 	},
-	Extend:          func(idx *ivfflat.Index, res *safe.Resources, v dlpack.Tensor) error { return idx.Extend(res, v, nil) },
-	ExtendArg:       "vectors",
+	Extend:    func(idx *ivfflat.Index, res *safe.Resources, v dlpack.Tensor) error { return idx.Extend(res, v, nil) },
+	ExtendArg: "vectors",
+	ExtendC:   "cuvsIvfFlatExtend",
+	EstimateExtend: func(idx *ivfflat.Index, n int) (safe.MemoryEstimate, error) {
+		return idx.EstimateExtend(safe.MemoryShape{Rows: n})
+	},
 	SerializeTo:     (*ivfflat.Index).SerializeTo,
 	Serialize:       (*ivfflat.Index).Serialize,
 	DeserializeFrom: ivfflat.DeserializeFrom,

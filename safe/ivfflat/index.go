@@ -36,9 +36,11 @@ var (
 // safe.Resources; Extend needs it alone (it waits its turn, and searches
 // wait for it), and Close waits for both.
 type Index struct {
-	c     core.Index[generated.CuvsIvfFlatIndex_t] // Rows kept here: the C API has no size getter
-	ivf   core.IVF
-	dtype dlpack.DataType
+	c      core.Index[generated.CuvsIvfFlatIndex_t] // Rows kept here: the C API has no size getter
+	ivf    core.IVF
+	dtype  dlpack.DataType
+	metric safe.Metric // as built, or the file's header: for the memory count (center norms)
+	cma    bool        // ConservativeMemoryAllocation, as built or read: the lists' capacities
 }
 
 // kind is IVF-Flat for the index core.
@@ -50,6 +52,7 @@ var kind = core.Kind[Index, generated.CuvsIvfFlatIndex_t]{
 	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
 	Refresh:   (*Index).refresh,
 	Loaded:    (*Index).loaded,
+	Held:      (*Index).held,
 }
 
 func init() { kind.Init() }
@@ -125,7 +128,8 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return generated.CuvsIvfFlatBuild(h, kit.Params[generated.CuvsIvfFlatIndexParams_t](res, &cp), t[0], idx.c.H)
 	})
 	if idx, err = kind.Made(op, res, idx, err); err == nil {
-		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
+		idx.metric, idx.cma = p.Metric, p.ConservativeMemoryAllocation
+		idx.c.Mem.Set(op, res, est.Index)
 		if p.AddDataOnBuild {
 			idx.c.Rows.Store(dv.Dim(0))
 		}
@@ -170,6 +174,13 @@ func (idx *Index) DType() dlpack.DataType {
 // before another Extend. It never fails because the index is busy; it
 // fails with safe.ErrClosed once Close has begun, even while waiting.
 //
+// Once its turn comes, it refuses with a *safe.MemoryError (matching
+// safe.ErrOutOfMemory), before calling cuVS and leaving the index as it
+// was, an Extend whose estimate (EstimateExtend: cuVS extends a copy of
+// the index) exceeds what the device can still give, unless res was made
+// safe.WithoutMemoryCheck; safe.DeviceMemory.InUse then counts the grown
+// index in place of the old.
+//
 // C calls: cuvsRMMAlloc/Free (ids nil), cuvsMatrixCopy, cuvsIvfFlatExtend,
 // cuvsStreamSync.
 func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.Tensor) error {
@@ -208,6 +219,11 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		if err := c.Life.Keep(res, op); err != nil {
 			return err
 		}
+		done, err := kit.ReserveExtend(op, "the Extend (EstimateExtend: BuildPeak + Dataset)", res, idx.extendEstimate(n, ids == nil))
+		if err != nil {
+			return err
+		}
+		defer done()
 		if ids == nil {
 			seq := make([]int64, n)
 			base := c.Rows.Load()
@@ -232,6 +248,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		if extended {
 			// the count follows even if the sync after it failed
 			c.Rows.Add(n)
+			kind.Recount(idx, op, res)
 		}
 		return err
 	})
@@ -311,8 +328,10 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 	return kind.Serialize(idx, res, path)
 }
 
-// Deserialize reads an index written by Serialize. Its size is read from
-// the file's header (the C API has no size getter); its element type from
+// Deserialize reads an index written by Serialize. Its size (and its
+// metric and list allocation, for the device memory it counts in
+// safe.DeviceMemory.InUse) is read from the file's header (the C API has
+// no size getter); its element type from
 // the handle, whose lanes cuvsIvfFlatDeserialize leaves 0 (read as 1).
 // A file that is not a whole IVF-Flat index (truncated, damaged, with
 // bytes after the index) is refused with safe.ErrCorruptIndex: its header
@@ -333,7 +352,7 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 // checkFile refuses, before any C call, a file whose header is not an
 // IVF-Flat index's or that is not whole .npy items to its end.
 func checkFile(op, path string, size int64) error {
-	if _, err := readSize(path); err != nil {
+	if _, err := readHeader(path); err != nil {
 		if _, ok := err.(*os.PathError); ok { // not opened: not corrupt
 			return fmt.Errorf("%s: %w", op, err)
 		}
@@ -342,41 +361,52 @@ func checkFile(op, path string, size int64) error {
 	return kit.CheckItemsN(op, path, size, true, nil)
 }
 
-// loaded reads the size from the file's header, once cuVS has read the
-// file.
+// loaded reads the size, metric and list allocation from the file's
+// header, once cuVS has read the file.
 func (idx *Index) loaded(op, path string) error {
-	size, err := readSize(path)
+	h, err := readHeader(path)
 	if err != nil {
 		return kit.Corrupt(op, err)
 	}
-	idx.c.Rows.Store(size)
+	idx.c.Rows.Store(h.size)
+	idx.metric, idx.cma = h.metric, h.cma
 	return nil
 }
 
-// readSize reads the row count from a serialized IVF-Flat index: a 4-byte
-// NumPy dtype, then .npy scalars: format version, size, ...
-func readSize(path string) (int64, error) {
+// header is what Deserialize reads from a file's header.
+type header struct {
+	size   int64
+	metric safe.Metric
+	cma    bool
+}
+
+// readHeader reads a serialized IVF-Flat index's header: a 4-byte NumPy
+// dtype, then .npy scalars: format version, size, dim, n_lists, metric,
+// adaptive_centers, conservative_memory_allocation
+// (ivf_flat_serialize.cuh).
+func readHeader(path string) (header, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return header{}, err
 	}
 	defer f.Close()
 	r := bufio.NewReader(f)
 	var dt [4]byte
 	if _, err := io.ReadFull(r, dt[:]); err != nil {
-		return 0, fmt.Errorf("not an IVF-Flat index: %w", err)
+		return header{}, fmt.Errorf("not an IVF-Flat index: %w", err)
 	}
-	if _, err := npy.ReadScalar(r); err != nil {
-		return 0, fmt.Errorf("not an IVF-Flat index: %w", err)
+	var v [7]int64
+	for i := range v {
+		s, err := npy.ReadScalar(r)
+		if err != nil {
+			return header{}, fmt.Errorf("not an IVF-Flat index: header scalar %d: %w", i, err)
+		}
+		v[i] = s.Int
 	}
-	s, err := npy.ReadScalar(r)
-	if err != nil {
-		return 0, fmt.Errorf("not an IVF-Flat index: %w", err)
+	if v[1] < 0 {
+		return header{}, fmt.Errorf("not an IVF-Flat index (size %d)", v[1])
 	}
-	if s.Int < 0 {
-		return 0, fmt.Errorf("not an IVF-Flat index (size %d)", s.Int)
-	}
-	return s.Int, nil
+	return header{size: v[1], metric: safe.Metric(v[4]), cma: v[6] != 0}, nil
 }
 
 // Close frees the index, waiting for the searches and the Extend in

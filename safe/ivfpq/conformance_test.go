@@ -44,8 +44,12 @@ var conformance = &safetest.IndexSuite[*ivfpq.Index, ivfpq.SearchParams]{
 	Prepare: func(idx *ivfpq.Index, p *ivfpq.SearchParams, q, n, d dlpack.TensorMut) (safetest.IVFPrepared, error) {
 		return idx.Prepare(p, q, n, d)
 	},
-	Extend:          func(idx *ivfpq.Index, res *safe.Resources, v dlpack.Tensor) error { return idx.Extend(res, v, nil) },
-	ExtendArg:       "vectors",
+	Extend:    func(idx *ivfpq.Index, res *safe.Resources, v dlpack.Tensor) error { return idx.Extend(res, v, nil) },
+	ExtendArg: "vectors",
+	ExtendC:   "cuvsIvfPqExtend",
+	EstimateExtend: func(idx *ivfpq.Index, n int) (safe.MemoryEstimate, error) {
+		return idx.EstimateExtend(safe.MemoryShape{Rows: n})
+	},
 	SerializeTo:     (*ivfpq.Index).SerializeTo,
 	Serialize:       (*ivfpq.Index).Serialize,
 	DeserializeFrom: ivfpq.DeserializeFrom,

@@ -47,6 +47,11 @@ type Index struct {
 	layout                       CodesLayout
 	layoutKnown                  bool        // false after a failed Deserialize only
 	metric                       safe.Metric // from the params, or the file's header (no C getter)
+	// for the device memory the index counts: from the params, or the
+	// file's header
+	codebook    CodebookKind
+	cma         bool // ConservativeMemoryAllocation: the lists' capacities
+	precomputed bool // BuildPrecomputed: the codebooks and centers are the caller's
 }
 
 // kind is IVF-PQ for the index core.
@@ -59,6 +64,7 @@ var kind = core.Kind[Index, generated.CuvsIvfPqIndex_t]{
 	Core:    func(i *Index) *core.Index[generated.CuvsIvfPqIndex_t] { return &i.c },
 	Refresh: (*Index).refresh,
 	Loaded:  (*Index).loaded,
+	Held:    (*Index).held,
 }
 
 func init() { kind.Init() }
@@ -173,7 +179,8 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 	})
 	if idx, err = kind.Made(op, res, idx, err); err == nil {
 		idx.layout, idx.layoutKnown, idx.metric = p.CodesLayout, true, p.Metric
-		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
+		idx.codebook, idx.cma = p.CodebookKind, p.ConservativeMemoryAllocation
+		idx.c.Mem.Set(op, res, est.Index)
 	}
 	return idx, err
 }
@@ -272,6 +279,8 @@ func BuildPrecomputed(res *safe.Resources, params *IndexParams, dim int, pqCente
 	})
 	if idx, err = kind.Made(op, res, idx, err); err == nil {
 		idx.layout, idx.layoutKnown, idx.metric = p.CodesLayout, true, p.Metric
+		idx.codebook, idx.cma, idx.precomputed = p.CodebookKind, p.ConservativeMemoryAllocation, true
+		kind.Recount(idx, op, res)
 	}
 	return idx, err
 }
@@ -386,6 +395,12 @@ func (idx *Index) checkDType(op, arg string, dt dlpack.DataType) error {
 // fails with safe.ErrClosed once Close has begun, even while waiting.
 // The views into the index expire (it refuses while one is in use).
 //
+// Once its turn comes, it refuses with a *safe.MemoryError (matching
+// safe.ErrOutOfMemory), before calling cuVS and leaving the index as it
+// was, an Extend whose estimate (EstimateExtend) exceeds what the device
+// can still give, unless res was made safe.WithoutMemoryCheck;
+// safe.DeviceMemory.InUse then counts the grown index in place of the old.
+//
 // C calls: cuvsIvfPqExtend, cuvsStreamSync,
 // cuvsIvfPqIndexGetSize; with ids nil and vectors not in Go memory, also
 // those of safe.DeviceVectorFrom and its Close (cuvsRMMAlloc,
@@ -432,6 +447,12 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 		if err := c.Life.Keep(res, op); err != nil {
 			return err
 		}
+		est := idx.extendEstimate(n, vv.DType().ElemSize(), !deviceCompatible(&vv), ids == nil && deviceCompatible(&vv))
+		done, err := kit.ReserveExtend(op, "the Extend (EstimateExtend: BuildPeak + Dataset)", res, est)
+		if err != nil {
+			return err
+		}
+		defer done()
 		iv := iv
 		if ids == nil {
 			gen := make([]int64, n)
@@ -451,7 +472,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 			}
 		}
 		extended := false
-		err := kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
+		err = kit.CallWith(op, res, []*dlpack.View{&vv, &iv}, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			err := generated.CuvsIvfPqExtend(h, t[0], t[1], c.H)
 			extended = err == nil
 			return err
@@ -462,6 +483,7 @@ func (idx *Index) Extend(res *safe.Resources, vectors, ids dlpack.Tensor) error 
 			// failed.
 			c.Rows.Add(n)
 			idx.readDType()
+			kind.Recount(idx, op, res)
 		}
 		return err
 	})

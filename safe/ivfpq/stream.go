@@ -90,22 +90,31 @@ func (l *pqLayout) visit(i int, it npy.Item) error {
 }
 
 // loaded reads from the file's header what the C API has no getter for:
-// the metric (the seventh scalar) and the codes layout (the ninth).
+// the list allocation (the sixth scalar), the metric (the seventh), the
+// codebook kind (the eighth) and the codes layout (the ninth).
 func (idx *Index) loaded(op, path string) error {
-	m, l, err := readHeader(path)
+	h, err := readHeader(path)
 	if err != nil {
 		return kit.Corrupt(op, err)
 	}
-	idx.metric, idx.layout, idx.layoutKnown = m, l, true
+	idx.metric, idx.layout, idx.layoutKnown = h.metric, h.layout, true
+	idx.codebook, idx.cma = h.codebook, h.cma
 	return nil
 }
 
-// readHeader reads an IVF-PQ file's ten header scalars (pqLayout) and
-// returns its metric and codes layout.
-func readHeader(path string) (safe.Metric, CodesLayout, error) {
+// header is what loaded reads from an IVF-PQ file's header.
+type header struct {
+	metric   safe.Metric
+	layout   CodesLayout
+	codebook CodebookKind
+	cma      bool
+}
+
+// readHeader reads an IVF-PQ file's ten header scalars (pqLayout).
+func readHeader(path string) (header, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0, err
+		return header{}, err
 	}
 	defer f.Close()
 	r := bufio.NewReader(f)
@@ -113,13 +122,13 @@ func readHeader(path string) (safe.Metric, CodesLayout, error) {
 	for i := range v {
 		s, err := npy.ReadScalar(r)
 		if err != nil {
-			return 0, 0, fmt.Errorf("not an IVF-PQ index: header scalar %d: %w", i, err)
+			return header{}, fmt.Errorf("not an IVF-PQ index: header scalar %d: %w", i, err)
 		}
 		v[i] = s.Int
 	}
 	m, l := safe.Metric(v[6]), CodesLayout(v[8])
 	if !metricOK(m) || (l != Flat && l != Interleaved) {
-		return 0, 0, fmt.Errorf("%w: not an IVF-PQ index of this library (metric %d, codes layout %d)", npy.ErrFormat, v[6], v[8])
+		return header{}, fmt.Errorf("%w: not an IVF-PQ index of this library (metric %d, codes layout %d)", npy.ErrFormat, v[6], v[8])
 	}
-	return m, l, nil
+	return header{metric: m, layout: l, codebook: CodebookKind(v[7]), cma: v[5] != 0}, nil
 }

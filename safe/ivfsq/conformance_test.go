@@ -36,8 +36,12 @@ var conformance = &safetest.IndexSuite[*ivfsq.Index, ivfsq.SearchParams]{
 	Prepare: func(idx *ivfsq.Index, p *ivfsq.SearchParams, q, n, d dlpack.TensorMut) (safetest.IVFPrepared, error) {
 		return idx.Prepare(p, q, n, d, nil)
 	},
-	Extend:          func(idx *ivfsq.Index, res *safe.Resources, v dlpack.Tensor) error { return idx.Extend(res, v, nil) },
-	ExtendArg:       "vectors",
+	Extend:    func(idx *ivfsq.Index, res *safe.Resources, v dlpack.Tensor) error { return idx.Extend(res, v, nil) },
+	ExtendArg: "vectors",
+	ExtendC:   "cuvsIvfSqExtend",
+	EstimateExtend: func(idx *ivfsq.Index, n int) (safe.MemoryEstimate, error) {
+		return idx.EstimateExtend(safe.MemoryShape{Rows: n})
+	},
 	SerializeTo:     (*ivfsq.Index).SerializeTo,
 	Serialize:       (*ivfsq.Index).Serialize,
 	DeserializeFrom: ivfsq.DeserializeFrom,

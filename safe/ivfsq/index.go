@@ -1,7 +1,10 @@
 package ivfsq
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"os"
 	"sync/atomic"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -10,6 +13,7 @@ import (
 	"github.com/cuvs-go/cuvs/safe/internal/core"
 	"github.com/cuvs-go/cuvs/safe/internal/ivffilter"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
+	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 
 var elemTypes = []dlpack.DataType{dlpack.Float32, dlpack.Float16}
@@ -38,9 +42,11 @@ func deviceCompatible(d dlpack.Device) bool {
 // each with its own safe.Resources; Extend needs it alone (it waits its
 // turn, and searches wait for it), and Close waits for both.
 type Index struct {
-	c     core.Index[generated.CuvsIvfSqIndex_t]
-	ivf   core.IVF
-	dtype atomic.Uint32 // packed code, bits, lanes; changed by Extend after Deserialize
+	c      core.Index[generated.CuvsIvfSqIndex_t]
+	ivf    core.IVF
+	dtype  atomic.Uint32 // packed code, bits, lanes; changed by Extend after Deserialize
+	metric safe.Metric   // as built, or the file's header: for the memory count (center norms)
+	cma    bool          // ConservativeMemoryAllocation, as built or read: the lists' capacities
 }
 
 // kind is IVF-SQ for the index core.
@@ -51,6 +57,8 @@ var kind = core.Kind[Index, generated.CuvsIvfSqIndex_t]{
 	Core:      func(i *Index) *core.Index[generated.CuvsIvfSqIndex_t] { return &i.c },
 	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
 	Refresh:   (*Index).refresh,
+	Loaded:    (*Index).loaded,
+	Held:      (*Index).held,
 }
 
 func init() { kind.Init() }
@@ -130,7 +138,8 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 		return generated.CuvsIvfSqBuild(h, kit.Params[generated.CuvsIvfSqIndexParams_t](res, &cp), t[0], idx.c.H)
 	})
 	if idx, err = kind.Made(op, res, idx, err); err == nil {
-		kit.KeepIndex(op, res, &idx.c.Life, est.Index)
+		idx.metric, idx.cma = p.Metric, p.ConservativeMemoryAllocation
+		idx.c.Mem.Set(op, res, est.Index)
 	}
 	return idx, err
 }
@@ -174,6 +183,12 @@ func (idx *Index) DType() dlpack.DataType {
 // running Extend), runs alone, and then lets the searches that waited in
 // before another Extend. It never fails because the index is busy; it
 // fails with safe.ErrClosed once Close has begun, even while waiting.
+//
+// Once its turn comes, it refuses with a *safe.MemoryError (matching
+// safe.ErrOutOfMemory), before calling cuVS and leaving the index as it
+// was, an Extend whose estimate (EstimateExtend) exceeds what the device
+// can still give, unless res was made safe.WithoutMemoryCheck;
+// safe.DeviceMemory.InUse then counts the grown index in place of the old.
 //
 // C calls: cuvsIvfSqExtend, cuvsStreamSync, cuvsIvfSqIndexGetSize/
 // GetNLists/GetDim (and cuvsRMMAlloc/Free, cuvsMatrixCopy for device ids
@@ -220,6 +235,12 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		if err := c.Life.Keep(res, op); err != nil {
 			return err
 		}
+		est := idx.extendEstimate(n, vv.DType().ElemSize(), !onDevice, ids == nil && onDevice)
+		done, err := kit.ReserveExtend(op, "the Extend (EstimateExtend: BuildPeak + Dataset)", res, est)
+		if err != nil {
+			return err
+		}
+		defer done()
 		if ids == nil && c.Rows.Load() > 0 {
 			seq := make([]int64, n)
 			base := c.Rows.Load()
@@ -245,7 +266,10 @@ func (idx *Index) Extend(res *safe.Resources, vectors dlpack.Tensor, ids dlpack.
 		err = kit.CallWith(op, res, in, func(h generated.CuvsResources_t, t []*generated.DLManagedTensor) error {
 			return generated.CuvsIvfSqExtend(h, t[0], t[1], c.H)
 		})
-		if rerr := idx.refreshExtended(op); err == nil {
+		rerr := idx.refreshExtended(op)
+		if rerr == nil {
+			kind.Recount(idx, op, res)
+		} else if err == nil {
 			err = rerr
 		}
 		return err
@@ -344,7 +368,9 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 }
 
 // Deserialize reads an index written by Serialize. Its DType is the zero
-// DataType: cuvsIvfSqDeserialize zeroes the handle's dtype.
+// DataType: cuvsIvfSqDeserialize zeroes the handle's dtype. The device
+// memory it holds (its lists, read from the file's header) counts in
+// safe.DeviceMemory.InUse until Close.
 //
 // A file that is not a whole IVF-SQ index (truncated, damaged, with bytes
 // after the index) is refused with safe.ErrCorruptIndex: its layout is
@@ -360,6 +386,33 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // cuvsIvfSqIndexGetSize/GetNLists/GetDim.
 func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOption) (*Index, error) {
 	return kind.Deserialize(res, path, opts)
+}
+
+// loaded reads the metric and list allocation from the file's header, for
+// the device memory the index counts: a 4-byte NumPy dtype, then .npy
+// scalars: format version, size, dim, n_lists, metric,
+// conservative_memory_allocation (ivf_sq_serialize.cuh).
+func (idx *Index) loaded(op, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return kit.Corrupt(op, err)
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	var tag [4]byte
+	if _, err := io.ReadFull(r, tag[:]); err != nil {
+		return kit.Corrupt(op, fmt.Errorf("not an IVF-SQ index: %w", err))
+	}
+	var v [6]int64
+	for i := range v {
+		s, err := npy.ReadScalar(r)
+		if err != nil {
+			return kit.Corrupt(op, fmt.Errorf("not an IVF-SQ index: header scalar %d: %w", i, err))
+		}
+		v[i] = s.Int
+	}
+	idx.metric, idx.cma = safe.Metric(v[4]), v[5] != 0
+	return nil
 }
 
 // Close frees the index, waiting for the searches and the Extend in

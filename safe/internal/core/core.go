@@ -45,6 +45,7 @@ type Index[H ~uintptr] struct {
 
 	Life   kit.Life        // Close, cleanup, searches, Extend, borrows, views
 	Slices hostsearch.Pool // SearchSlice's device buffers
+	Mem    *kit.Held       // what the index counts in safe.DeviceMemory.InUse; made by New
 }
 
 // Kind describes one algorithm's index to the core: T is the package's
@@ -86,6 +87,11 @@ type Kind[T any, H ~uintptr] struct {
 	// Release frees the package's own buffers at Close, after the uses in
 	// flight and before the handle (the core frees Slices itself).
 	Release func(t *T)
+	// Held is the device memory the index holds, from its sizes as read
+	// back (Refresh, Loaded): what Deserialize counts in
+	// safe.DeviceMemory.InUse, and Recount after an Extend; nil counts
+	// nothing.
+	Held func(t *T) int64
 
 	Live *live.Counter // the indexes not yet destroyed, for tests' leak checks; made by Init
 	Op   Ops           // the operations' names; made by Init
@@ -134,8 +140,18 @@ func (k *Kind[T, H]) New(op string, res *safe.Resources) (*T, error) {
 	c.H = h
 	destroy := k.Destroy
 	kit.Start(&c.Life, t, k.Name+".Index(%p)", k.Live, func() error { return destroy(h) })
+	c.Mem = kit.NewHeld(&c.Life)
 	_ = c.Life.Keep(res, op)
 	return t, nil
+}
+
+// Recount counts what t holds now (Held) in safe.DeviceMemory.InUse, in
+// place of what it counted before: after a deserialization, or an Extend
+// that changed its sizes.
+func (k *Kind[T, H]) Recount(t *T, op string, res *safe.Resources) {
+	if k.Held != nil {
+		k.Core(t).Mem.Set(op, res, k.Held(t))
+	}
 }
 
 // Fail frees an index New made that is not handed out.
@@ -247,7 +263,8 @@ func (k *Kind[T, H]) SerializeTo(t *T, res *safe.Resources, w io.Writer) (int64,
 // Deserialize reads an index from the file path: its checksum where it
 // has one (kit.VerifyFile), CheckFile, then a new handle filled by
 // DeserializeC (a refusal of the file's contents is safe.ErrCorruptIndex),
-// then Made. cuVS's reader stops at its last field, before the trailer.
+// then Made, and counts what the index holds (Held). cuVS's reader stops at
+// its last field, before the trailer.
 func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string, opts []safe.DeserializeOption) (*T, error) {
 	op := k.Op.Deserialize
 	lim, err := kit.Limits(op, opts)
@@ -277,7 +294,10 @@ func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string, opts []safe.D
 	if err == nil && k.Loaded != nil {
 		err = k.Loaded(t, op, path)
 	}
-	return k.Made(op, res, t, err)
+	if t, err = k.Made(op, res, t, err); err == nil {
+		k.Recount(t, op, res)
+	}
+	return t, err
 }
 
 // DeserializeFrom reads an index from r through Deserialize
