@@ -35,7 +35,7 @@
 // WithMemoryLimit); -capby device runs without a pool, a DeviceMatrix of
 // ours taking all of the device but the cap, and samples cudaMemGetInfo
 // for the build's peak (the only peak 26.06 gives). IVF-Flat cannot hold
-// the rows (its plain Build is refused) and builds 60% of the cap in
+// the rows (its plain Build is refused) and builds 40% of the cap in
 // rows by training on a sample and extending in device chunks; CAGRA is
 // CAGRA-Q on 26.06 and refused on 26.08 (no compression, rows on the
 // device); hnsw-ace searches on the CPU. One algorithm a process: the

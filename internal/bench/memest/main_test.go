@@ -157,11 +157,15 @@ func TestOvercap(t *testing.T) {
 				t.Errorf("refined recall %v below the unrefined %v", ref, rec)
 			}
 			if c.algo == "ivfflat" {
-				// the plain Build of the rows, and of the rows the recipe
-				// fits, are both refused before cuVS; the recipe's rows are
-				// fewer than the cap holds
-				if n := strings.Count(out, "refused before calling cuVS"); n != 2 {
-					t.Errorf("%d plain builds refused before cuVS, want 2:\n%s", n, out)
+				// the plain Build of all the rows is refused before cuVS,
+				// and that of the rows the recipe fits fails (before cuVS,
+				// or in its pool); the recipe's rows are fewer than the cap
+				// holds
+				if strings.Count(out, "refused before calling cuVS") < 1 {
+					t.Errorf("no plain build refused before cuVS:\n%s", out)
+				}
+				if n := strings.Count(out, "plain ivfflat.Build of"); n != 2 || strings.Count(out, "out of device memory")+strings.Count(out, "Maximum pool size exceeded") < 2 {
+					t.Errorf("want both plain builds to fail for memory:\n%s", out)
 				}
 				if hb := num(t, f, "host_bytes"); hb >= capB {
 					t.Errorf("IVF-Flat's recipe built %v bytes of rows, want fewer than the cap %v", hb, capB)

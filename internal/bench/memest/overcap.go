@@ -272,7 +272,7 @@ func (o *overcap) ivfflat() (result, error) {
 	}
 
 	rowBytes := int64(o.dim) * 4
-	fit := int(o.capBytes * 6 / 10 / rowBytes) // the index holds the rows: 60% of the cap in rows
+	fit := int(o.capBytes * 4 / 10 / rowBytes) // the index holds the rows, and cuVS's extend reallocates each list it grows while the old one is held (ivf_flat_build.cuh): 40% of the cap in rows
 	if fit < 2 {
 		r := newResult("ivfflat", 0)
 		r.note = "the cap holds no rows"
@@ -297,7 +297,7 @@ func (o *overcap) ivfflat() (result, error) {
 	sp.NProbes = nProbes(fl)
 	return o.run(spec{
 		name: "ivfflat", rows: fit,
-		recipe: fmt.Sprintf("IVF-Flat's lists hold every row on the device: the recipe builds %d rows (%.2f GiB, 60%% of the cap): ivfflat.Build on a %d-row host sample with AddDataOnBuild false and ConservativeMemoryAllocation (NLists %d), then Index.Extend with device chunks of %d rows (safe.DeviceMatrixFrom, closed after each); SearchSlice with NProbes %d (exact distances)",
+		recipe: fmt.Sprintf("IVF-Flat's lists hold every row on the device: the recipe builds %d rows (%.2f GiB, 40%% of the cap): ivfflat.Build on a %d-row host sample with AddDataOnBuild false and ConservativeMemoryAllocation (NLists %d), then Index.Extend with device chunks of %d rows (safe.DeviceMatrixFrom, closed after each); SearchSlice with NProbes %d (exact distances)",
 			fit, gib(int64(fit)*rowBytes), train, fl, chunk, sp.NProbes),
 		estimate: func() (safe.MemoryEstimate, error) {
 			e := pe // the index the recipe ends with, a chunk and its ids
