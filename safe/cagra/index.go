@@ -178,9 +178,15 @@ func (idx *Index) refresh(op string) error {
 // graphRows reads the graph's row count (cuvsCagraIndexGetGraph): 0 for an
 // index ACE left on disk, whose graph lives in a file.
 func (idx *Index) graphRows(op string) (int64, error) {
+	return idx.viewRows(op, generated.CuvsCagraIndexGetGraph)
+}
+
+// viewRows reads the row count of a view get hands out: 0 when it comes
+// without a usable 2-D view (an empty graph or dataset).
+func (idx *Index) viewRows(op string, get func(generated.CuvsCagraIndex_t, *generated.DLManagedTensor) error) (int64, error) {
 	mt := cDLManaged()
 	defer cFree(unsafe.Pointer(mt))
-	if err := generated.CuvsCagraIndexGetGraph(idx.c.H, mt); err != nil {
+	if err := get(idx.c.H, mt); err != nil {
 		return 0, kit.Wrap(op, err)
 	}
 	im, err := dlpack.Import(mt)
@@ -190,7 +196,7 @@ func (idx *Index) graphRows(op string) (int64, error) {
 	defer im.Close()
 	v, err := im.View()
 	if err != nil || v.NDim() != 2 {
-		return 0, nil // an empty graph may come without a usable view
+		return 0, nil
 	}
 	return v.Dim(0), nil
 }
@@ -809,21 +815,7 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 // for an index without rows (a file written without them, a compressed
 // index).
 func (idx *Index) datasetRows(op string) (int64, error) {
-	mt := cDLManaged()
-	defer cFree(unsafe.Pointer(mt))
-	if err := generated.CuvsCagraIndexGetDataset(idx.c.H, mt); err != nil {
-		return 0, kit.Wrap(op, err)
-	}
-	im, err := dlpack.Import(mt)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", op, err)
-	}
-	defer im.Close()
-	v, err := im.View()
-	if err != nil || v.NDim() != 2 {
-		return 0, nil // an empty dataset may come without a usable view
-	}
-	return v.Dim(0), nil
+	return idx.viewRows(op, generated.CuvsCagraIndexGetDataset)
 }
 
 // Merge makes one index of several, with p's parameters for the merged

@@ -1,9 +1,7 @@
 package ivfflat
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -385,23 +383,9 @@ type header struct {
 // adaptive_centers, conservative_memory_allocation
 // (ivf_flat_serialize.cuh).
 func readHeader(path string) (header, error) {
-	f, err := os.Open(path)
+	v, err := npy.ReadHeader(path, "an IVF-Flat index", true, 7)
 	if err != nil {
 		return header{}, err
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	var dt [4]byte
-	if _, err := io.ReadFull(r, dt[:]); err != nil {
-		return header{}, fmt.Errorf("not an IVF-Flat index: %w", err)
-	}
-	var v [7]int64
-	for i := range v {
-		s, err := npy.ReadScalar(r)
-		if err != nil {
-			return header{}, fmt.Errorf("not an IVF-Flat index: header scalar %d: %w", i, err)
-		}
-		v[i] = s.Int
 	}
 	if v[1] < 0 {
 		return header{}, fmt.Errorf("not an IVF-Flat index (size %d)", v[1])

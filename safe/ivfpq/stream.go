@@ -1,10 +1,8 @@
 package ivfpq
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/kit"
@@ -112,19 +110,9 @@ type header struct {
 
 // readHeader reads an IVF-PQ file's ten header scalars (pqLayout).
 func readHeader(path string) (header, error) {
-	f, err := os.Open(path)
+	v, err := npy.ReadHeader(path, "an IVF-PQ index", false, 10)
 	if err != nil {
 		return header{}, err
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	var v [10]int64
-	for i := range v {
-		s, err := npy.ReadScalar(r)
-		if err != nil {
-			return header{}, fmt.Errorf("not an IVF-PQ index: header scalar %d: %w", i, err)
-		}
-		v[i] = s.Int
 	}
 	m, l := safe.Metric(v[6]), CodesLayout(v[8])
 	if !metricOK(m) || (l != Flat && l != Interleaved) {

@@ -1,10 +1,7 @@
 package ivfsq
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"os"
 	"sync/atomic"
 
 	"github.com/cuvs-go/cuvs/dlpack"
@@ -393,23 +390,9 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 // scalars: format version, size, dim, n_lists, metric,
 // conservative_memory_allocation (ivf_sq_serialize.cuh).
 func (idx *Index) loaded(op, path string) error {
-	f, err := os.Open(path)
+	v, err := npy.ReadHeader(path, "an IVF-SQ index", true, 6)
 	if err != nil {
 		return kit.Corrupt(op, err)
-	}
-	defer f.Close()
-	r := bufio.NewReader(f)
-	var tag [4]byte
-	if _, err := io.ReadFull(r, tag[:]); err != nil {
-		return kit.Corrupt(op, fmt.Errorf("not an IVF-SQ index: %w", err))
-	}
-	var v [6]int64
-	for i := range v {
-		s, err := npy.ReadScalar(r)
-		if err != nil {
-			return kit.Corrupt(op, fmt.Errorf("not an IVF-SQ index: header scalar %d: %w", i, err))
-		}
-		v[i] = s.Int
 	}
 	idx.metric, idx.cma = safe.Metric(v[4]), v[5] != 0
 	return nil

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -176,4 +177,32 @@ func AppendScalar(b []byte, descr string, v uint64) []byte {
 		b = append(b, byte(v>>(8*i)))
 	}
 	return b
+}
+
+// ReadHeader reads the first n .npy integer scalars of the file at path,
+// after a 4-byte dtype tag when tagged (the header cuVS's IVF serializers
+// write), as signed integers. An error opening the file is os's
+// (*os.PathError); a malformed header wraps ErrFormat and names what.
+func ReadHeader(path, what string, tagged bool, n int) ([]int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReader(f)
+	if tagged {
+		var tag [4]byte
+		if _, err := io.ReadFull(r, tag[:]); err != nil {
+			return nil, fmt.Errorf("%w: not %s: %v", ErrFormat, what, err)
+		}
+	}
+	v := make([]int64, n)
+	for i := range v {
+		s, err := ReadScalar(r)
+		if err != nil {
+			return nil, fmt.Errorf("not %s: header scalar %d: %w", what, i, err)
+		}
+		v[i] = s.Int
+	}
+	return v, nil
 }
