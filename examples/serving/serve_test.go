@@ -573,7 +573,7 @@ func TestServeTenants(t *testing.T) {
 		} else if d, _ := strconv.ParseFloat(m[1], 64); d < 0.5 {
 			t.Errorf("filtered recall %q: direct below 0.5", m[0])
 		}
-		re := regexp.MustCompile(`(?m)^tenants at (\d+) goroutines: 4 filters \(50% of the rows each\), goroutine i on filter i mod 4(; (\d+) requests checked, (\d+) ids outside their request's filter; (\d+) filtered batches of (\d+), a request passed by at most (\d+))?$`)
+		re := regexp.MustCompile(`(?m)^tenants at (\d+) goroutines: 4 filters \(50% of the rows each\), goroutine i on filter i mod 4(; (\d+) requests checked, (\d+) ids outside their request's filter; (\d+) filtered batches of (\d+) \((\d+) mixed, (\d+) scans, mean [0-9.]+ rows\), a request passed by at most (\d+))?$`)
 		m := re.FindAllStringSubmatch(all, -1)
 		if len(m) != len(c.goroutines) {
 			t.Fatalf("batched %v: %d tenant lines, want %d:\n%s", batched, len(m), len(c.goroutines), out.String())

@@ -79,8 +79,8 @@ func tenantLine(out io.Writer, c config, g int, checked, bad int64, st batch.Sta
 	}
 	fmt.Fprintf(out, "# tenants at %d goroutines: %d filters (%.0f%% of the rows each), goroutine i on filter i mod %d", g, c.tenants, 100*c.tenantAllow, c.tenants)
 	if c.batched {
-		fmt.Fprintf(out, "; %d requests checked, %d ids outside their request's filter; %d filtered batches of %d, a request passed by at most %d",
-			checked, bad, st.Filtered, st.Batches, st.MaxPassed)
+		fmt.Fprintf(out, "; %d requests checked, %d ids outside their request's filter; %d filtered batches of %d (%d mixed, %d scans, mean %.1f rows), a request passed by at most %d",
+			checked, bad, st.Filtered, st.Batches, st.Mixed, st.Scans, st.Mean(), st.MaxPassed)
 	}
 	fmt.Fprintln(out)
 }

@@ -69,24 +69,32 @@ import (
 // a bitset can be shared by a batch's requests (a bitmap's bits belong to
 // query positions, which change from batch to batch).
 //
-// CAGRA and the IVF indexes search a batch with one filter, so requests
-// with the same filter (the same *safe.Filter) share batches and requests
-// with different filters never do; batches of different filters search
-// side by side on the slots. Brute force takes a bitmap (a row of bits per
-// query), so its batches take the oldest queued requests whatever their
-// filters, and a batch of several filters is one search with a bitmap
-// assembled from the requests' bitsets (Stats.Mixed counts them; a slot's
-// bitmap is at most 32 MiB, which bounds such a batch to 2^28/Rows() query
-// rows). Otherwise a batch is led by the oldest queued request and takes the
-// queued requests of its filter, oldest first, up to MaxBatch rows, the
-// others keeping their place: a request waits, in batches taken before
-// its own, at most for one batch of each other filter queued ahead of it
-// (while no filter has more than MaxBatch rows ahead of it), however
-// skewed the traffic. Stats.MaxPassed reports the most batches that
-// passed one request. Each batch follows its index's filtered-search rules
-// (CAGRA's and the IVF packages' FilterPath, brute force's refusal of a
-// filter that cannot fill k: a brute-force request's filter must let
-// MaxK rows through).
+// The IVF indexes, and CAGRA's graph, search a batch with one filter, so
+// requests with the same filter (the same *safe.Filter) share batches and
+// requests with different filters never do; batches of different filters
+// search side by side on the slots. Brute force takes a bitmap (a row of
+// bits per query), and so does CAGRA on its exact path (the filters
+// cagra.Index.PlanFilter sends there for one query, letting MaxK rows
+// through): such a batch takes the oldest queued requests that may mix,
+// whatever their filters, and a batch of several filters is one search with
+// a bitmap assembled from the requests' bitsets (Stats.Mixed counts them; a
+// slot's bitmap is at most 32 MiB, which bounds such a batch to
+// 2^28/Rows() query rows). Otherwise a batch is led by the oldest queued
+// request and takes the queued requests of its filter, oldest first, up to
+// MaxBatch rows, the others keeping their place: a request waits, in
+// batches taken before its own, at most for one batch of each other filter
+// queued ahead of it (while no filter has more than MaxBatch rows ahead of
+// it), however skewed the traffic. Stats.MaxPassed reports the most batches
+// that passed one request. Each batch follows its index's filtered-search
+// rules (CAGRA's and the IVF packages' FilterPath, brute force's refusal of
+// a filter that cannot fill k: a brute-force request's filter must let MaxK
+// rows through).
+//
+// Brute force's batches and CAGRA's exact ones are scans: they read every
+// allowed row, cost about as much for 16 queries as for 256, and do not
+// share the GPU well, so at most two search at once (Stats.Scans counts
+// them), and the requests queued meanwhile, the ones behind them
+// included, wait for one to finish and make the next batch large.
 //
 // A filter cannot be closed while a request with it waits or searches
 // (its Close returns an error matching dlpack.ErrBorrowed); a request
@@ -153,14 +161,17 @@ type request[T dlpack.DType, N Neighbor] struct {
 	q       []T          // a copy of the caller's queries: the caller may leave early
 	filter  *safe.Filter // its filter (nil: none), held (filterHold) until the caller returns
 	rows, k int
-	nb      []N // the caller's buffers, written only in state stDelivering
-	dist    []float32
-	enq     time.Time
-	state   atomic.Int32
-	err     error
-	done    chan struct{} // one value per delivery
-	row     int           // its first row in its batch's staging
-	seen    int64         // the batches taken before it was queued (batcher.batches)
+	// scan: its batch is a scan (scanner); mix: it may share a scan batch
+	// with requests of other filters (a bitmap search).
+	scan, mix bool
+	nb        []N // the caller's buffers, written only in state stDelivering
+	dist      []float32
+	enq       time.Time
+	state     atomic.Int32
+	err       error
+	done      chan struct{} // one value per delivery
+	row       int           // its first row in its batch's staging
+	seen      int64         // the batches taken before it was queued (batcher.batches)
 	// Set when a batch's fan-out wakes it (fan.wakeBelow): its caller wakes
 	// the requests below position pos. nil when woken by the slot's own
 	// goroutine.
@@ -175,6 +186,7 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	fs                  FilterSearcher // s, when requests may carry filters (else nil)
 	fl                  filters        // s's checks of a request's filter, when it has them
 	light               twoKernels     // s, when it has a light-load kernel (else nil)
+	sc                  scanner        // s, when its batches may be scans (else nil)
 	lightUpTo           int            // the load up to which batches use it
 	lightStreams        int            // the batches in flight then
 	mixedRows           int            // the most query rows of a mixed batch (brute force's bitmap); 0: none
@@ -209,6 +221,9 @@ type batcher[T dlpack.DType, N Neighbor] struct {
 	lightBatches int64
 	filtered     int64 // batches with a request's filter
 	mixedBatches int64 // of them, batches of several filters searched with one bitmap
+	scanning     int   // scan batches in flight (at most scanStreams)
+	scans        int64 // scan batches taken
+	maxScanning  int   // the most scan batches in flight at once
 	passed       int64 // the most batches taken while a request waited (Stats.MaxPassed)
 	queries      int64
 	sizes        []int64 // sizes[n]: batches of n rows
@@ -269,6 +284,9 @@ func New[T dlpack.DType, N Neighbor](s Searcher, o Options) (*Batcher[T, N], err
 				b.fs = nil
 			}
 		}
+	}
+	if sc, ok := s.(scanner); ok {
+		b.sc = sc
 	}
 	if bm, ok := s.(bitmapper); ok && b.fs != nil {
 		b.mixedRows = mixedMax(bm.bitmapRows(), o.MaxBatch)
@@ -457,6 +475,10 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, filter *safe.Filt
 	r := b.pool.Get().(*request[T, N])
 	r.q = append(r.q[:0], queries...)
 	r.rows, r.k, r.nb, r.dist, r.op, r.filter = rows, k, neighbors, distances, op, filter
+	r.scan, r.mix = false, false
+	if b.sc != nil {
+		r.scan, r.mix = b.sc.scan(filter, b.maxK)
+	}
 	r.state.Store(stPending)
 	r.enq = time.Now()
 
@@ -474,7 +496,7 @@ func (b *batcher[T, N]) search(ctx context.Context, op string, filter *safe.Filt
 		r.seen = b.batches
 		b.pending = append(b.pending, r)
 		b.pendRows += rows
-		if len(b.pending) == 1 && b.waking == 0 && len(b.free) > 0 && b.due(b.running, r.enq) && b.running < b.streamCap() && b.gathered(b.running) {
+		if len(b.pending) == 1 && b.waking == 0 && len(b.free) > 0 && b.due(b.running, r.enq) && b.running < b.streamCap() && b.gathered(b.running) && !b.scanFull() {
 			// Alone, with a slot free: search it here, as a direct call
 			// would, with no goroutine hand-off on the way in or out.
 			s := b.free[len(b.free)-1]

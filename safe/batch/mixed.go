@@ -2,7 +2,6 @@ package batch
 
 import (
 	"errors"
-	"time"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
@@ -206,39 +205,7 @@ func (s *slot[T, N]) searchMixed(search searchFunc, n int, rows int64) error {
 	return s.search(search, n, s.bitmap.filter)
 }
 
-// takeMixed takes, for a Searcher with mixed batches, the oldest pending
-// requests in their order up to the slot's mixed rows, when they carry
-// more than one filter (nil counting as one), and reports whether it did:
-// if they share one, the batch is an ordinary one (take). No request is
-// passed by a later one. b.mu is held.
-func (b *batcher[T, N]) takeMixed(s *slot[T, N], now time.Time) (int, bool) {
-	lead := b.pending[0].filter
-	rows, i, mixed := 0, 0, false
-	for ; i < len(b.pending); i++ {
-		r := b.pending[i]
-		if rows+r.rows > b.mixedRows {
-			break
-		}
-		rows += r.rows
-		mixed = mixed || r.filter != lead
-	}
-	if !mixed {
-		return 0, false
-	}
-	for _, r := range b.pending[:i] {
-		if r.filter != nil {
-			_ = kit.HoldFilter(r.filter, "batch.Batcher") // its request holds it: this cannot fail
-		}
-		b.takeOne(s, r, now)
-	}
-	s.mixed = true
-	b.filtered++
-	b.mixedBatches++
-	b.taken(s, rows, copy(b.pending, b.pending[i:]))
-	return rows, true
-}
-
-// releaseMixed ends the holds takeMixed took on the batch's filters.
+// releaseMixed ends the holds take took on a mixed batch's filters.
 func (s *slot[T, N]) releaseMixed() {
 	for _, r := range s.reqs {
 		if r.filter != nil {

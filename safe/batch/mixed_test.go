@@ -48,11 +48,16 @@ func TestBitmapAssembly(t *testing.T) {
 	}
 }
 
-// gateM is a gateF that keeps the brute-force Searcher's bitmap: its
-// batches of different filters are mixed.
+// gateM is a gateF that keeps the brute-force Searcher's bitmap and scan
+// classes: its batches of different filters are mixed.
 type gateM struct{ *gateF }
 
 func (g *gateM) bitmapRows() int64 { return g.fs.(bitmapper).bitmapRows() }
+
+// scan forwards the Searcher's scan classes: a brute-force request may mix.
+func (g *gateM) scan(f *safe.Filter, maxK int) (bool, bool) {
+	return g.fs.(scanner).scan(f, maxK)
+}
 
 // TestTenantsMixedBatch holds one batch on the GPU while brute-force
 // requests of three filters and none queue (one of two rows, one for fewer

@@ -206,7 +206,7 @@ func (b *batcher[T, N]) kick(now time.Time) {
 		return
 	}
 	due := b.due(b.running, now)
-	if due && b.running < b.streamCap() && b.gathered(b.running) {
+	if due && b.running < b.streamCap() && b.gathered(b.running) && !b.scanFull() {
 		s := b.free[len(b.free)-1]
 		b.free = b.free[:len(b.free)-1]
 		b.running++
@@ -215,7 +215,7 @@ func (b *batcher[T, N]) kick(now time.Time) {
 		s.wake <- struct{}{} // buffered, and empty while the slot is free
 		return
 	}
-	// Held back by the cap or the gather rule: the next batch to finish
+	// Held back by a cap or the gather rule: the next batch to finish
 	// looks again. Only MaxWait needs the timer.
 	if !due && !b.timerOn {
 		b.timerOn = true
@@ -237,6 +237,13 @@ func (b *batcher[T, N]) maybeIdle() {
 	}
 }
 
+// scanFull reports whether the oldest pending request leads a scan batch
+// while scanStreams of them are in flight: it waits for one to finish, and
+// the requests behind it wait with it. b.mu is held.
+func (b *batcher[T, N]) scanFull() bool {
+	return len(b.pending) > 0 && b.pending[0].scan && b.scanning >= scanStreams
+}
+
 // take moves the oldest pending request into s's batch, with the pending
 // requests that share its filter, oldest first, up to MaxBatch rows, and
 // returns their rows. The others keep their order. So a request waits, in
@@ -244,43 +251,77 @@ func (b *batcher[T, N]) maybeIdle() {
 // older than it: one batch per other filter, while no filter has more
 // than MaxBatch rows queued ahead of it (Stats.MaxPassed counts it). The
 // batch holds its filter (kit.HoldFilter) until it has searched
-// (release). b.mu is held.
+// (release).
+//
+// A scan batch (scanner) of a request that may mix takes every pending
+// request that may, whatever its filter, up to the slot's mixed rows, and
+// is searched with a bitmap when their filters differ (mixed.go; each
+// request holds its filter). None is taken while scanStreams scan batches
+// search (scanFull). b.mu is held.
 func (b *batcher[T, N]) take(s *slot[T, N], now time.Time) int {
 	s.light = b.lightAt(b.load())
-	if b.mixedRows > 0 && len(b.pending) > 1 {
-		if rows, ok := b.takeMixed(s, now); ok {
-			return rows
-		}
+	if len(b.pending) == 0 || b.scanFull() {
+		b.taken(s, 0, len(b.pending))
+		return 0
 	}
-	rows, n := 0, 0
-	var f *safe.Filter
-	if len(b.pending) > 0 {
-		f = b.pending[0].filter
+	head := b.pending[0]
+	mixing := head.mix && b.mixedRows > 0
+	limit := b.maxBatch
+	if mixing {
+		limit = b.mixedRows
 	}
-	i := 0
+	rows, n, i, mixed := 0, 0, 0, false
 	for ; i < len(b.pending); i++ {
 		r := b.pending[i]
-		if r.filter != f {
+		if r.filter != head.filter && !(mixing && r.mix) {
 			b.pending[n] = r // stays: compacted in order
 			n++
 			continue
 		}
-		if rows+r.rows > b.maxBatch {
+		if rows+r.rows > limit {
 			break // full: a later, smaller request does not pass it
 		}
 		rows += r.rows
+		mixed = mixed || r.filter != head.filter
 		b.takeOne(s, r, now)
 	}
 	n += copy(b.pending[n:], b.pending[i:])
-	if rows > 0 {
-		s.filter = f
-		if f != nil {
-			_ = kit.HoldFilter(f, "batch.Batcher") // its requests hold it: this cannot fail
-			b.filtered++
+	switch {
+	case mixed:
+		for _, r := range s.reqs {
+			if r.filter != nil {
+				_ = kit.HoldFilter(r.filter, "batch.Batcher") // its request holds it: this cannot fail
+			}
 		}
+		s.mixed = true
+		b.filtered++
+		b.mixedBatches++
+	case head.filter != nil:
+		s.filter = head.filter
+		_ = kit.HoldFilter(head.filter, "batch.Batcher") // its requests hold it: this cannot fail
+		b.filtered++
+	}
+	if head.scan {
+		s.scan = true
+		b.scanning++
+		b.scans++
+		b.maxScanning = max(b.maxScanning, b.scanning)
 	}
 	b.taken(s, rows, n)
 	return rows
+}
+
+// done accounts for s's batch of rows rows, searched in t, and frees the
+// slot's place among the scans. b.mu is held.
+func (b *batcher[T, N]) done(s *slot[T, N], rows int, t Times) {
+	b.flight -= rows
+	b.times.Stage += t.Stage
+	b.times.Search += t.Search
+	b.times.Deliver += t.Deliver
+	if s.scan {
+		s.scan = false
+		b.scanning--
+	}
 }
 
 // takeOne moves r, pending, into s's batch. b.mu is held.

@@ -79,8 +79,44 @@ type adapter struct {
 	// must let the Batcher's MaxK through.
 	fillsK bool
 	// bitmap: the index takes a bitmap filter, so that a batch of requests
-	// with different filters is one search (brute force; mixed.go).
+	// with different filters is one search (brute force; CAGRA's exact
+	// path; mixed.go).
 	bitmap bool
+	// scanOf, if set, classes a batch by its filter (nil: none) for maxK
+	// neighbours (scanner).
+	scanOf func(f *safe.Filter, maxK int) (scan, mix bool)
+}
+
+// scanner is what a Searcher implements whose batches may be scans:
+// searches that read every allowed row (brute force; CAGRA's exact path),
+// whose cost hardly grows with the batch (cagra's cost table, measured on
+// the real H200, 100k × 128: brute force 755 µs for 16 queries, 779 µs for
+// 256) and which do not share the GPU well: through the Batcher on the
+// real H200, 11 exact batches of ~36 queries in flight answered 68.7k
+// queries/s (BENCHMARKS.md, "Many tenants"), what they would one after the
+// other at ~0.5 ms each, where one search of 256 takes 0.5-0.8 ms. So at
+// most scanStreams scan batches search at once, and the requests queued
+// meanwhile make the next one large.
+type scanner interface {
+	// scan reports whether a batch with filter f (nil: none) is a scan,
+	// and whether requests of f may share a scan batch with requests of
+	// other filters (one search with a bitmap: mixed.go).
+	scan(f *safe.Filter, maxK int) (scan, mix bool)
+}
+
+// scanStreams is the most scan batches in flight at once: two, so that one
+// batch's staging, bitmap and delivery on the host overlap the other's
+// search.
+const scanStreams = 2
+
+func (a *adapter) scan(f *safe.Filter, maxK int) (bool, bool) {
+	if a.scanOf == nil {
+		return false, false
+	}
+	if f == nil {
+		f = a.filter
+	}
+	return a.scanOf(f, maxK)
 }
 
 // filters is what a Searcher of this package says of per-request filters.
@@ -232,7 +268,18 @@ func CAGRA(idx *cagra.Index, params *cagra.SearchParams, filter *safe.Filter) (S
 			return idx.Search(res, p, q, n, d, f)
 		}
 	}
-	a := adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, search: with(&p), filter: filter, perRequest: filter == nil}
+	a := adapter{idx: idx, rows: idx.Rows, types: []dlpack.DataType{dlpack.Uint32, dlpack.Int64}, search: with(&p), filter: filter, perRequest: filter == nil, bitmap: filter == nil}
+	a.scanOf = func(f *safe.Filter, maxK int) (bool, bool) {
+		if f == nil {
+			return false, false
+		}
+		path, err := idx.PlanFilter(&p, f, maxK, 1)
+		if err != nil || path != safe.FilterExact {
+			return false, false // the search reports the error
+		}
+		// A bitmap search must fill every query's k (cagra.Index.Search).
+		return true, filter == nil && f.Allowed() >= maxK
+	}
 	if p.Algo != cagra.AutoAlgo || p.Persistent || p.HashmapMode == cagra.HashSmall || p.ITopKSize > 512 {
 		// A kernel chosen, or params only one kernel takes (cuVS's AUTO
 		// then picks multi-CTA above an internal top-k of 512, and
@@ -273,7 +320,8 @@ func BruteForce(idx *bruteforce.Index, filter *safe.Filter) (Searcher, error) {
 	return &adapter{idx: idx, rows: idx.Rows, types: int64Only, filter: filter, perRequest: filter == nil, fillsK: true, bitmap: filter == nil,
 		search: func(res *safe.Resources, q dlpack.Tensor, n, d dlpack.TensorMut, f *safe.Filter) error {
 			return idx.Search(res, q, n, d, f)
-		}}, nil
+		},
+		scanOf: func(*safe.Filter, int) (bool, bool) { return true, filter == nil }}, nil
 }
 
 // IVFFlat adapts an IVF-Flat index for a Batcher: every batch is searched

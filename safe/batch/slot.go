@@ -32,7 +32,8 @@ type slot[T dlpack.DType, N Neighbor] struct {
 	light              bool          // its batch searches with the light-load kernel (set by take)
 	filter             *safe.Filter  // its batch's requests' filter (set by take, held until released), or nil
 	sleep              bool          // its searches are waited for asleep (Options.Wait WaitSleep: Resources.SyncBlocking)
-	mixed              bool          // its batch holds requests of several filters, searched with a bitmap (set by takeMixed)
+	mixed              bool          // its batch holds requests of several filters, searched with a bitmap (set by take)
+	scan               bool          // its batch is a scan (set by take, cleared by done)
 	mixedRows          int           // the most query rows of a mixed batch
 	bitmap             *bitmapBufs   // the mixed batches' bitmap, made by the first
 	dim, maxK, maxRows int

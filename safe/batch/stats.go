@@ -15,6 +15,10 @@ type Stats struct {
 	// filters, searched at once with a bitmap (BruteForce; see Batcher,
 	// section Filters).
 	Mixed int64
+	// Scans is the batches searched as scans: brute force's, and CAGRA's
+	// on its exact path (cagra.Index.PlanFilter for one query), of which
+	// at most 2 search at once (see Batcher, section Filters).
+	Scans int64
 	// MaxPassed is the most batches taken while one request waited in the
 	// queue: with requests of several filters, at most one per other filter
 	// whose queued rows ahead of it fit in MaxBatch (see Batcher, section
@@ -91,5 +95,5 @@ func (b *Batcher[T, N]) Stats() Stats {
 	in := b.b
 	in.mu.Lock()
 	defer in.unlock()
-	return Stats{Batches: in.batches, Light: in.lightBatches, Filtered: in.filtered, Mixed: in.mixedBatches, MaxPassed: in.passed, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
+	return Stats{Batches: in.batches, Light: in.lightBatches, Filtered: in.filtered, Mixed: in.mixedBatches, Scans: in.scans, MaxPassed: in.passed, Queries: in.queries, Sizes: append([]int64(nil), in.sizes...), Times: in.times}
 }

@@ -29,13 +29,10 @@ func (b *batcher[T, N]) worker(s *slot[T, N]) {
 				t = b.run(s, rows)
 			}
 			b.mu.Lock()
-			b.flight -= rows
-			b.times.Stage += t.Stage
-			b.times.Search += t.Search
-			b.times.Deliver += t.Deliver
+			b.done(s, rows, t)
 			now = time.Now()
 			b.drain(now)
-			if rows == 0 || len(b.pending) == 0 || b.waking > 0 || !b.due(b.running-1, now) || !b.gathered(b.running-1) || b.running > b.streamCap() {
+			if rows == 0 || len(b.pending) == 0 || b.waking > 0 || !b.due(b.running-1, now) || !b.gathered(b.running-1) || b.running > b.streamCap() || b.scanFull() {
 				break
 			}
 		}
@@ -52,10 +49,7 @@ func (b *batcher[T, N]) worker(s *slot[T, N]) {
 func (b *batcher[T, N]) lead(s *slot[T, N], rows int) {
 	t := b.run(s, rows)
 	b.mu.Lock()
-	b.flight -= rows
-	b.times.Stage += t.Stage
-	b.times.Search += t.Search
-	b.times.Deliver += t.Deliver
+	b.done(s, rows, t)
 	b.running--
 	b.free = append(b.free, s)
 	b.kick(time.Now())

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/internal/kit"
 )
 
 // MaxFilterITopK is the largest internal top-k the policy raises a
@@ -259,4 +260,41 @@ func (s *SearchParams) planFilter(f *safe.Filter, rows, dim, degree, k, batch in
 		plan.itopk = testPlanITopK
 	}
 	return plan
+}
+
+// PlanFilter returns the path a Search with params (nil: cuVS's defaults)
+// for k neighbors of queries queries would take with filter:
+// safe.FilterExact (brute force over the dataset) or safe.FilterIndex (the
+// graph, with the policy's raised internal top-k), FilterAuto resolved as
+// SearchParams.FilterPath says. No filter, or one letting every row
+// through, is the graph; a bitmap is exact. It searches nothing and
+// allocates nothing; a closed index is refused (safe.ErrClosed).
+func (idx *Index) PlanFilter(params *SearchParams, filter *safe.Filter, k, queries int) (safe.FilterPath, error) {
+	const op = "cagra.Index.PlanFilter"
+	c, err := kind.Enter(idx, op)
+	if err != nil {
+		return safe.FilterAuto, err
+	}
+	defer c.Leave()
+	if params == nil {
+		params = &zeroSearchParams
+	}
+	sp, err := params.withDefaults(op)
+	if err != nil {
+		return safe.FilterAuto, err
+	}
+	if err := sp.validate(op); err != nil {
+		return safe.FilterAuto, err
+	}
+	if k < 1 || queries < 1 {
+		return safe.FilterAuto, kit.Argf(op, "k", "k %d and queries %d: want both at least 1", k, queries)
+	}
+	if filter != nil && filter.Kind() == safe.Bitmap {
+		return safe.FilterExact, nil
+	}
+	plan := sp.planFilter(filter, idx.c.Rows.Load(), idx.c.Dim, idx.degree.Load(), int64(k), int64(queries), idx.noExact())
+	if plan.exact {
+		return safe.FilterExact, nil
+	}
+	return safe.FilterIndex, nil
 }

@@ -234,6 +234,25 @@ func (idx *Index) searchExact(op string, res *safe.Resources, t *kit.SearchTenso
 	return err
 }
 
+// searchBitmap searches with a bitmap filter (a row of bits per query):
+// always exactly, since cuVS's CAGRA search takes bitsets only, and only
+// when every query lets k rows through (brute force's rule: past a
+// query's allowed rows it returns unset memory, and a bitmap's queries
+// differ in how many they allow, which exactVia's sentinel fill does not
+// follow). FilterPath safe.FilterIndex is refused.
+func (idx *Index) searchBitmap(op string, res *safe.Resources, sp SearchParams, t *kit.SearchTensors, f generated.CuvsFilter, filter *safe.Filter) error {
+	if sp.FilterPath == safe.FilterIndex {
+		return kit.Argf(op, "params.FilterPath", "FilterIndex with a bitmap filter: CAGRA's graph search takes bitsets only (a bitmap is searched exactly)")
+	}
+	if a := int64(filter.Allowed()); a < t.K {
+		return kit.Argf(op, "filter", "a bitmap letting a query through %d rows, fewer than k %d (brute force, which searches a bitmap, cannot fill k)", a, t.K)
+	}
+	if why := idx.noExact(); why != "" {
+		return kit.Argf(op, "filter", "a bitmap is searched exactly, but %s", why)
+	}
+	return idx.searchExact(op, res, t, f, int64(filter.Allowed()))
+}
+
 // exactVia is searchExact through scratch: brute force must not be asked
 // for more neighbors than rows allowed (the real library then returns
 // uninitialised memory), and writes int64 ids only: kk neighbors into

@@ -564,8 +564,12 @@ func (idx *Index) Extend(res *safe.Resources, additional dlpack.Tensor, params *
 // Search finds the k nearest rows for each query, k being the number of
 // columns of neighbors. queries is n × Dim() of the index's element type;
 // neighbors (uint32 or int64) and distances (float32) are n × k; all in
-// device memory. filter, if not nil, is a bitset for Rows() rows. The
-// results are ready once res's stream is synchronized (res.Sync).
+// device memory. filter, if not nil, is a bitset for Rows() rows, or a
+// bitmap (a row of bits per query, n × Rows()): CAGRA's graph search takes
+// bitsets only, so a bitmap is searched exactly (brute force over the
+// dataset, as FilterPath safe.FilterExact) and must let every query
+// through at least k rows. The results are ready once res's stream is
+// synchronized (res.Sync).
 //
 // A slot CAGRA could not fill holds SentinelID (safe.SentinelID32, in
 // uint32 and int64 neighbors alike) and SentinelDistance (last in its row;
@@ -628,9 +632,12 @@ func (idx *Index) search(op string, c dlpack.Call, res *safe.Resources, params *
 	if err := searchRules.BindOn(op, res, c, queries, neighbors, distances, idx.dtype, idx.c.Dim, rows, &t); err != nil {
 		return err
 	}
-	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset)
+	f, err := kit.BindFilter(filter, op, c, rows, t.N, safe.Bitset, safe.Bitmap)
 	if err != nil {
 		return err
+	}
+	if filter != nil && filter.Kind() == safe.Bitmap {
+		return idx.searchBitmap(op, res, sp, &t, f, filter)
 	}
 	if filter == nil {
 		if err := sp.checkFiltered(op, false, t.K); err != nil {
