@@ -151,6 +151,7 @@ func TestIndex[I Index, P any](t *testing.T, s *IndexSuite[I, P]) {
 		{"NilParamsMeanDefaults", s.nilParams},
 		{"MemoryCounted", s.memoryCounted},
 		{"ExtendOverMemoryLimit", s.extendOverMemoryLimit},
+		{"DeserializeOverMemoryLimit", s.deserializeOverMemoryLimit},
 		{"ExtendOverPoolCap", s.extendOverPoolCap},
 	} {
 		t.Run(c.name, c.run)

@@ -3,6 +3,7 @@ package safetest
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -99,8 +100,17 @@ func (s *IndexSuite[I, P]) memoryCounted(t *testing.T) {
 	held("built")
 	path := filepath.Join(t.TempDir(), s.Name+".idx")
 	noErr(t, s.Serialize(idx, res, path))
+	fi, err := os.Stat(path)
+	noErr(t, err)
+	before := int64(ctl.DeviceMemory(0).Allocated)
 	back, err := s.Deserialize(res, path)
 	noErr(t, err)
+	// Deserialize refuses a file whose data does not fit (CheckFileMemory):
+	// the file's bytes must not exceed what the loaded index holds, or a
+	// load that fits would be refused.
+	if loaded, need := int64(ctl.DeviceMemory(0).Allocated)-before, fi.Size()/4*3; need > loaded {
+		t.Errorf("the file holds %d bytes, the loaded index %d on the device: Deserialize's check (%d, 3/4 of the file) would refuse a load that fits", fi.Size(), loaded, need)
+	}
 	held("built and deserialized")
 	noErr(t, back.Close())
 	held("the deserialized one closed")
@@ -188,6 +198,60 @@ func (s *IndexSuite[I, P]) extendOverMemoryLimit(t *testing.T) {
 	if after.InUse <= m.InUse {
 		t.Errorf("DeviceMemory.InUse %d after an Extend that doubled the index, %d before", after.InUse, m.InUse)
 	}
+}
+
+// deserializeOverMemoryLimit: with safe.SetMemoryLimit leaving less than
+// the file's data, Deserialize is refused with a *safe.MemoryError before
+// cuVS reads it (the double allocates nothing, InUse does not move); with
+// safe.WithoutMemoryCheck, or without the limit, the file loads.
+func (s *IndexSuite[I, P]) deserializeOverMemoryLimit(t *testing.T) {
+	Check(t)
+	res := Resources(t)
+	idx, _ := s.memBuild(t, res)
+	path := filepath.Join(t.TempDir(), s.Name+".idx")
+	noErr(t, s.Serialize(idx, res, path))
+	fi, err := os.Stat(path)
+	noErr(t, err)
+	m, err := res.DeviceMemory()
+	noErr(t, err)
+	limit := m.InUse + fi.Size()/4
+	noErr(t, safe.SetMemoryLimit(limit))
+	t.Cleanup(func() { _ = safe.SetMemoryLimit(0) })
+	var before uint64
+	if ctl != nil {
+		before = ctl.DeviceMemory(0).Allocated
+	}
+	back, err := s.Deserialize(res, path)
+	var me *safe.MemoryError
+	if !errors.Is(err, safe.ErrOutOfMemory) || !errors.As(err, &me) {
+		if err == nil {
+			_ = back.Close()
+		}
+		t.Fatalf("Deserialize of a %d-byte file with %d bytes left under the limit: %v, want a *safe.MemoryError", fi.Size(), limit-m.InUse, err)
+	}
+	if me.Need <= limit-m.InUse || me.Need > fi.Size()/4*3 || me.Limit != limit {
+		t.Errorf("refusal %+v: want need at most 3/4 of the file's %d bytes, over the %d left of the limit %d", me, fi.Size(), limit-m.InUse, limit)
+	}
+	if ctl != nil && ctl.DeviceMemory(0).Allocated != before {
+		t.Errorf("the refused Deserialize left the double holding %d more bytes", ctl.DeviceMemory(0).Allocated-before)
+	}
+	if m2, err := res.DeviceMemory(); err != nil || m2.InUse != m.InUse {
+		t.Errorf("DeviceMemory.InUse %d after the refused Deserialize, %d before (%v)", m2.InUse, m.InUse, err)
+	}
+	unchecked, err := safe.NewResources(safe.WithoutMemoryCheck())
+	noErr(t, err)
+	defer unchecked.Close()
+	back, err = s.Deserialize(unchecked, path)
+	if err != nil && !errors.Is(err, safe.ErrOutOfMemory) {
+		t.Fatalf("Deserialize WithoutMemoryCheck: %v", err) // the limit still binds what is allocated through the pool
+	}
+	if err == nil {
+		noErr(t, back.Close())
+	}
+	noErr(t, safe.SetMemoryLimit(0))
+	back, err = s.Deserialize(res, path)
+	noErr(t, err)
+	noErr(t, back.Close())
 }
 
 // extendOverPoolCap: on a small double device whose pool's cap leaves an

@@ -337,7 +337,11 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 
 // Deserialize reads an index written by Serialize. The index owns its copy
 // of the dataset, in device memory: it counts in safe.DeviceMemory.InUse
-// (with the norms) until Close. A file that is not a whole brute-force index (truncated,
+// (with the norms) until Close. A file whose index cannot fit in what the device can still give
+// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
+// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
+// skips the check).
+// A file that is not a whole brute-force index (truncated,
 // damaged, with bytes after the index) is refused with
 // safe.ErrCorruptIndex: its header and layout are checked before any C
 // call, and cuVS's own refusals of its contents carry the sentinel too.

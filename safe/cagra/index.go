@@ -344,6 +344,9 @@ func Build(res *safe.Resources, dataset dlpack.Tensor, params *IndexParams) (*In
 			return nil, err
 		}
 		idx.onDisk = (p.ACE != nil && p.ACE.UseDisk) || (g == 0 && idx.c.Rows.Load() > 0)
+		if idx.onDisk {
+			kind.Recount(idx, op, res) // nothing on the device: the graph and rows are files
+		}
 	}
 	return idx, nil
 }
@@ -757,7 +760,10 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // only): safe.RequireChecksum refuses it, safe.Verified tells which.
 //
 // The device memory it holds, its graph and its rows, counts in
-// safe.DeviceMemory.InUse until Close.
+// safe.DeviceMemory.InUse until Close. A file whose index cannot fit in what the device can still give
+// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
+// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
+// skips the check).
 //
 // C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize (26.06, then
 // cuvsCagraIndexGetDataset) or cuvsCagraDeserializeGraph[AndDataset]
@@ -776,6 +782,9 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 		return nil, err
 	}
 	if err := kit.CheckItemsN(op, path, info.DataLen, true, nil); err != nil {
+		return nil, err
+	}
+	if err := kit.CheckFileMemory(op, res, info.DataLen); err != nil {
 		return nil, err
 	}
 	idx, err := newIndex(op, res)

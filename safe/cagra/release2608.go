@@ -361,8 +361,9 @@ func (idx *Index) ace2608(op string, res *safe.Resources, dv *dlpack.View, p gen
 // row i of dataset must be the vector of the graph's row i. It makes an
 // index deserialized without its dataset searchable. Like Extend, it
 // needs the index alone and waits its turn, and the Dataset and Graph
-// views expire. On cuVS 26.06 it returns an error wrapping
-// safe.ErrNotInRelease, before any other work.
+// views expire. A copy counts in safe.DeviceMemory.InUse with the index.
+// On cuVS 26.06 it returns an error wrapping safe.ErrNotInRelease, before
+// any other work.
 //
 // C calls: cuvsDatasetMakePaddedView or cuvsDatasetMakePadded,
 // cuvsCagraUpdateDataset, cuvsStreamSync, cuvsDatasetDestroy (of the
@@ -414,12 +415,16 @@ func (idx *Index) UpdateDataset(res *safe.Resources, dataset dlpack.Tensor) erro
 		}
 		idx.ds.replace(slot)
 		idx.noDataset = false
+		// cuvsDatasetMakePadded's copy is the index's; a view's rows are
+		// their matrix's (ours after an upload: counted as a matrix).
+		idx.ownsRows.Store(!padded(v))
 		if idx.c.Dim == 0 {
 			// A graph-only index that reported no dimension: the rows'
 			// is its own now. (Otherwise nothing changes: the shape was
 			// checked, and Dim may be read concurrently.)
 			idx.c.Dim = dv.Dim(1)
 		}
+		kind.Recount(idx, op, res) // its rows' dimension known
 		return nil
 	})
 }

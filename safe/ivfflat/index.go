@@ -330,7 +330,10 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // metric and list allocation, for the device memory it counts in
 // safe.DeviceMemory.InUse) is read from the file's header (the C API has
 // no size getter); its element type from
-// the handle, whose lanes cuvsIvfFlatDeserialize leaves 0 (read as 1).
+// the handle, whose lanes cuvsIvfFlatDeserialize leaves 0 (read as 1). A file whose index cannot fit in what the device can still give
+// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
+// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
+// skips the check).
 // A file that is not a whole IVF-Flat index (truncated, damaged, with
 // bytes after the index) is refused with safe.ErrCorruptIndex: its header
 // and layout are checked before any C call, and cuVS's own refusals of

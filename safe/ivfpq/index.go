@@ -757,7 +757,10 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // first Extend, and Search accepts queries of any of the four types (the
 // index's codes are the same whatever type the vectors had). The metric and
 // the codes layout, which the C API does not report, are read from the
-// file's header.
+// file's header. A file whose index cannot fit in what the device can still give
+// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
+// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
+// skips the check).
 //
 // A file that is not a whole IVF-PQ index (truncated, damaged, with bytes
 // after the index) is refused with safe.ErrCorruptIndex: its layout is

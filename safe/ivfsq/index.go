@@ -367,7 +367,10 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Deserialize reads an index written by Serialize. Its DType is the zero
 // DataType: cuvsIvfSqDeserialize zeroes the handle's dtype. The device
 // memory it holds (its lists, read from the file's header) counts in
-// safe.DeviceMemory.InUse until Close.
+// safe.DeviceMemory.InUse until Close. A file whose index cannot fit in what the device can still give
+// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
+// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
+// skips the check).
 //
 // A file that is not a whole IVF-SQ index (truncated, damaged, with bytes
 // after the index) is refused with safe.ErrCorruptIndex: its layout is

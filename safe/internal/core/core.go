@@ -283,6 +283,9 @@ func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string, opts []safe.D
 			return nil, err
 		}
 	}
+	if err := kit.CheckFileMemory(op, res, info.DataLen); err != nil {
+		return nil, err
+	}
 	t, err := k.New(op, res)
 	if err != nil {
 		return nil, err

@@ -43,6 +43,24 @@ func CheckMemory(op string, res *safe.Resources, need int64) error {
 	return err
 }
 
+// CheckFileMemory refuses, with a *safe.MemoryError, a Deserialize of a
+// file of bytes bytes of index data whose index res's device cannot hold,
+// before cuVS reads it, unless res was made safe.WithoutMemoryCheck. The
+// need is three quarters of the file's data: a lower bound of what the
+// loaded index takes on the device, whose arrays are the file's (IVF lists
+// at their capacities, CAGRA's rows padded) less the format's own headers
+// and sizes (on the double's models of cuVS's loaders, a file of 512 rows
+// is at most 1.15 times what its index holds; larger ones come closer), so
+// that a load that fits is never refused; what the index then holds
+// counts in safe.DeviceMemory.InUse.
+func CheckFileMemory(op string, res *safe.Resources, bytes int64) error {
+	_, err := base.Reserve(res, op, "the index the file holds (3/4 of its data's bytes)", fileNeed(bytes), 0, true)
+	return err
+}
+
+// fileNeed is what CheckFileMemory asks for a file of bytes bytes.
+func fileNeed(bytes int64) int64 { return bytes / 4 * 3 }
+
 // ReserveExtend refuses an Extend (or a Merge) whose estimate exceeds what
 // res's device can still give, as ReserveBuild refuses a build: est is
 // what the operation takes beyond what the index already holds
