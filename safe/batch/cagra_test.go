@@ -356,38 +356,14 @@ func TestCAGRAFilteredAsAlone(t *testing.T) {
 		t.Fatalf("the filtered batch holds %d requests, want %d", n, nq)
 	}
 	g.release()
-	q1, err := safe.NewDeviceMatrix[float32](res, 1, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, q1)
-	n1, err := safe.NewDeviceMatrix[int64](res, 1, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, n1)
-	d1, err := safe.NewDeviceMatrix[float32](res, 1, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, d1)
+	alone := cagraAlone(t, res, idx, sp, d, k)
 	for i, r := range reqs {
 		<-r.done
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if err := q1.CopyFromHost(res, r.q); err != nil {
-			t.Fatal(err)
-		}
-		if err := idx.Search(res, sp, q1, n1, d1, filter); err != nil {
-			t.Fatal(err)
-		}
-		alone, err := n1.ToHost(res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(r.n, alone) {
-			t.Errorf("request %d batched: %v; its query alone: %v", i, r.n, alone)
+		if want := alone(r.q, filter); !slices.Equal(r.n, want) {
+			t.Errorf("request %d batched: %v; its query alone: %v", i, r.n, want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cuvs-go/cuvs/internal/safetest"
 	"github.com/cuvs-go/cuvs/safe"
+	"github.com/cuvs-go/cuvs/safe/cagra"
 )
 
 // TestScanBatchesCapped holds two brute-force batches on the GPU (scans)
@@ -133,7 +134,30 @@ func TestCAGRAExactMixed(t *testing.T) {
 	}
 	g.release()
 	<-blocker.done
-	q1 := deviceOf(t, res, 1, d)
+	alone := cagraAlone(t, res, idx, sp, d, k)
+	for i, c := range calls {
+		<-c.done
+		if c.err != nil {
+			t.Fatal(c.err)
+		}
+		if want := alone(c.q, order[i]); order[i] != wide && order[i] != nil && !slices.Equal(c.n, want) {
+			t.Errorf("request %d batched: %v; its query alone: %v", i, c.n, want)
+		}
+	}
+	if st := b.Stats(); st.Batches != 4 || st.Mixed != 1 || st.Scans != 1 || st.Filtered != 2 {
+		t.Errorf("%d batches, %d mixed, %d scans, %d filtered: want 4, 1, 1, 2", st.Batches, st.Mixed, st.Scans, st.Filtered)
+	}
+}
+
+// cagraAlone returns a direct search of one query of d dimensions with
+// sp and a filter for k neighbours: what a batched request must get.
+func cagraAlone(t *testing.T, res *safe.Resources, idx *cagra.Index, sp *cagra.SearchParams, d, k int) func(q []float32, f *safe.Filter) []int64 {
+	t.Helper()
+	q1, err := safe.NewDeviceMatrix[float32](res, 1, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	safetest.Close(t, q1)
 	n1, err := safe.NewDeviceMatrix[int64](res, 1, k)
 	if err != nil {
 		t.Fatal(err)
@@ -144,36 +168,18 @@ func TestCAGRAExactMixed(t *testing.T) {
 		t.Fatal(err)
 	}
 	safetest.Close(t, d1)
-	for i, c := range calls {
-		<-c.done
-		if c.err != nil {
-			t.Fatal(c.err)
-		}
-		if err := q1.CopyFromHost(res, c.q); err != nil {
+	return func(q []float32, f *safe.Filter) []int64 {
+		t.Helper()
+		if err := q1.CopyFromHost(res, q); err != nil {
 			t.Fatal(err)
 		}
-		if err := idx.Search(res, sp, q1, n1, d1, order[i]); err != nil {
+		if err := idx.Search(res, sp, q1, n1, d1, f); err != nil {
 			t.Fatal(err)
 		}
-		alone, err := n1.ToHost(res)
+		out, err := n1.ToHost(res)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if order[i] != wide && order[i] != nil && !slices.Equal(c.n, alone) {
-			t.Errorf("request %d batched: %v; its query alone: %v", i, c.n, alone)
-		}
+		return out
 	}
-	if st := b.Stats(); st.Batches != 4 || st.Mixed != 1 || st.Scans != 1 || st.Filtered != 2 {
-		t.Errorf("%d batches, %d mixed, %d scans, %d filtered: want 4, 1, 1, 2", st.Batches, st.Mixed, st.Scans, st.Filtered)
-	}
-}
-
-func deviceOf(t *testing.T, res *safe.Resources, r, c int) *safe.DeviceMatrix[float32] {
-	t.Helper()
-	m, err := safe.NewDeviceMatrix[float32](res, r, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	safetest.Close(t, m)
-	return m
 }
