@@ -127,7 +127,8 @@ type IndexSuite[I Index, P any] struct {
 // SearchSliceRefusedBeforeAllocation, Prepared, Closed,
 // HostInputsNonFinite, BuildFromHostLikeDevice, ExtendUnderLoad,
 // ZeroSearchParamsAreDefaults, NilParamsMeanDefaults, MemoryCounted,
-// ExtendOverMemoryLimit and ExtendOverPoolCap. What a package lacks
+// ExtendOverMemoryLimit, DeserializeOverMemoryLimit,
+// DeserializeOverPoolCap and ExtendOverPoolCap. What a package lacks
 // (Extend, params, lists) skips its subtests, saying so.
 func TestIndex[I Index, P any](t *testing.T, s *IndexSuite[I, P]) {
 	for _, c := range []struct {
@@ -152,6 +153,7 @@ func TestIndex[I Index, P any](t *testing.T, s *IndexSuite[I, P]) {
 		{"MemoryCounted", s.memoryCounted},
 		{"ExtendOverMemoryLimit", s.extendOverMemoryLimit},
 		{"DeserializeOverMemoryLimit", s.deserializeOverMemoryLimit},
+		{"DeserializeOverPoolCap", s.deserializeOverPoolCap},
 		{"ExtendOverPoolCap", s.extendOverPoolCap},
 	} {
 		t.Run(c.name, c.run)

@@ -100,17 +100,8 @@ func (s *IndexSuite[I, P]) memoryCounted(t *testing.T) {
 	held("built")
 	path := filepath.Join(t.TempDir(), s.Name+".idx")
 	noErr(t, s.Serialize(idx, res, path))
-	fi, err := os.Stat(path)
-	noErr(t, err)
-	before := int64(ctl.DeviceMemory(0).Allocated)
 	back, err := s.Deserialize(res, path)
 	noErr(t, err)
-	// Deserialize refuses a file whose data does not fit (CheckFileMemory):
-	// the file's bytes must not exceed what the loaded index holds, or a
-	// load that fits would be refused.
-	if loaded, need := int64(ctl.DeviceMemory(0).Allocated)-before, fi.Size()/4*3; need > loaded {
-		t.Errorf("the file holds %d bytes, the loaded index %d on the device: Deserialize's check (%d, 3/4 of the file) would refuse a load that fits", fi.Size(), loaded, need)
-	}
 	held("built and deserialized")
 	noErr(t, back.Close())
 	held("the deserialized one closed")
@@ -200,58 +191,188 @@ func (s *IndexSuite[I, P]) extendOverMemoryLimit(t *testing.T) {
 	}
 }
 
-// deserializeOverMemoryLimit: with safe.SetMemoryLimit leaving less than
-// the file's data, Deserialize is refused with a *safe.MemoryError before
-// cuVS reads it (the double allocates nothing, InUse does not move); with
-// safe.WithoutMemoryCheck, or without the limit, the file loads.
+// deserializers are the C functions that read an index file, of every
+// package the suite runs: a refused Deserialize calls none.
+var deserializers = []string{
+	"cuvsBruteForceDeserialize", "cuvsCagraDeserialize", "cuvsCagraDeserializeGraph",
+	"cuvsCagraDeserializeGraphAndDataset", "cuvsIvfFlatDeserialize", "cuvsIvfPqDeserialize",
+	"cuvsIvfSqDeserialize",
+}
+
+// deserializeCalls counts the calls of deserializers on the double (0
+// elsewhere).
+func deserializeCalls() int64 {
+	var n int64
+	for _, fn := range deserializers {
+		if ctl != nil {
+			n += max(ctl.Calls(fn), 0) // -1: not in this release
+		}
+	}
+	return n
+}
+
+// loadedBytes deserializes path and returns what the loaded index holds
+// on the device: on the double what its memory resource handed out for
+// it, else what safe.DeviceMemory.InUse counts (MemoryCounted checks that
+// the two agree).
+func (s *IndexSuite[I, P]) loadedBytes(t *testing.T, res *safe.Resources, path string) int64 {
+	t.Helper()
+	m, err := res.DeviceMemory()
+	noErr(t, err)
+	var a0 int64
+	if ctl != nil {
+		a0 = int64(ctl.DeviceMemory(0).Allocated)
+	}
+	back, err := s.Deserialize(res, path)
+	noErr(t, err)
+	defer func() { noErr(t, back.Close()) }()
+	if ctl != nil {
+		return int64(ctl.DeviceMemory(0).Allocated) - a0
+	}
+	m2, err := res.DeviceMemory()
+	noErr(t, err)
+	return m2.InUse - m.InUse
+}
+
+// refusedLoad calls load (a Deserialize or DeserializeFrom) and wants a
+// *safe.MemoryError matching safe.ErrOutOfMemory, with no deserializer
+// called, nothing allocated on the double and nothing counted in InUse.
+func refusedLoad[I Index](t *testing.T, res *safe.Resources, what string, load func() (I, error)) *safe.MemoryError {
+	t.Helper()
+	m, err := res.DeviceMemory()
+	noErr(t, err)
+	calls := deserializeCalls()
+	var a0 uint64
+	if ctl != nil {
+		a0 = ctl.DeviceMemory(0).Allocated
+	}
+	back, err := load()
+	var me *safe.MemoryError
+	if !errors.Is(err, safe.ErrOutOfMemory) || !errors.As(err, &me) {
+		if err == nil {
+			_ = back.Close()
+		}
+		t.Fatalf("%s with %d bytes left of the limit: %v (%T), want a *safe.MemoryError", what, m.Available, err, err)
+	}
+	if got := deserializeCalls(); got != calls {
+		t.Errorf("%s: the refusal called a deserializer %d times", what, got-calls)
+	}
+	if ctl != nil && ctl.DeviceMemory(0).Allocated != a0 {
+		t.Errorf("%s: the refusal left the double holding %d more bytes", what, ctl.DeviceMemory(0).Allocated-a0)
+	}
+	if m2, err := res.DeviceMemory(); err != nil || m2.InUse != m.InUse {
+		t.Errorf("%s: DeviceMemory.InUse %d after the refusal, %d before (%v)", what, m2.InUse, m.InUse, err)
+	}
+	return me
+}
+
+// deserializeOverMemoryLimit: Deserialize and DeserializeFrom of a file
+// whose index does not fit under safe.SetMemoryLimit are refused with a
+// *safe.MemoryError before cuVS reads it (refusedLoad). The need named,
+// from the file's header, is a lower bound of what the loaded index holds
+// (loadedBytes), so that a load that fits is never refused, and not a
+// vacuous one (at least half of it, on these balanced lists): with the
+// need left under the limit the file loads, with a byte less it is
+// refused. With safe.WithoutMemoryCheck it loads under the limit.
 func (s *IndexSuite[I, P]) deserializeOverMemoryLimit(t *testing.T) {
 	Check(t)
 	res := Resources(t)
 	idx, _ := s.memBuild(t, res)
 	path := filepath.Join(t.TempDir(), s.Name+".idx")
 	noErr(t, s.Serialize(idx, res, path))
-	fi, err := os.Stat(path)
-	noErr(t, err)
+	loaded := s.loadedBytes(t, res, path)
 	m, err := res.DeviceMemory()
 	noErr(t, err)
-	limit := m.InUse + fi.Size()/4
-	noErr(t, safe.SetMemoryLimit(limit))
 	t.Cleanup(func() { _ = safe.SetMemoryLimit(0) })
-	var before uint64
-	if ctl != nil {
-		before = ctl.DeviceMemory(0).Allocated
+	noErr(t, safe.SetMemoryLimit(m.InUse+1))
+	me := refusedLoad(t, res, "Deserialize", func() (I, error) { return s.Deserialize(res, path) })
+	need := me.Need
+	t.Logf("the file's need %d bytes; the loaded index holds %d", need, loaded)
+	if need > loaded || need < loaded/2 || me.Limit != m.InUse+1 || me.Available >= need {
+		t.Errorf("refusal %+v: want a need of at most what the loaded index holds (%d), at least half of it, over what is left of the limit %d", me, loaded, m.InUse+1)
 	}
+	f, err := os.Open(path)
+	noErr(t, err)
+	defer f.Close()
+	if me := refusedLoad(t, res, "DeserializeFrom", func() (I, error) { return s.DeserializeFrom(res, f) }); me.Need != need {
+		t.Errorf("DeserializeFrom's refusal needs %d bytes, Deserialize's %d", me.Need, need)
+	}
+	noErr(t, safe.SetMemoryLimit(m.InUse+need-1))
+	refusedLoad(t, res, "Deserialize with a byte too few", func() (I, error) { return s.Deserialize(res, path) })
+
+	noErr(t, safe.SetMemoryLimit(m.InUse+need))
 	back, err := s.Deserialize(res, path)
-	var me *safe.MemoryError
-	if !errors.Is(err, safe.ErrOutOfMemory) || !errors.As(err, &me) {
-		if err == nil {
-			_ = back.Close()
+	noErr(t, err)
+	noErr(t, back.Close())
+
+	noErr(t, safe.SetMemoryLimit(m.InUse+1))
+	unchecked, err := safe.NewResources(safe.WithoutMemoryCheck())
+	noErr(t, err)
+	defer unchecked.Close()
+	calls := deserializeCalls()
+	back, err = s.Deserialize(unchecked, path)
+	noErr(t, err) // the limit binds the bindings' checks, not cuVS
+	noErr(t, back.Close())
+	if ctl != nil && deserializeCalls() != calls+1 {
+		t.Errorf("Deserialize WithoutMemoryCheck called %d deserializers, want one", deserializeCalls()-calls)
+	}
+}
+
+// deserializeOverPoolCap: on a small double device whose pool's cap leaves
+// less than a file's need, Deserialize is refused before cuVS
+// (*safe.MemoryError naming the cap); with safe.WithoutMemoryCheck cuVS is
+// called and the pool refuses it as RMM's does (safe.ErrOutOfMemory from
+// the library), leaving nothing allocated.
+func (s *IndexSuite[I, P]) deserializeOverPoolCap(t *testing.T) {
+	ctl := Double(t, "a small device")
+	noErr(t, safe.ResetMemoryResource())
+	ctl.SetDeviceBytes(256 << 20)
+	t.Cleanup(func() {
+		_ = safe.ResetMemoryResource()
+		ctl.SetDeviceBytes(0)
+		if err := safe.EnableMemoryPool(safe.DefaultPoolInitialPercent, safe.DefaultPoolMaxPercent, false); err != nil {
+			t.Error(err)
 		}
-		t.Fatalf("Deserialize of a %d-byte file with %d bytes left under the limit: %v, want a *safe.MemoryError", fi.Size(), limit-m.InUse, err)
+	})
+	noErr(t, safe.EnableMemoryPool(1, 50, false))
+	Check(t)
+	res := Resources(t)
+	idx, _ := s.memBuild(t, res)
+	path := filepath.Join(t.TempDir(), s.Name+".idx")
+	noErr(t, s.Serialize(idx, res, path))
+	loaded := s.loadedBytes(t, res, path)
+	m, err := res.DeviceMemory()
+	noErr(t, err)
+	// leave room for half what the loaded index holds
+	fill := (m.Available - loaded/2) / 1024
+	if fill < 1 {
+		t.Fatalf("DeviceMemory %+v: no room to fill before a load of %d bytes", m, loaded)
 	}
-	if me.Need <= limit-m.InUse || me.Need > fi.Size()/4*3 || me.Limit != limit {
-		t.Errorf("refusal %+v: want need at most 3/4 of the file's %d bytes, over the %d left of the limit %d", me, fi.Size(), limit-m.InUse, limit)
-	}
-	if ctl != nil && ctl.DeviceMemory(0).Allocated != before {
-		t.Errorf("the refused Deserialize left the double holding %d more bytes", ctl.DeviceMemory(0).Allocated-before)
-	}
-	if m2, err := res.DeviceMemory(); err != nil || m2.InUse != m.InUse {
-		t.Errorf("DeviceMemory.InUse %d after the refused Deserialize, %d before (%v)", m2.InUse, m.InUse, err)
+	filler, err := safe.NewDeviceMatrix[float32](res, int(fill), 256)
+	noErr(t, err)
+	defer filler.Close()
+	me := refusedLoad(t, res, "Deserialize over the pool's cap", func() (I, error) { return s.Deserialize(res, path) })
+	if me.PoolMax != m.Pool.Max || me.Need > loaded {
+		t.Errorf("refusal %+v: want the pool's cap %d named, a need of at most %d", me, m.Pool.Max, loaded)
 	}
 	unchecked, err := safe.NewResources(safe.WithoutMemoryCheck())
 	noErr(t, err)
 	defer unchecked.Close()
-	back, err = s.Deserialize(unchecked, path)
-	if err != nil && !errors.Is(err, safe.ErrOutOfMemory) {
-		t.Fatalf("Deserialize WithoutMemoryCheck: %v", err) // the limit still binds what is allocated through the pool
+	calls, a0 := deserializeCalls(), ctl.DeviceMemory(0).Allocated
+	back, err := s.Deserialize(unchecked, path)
+	var ce *safe.Error
+	if err == nil || !errors.Is(err, safe.ErrOutOfMemory) || !errors.As(err, &ce) {
+		if err == nil {
+			_ = back.Close()
+		}
+		t.Fatalf("Deserialize WithoutMemoryCheck over the pool's cap: %v (%T), want the pool's out-of-memory from cuVS", err, err)
 	}
-	if err == nil {
-		noErr(t, back.Close())
+	if got := deserializeCalls(); got != calls+1 {
+		t.Errorf("WithoutMemoryCheck: %d deserializers called, want one", got-calls)
 	}
-	noErr(t, safe.SetMemoryLimit(0))
-	back, err = s.Deserialize(res, path)
-	noErr(t, err)
-	noErr(t, back.Close())
+	if a := ctl.DeviceMemory(0).Allocated; a != a0 {
+		t.Errorf("the failed Deserialize left the double holding %d more bytes", a-a0)
+	}
 }
 
 // extendOverPoolCap: on a small double device whose pool's cap leaves an

@@ -100,6 +100,7 @@ var kind = core.Kind[Index, generated.CuvsBruteForceIndex_t]{
 	Name: "bruteforce", Create: generated.CuvsBruteForceIndexCreate, Destroy: generated.CuvsBruteForceIndexDestroy,
 	SerializeC: generated.CuvsBruteForceSerialize, DeserializeC: generated.CuvsBruteForceDeserialize,
 	CheckFile: checkFile,
+	FileNeed:  fileNeed,
 	Core:      func(i *Index) *core.Index[generated.CuvsBruteForceIndex_t] { return &i.c },
 	Release: func(i *Index) {
 		if i.excl != nil {
@@ -337,10 +338,11 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 
 // Deserialize reads an index written by Serialize. The index owns its copy
 // of the dataset, in device memory: it counts in safe.DeviceMemory.InUse
-// (with the norms) until Close. A file whose index cannot fit in what the device can still give
-// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
-// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
-// skips the check).
+// (with the norms) until Close. A file whose index does not fit in what
+// the device can still give (safe.DeviceMemory.Available: its rows and
+// norms, as its header tells) is refused with a *safe.MemoryError before
+// cuVS reads it, unless res was made safe.WithoutMemoryCheck.
+//
 // A file that is not a whole brute-force index (truncated,
 // damaged, with bytes after the index) is refused with
 // safe.ErrCorruptIndex: its header and layout are checked before any C

@@ -760,10 +760,11 @@ func (idx *Index) write(op string, res *safe.Resources, path string, f func(gene
 // only): safe.RequireChecksum refuses it, safe.Verified tells which.
 //
 // The device memory it holds, its graph and its rows, counts in
-// safe.DeviceMemory.InUse until Close. A file whose index cannot fit in what the device can still give
-// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
-// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
-// skips the check).
+// safe.DeviceMemory.InUse until Close. A file whose index does not fit in
+// what the device can still give (safe.DeviceMemory.Available: the graph,
+// and the rows where they go to the device, as its header tells) is
+// refused with a *safe.MemoryError before cuVS reads it, unless res was
+// made safe.WithoutMemoryCheck.
 //
 // C calls: cuvsCagraIndexCreate, cuvsCagraDeserialize (26.06, then
 // cuvsCagraIndexGetDataset) or cuvsCagraDeserializeGraph[AndDataset]
@@ -784,7 +785,11 @@ func Deserialize(res *safe.Resources, path string, opts ...safe.DeserializeOptio
 	if err := kit.CheckItemsN(op, path, info.DataLen, true, nil); err != nil {
 		return nil, err
 	}
-	if err := kit.CheckFileMemory(op, res, info.DataLen); err != nil {
+	need, err := fileNeed(path, info.DataLen)
+	if err != nil {
+		return nil, kit.Corrupt(op, err)
+	}
+	if err := kit.CheckFileMemory(op, res, need); err != nil {
 		return nil, err
 	}
 	idx, err := newIndex(op, res)

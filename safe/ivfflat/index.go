@@ -46,6 +46,7 @@ var kind = core.Kind[Index, generated.CuvsIvfFlatIndex_t]{
 	Name: "ivfflat", Create: generated.CuvsIvfFlatIndexCreate, Destroy: generated.CuvsIvfFlatIndexDestroy,
 	SerializeC: generated.CuvsIvfFlatSerialize, DeserializeC: generated.CuvsIvfFlatDeserialize,
 	CheckFile: checkFile,
+	FileNeed:  fileNeed,
 	Core:      func(i *Index) *core.Index[generated.CuvsIvfFlatIndex_t] { return &i.c },
 	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
 	Refresh:   (*Index).refresh,
@@ -330,10 +331,15 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // metric and list allocation, for the device memory it counts in
 // safe.DeviceMemory.InUse) is read from the file's header (the C API has
 // no size getter); its element type from
-// the handle, whose lanes cuvsIvfFlatDeserialize leaves 0 (read as 1). A file whose index cannot fit in what the device can still give
-// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
-// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
-// skips the check).
+// the handle, whose lanes cuvsIvfFlatDeserialize leaves 0 (read as 1).
+//
+// A file whose index does not fit in what the device can still give
+// (safe.DeviceMemory.Available) is refused with a *safe.MemoryError before
+// cuVS reads it, unless res was made safe.WithoutMemoryCheck: its need, a
+// lower bound from the header, is EstimateMemory's fixed part and the
+// file's rows and ids, the lists' capacities left out (their sizes are in
+// the body).
+//
 // A file that is not a whole IVF-Flat index (truncated, damaged, with
 // bytes after the index) is refused with safe.ErrCorruptIndex: its header
 // and layout are checked before any C call, and cuVS's own refusals of

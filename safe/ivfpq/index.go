@@ -61,10 +61,11 @@ var kind = core.Kind[Index, generated.CuvsIvfPqIndex_t]{
 	CheckFile: func(op, path string, size int64) error {
 		return kit.CheckItemsN(op, path, size, false, new(pqLayout).visit)
 	},
-	Core:    func(i *Index) *core.Index[generated.CuvsIvfPqIndex_t] { return &i.c },
-	Refresh: (*Index).refresh,
-	Loaded:  (*Index).loaded,
-	Held:    (*Index).held,
+	FileNeed: fileNeed,
+	Core:     func(i *Index) *core.Index[generated.CuvsIvfPqIndex_t] { return &i.c },
+	Refresh:  (*Index).refresh,
+	Loaded:   (*Index).loaded,
+	Held:     (*Index).held,
 }
 
 func init() { kind.Init() }
@@ -757,10 +758,14 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // first Extend, and Search accepts queries of any of the four types (the
 // index's codes are the same whatever type the vectors had). The metric and
 // the codes layout, which the C API does not report, are read from the
-// file's header. A file whose index cannot fit in what the device can still give
-// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
-// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
-// skips the check).
+// file's header.
+//
+// A file whose index does not fit in what the device can still give
+// (safe.DeviceMemory.Available) is refused with a *safe.MemoryError before
+// cuVS reads it, unless res was made safe.WithoutMemoryCheck: its need, a
+// lower bound from the header, is EstimateMemory's fixed part and the
+// file's codes and ids, the lists' capacities left out (their sizes are in
+// the body).
 //
 // A file that is not a whole IVF-PQ index (truncated, damaged, with bytes
 // after the index) is refused with safe.ErrCorruptIndex: its layout is

@@ -51,6 +51,7 @@ var kind = core.Kind[Index, generated.CuvsIvfSqIndex_t]{
 	Name: "ivfsq", Create: generated.CuvsIvfSqIndexCreate, Destroy: generated.CuvsIvfSqIndexDestroy,
 	SerializeC: generated.CuvsIvfSqSerialize, DeserializeC: generated.CuvsIvfSqDeserialize,
 	CheckFile: func(op, path string, size int64) error { return kit.CheckItemsN(op, path, size, true, nil) },
+	FileNeed:  fileNeed,
 	Core:      func(i *Index) *core.Index[generated.CuvsIvfSqIndex_t] { return &i.c },
 	Release:   func(i *Index) { _ = i.ivf.Hosts.Close() },
 	Refresh:   (*Index).refresh,
@@ -367,10 +368,14 @@ func (idx *Index) Serialize(res *safe.Resources, path string) error {
 // Deserialize reads an index written by Serialize. Its DType is the zero
 // DataType: cuvsIvfSqDeserialize zeroes the handle's dtype. The device
 // memory it holds (its lists, read from the file's header) counts in
-// safe.DeviceMemory.InUse until Close. A file whose index cannot fit in what the device can still give
-// (DeviceMemory.Available: less than 3/4 of the file's data) is refused
-// before cuVS reads it, with a *safe.MemoryError (safe.WithoutMemoryCheck
-// skips the check).
+// safe.DeviceMemory.InUse until Close.
+//
+// A file whose index does not fit in what the device can still give
+// (safe.DeviceMemory.Available) is refused with a *safe.MemoryError before
+// cuVS reads it, unless res was made safe.WithoutMemoryCheck: its need, a
+// lower bound from the header, is EstimateMemory's fixed part and the
+// file's codes and ids, the lists' capacities left out (their sizes are in
+// the body).
 //
 // A file that is not a whole IVF-SQ index (truncated, damaged, with bytes
 // after the index) is refused with safe.ErrCorruptIndex: its layout is

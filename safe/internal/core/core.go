@@ -68,6 +68,13 @@ type Kind[T any, H ~uintptr] struct {
 	// its first size bytes (what precedes a checksum trailer); nil checks
 	// only that it can be opened (kit.CheckFile).
 	CheckFile func(op, path string, size int64) error
+	// FileNeed is the device memory the index in a file (its first size
+	// bytes, after CheckFile) will hold, bounded from below by what its
+	// header tells: Deserialize refuses, before any C call, a file whose
+	// need res's device cannot give (kit.CheckFileMemory). An error is a
+	// header that does not fit its file (safe.ErrCorruptIndex). Nil checks
+	// nothing.
+	FileNeed func(path string, size int64) (int64, error)
 
 	// Sidecar: the format's reader refuses bytes after its data
 	// (hnswlib's), so Serialize writes the checksum to a sidecar file
@@ -261,10 +268,11 @@ func (k *Kind[T, H]) SerializeTo(t *T, res *safe.Resources, w io.Writer) (int64,
 }
 
 // Deserialize reads an index from the file path: its checksum where it
-// has one (kit.VerifyFile), CheckFile, then a new handle filled by
-// DeserializeC (a refusal of the file's contents is safe.ErrCorruptIndex),
-// then Made, and counts what the index holds (Held). cuVS's reader stops at
-// its last field, before the trailer.
+// has one (kit.VerifyFile), CheckFile, the device memory check of
+// FileNeed, then a new handle filled by DeserializeC (a refusal of the
+// file's contents is safe.ErrCorruptIndex), then Made, and counts what the
+// index holds (Held). cuVS's reader stops at its last field, before the
+// trailer.
 func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string, opts []safe.DeserializeOption) (*T, error) {
 	op := k.Op.Deserialize
 	lim, err := kit.Limits(op, opts)
@@ -283,8 +291,14 @@ func (k *Kind[T, H]) Deserialize(res *safe.Resources, path string, opts []safe.D
 			return nil, err
 		}
 	}
-	if err := kit.CheckFileMemory(op, res, info.DataLen); err != nil {
-		return nil, err
+	if k.FileNeed != nil {
+		need, err := k.FileNeed(path, info.DataLen)
+		if err != nil {
+			return nil, kit.Corrupt(op, err)
+		}
+		if err := kit.CheckFileMemory(op, res, need); err != nil {
+			return nil, err
+		}
 	}
 	t, err := k.New(op, res)
 	if err != nil {

@@ -1,11 +1,14 @@
 package kit
 
 import (
+	"fmt"
+	"math"
 	"sync"
 
 	"github.com/cuvs-go/cuvs/dlpack"
 	"github.com/cuvs-go/cuvs/safe"
 	"github.com/cuvs-go/cuvs/safe/internal/base"
+	"github.com/cuvs-go/cuvs/safe/internal/npy"
 )
 
 // ReserveBuild refuses a build whose estimate (its peak, plus the device
@@ -43,23 +46,46 @@ func CheckMemory(op string, res *safe.Resources, need int64) error {
 	return err
 }
 
-// CheckFileMemory refuses, with a *safe.MemoryError, a Deserialize of a
-// file of bytes bytes of index data whose index res's device cannot hold,
-// before cuVS reads it, unless res was made safe.WithoutMemoryCheck. The
-// need is three quarters of the file's data: a lower bound of what the
-// loaded index takes on the device, whose arrays are the file's (IVF lists
-// at their capacities, CAGRA's rows padded) less the format's own headers
-// and sizes (on the double's models of cuVS's loaders, a file of 512 rows
-// is at most 1.15 times what its index holds; larger ones come closer), so
-// that a load that fits is never refused; what the index then holds
-// counts in safe.DeviceMemory.InUse.
-func CheckFileMemory(op string, res *safe.Resources, bytes int64) error {
-	_, err := base.Reserve(res, op, "the index the file holds (3/4 of its data's bytes)", fileNeed(bytes), 0, true)
+// CheckFileMemory refuses, with a *safe.MemoryError, a Deserialize whose
+// index needs need bytes of device memory (the package's bound of what it
+// will hold, from the file's header) that res's device cannot give, before
+// cuVS reads the file, unless res was made safe.WithoutMemoryCheck; it
+// counts nothing (the loaded index counts what it holds).
+func CheckFileMemory(op string, res *safe.Resources, need int64) error {
+	_, err := base.Reserve(res, op, "the index the file holds (from its header)", need, 0, true)
 	return err
 }
 
-// fileNeed is what CheckFileMemory asks for a file of bytes bytes.
-func fileNeed(bytes int64) int64 { return bytes / 4 * 3 }
+// Product multiplies a header's counts without wrapping: 0 when a count
+// is 0, else math.MaxInt64 when a count is negative or the product
+// overflows (more than any file holds: FileHolds refuses it).
+func Product(xs ...int64) int64 {
+	p := int64(1)
+	for _, x := range xs {
+		if x == 0 {
+			return 0
+		}
+	}
+	for _, x := range xs {
+		if x < 0 || p > math.MaxInt64/x {
+			return math.MaxInt64
+		}
+		p *= x
+	}
+	return p
+}
+
+// FileHolds refuses a header whose counts need more data than the file
+// holds: data bytes (a Product of them) that any file of the format, cuVS's
+// or the test double's, holds for them, against the file's size bytes. A
+// header that claims more rows than its file holds is a damaged or
+// truncated file, not an index too large for the device.
+func FileHolds(size int64, what string, data int64) error {
+	if data > size {
+		return fmt.Errorf("%w: the header's sizes need %d bytes of %s, the file holds %d in all (truncated or damaged)", npy.ErrFormat, data, what, size)
+	}
+	return nil
+}
 
 // ReserveExtend refuses an Extend (or a Merge) whose estimate exceeds what
 // res's device can still give, as ReserveBuild refuses a build: est is

@@ -184,25 +184,55 @@ func AppendScalar(b []byte, descr string, v uint64) []byte {
 // write), as signed integers. An error opening the file is os's
 // (*os.PathError); a malformed header wraps ErrFormat and names what.
 func ReadHeader(path, what string, tagged bool, n int) ([]int64, error) {
+	_, v, err := readHeader(path, what, tagged, n)
+	return v, err
+}
+
+// ReadTaggedHeader is ReadHeader of a file that starts with a 4-byte dtype
+// tag (cuVS's brute-force, CAGRA, IVF-Flat and IVF-SQ files), which it
+// also returns, as the bytes of one element of that type (TagBytes).
+func ReadTaggedHeader(path, what string, n int) (elem int64, v []int64, err error) {
+	tag, v, err := readHeader(path, what, true, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	if elem, err = TagBytes(tag); err != nil {
+		return 0, nil, fmt.Errorf("not %s: %w", what, err)
+	}
+	return elem, v, nil
+}
+
+func readHeader(path, what string, tagged bool, n int) (tag [4]byte, v []int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return tag, nil, err
 	}
 	defer f.Close()
 	r := bufio.NewReader(f)
 	if tagged {
-		var tag [4]byte
 		if _, err := io.ReadFull(r, tag[:]); err != nil {
-			return nil, fmt.Errorf("%w: not %s: %v", ErrFormat, what, err)
+			return tag, nil, fmt.Errorf("%w: not %s: %v", ErrFormat, what, err)
 		}
 	}
-	v := make([]int64, n)
+	v = make([]int64, n)
 	for i := range v {
 		s, err := ReadScalar(r)
 		if err != nil {
-			return nil, fmt.Errorf("not %s: header scalar %d: %w", what, i, err)
+			return tag, nil, fmt.Errorf("not %s: header scalar %d: %w", what, i, err)
 		}
 		v[i] = s.Int
 	}
-	return v, nil
+	return tag, v, nil
+}
+
+// TagBytes is the bytes of one element of the type a cuVS file's 4-byte
+// dtype tag names: the NumPy dtype ("<f4", "<e2", "|i1", "|u1"), NUL
+// padded (validate_serialized_dtype compares all four bytes). Any other
+// tag is an error wrapping ErrFormat.
+func TagBytes(tag [4]byte) (int64, error) {
+	n, err := itemSize(string(tag[:3]))
+	if err != nil || tag[3] != 0 {
+		return 0, fmt.Errorf("%w: type tag %q", ErrFormat, tag[:])
+	}
+	return int64(n), nil
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -81,4 +83,27 @@ func FuzzReadScalar(f *testing.F) {
 			t.Fatalf("%+v re-read as %+v, %v", s, again, err)
 		}
 	})
+}
+
+// ReadTaggedHeader returns the element size of a cuVS file's dtype tag
+// with its scalars, and refuses a tag that is not a NUL-padded NumPy dtype.
+func TestReadTaggedHeader(t *testing.T) {
+	for _, c := range []struct {
+		tag  string
+		elem int64
+		ok   bool
+	}{{"<f4\x00", 4, true}, {"<e2\x00", 2, true}, {"|i1\x00", 1, true}, {"|u1\x00", 1, true}, {"<f4 ", 0, false}, {"xyz\x00", 0, false}} {
+		b := AppendScalar([]byte(c.tag), "<i8", 42)
+		path := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		elem, v, err := ReadTaggedHeader(path, "a test file", 1)
+		if c.ok && (err != nil || elem != c.elem || len(v) != 1 || v[0] != 42) {
+			t.Errorf("tag %q: %d, %v, %v; want %d, [42]", c.tag, elem, v, err, c.elem)
+		}
+		if !c.ok && !errors.Is(err, ErrFormat) {
+			t.Errorf("tag %q: %v, want ErrFormat", c.tag, err)
+		}
+	}
 }
