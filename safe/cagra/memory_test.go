@@ -189,40 +189,47 @@ func must(t *testing.T, err error) {
 // UpdateDataset on cuVS 26.08: rows that are not a multiple of 16 bytes
 // are copied into a padded dataset the index owns, and counted in InUse as
 // the double holds them; padded device rows are referenced, and count as
-// their matrix. After Close nothing is left on either side.
+// their matrix; host rows are uploaded first, the upload kept as the
+// index's rows where they are padded, else freed after the copy. After
+// Close nothing is left on either side.
 func TestUpdateDatasetCounted(t *testing.T) {
 	ctl := safetest.Double(t, "the double's device memory accounting")
 	safetest.Check(t)
 	res := safetest.Resources(t)
 	for _, d := range []int{6, dim} {
-		p := memParams(t)
-		data := safetest.Random(3, 200, d)
-		idx, err := cagra.Build(res, deviceMatrix(t, res, data, 200, d), &p)
-		must(t, err)
-		lean := filepath.Join(t.TempDir(), "lean.idx")
-		must(t, idx.Serialize(res, lean, safe.WithoutDataset()))
-		must(t, idx.Close())
-		back, err := cagra.Deserialize(res, lean)
-		must(t, err)
-		rows := deviceMatrix(t, res, data, 200, d)
-		a0, u0 := int64(ctl.DeviceMemory(0).Allocated), inUse(t, res)
-		err = back.UpdateDataset(res, rows)
-		if errors.Is(err, safe.ErrNotInRelease) {
+		for _, host := range []bool{false, true} {
+			p := memParams(t)
+			data := safetest.Random(3, 200, d)
+			idx, err := cagra.Build(res, deviceMatrix(t, res, data, 200, d), &p)
+			must(t, err)
+			lean := filepath.Join(t.TempDir(), "lean.idx")
+			must(t, idx.Serialize(res, lean, safe.WithoutDataset()))
+			must(t, idx.Close())
+			back, err := cagra.Deserialize(res, lean)
+			must(t, err)
+			var rows dlpack.Tensor = hostMatrix(t, data, 200, d)
+			if !host {
+				rows = deviceMatrix(t, res, data, 200, d)
+			}
+			a0, u0 := int64(ctl.DeviceMemory(0).Allocated), inUse(t, res)
+			err = back.UpdateDataset(res, rows)
+			if errors.Is(err, safe.ErrNotInRelease) {
+				must(t, back.Close())
+				t.Skip("cuvsCagraUpdateDataset is cuVS 26.08's")
+			}
+			must(t, err)
+			a, u := int64(ctl.DeviceMemory(0).Allocated)-a0, inUse(t, res)-u0
+			t.Logf("dim %d, host rows %v: UpdateDataset made the double hold %d more bytes, InUse count %d more", d, host, a, u)
+			if a != u {
+				t.Errorf("dim %d, host rows %v: after UpdateDataset the double holds %d more bytes, InUse counts %d more", d, host, a, u)
+			}
+			if padded := d*4%16 == 0; !host && padded != (a == 0) || host && a == 0 {
+				t.Errorf("dim %d, host rows %v: UpdateDataset took %d bytes: want a padded copy of device rows only when they are not a multiple of 16 bytes, and host rows on the device", d, host, a)
+			}
 			must(t, back.Close())
-			t.Skip("cuvsCagraUpdateDataset is cuVS 26.08's")
-		}
-		must(t, err)
-		a, u := int64(ctl.DeviceMemory(0).Allocated)-a0, inUse(t, res)-u0
-		t.Logf("dim %d: UpdateDataset made the double hold %d more bytes, InUse count %d more", d, a, u)
-		if a != u {
-			t.Errorf("dim %d: after UpdateDataset the double holds %d more bytes, InUse counts %d more", d, a, u)
-		}
-		if padded := d*4%16 == 0; padded != (a == 0) {
-			t.Errorf("dim %d: UpdateDataset took %d bytes: want a padded copy only for rows not a multiple of 16 bytes", d, a)
-		}
-		must(t, back.Close())
-		if a, u := int64(ctl.DeviceMemory(0).Allocated)-a0, inUse(t, res)-u0; a != u {
-			t.Errorf("dim %d: after Close the double holds %d bytes more than before UpdateDataset, InUse counts %d", d, a, u)
+			if a, u := int64(ctl.DeviceMemory(0).Allocated)-a0, inUse(t, res)-u0; a != u {
+				t.Errorf("dim %d, host rows %v: after Close the double holds %d bytes more than before UpdateDataset, InUse counts %d", d, host, a, u)
+			}
 		}
 	}
 }
