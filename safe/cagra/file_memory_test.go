@@ -100,13 +100,14 @@ func TestFileNeedCuVSFormats(t *testing.T) {
 		}
 	}
 	path, _ := cuvsCagraFile(t, 6, 1, n, dim, strided(n, dim, stride))
-	for _, c := range []struct {
-		name string
-		size int64
-	}{{"a file shorter than its graph", n*4*4 - 1}, {"a file shorter than its rows", n*dim*4 - 1}} {
-		if _, err := fileNeed(path, c.size); !errors.Is(err, npy.ErrFormat) {
-			t.Errorf("%s: fileNeed: %v, want npy.ErrFormat", c.name, err)
-		}
+	if _, err := fileNeed(path, n*4*4-1); !errors.Is(err, npy.ErrFormat) {
+		t.Errorf("a file shorter than its graph: fileNeed: %v, want npy.ErrFormat", err)
+	}
+	// Past the graph the format's reading is not yet checked against a
+	// file cuVS wrote: what does not add up there bounds the need by the
+	// graph alone, and cuVS's reader judges the file.
+	if got, err := fileNeed(path, n*dim*4-1); err != nil || got != graph {
+		t.Errorf("a file shorter than its rows: fileNeed = %d, %v; want the graph's %d", got, err, graph)
 	}
 }
 

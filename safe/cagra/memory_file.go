@@ -82,9 +82,13 @@ func fileNeed(path string, size int64) (int64, error) {
 	if _, err := npy.ReadItem(r, npy.SkipIn(f, r)); err != nil || !npy.AtItem(r) {
 		return need, err // the graph; then, in a whole file, the content map
 	}
+	// What follows the graph is read as cuVS's sources write it, not yet
+	// checked against a file the real library wrote: a misreading must not
+	// refuse a good file, so past the graph the bound falls back to the
+	// graph alone (cuVS's own reader refuses a damaged file).
 	content, err := scalar()
 	if err != nil || content&1 == 0 {
-		return need, err
+		return need, nil
 	}
 	// the dataset's tag and dtype, then its scalars: a strided dataset's
 	// rows, dim and stride; a VPQ dataset's (26.06) rows, dim, VQ centers,
@@ -93,7 +97,7 @@ func fileNeed(path string, size int64) (int64, error) {
 	due := 2
 	for i := 0; i < due; i++ {
 		if v[i], err = scalar(); err != nil {
-			return 0, err
+			return need, nil
 		}
 		switch {
 		case i > 0:
@@ -110,8 +114,8 @@ func fileNeed(path string, size int64) (int64, error) {
 			return need, nil
 		}
 		n, dim, stride := v[2], v[3], v[4]
-		if err := kit.FileHolds(size, "rows", kit.Product(n, dim, esz)); err != nil {
-			return 0, err
+		if kit.FileHolds(size, "rows", kit.Product(n, dim, esz)) != nil || n < 0 || dim < 0 {
+			return need, nil
 		}
 		// rows × stride elements; a stride past 16 elements of padding
 		// (more than cuVS's 16 bytes) counts as that
@@ -123,8 +127,8 @@ func fileNeed(path string, size int64) (int64, error) {
 	}
 	for _, part := range [][]int64{{v[4], v[3], m}, {v[5], v[6], m}, {v[2], v[7]}} {
 		b := kit.Product(part...)
-		if err := kit.FileHolds(size, "compressed rows", b); err != nil {
-			return 0, err
+		if kit.FileHolds(size, "compressed rows", b) != nil {
+			return memest.Round(graph), nil
 		}
 		need += memest.Round(b)
 	}
