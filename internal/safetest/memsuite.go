@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cuvs-go/cuvs/internal/cuvsdouble"
 	"github.com/cuvs-go/cuvs/safe"
 )
 
@@ -324,17 +325,7 @@ func (s *IndexSuite[I, P]) deserializeOverMemoryLimit(t *testing.T) {
 // called and the pool refuses it as RMM's does (safe.ErrOutOfMemory from
 // the library), leaving nothing allocated.
 func (s *IndexSuite[I, P]) deserializeOverPoolCap(t *testing.T) {
-	ctl := Double(t, "a small device")
-	noErr(t, safe.ResetMemoryResource())
-	ctl.SetDeviceBytes(256 << 20)
-	t.Cleanup(func() {
-		_ = safe.ResetMemoryResource()
-		ctl.SetDeviceBytes(0)
-		if err := safe.EnableMemoryPool(safe.DefaultPoolInitialPercent, safe.DefaultPoolMaxPercent, false); err != nil {
-			t.Error(err)
-		}
-	})
-	noErr(t, safe.EnableMemoryPool(1, 50, false))
+	ctl := smallDevice(t)
 	Check(t)
 	res := Resources(t)
 	idx, _ := s.memBuild(t, res)
@@ -375,15 +366,10 @@ func (s *IndexSuite[I, P]) deserializeOverPoolCap(t *testing.T) {
 	}
 }
 
-// extendOverPoolCap: on a small double device whose pool's cap leaves an
-// Extend too little room, Extend is refused before cuVS
-// (*safe.MemoryError naming the cap); with safe.WithoutMemoryCheck cuVS is
-// called and the pool refuses it as RMM's does (safe.ErrOutOfMemory from
-// the library); the double then leaves the index as it was.
-func (s *IndexSuite[I, P]) extendOverPoolCap(t *testing.T) {
-	if s.Extend == nil {
-		t.Skipf("%s has no Extend", s.Name)
-	}
+// smallDevice makes the double's device 256 MiB with a pool capped at
+// half of it, until the end of t (then the default pool again).
+func smallDevice(t *testing.T) *cuvsdouble.Control {
+	t.Helper()
 	ctl := Double(t, "a small device")
 	noErr(t, safe.ResetMemoryResource())
 	ctl.SetDeviceBytes(256 << 20)
@@ -395,6 +381,19 @@ func (s *IndexSuite[I, P]) extendOverPoolCap(t *testing.T) {
 		}
 	})
 	noErr(t, safe.EnableMemoryPool(1, 50, false))
+	return ctl
+}
+
+// extendOverPoolCap: on a small double device whose pool's cap leaves an
+// Extend too little room, Extend is refused before cuVS
+// (*safe.MemoryError naming the cap); with safe.WithoutMemoryCheck cuVS is
+// called and the pool refuses it as RMM's does (safe.ErrOutOfMemory from
+// the library); the double then leaves the index as it was.
+func (s *IndexSuite[I, P]) extendOverPoolCap(t *testing.T) {
+	if s.Extend == nil {
+		t.Skipf("%s has no Extend", s.Name)
+	}
+	ctl := smallDevice(t)
 	Check(t)
 	res := Resources(t)
 	idx, _ := s.memBuild(t, res)
